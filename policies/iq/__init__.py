@@ -1,4 +1,4 @@
-"""Interaction-quality (IQ) estimation for the R_IQ reward: R_IQ = -T + (iq - 1) * 5.
+"""Interaction-quality (IQ) estimation for the R_IQ reward (``policies.rewards``): R_IQ = -T + (iq - 1) * 5.
 
 Two estimators share one protocol, :class:`InteractionQualityEstimator` (``name`` and
 ``estimate(exchanges) -> int`` in 1..5), and one feature function, :func:`exchange_features`:
@@ -36,7 +36,6 @@ __all__ = [
     "exchange_features",
     "validate_exchanges",
     "iq_from_parameters",
-    "iq_reward",
     "EXCHANGE_KEYS",
     "FEATURE_NAMES",
     "WINDOW",
@@ -51,15 +50,6 @@ __all__ = [
     "IQModelError",
     "UnknownIQEstimator",
 ]
-
-
-def iq_reward(turns: int, iq: int) -> int:
-    """The paper's final reward R_IQ = -T + (iq - 1) * 5 (Ultes and Maier, Eq. 17)."""
-    if isinstance(iq, bool) or not isinstance(iq, int) or not 1 <= iq <= 5:
-        raise ValueError(f"iq: expected an integer in 1..5, got {iq!r}")
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
-        raise ValueError(f"turns: expected an integer >= 0, got {turns!r}")
-    return -turns + (iq - 1) * 5
 
 
 def __getattr__(name: str) -> Any:  # lazy: BiLSTMIQEstimator's module is light, torch is not loaded
