@@ -1,0 +1,277 @@
+"""Ontology + venue database of a slot-filling domain, in PyDial's file formats.
+
+A domain is a *rules* JSON file (PyDial's ``<Domain>-rules.json``: ``type``, ``informable``
+slot -> values, ``requestable``, ``system_requestable``, optional ``binary``, ``method``,
+``discourseAct``) and an SQLite database with one table of venues (one column per slot).
+
+``Domain.builtin()`` loads behavsim's own invented Cambridge-restaurants-style domain
+(``policies/data/``, written by ``policies/data/make_domain.py``);
+``Domain.from_pydial(rules, db)`` loads PyDial's files (e.g. ``CamRestaurants-rules.json`` and
+``CamRestaurants-dbase.db``).
+
+Queries are answered from precomputed per-(slot, value) bitsets (Python ints, one bit per
+venue), so ``count``/``matches`` cost well under a microsecond for cached constraint sets.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Mapping
+
+__all__ = ["Domain", "DomainError", "DONTCARE", "NONE_VALUE", "DATA_DIR"]
+
+DONTCARE = "dontcare"
+NONE_VALUE = "**NONE**"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+_BUILTIN_RULES = DATA_DIR / "behavsim-restaurants-rules.json"
+_BUILTIN_DB = DATA_DIR / "behavsim-restaurants-dbase.db"
+_REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "method",
+                  "discourseAct")
+
+
+class DomainError(ValueError):
+    """A rules file or database is missing, unreadable or inconsistent."""
+
+
+def _str_list(value, key: str, path: Path) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise DomainError(f"{path}: key {key!r} must be a list of strings, got {type(value).__name__}")
+    return tuple(v.strip().lower() for v in value)
+
+
+class Domain:
+    """Immutable ontology + database with fast constraint queries.
+
+    Attributes: ``name`` (the rules' ``type``), ``informable`` (slot -> tuple of values, rules
+    order), ``requestable``, ``system_requestable`` (rules order), ``binary``, ``method``,
+    ``discourse_act`` (PyDial's list plus ``none`` and ``bye``, as PyDial's ontology returns
+    it: 7 entries for the usual rules), ``venues`` (tuple of dicts, database order).
+    """
+
+    def __init__(self, name: str, informable: Mapping[str, Iterable[str]],
+                 requestable: Iterable[str], system_requestable: Iterable[str],
+                 method: Iterable[str], discourse_act: Iterable[str],
+                 venues: Iterable[Mapping[str, str]], binary: Iterable[str] = (),
+                 source: str = "<memory>") -> None:
+        self.name = name
+        self.source = source
+        self.informable: dict[str, tuple[str, ...]] = {s: tuple(v) for s, v in informable.items()}
+        self.requestable = tuple(requestable)
+        self.system_requestable = tuple(system_requestable)
+        self.binary = tuple(binary)
+        self.method = tuple(method)
+        da = list(discourse_act)
+        for extra in ("none", "bye"):
+            if extra not in da:
+                da.append(extra)
+        self.discourse_act = tuple(da)
+        self.venues: tuple[dict[str, str], ...] = tuple(dict(v) for v in venues)
+        for s in self.system_requestable:
+            if s not in self.informable:
+                raise DomainError(f"{source}: system_requestable slot {s!r} is not informable")
+        if "name" not in self.informable:
+            raise DomainError(f"{source}: informable slots must include 'name'")
+        if not self.venues:
+            raise DomainError(f"{source}: the database has no venues")
+        self.n_venues = len(self.venues)
+        self.all_bits = (1 << self.n_venues) - 1
+        self._name_index = {v["name"]: i for i, v in enumerate(self.venues)}
+        # per (slot, value) bitset over venues
+        self._bits: dict[str, dict[str, int]] = {}
+        for slot in self.informable:
+            table: dict[str, int] = {}
+            for i, v in enumerate(self.venues):
+                val = v.get(slot)
+                if val is not None:
+                    table[val] = table.get(val, 0) | (1 << i)
+            self._bits[slot] = table
+        self._count_cache: dict[tuple, int] = {}
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def builtin(cls) -> "Domain":
+        """behavsim's own restaurant domain (cached; domains are immutable)."""
+        return _load_cached(str(_BUILTIN_RULES), str(_BUILTIN_DB))
+
+    @classmethod
+    def from_pydial(cls, rules_json_path: str | Path, db_path: str | Path,
+                    table: str | None = None) -> "Domain":
+        """Load a PyDial-format rules JSON + SQLite database.
+
+        ``table`` defaults to the database's only table, or to the table named like the rules
+        file's stem without ``-rules`` (PyDial's convention, e.g. ``CamRestaurants``).
+        """
+        rules_path, db_path = Path(rules_json_path), Path(db_path)
+        rules = _read_rules(rules_path)
+        venues = _read_db(db_path, rules, table, rules_path)
+        return cls(name=rules["type"], informable=rules["informable"],
+                   requestable=rules["requestable"],
+                   system_requestable=rules["system_requestable"], method=rules["method"],
+                   discourse_act=rules["discourseAct"], venues=venues,
+                   binary=rules.get("binary", ()), source=str(rules_path))
+
+    # ------------------------------------------------------------------ queries
+    def _constraint_bits(self, constraints: Mapping[str, str]) -> int:
+        bits = self.all_bits
+        for slot, value in constraints.items():
+            if value == DONTCARE or value == NONE_VALUE or value is None:
+                continue
+            table = self._bits.get(slot)
+            if table is None:
+                raise DomainError(f"{self.source}: unknown slot {slot!r} in constraints; "
+                                  f"informable slots are {sorted(self.informable)}")
+            bits &= table.get(value, 0)
+            if not bits:
+                return 0
+        return bits
+
+    def count(self, constraints: Mapping[str, str]) -> int:
+        """Number of venues matching ``constraints`` (``dontcare``/``**NONE**`` ignored)."""
+        key = tuple(sorted(constraints.items()))
+        n = self._count_cache.get(key)
+        if n is None:
+            n = self._constraint_bits(constraints).bit_count()
+            if len(self._count_cache) < 100_000:
+                self._count_cache[key] = n
+        return n
+
+    def matches(self, constraints: Mapping[str, str]) -> list[int]:
+        """Indices (database order, ascending) of the venues matching ``constraints``."""
+        bits = self._constraint_bits(constraints)
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(low.bit_length() - 1)
+            bits ^= low
+        return out
+
+    def venue_index(self, name: str) -> int | None:
+        return self._name_index.get(name)
+
+    def venue(self, index_or_name: int | str) -> dict[str, str]:
+        if isinstance(index_or_name, str):
+            i = self._name_index.get(index_or_name)
+            if i is None:
+                raise DomainError(f"{self.source}: no venue named {index_or_name!r}")
+            return self.venues[i]
+        return self.venues[index_or_name]
+
+    def values(self, slot: str) -> tuple[str, ...]:
+        try:
+            return self.informable[slot]
+        except KeyError:
+            raise DomainError(f"{self.source}: unknown informable slot {slot!r}; "
+                              f"known: {sorted(self.informable)}") from None
+
+    def can_discriminate(self, constraints: Iterable[tuple[str, str]]) -> bool:
+        """PyDial's test: do ≥2 venues match and differ on an informable slot (not name,
+        not a slot the constraints mark ``dontcare``)?"""
+        real, dontcare = {}, set()
+        for slot, value in constraints:
+            if value == DONTCARE:
+                dontcare.add(slot)
+            else:
+                real[slot] = value
+        idx = self.matches(real)
+        if len(idx) < 2:
+            return False
+        for slot in self.informable:
+            if slot == "name" or slot in dontcare:
+                continue
+            first = self.venues[idx[0]].get(slot)
+            for i in idx[1:]:
+                if self.venues[i].get(slot) != first:
+                    return True
+        return False
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{s}:{len(v)}" for s, v in self.informable.items())
+        return f"Domain({self.name!r}, venues={self.n_venues}, informable={{{sizes}}})"
+
+
+@lru_cache(maxsize=8)
+def _load_cached(rules: str, db: str) -> Domain:
+    return Domain.from_pydial(rules, db)
+
+
+def _read_rules(path: Path) -> dict:
+    if not path.is_file():
+        raise DomainError(f"{path}: rules file not found")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DomainError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise DomainError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+                          f"{exc.msg}") from None
+    if not isinstance(raw, dict):
+        raise DomainError(f"{path}: expected a JSON object with keys {list(_REQUIRED_KEYS)}")
+    missing = [k for k in _REQUIRED_KEYS if k not in raw]
+    if missing:
+        raise DomainError(f"{path}: missing key(s) {missing} (a PyDial rules file has "
+                          f"{list(_REQUIRED_KEYS)})")
+    if not isinstance(raw["type"], str):
+        raise DomainError(f"{path}: key 'type' must be a string")
+    inf = raw["informable"]
+    if not isinstance(inf, dict) or not inf:
+        raise DomainError(f"{path}: key 'informable' must be a non-empty object slot -> values")
+    rules = {"type": raw["type"],
+             "informable": {s.lower(): _str_list(v, f"informable.{s}", path) for s, v in inf.items()}}
+    for key in ("requestable", "system_requestable", "method", "discourseAct"):
+        rules[key] = _str_list(raw[key], key, path)
+    rules["binary"] = _str_list(raw.get("binary", []), "binary", path)
+    for s in rules["system_requestable"]:
+        if s not in rules["informable"]:
+            raise DomainError(f"{path}: system_requestable slot {s!r} is not in 'informable'")
+    return rules
+
+
+def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> list[dict]:
+    if not path.is_file():
+        raise DomainError(f"{path}: database file not found")
+    with open(path, "rb") as fh:
+        if fh.read(16) != b"SQLite format 3\x00":
+            raise DomainError(f"{path}: not an SQLite database")
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:  # pragma: no cover - rare
+        raise DomainError(f"{path}: cannot open SQLite database ({exc})") from None
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        if table is None:
+            stem = rules_path.name.removesuffix(".json").removesuffix("-rules")
+            if len(tables) == 1:
+                table = tables[0]
+            elif stem in tables:
+                table = stem
+            else:
+                raise DomainError(f"{path}: cannot tell which table holds the venues; tables are "
+                                  f"{tables}, pass table=")
+        elif table not in tables:
+            raise DomainError(f"{path}: no table {table!r}; tables are {tables}")
+        cur = con.execute(f'SELECT * FROM "{table}"')
+        cols = [c[0].lower() for c in cur.description]
+        rows = cur.fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise DomainError(f"{path}: cannot read SQLite database ({exc})") from None
+    finally:
+        con.close()
+    needed = ["name", *rules["system_requestable"]]
+    missing = [c for c in needed if c not in cols]
+    if missing:
+        raise DomainError(f"{path}: table {table!r} lacks column(s) {missing} needed by "
+                          f"{rules_path.name}")
+    venues = []
+    for row in rows:
+        v = {c: ("" if x is None else str(x).strip().lower()) for c, x in zip(cols, row)}
+        venues.append(v)
+    for slot in rules["system_requestable"]:
+        known = set(rules["informable"][slot])
+        for v in venues:
+            if v[slot] not in known and v[slot] not in ("", "not available"):
+                raise DomainError(f"{path}: venue {v['name']!r} has {slot}={v[slot]!r}, which is "
+                                  f"not among the values of {slot!r} in {rules_path.name}")
+    return venues

@@ -1,0 +1,164 @@
+"""Gymnasium-style dialogue environment: PyDial's Cambridge-restaurants Environment 1 in
+pure Python (agenda-based user, focus tracker, 0% semantic error by default, 25 turns).
+
+>>> from policies.env import DialogueEnv
+>>> env = DialogueEnv()
+>>> belief, info = env.reset(seed=1)
+>>> belief, reward, terminated, truncated, info = env.step("request_food")
+
+One ``step`` is one exchange: the system's summary action is mapped to a master act, the
+simulated user replies, the reply passes the error model and the tracker, and the new belief
+is returned. The reward is −1 per turn; the success bonus is *not* added here — the final
+``info["success"]`` (PyDial's objective task success: a venue matching the user's
+constraints was offered and every request was answered) is left to the reward functions.
+
+``info`` keys after ``reset``: ``action_mask``, ``turns``, ``goal``, ``user_act``, ``exchanges``,
+``success``; after ``step`` also ``master_act``, ``prompt``, ``summary_action``,
+``masked_action`` (True if the action was not executable in the mask), ``user_act_type``,
+``asr_confidence``. ``exchanges`` holds one dict per exchange (keys: see ``EXCHANGE_KEYS``);
+with ``hello=True`` the opening ``hello()`` is exchange 1 and counts as a turn.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .actions import DiaAct, accepted_constraints, action_mask, master_act, summary_actions, _unknown_msg, UnknownSummaryAction
+from .domain import DONTCARE, Domain
+from .nlg import TemplateNLG
+from .tracker import ErrorModel, FocusTracker
+from .user import SimulatedUser, UserConfig
+
+__all__ = ["DialogueEnv", "EXCHANGE_KEYS", "EnvError"]
+
+EXCHANGE_KEYS = ("turn", "system_act", "system_act_type", "user_act", "user_act_type", "reprompt",
+                 "confirmation", "asr_confidence", "constraints_filled", "user_goal_constraints",
+                 "informed_venue", "success_so_far")
+
+
+class EnvError(RuntimeError):
+    """The environment was used out of protocol (e.g. ``step`` after the end)."""
+
+
+class DialogueEnv:
+    """Simulated-user dialogue environment (see module doc)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, domain: Domain | None = None, *, max_turns: int = 25,
+                 error_model: ErrorModel | None = None, hello: bool = False,
+                 user_config: UserConfig | dict | None = None, nlg_seed: int = 0) -> None:
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
+        if error_model is not None and not isinstance(error_model, ErrorModel):
+            raise TypeError(f"DialogueEnv: error_model must be an ErrorModel or None, got "
+                            f"{type(error_model).__name__}")
+        self.domain = domain if domain is not None else Domain.builtin()
+        self.max_turns = max_turns
+        self.error_model = error_model or ErrorModel()
+        self.hello = bool(hello)
+        self.actions = summary_actions(self.domain)
+        self._action_index = {a: i for i, a in enumerate(self.actions)}
+        self.tracker = FocusTracker(self.domain)
+        self.user = SimulatedUser(self.domain, user_config)
+        self.nlg = TemplateNLG(nlg_seed)
+        self.np_random: np.random.Generator | None = None
+        self.last_system_act: str | None = None
+        self.belief: dict | None = None
+        self._done = True
+
+    # ------------------------------------------------------------------ protocol
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None or self.np_random is None:
+            self.np_random = np.random.default_rng(seed)
+        goal = self.user.reset(self.np_random)
+        self.tracker.reset()
+        self.turns = 0
+        self.exchanges: list[dict] = []
+        self.last_system_act = None
+        self._last_sys: DiaAct | None = None
+        self._done = False
+        self._goal_constraints = len(goal.constraints)
+        sys_act = None
+        if self.hello:
+            sys_act = DiaAct("hello")
+        user_act = self.user.respond(sys_act)
+        belief, conf = self._observe(user_act, sys_act)
+        if sys_act is not None:
+            self.turns = 1
+            self._log(sys_act, user_act, conf, belief)
+            self.last_system_act = str(sys_act)
+            self._last_sys = sys_act
+        info = {"action_mask": action_mask(belief, self.domain), "turns": self.turns,
+                "goal": {"constraints": dict(goal.constraints), "requests": list(goal.requests)},
+                "user_act": str(user_act), "exchanges": self.exchanges,
+                "success": self.user.success}
+        if user_act.type == "bye":  # cannot happen with a fresh user, kept for safety
+            self._done = True
+        return belief, info
+
+    def step(self, summary_action: str):
+        if self._done:
+            raise EnvError("DialogueEnv.step() called after the dialogue ended; call reset()")
+        idx = self._action_index.get(summary_action)
+        if idx is None:
+            raise UnknownSummaryAction(_unknown_msg(summary_action, self.domain))
+        belief = self.belief
+        masked = not bool(action_mask(belief, self.domain)[idx])
+        sys_act = master_act(summary_action, belief, self.domain, self.last_system_act)
+        self.turns += 1
+        user_act = self.user.respond(sys_act)
+        new_belief, conf = self._observe(user_act, sys_act)
+        ex = self._log(sys_act, user_act, conf, new_belief)
+        self.last_system_act = ex["system_act"]
+        self._last_sys = sys_act
+        terminated = user_act.type == "bye" or sys_act.type == "bye"
+        truncated = (not terminated) and self.turns >= self.max_turns
+        self._done = terminated or truncated
+        info = {
+            "action_mask": action_mask(new_belief, self.domain),
+            "turns": self.turns,
+            "master_act": ex["system_act"],
+            "prompt": self.nlg.generate(sys_act),
+            "summary_action": summary_action,
+            "masked_action": masked,
+            "user_act": ex["user_act"],
+            "user_act_type": user_act.type,
+            "asr_confidence": conf,
+            "exchanges": self.exchanges,
+            "success": self.user.success,
+            "gave_up": self.user.gave_up,
+        }
+        return new_belief, -1.0, terminated, truncated, info
+
+    # ------------------------------------------------------------------ internals
+    def _observe(self, user_act: DiaAct, sys_act: DiaAct | None):
+        nbest = self.error_model.apply(user_act, self.domain, self.np_random)
+        belief = self.tracker.update(nbest, sys_act)
+        self.belief = belief
+        return belief, float(nbest[0][1])
+
+    def _log(self, sys_act: DiaAct, user_act: DiaAct, conf: float, belief: dict) -> dict:
+        sys_str = str(sys_act)
+        ex = {
+            "turn": len(self.exchanges) + 1,
+            "system_act": sys_str,
+            "system_act_type": sys_act.type,
+            "user_act": str(user_act),
+            "user_act_type": user_act.type,
+            "reprompt": self._last_sys is not None and sys_act == self._last_sys,
+            "confirmation": sys_act.type == "confirm",
+            "asr_confidence": conf,
+            "constraints_filled": len(accepted_constraints(belief, self.domain)),
+            "user_goal_constraints": self._goal_constraints,
+            "informed_venue": sys_act.type == "inform" and sys_act.get("name") not in (None, "none"),
+            "success_so_far": self.user.success,
+        }
+        self.exchanges.append(ex)
+        return ex
+
+    @property
+    def goal(self):
+        return self.user.goal
+
+    def close(self) -> None:
+        pass

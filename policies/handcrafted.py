@@ -1,0 +1,76 @@
+"""Rule-based policy in the manner of PyDial's ``HDCPolicy``, over summary actions.
+
+Rules, first that applies (only executable actions under :func:`policies.actions.action_mask`):
+
+1. the user is finished (top method ``finished``) → ``bye``;
+2. the user asks for alternatives → ``inform_alternatives``;
+3. a venue was offered and the user requests slots (p > 0.5) or asks by name →
+   ``inform_byname``;
+4. an accepted constraint has belief below ``confirm_threshold`` (noisy input) →
+   ``confirm_<slot>`` (first such slot, alphabetical);
+5. ``inform`` is executable (method by constraints and the matches cannot be told apart) and
+   no venue has been offered yet, or the user changed the constraints → ``inform``;
+6. a constraint is not accepted yet → ``request_<slot>`` (first, alphabetical);
+7. a venue was offered → ``reqmore``; otherwise ``inform`` if executable, else request the
+   first slot.
+
+The policy is a pure function of the belief (deterministic on any belief state).
+"""
+from __future__ import annotations
+
+from .actions import _method_flags, accepted_constraints, action_mask, summary_actions, to_master_act
+from .base import Response
+from .domain import Domain
+from .nlg import TemplateNLG
+
+__all__ = ["HandcraftedPolicy"]
+
+
+class HandcraftedPolicy:
+    """Rule-based policy; ``act(belief) -> Response``."""
+
+    def __init__(self, domain: Domain | None = None, *, name: str = "handcrafted",
+                 nlg_seed: int | None = 0, confirm_threshold: float = 0.8) -> None:
+        self.domain = domain if domain is not None else Domain.builtin()
+        self.name = name
+        self.nlg = TemplateNLG(nlg_seed) if nlg_seed is not None else None
+        self.confirm_threshold = confirm_threshold
+        self.actions = summary_actions(self.domain)
+        self._slots = sorted(self.domain.system_requestable)
+
+    def summary_action(self, belief: dict) -> str:
+        mask = action_mask(belief, self.domain)
+        ok = {a for a, m in zip(self.actions, mask) if m}
+        method = _method_flags(belief)
+        feats = belief.get("features") or {}
+        offered = bool(feats.get("lastInformedVenue"))
+        requested = [s for s, p in belief["beliefs"].get("requested", {}).items() if p > 0.5]
+        if method == "finished" and "bye" in ok:
+            return "bye"
+        if method == "byalternatives" and "inform_alternatives" in ok:
+            return "inform_alternatives"
+        if offered and (requested or method == "byname") and "inform_byname" in ok:
+            return "inform_byname"
+        accepted = {s: (v, p) for s, v, p in accepted_constraints(belief, self.domain)}
+        for s in self._slots:
+            if s in accepted and accepted[s][1] < self.confirm_threshold and f"confirm_{s}" in ok:
+                return f"confirm_{s}"
+        if "inform" in ok and (not offered or method == "byconstraints" and
+                               feats.get("lastActionInformNone") is False and
+                               belief["beliefs"]["method"].get("byconstraints", 0) > 0.5 and
+                               not feats.get("offerHappened")):
+            return "inform"
+        for s in self._slots:
+            if s not in accepted:
+                return f"request_{s}"
+        if offered and "reqmore" in ok:
+            return "reqmore"
+        if "inform" in ok:
+            return "inform"
+        return f"request_{self._slots[0]}"
+
+    def act(self, belief: dict) -> Response:
+        summary = self.summary_action(belief)
+        act = to_master_act(summary, belief, self.domain)
+        prompt = self.nlg.generate(act) if self.nlg is not None else None
+        return Response(act=act, prompt=prompt, summary_action=summary)

@@ -1,0 +1,373 @@
+"""PyDial's focus belief tracker and a semantic error model.
+
+``FocusTracker(domain).update(nbest, system_act)`` takes the user's N-best list of semantic
+hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.actions.DiaAct`, an act
+string, or a sequence of acts for one hypothesis) and the system act that preceded it, and
+returns a belief dict in PyDial's layout::
+
+    {"beliefs": {<informable slot>: {value: p, ..., "dontcare": p, "**NONE**": p},
+                 "method": {6 methods}, "discourseAct": {7 acts}, "requested": {slot: p}},
+     "features": {"lastInformedVenue": str, "informedVenueSinceNone": [...],
+                  "lastActionInformNone": bool, "offerHappened": bool,
+                  "inform_info": [25 bools], "dbMatches": int}}
+
+Update rules (PyDial ``belieftracking/baseline.py`` FocusTracker):
+
+* the N-best list is merged (equal hypotheses add up, each clipped at 1) and normalised to 1;
+* informable slot s: q = max(0, 1 − Σ_v P_turn(s=v)); b(v) ← q·b(v) + P_turn(s=v), divided by
+  the total when it exceeds 1; ``**NONE**`` = 1 − Σ_v b(v);
+* method: the same with q = P_turn(method = none) on the non-``none`` methods; ``none`` = 1 − Σ
+  (PyDial keeps a stale ``none`` entry and patches it later in ``globalSummary``; we store the
+  patched value directly);
+* discourseAct: this turn's distribution;
+* requested(r) = clip((1 − [the system informed r last turn])·b(r) + P_turn(request r)).
+
+Turn labels follow PyDial's ``labels``: ``inform`` items set goals (``affirm``/``negate`` items
+too — PyDial splits ``negate(area=x)`` into ``negate()`` + ``inform(area=x)``), a bare ``affirm``
+after ``confirm(s=v)`` sets s=v, ``request`` and user ``confirm`` items are requests;
+method = byalternatives (reqalts) > finished (bye) > byconstraints / byname (an informed
+``name``) > restart > byname (only requests after a venue was offered) > none.
+
+``features`` follow PyDial's ``BeliefTracker._updateMactFeat`` (computed from the *system* act
+of the turn) plus ``dbMatches``: venues matching all accepted constraints.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .actions import DiaAct, accepted_constraints, parse_act
+from .domain import DONTCARE, NONE_VALUE, Domain
+
+__all__ = ["FocusTracker", "ErrorModel", "inform_info"]
+
+_DA_ORDER = ("silence", "repeat", "thankyou", "ack", "hello", "bye")
+
+
+def inform_info(belief: dict, domain: Domain, _cache: dict | None = None) -> tuple[list[bool], int]:
+    """PyDial's 25 ``inform_info`` flags and the number of venues matching all accepted
+    constraints. For n = 1..5 top-n accepted constraints (by belief, ties in domain order):
+    [matches == 0, == 1, 2–4, > 4, discriminable]."""
+    accepted = accepted_constraints(belief, domain)
+    ordered = tuple((s, v) for s, v, _ in sorted(accepted, key=lambda x: -x[2]))
+    if _cache is not None:
+        hit = _cache.get(ordered)
+        if hit is not None:
+            return list(hit[0]), hit[1]
+    flags: list[bool] = []
+    for n in range(1, 6):
+        part = ordered[:n]
+        count = domain.count({s: v for s, v in part})
+        disc = domain.can_discriminate(part)
+        flags += [count == 0, count == 1, 2 <= count <= 4, count > 4, disc]
+    total = domain.count({s: v for s, v in ordered})
+    if _cache is not None:
+        _cache[ordered] = (tuple(flags), total)
+    return flags, total
+
+
+def _as_acts(hyp) -> tuple[DiaAct, ...]:
+    if isinstance(hyp, DiaAct):
+        return (hyp,)
+    if isinstance(hyp, str):
+        return (parse_act(hyp),)
+    return tuple(parse_act(h) if isinstance(h, str) else h for h in hyp)
+
+
+class FocusTracker:
+    """Focus belief tracker over a :class:`~policies.domain.Domain` (see module doc)."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        self._informable = tuple(domain.informable)
+        self._sysreq = set(domain.system_requestable)
+        # templates: value -> 0.0 in ontology order, then dontcare, then **NONE**
+        self._tmpl_full: dict[str, dict] = {}
+        self._tmpl_init: dict[str, dict] = {}
+        for slot, values in domain.informable.items():
+            full = dict.fromkeys(values, 0.0)
+            full[DONTCARE] = 0.0
+            full[NONE_VALUE] = 1.0
+            self._tmpl_full[slot] = full
+            if slot in self._sysreq:
+                self._tmpl_init[slot] = full
+            else:
+                init = dict.fromkeys(values, 0.0)
+                init[NONE_VALUE] = 1.0
+                self._tmpl_init[slot] = init
+        self._valid = {slot: set(values) | {DONTCARE} for slot, values in domain.informable.items()}
+        self._info_cache: dict = {}
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        self.turn = 0
+        self.goal: dict[str, dict[str, float]] = {}
+        self.method: dict[str, float] = {}
+        self.requested: dict[str, float] = {}
+        self.last_informed_venue = ""
+        self.informed_since_none: list[str] = []
+        self.belief: dict | None = None
+
+    # ------------------------------------------------------------------ labels
+    def _labels(self, acts: Sequence[DiaAct], sys_act: DiaAct | None):
+        this_slot = None
+        confirmed: list[tuple[str, str]] = []
+        if sys_act is not None:
+            t = sys_act.type
+            if t == "request" and sys_act.items:
+                this_slot = sys_act.items[0][0]
+            elif t == "select" and sys_act.items:
+                this_slot = sys_act.items[0][0]
+            elif t == "confirm" and sys_act.items:
+                confirmed = [(s, v) for s, v in sys_act.items if v is not None]
+                this_slot = sys_act.items[0][0]
+        informed: dict[str, str] = {}
+        requested: list[str] = []
+        types = set()
+        has_inform = False
+        informed_name = False
+        for act in acts:
+            t = act.type
+            types.add(t)
+            if t in ("inform", "affirm", "negate"):
+                kept = 0
+                for slot, value in act.items:
+                    if slot == "this":
+                        slot = this_slot
+                    if slot is None or value is None or slot not in self._valid:
+                        continue
+                    if value not in self._valid[slot]:
+                        continue
+                    informed[slot] = value
+                    kept += 1
+                    if slot == "name":
+                        informed_name = True
+                if t == "inform" and (kept or not act.items):
+                    has_inform = True
+                elif kept:
+                    has_inform = True
+                if t == "affirm" and not act.items and len(confirmed) == 1:
+                    s, v = confirmed[0]
+                    if s in self._valid and v in self._valid[s]:
+                        informed[s] = v
+            elif t == "request" or t == "confirm":
+                for slot, value in act.items:
+                    requested.append(slot)
+        if "reqalts" in types:
+            method = "byalternatives"
+        elif "bye" in types:
+            method = "finished"
+        elif has_inform:
+            method = "byname" if informed_name else "byconstraints"
+        elif "restart" in types:
+            method = "restart"
+        elif "deny" not in types and ("request" in types or "confirm" in types) \
+                and self.last_informed_venue != "":
+            method = "byname"
+        else:
+            method = "none"
+        da = "none"
+        for cand in _DA_ORDER:
+            if cand in types:
+                da = cand
+                break
+        return informed, requested, method, da
+
+    # ------------------------------------------------------------------ update
+    def update(self, nbest: Iterable, system_act: DiaAct | str | None = None) -> dict:
+        """Fold one user turn into the belief and return the new belief dict (a fresh dict
+        each call, safe to mutate)."""
+        sys_act = parse_act(system_act) if isinstance(system_act, str) else system_act
+        # merge + normalise the N-best list
+        merged: dict[tuple, float] = {}
+        for hyp, prob in nbest:
+            key = _as_acts(hyp)
+            p = min(1.0, float(prob))
+            if p < 0:
+                p = float(np.exp(p))
+            merged[key] = merged.get(key, 0.0) + p
+        total = sum(merged.values())
+        hyps = [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
+
+        # features from the system act (PyDial updates lastInformedVenue while labelling)
+        offered = ""
+        inform_none = False
+        informed_slots: set[str] = set()
+        if sys_act is not None and sys_act.type == "inform":
+            name = sys_act.get("name")
+            if name == "none":
+                inform_none = True
+            else:
+                informed_slots = {s for s, _ in sys_act.items}
+                if name:
+                    offered = name
+        if offered:
+            self.last_informed_venue = offered
+
+        this_u: dict[str, dict[str, float]] = {}
+        method_stats: dict[str, float] = {}
+        req_stats: dict[str, float] = {}
+        da_stats: dict[str, float] = {}
+        for acts, score in hyps:
+            informed, requested, method, da = self._labels(acts, sys_act)
+            method_stats[method] = method_stats.get(method, 0.0) + score
+            for r in requested:
+                req_stats[r] = req_stats.get(r, 0.0) + score
+            for slot, value in informed.items():
+                d = this_u.setdefault(slot, {})
+                d[value] = d.get(value, 0.0) + score
+            da_stats[da] = da_stats.get(da, 0.0) + score
+
+        # goals
+        for slot, turn_d in this_u.items():
+            q = max(0.0, 1.0 - sum(turn_d.values()))
+            prev = self.goal.get(slot, {})
+            new = {v: p * q for v, p in prev.items()}
+            for v, p in turn_d.items():
+                new[v] = new.get(v, 0.0) + p
+            tot = sum(new.values())
+            if tot > 1.0:
+                new = {v: p / tot for v, p in new.items()}
+            self.goal[slot] = new
+        # method
+        q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
+        meth = {m: p * q for m, p in self.method.items()}
+        for m, p in method_stats.items():
+            if m != "none":
+                meth[m] = meth.get(m, 0.0) + p
+        tot = sum(meth.values())
+        if tot > 1.0:
+            meth = {m: p / tot for m, p in meth.items()}
+        self.method = meth
+        # discourse act
+        tot = sum(da_stats.values())
+        if tot > 1.0:
+            da_stats = {k: p / tot for k, p in da_stats.items()}
+        # requested
+        for slot in set(req_stats) | set(self.requested):
+            p = req_stats.get(slot, 0.0)
+            prev = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
+            self.requested[slot] = min(1.0, max(0.0, prev + p))
+
+        belief = self._build(da_stats)
+        feats = belief["features"]
+        if self.turn == 0 or sys_act is None:
+            feats["lastInformedVenue"] = self.last_informed_venue
+            feats["informedVenueSinceNone"] = list(self.informed_since_none)
+            feats["lastActionInformNone"] = False
+            feats["offerHappened"] = False
+        else:
+            if inform_none:
+                self.informed_since_none = []
+            if offered:
+                self.informed_since_none.append(offered)
+            feats["lastInformedVenue"] = self.last_informed_venue
+            feats["informedVenueSinceNone"] = list(self.informed_since_none)
+            feats["lastActionInformNone"] = inform_none
+            feats["offerHappened"] = bool(offered)
+        flags, n = inform_info(belief, self.domain, self._info_cache)
+        feats["inform_info"] = flags
+        feats["dbMatches"] = n
+        self.turn += 1
+        self.belief = belief
+        return belief
+
+    def _build(self, da_stats: dict[str, float]) -> dict:
+        beliefs: dict[str, dict] = {}
+        for slot in self._informable:
+            tracked = self.goal.get(slot)
+            if not tracked:
+                beliefs[slot] = self._tmpl_init[slot].copy()
+                continue
+            d = self._tmpl_full[slot].copy()
+            mass = 0.0
+            for v, p in tracked.items():
+                d[v] = p
+                mass += p
+            d[NONE_VALUE] = max(0.0, 1.0 - mass)
+            beliefs[slot] = d
+        method = dict.fromkeys(self.domain.method, 0.0)
+        mass = 0.0
+        for m, p in self.method.items():
+            if m in method and m != "none":
+                method[m] = p
+                mass += p
+        method["none"] = max(0.0, 1.0 - mass)
+        beliefs["method"] = method
+        da = dict.fromkeys(self.domain.discourse_act, 0.0)
+        for k, p in da_stats.items():
+            if k in da:
+                da[k] = p
+        beliefs["discourseAct"] = da
+        req = dict.fromkeys(self.domain.requestable, 0.0)
+        for k, p in self.requested.items():
+            if k in req:
+                req[k] = p
+        beliefs["requested"] = req
+        return {"beliefs": beliefs, "features": {}}
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """Semantic error simulation between the user and the tracker.
+
+    ``error_rate`` — probability that each slot value (or requested slot) of the user's act is
+    replaced by another value of the same slot, chosen uniformly (``confusion="uniform"``);
+    an ``affirm``/``negate`` is flipped with the same probability. ``nbest`` — size of the
+    N-best list: the top hypothesis is the (possibly corrupted) act; the others are further
+    corrupted variants, the true act being put at a random rank when it is not already in
+    the list. Confidences: sorted Dirichlet(1, ..., 1) draws (descending), or 1.0 with a single
+    hypothesis. ``error_rate=0`` (PyDial's Environment 1) returns ``[(act, 1.0)]``.
+    """
+
+    error_rate: float = 0.0
+    nbest: int = 1
+    confusion: str = "uniform"
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.error_rate) <= 1.0:
+            raise ValueError(f"ErrorModel: error_rate must be in [0, 1], got {self.error_rate!r}")
+        if int(self.nbest) < 1:
+            raise ValueError(f"ErrorModel: nbest must be >= 1, got {self.nbest!r}")
+        if self.confusion != "uniform":
+            raise ValueError(f"ErrorModel: confusion must be 'uniform', got {self.confusion!r}")
+
+    def _corrupt(self, act: DiaAct, domain: Domain, rng: np.random.Generator,
+                 rate: float) -> DiaAct:
+        t = act.type
+        if t in ("affirm", "negate") and rng.random() < rate:
+            t = "negate" if t == "affirm" else "affirm"
+        items = []
+        for slot, value in act.items:
+            if rng.random() < rate:
+                if value is None:
+                    choices = [s for s in domain.requestable if s != slot]
+                    if choices:
+                        slot = choices[int(rng.integers(len(choices)))]
+                elif slot in domain.informable:
+                    choices = [v for v in domain.informable[slot] + (DONTCARE,) if v != value]
+                    if choices:
+                        value = choices[int(rng.integers(len(choices)))]
+            items.append((slot, value))
+        return DiaAct(t, tuple(items))
+
+    def apply(self, act: DiaAct, domain: Domain, rng: np.random.Generator) -> list[tuple[DiaAct, float]]:
+        """N-best list ``[(act, confidence), ...]`` (descending confidence) for a true act."""
+        if self.error_rate == 0.0 and self.nbest == 1:
+            return [(act, 1.0)]
+        top = self._corrupt(act, domain, rng, self.error_rate)
+        hyps = [top]
+        for _ in range(self.nbest - 1):
+            hyps.append(self._corrupt(act, domain, rng, 0.5))
+        if self.nbest > 1 and act not in hyps:
+            hyps[int(rng.integers(1, self.nbest))] = act
+        if self.nbest == 1:
+            return [(top, 1.0)]
+        conf = np.sort(rng.dirichlet(np.ones(self.nbest)))[::-1]
+        out: dict[DiaAct, float] = {}
+        for h, c in zip(hyps, conf):
+            out[h] = out.get(h, 0.0) + float(c)
+        return sorted(out.items(), key=lambda x: -x[1])
