@@ -1,0 +1,21 @@
+"""behavsim — how differently do two dialogue policies behave?
+
+Fix a set of dialogue contexts, run each policy on them deterministically, and compare the
+answers context by context with eight similarity scores (Ultes & Maier, "Similarity Scoring for
+Dialogue Behaviour Comparison"). This package is the toolkit-independent core: dialogue acts,
+scores, response tables, the comparison engine, analysis and the CLI.
+"""
+
+from __future__ import annotations
+
+from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
+from ._errors import (ActParseError, BehavsimError, ConfigError, ContextSetMismatch, ModelNotAvailable,
+                      TableFormatError, UnknownEncoder, UnknownName, UnknownScore)
+from .scores import ALL_SCORES, get_score, list_scores
+
+__all__ = [
+    "DialogueAct", "ActLike", "parse_act", "format_act", "canonical_act",
+    "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
+    "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
+    "get_score", "list_scores", "ALL_SCORES",
+]

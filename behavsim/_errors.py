@@ -1,0 +1,77 @@
+"""The exception hierarchy of behavsim.
+
+Every error raised on bad user input derives from :class:`BehavsimError`, so callers can catch
+one class; each also derives from the matching built-in (``ValueError``, ``KeyError``, ...)
+so generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BehavsimError",
+    "ActParseError",
+    "UnknownName",
+    "UnknownScore",
+    "UnknownEncoder",
+    "ModelNotAvailable",
+    "ContextSetMismatch",
+    "TableFormatError",
+    "ConfigError",
+]
+
+
+class BehavsimError(Exception):
+    """Base class of all behavsim errors."""
+
+
+class ActParseError(BehavsimError, ValueError):
+    """A dialogue-act string is malformed; the message names the string and the position."""
+
+    def __init__(self, text: str, position: int, problem: str):
+        self.text = text
+        self.position = position
+        self.problem = problem
+        pointer = " " * (position + 1) + "^"
+        super().__init__(
+            f"cannot parse dialogue act {text!r} at position {position}: {problem}\n"
+            f" {text!r}\n{pointer}"
+        )
+
+
+class UnknownName(BehavsimError, KeyError):
+    """A name was looked up in a registry that does not hold it."""
+
+    def __init__(self, kind: str, name: str, valid: list[str], suggestion: str | None):
+        self.kind = kind
+        self.name = name
+        self.valid = valid
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        self.message = f"unknown {kind} {name!r}.{hint} Valid {kind}s: {', '.join(valid)}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:  # KeyError would add quotes around the message
+        return self.message
+
+
+class UnknownScore(UnknownName):
+    """An unknown similarity-score name."""
+
+
+class UnknownEncoder(UnknownName):
+    """An unknown text-encoder name."""
+
+
+class ModelNotAvailable(BehavsimError, RuntimeError):
+    """A model (weights) that a score needs is not installed on this machine."""
+
+
+class ContextSetMismatch(BehavsimError, ValueError):
+    """Two response tables were produced on different context sets."""
+
+
+class TableFormatError(BehavsimError, ValueError):
+    """A response-table file is damaged, foreign or of an unsupported version."""
+
+
+class ConfigError(BehavsimError, ValueError):
+    """A parameter has a value outside what is allowed."""

@@ -1,0 +1,64 @@
+"""A small registry of named factories: listable, rejects unknown names with the closest one."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Callable, Generic, Iterator, TypeVar
+
+from ._errors import UnknownName
+
+T = TypeVar("T")
+
+__all__ = ["Registry"]
+
+
+class Registry(Generic[T]):
+    """Maps case-insensitive names to factories.
+
+    ``kind`` names what is registered (``"score"``, ``"encoder"``) in error messages;
+    ``error`` is the :class:`UnknownName` subclass raised for unknown names.
+    """
+
+    def __init__(self, kind: str, error: type[UnknownName] = UnknownName):
+        self.kind = kind
+        self.error = error
+        self._items: dict[str, Callable[..., T]] = {}
+        self._names: dict[str, str] = {}  # lower-case key -> registered spelling
+
+    def register(self, name: str, factory: Callable[..., T] | None = None):
+        """Register ``factory`` under ``name``; usable as a decorator."""
+
+        def deco(f: Callable[..., T]) -> Callable[..., T]:
+            key = name.lower()
+            if key in self._names:
+                raise ValueError(f"{self.kind} {name!r} is already registered")
+            self._items[name] = f
+            self._names[key] = name
+            return f
+
+        return deco(factory) if factory is not None else deco
+
+    def canonical(self, name: str) -> str:
+        """The registered spelling of ``name``; raises the registry's error if unknown."""
+        if not isinstance(name, str):
+            raise TypeError(f"{self.kind} name must be a string, got {type(name).__name__}")
+        key = name.lower()
+        if key not in self._names:
+            close = difflib.get_close_matches(key, list(self._names), n=1, cutoff=0.5)
+            raise self.error(self.kind, name, self.names(), self._names[close[0]] if close else None)
+        return self._names[key]
+
+    def get(self, name: str) -> Callable[..., T]:
+        return self._items[self.canonical(name)]
+
+    def create(self, name: str, **options) -> T:
+        return self.get(name)(**options)
+
+    def names(self) -> list[str]:
+        return list(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)

@@ -1,0 +1,45 @@
+"""The eight similarity scores of SPEC §3 and their registry.
+
+>>> from behavsim.scores import get_score, list_scores
+>>> list_scores()
+['TMR', 'DMR', 'CER', 'CMR', 'USE_cos', 'USE_ang', 'BLEU4', 'BERTScore']
+>>> get_score("CMR").score("request(food)", "request(pricerange)")
+0.2
+"""
+
+from __future__ import annotations
+
+from .._errors import UnknownScore
+from .._registry import Registry
+from ._base import Score, ScoreInfo, SemanticScore, TextScore
+from ._semantic import (CER, CMR, DMR, TMR, act_match, concept_error, concept_match,
+                        symmetric_concept_error, total_match)
+from ._text import BERTScore, BLEU4, USEAng, USECos, sentence_bleu, symmetric_bleu
+
+__all__ = [
+    "Score", "ScoreInfo", "SemanticScore", "TextScore",
+    "TMR", "DMR", "CER", "CMR", "USECos", "USEAng", "BLEU4", "BERTScore",
+    "total_match", "act_match", "concept_error", "symmetric_concept_error", "concept_match",
+    "sentence_bleu", "symmetric_bleu",
+    "scores", "get_score", "list_scores", "SEMANTIC_SCORES", "TEXT_SCORES", "ALL_SCORES",
+]
+
+scores: Registry[Score] = Registry("score", UnknownScore)
+for _cls in (TMR, DMR, CER, CMR, USECos, USEAng, BLEU4, BERTScore):
+    scores.register(_cls.info.name, _cls)
+
+SEMANTIC_SCORES = ("TMR", "DMR", "CER", "CMR")
+TEXT_SCORES = ("USE_cos", "USE_ang", "BLEU4", "BERTScore")
+ALL_SCORES = SEMANTIC_SCORES + TEXT_SCORES
+
+
+def get_score(name: str | Score, **options) -> Score:
+    """A score object by registered name (case-insensitive), or the object passed in."""
+    if isinstance(name, Score):
+        return name
+    return scores.create(name, **options)
+
+
+def list_scores() -> list[str]:
+    """The registered score names, in SPEC order."""
+    return scores.names()

@@ -1,0 +1,126 @@
+"""The four semantic scores of SPEC §3: TMR, DMR, CER, CMR.
+
+Functional forms (``total_match``, ``act_match``, ``concept_error``, ``symmetric_concept_error``,
+``concept_match``) and score classes share the same core. The classes compute each distinct
+(act, act') pair once.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .._acts import ActLike, DialogueAct, parse_act
+from ._base import ScoreInfo, SemanticScore
+
+__all__ = [
+    "total_match",
+    "act_match",
+    "concept_error",
+    "symmetric_concept_error",
+    "concept_match",
+    "TMR",
+    "DMR",
+    "CER",
+    "CMR",
+]
+
+
+def _levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def total_match(a: ActLike, b: ActLike) -> float:
+    """1.0 if the canonical acts are equal, else 0.0."""
+    return float(parse_act(a) == parse_act(b))
+
+
+def act_match(a: ActLike, b: ActLike) -> float:
+    """1.0 if the dialogue-act types are equal, else 0.0."""
+    return float(parse_act(a).act_type == parse_act(b).act_type)
+
+
+def concept_error(h: ActLike, r: ActLike) -> float:
+    """CE(h, r) = max(0, (|r| - dist(h, r)) / |r|) on the item sequences ``[s1, v1, ...]``.
+
+    When ``r`` has no items: 1.0 if ``h`` has none, else 0.0. The clip at 0 (not in the paper's
+    formula, which goes negative when ``h`` is much longer than ``r``) keeps it a similarity.
+    """
+    hs = parse_act(h).item_sequence()
+    rs = parse_act(r).item_sequence()
+    if not rs:
+        return 1.0 if not hs else 0.0
+    return max(0.0, (len(rs) - _levenshtein(hs, rs)) / len(rs))
+
+
+def symmetric_concept_error(a: ActLike, b: ActLike) -> float:
+    """The per-context CER value: δ(t, t') · (CE(a, a') + CE(a', a)) / 2."""
+    pa, pb = parse_act(a), parse_act(b)
+    if pa.act_type != pb.act_type:
+        return 0.0
+    return (concept_error(pa, pb) + concept_error(pb, pa)) / 2.0
+
+
+def concept_match(a: ActLike, b: ActLike) -> float:
+    """CM = (δ(t, t') + |M|) / (1 + |U|) over slots and (slot, value) pairs as concepts."""
+    pa, pb = parse_act(a), parse_act(b)
+    ca, cb = pa.concepts(), pb.concepts()
+    return (float(pa.act_type == pb.act_type) + len(ca & cb)) / (1 + len(ca | cb))
+
+
+class _ActPairScore(SemanticScore):
+    _fn = staticmethod(total_match)
+
+    def _pairwise(self, a: list, b: list) -> np.ndarray:
+        out = np.full(len(a), np.nan)
+        memo: dict[tuple[DialogueAct, DialogueAct], float] = {}
+        fn = type(self)._fn
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x is None or y is None:
+                continue
+            px, py = parse_act(x), parse_act(y)
+            key = (px, py) if (px.act_type, px.items) <= (py.act_type, py.items) else (py, px)
+            v = memo.get(key)
+            if v is None:
+                v = memo[key] = fn(*key)
+            out[i] = v
+        return out
+
+
+class TMR(_ActPairScore):
+    info = ScoreInfo("TMR", "total match rate: 1 if the canonical acts are equal", "semantic")
+    _fn = staticmethod(total_match)
+
+    def _signature_parts(self) -> list[str]:
+        return ["canon:sorted-items"]
+
+
+class DMR(_ActPairScore):
+    info = ScoreInfo("DMR", "dialogue-act match rate: 1 if the act types are equal", "semantic")
+    _fn = staticmethod(act_match)
+
+
+class CER(_ActPairScore):
+    info = ScoreInfo("CER", "symmetric concept error: δ(t,t')·(CE(a,a')+CE(a',a))/2, CE clipped at 0",
+                     "semantic")
+    _fn = staticmethod(symmetric_concept_error)
+
+    def _signature_parts(self) -> list[str]:
+        return ["dist:levenshtein-items", "clip:0"]
+
+
+class CMR(_ActPairScore):
+    info = ScoreInfo("CMR", "concept match: (δ(t,t')+|shared concepts|)/(1+|all concepts|)", "semantic")
+    _fn = staticmethod(concept_match)
+
+    def _signature_parts(self) -> list[str]:
+        return ["concepts:slots+pairs"]
