@@ -11,7 +11,7 @@ parameters of exchange *t* are computed on three levels:
 
 The ASR-specific LEGO parameters that a simulated semantic channel cannot produce (recognition
 status, barge-in, speech duration, ...) are left out; the task-progress parameters
-(``constraint_progress``, ``informed_venue``, ``success_so_far``, ``closed``) are additions for
+(``constraint_progress``, ``informed_venue``, ``venue_offered``, ``success_so_far``, ``closed``) are additions for
 the restaurant-search domain, documented in ``docs/interaction_quality.md``.
 """
 
@@ -72,7 +72,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     "win_mean_asr_confidence",  # LEGO {Mean}ASRConfidence
     # task progress (restaurant search)
     "constraint_progress",  # constraints_filled / user_goal_constraints (1 if the goal has none)
-    "informed_venue",
+    "informed_venue",  # exchange level: this exchange's system act offers a venue
+    "venue_offered",  # dialogue level: some exchange 1..t had informed_venue
     "success_so_far",
     "closed",  # system or user act type is bye
 )
@@ -130,6 +131,7 @@ def exchange_features(exchanges: list[dict]) -> np.ndarray:
     validate_exchanges(exchanges)
     rows = np.empty((len(exchanges), len(FEATURE_NAMES)), dtype=np.float64)
     n_rep = n_conf = n_neg = 0
+    offered = False
     asr_sum = 0.0
     reps: list[int] = []
     asrs: list[float] = []
@@ -148,6 +150,7 @@ def exchange_features(exchanges: list[dict]) -> np.ndarray:
         asrs.append(asr)
         win_r = reps[-WINDOW:]
         win_a = asrs[-WINDOW:]
+        offered = offered or bool(ex["informed_venue"])
         closed = ex["system_act_type"] in _CLOSING_ACTS or ex["user_act_type"] in _CLOSING_ACTS
         rows[i] = (
             t,
@@ -166,6 +169,7 @@ def exchange_features(exchanges: list[dict]) -> np.ndarray:
             sum(win_a) / len(win_a),
             _progress(ex["constraints_filled"], ex["user_goal_constraints"]),
             1 if ex["informed_venue"] else 0,
+            1 if offered else 0,
             1 if ex["success_so_far"] else 0,
             1 if closed else 0,
         )

@@ -33,7 +33,7 @@ def _score(
     n_confirmations: float,
     mean_asr: float,
     progress: float,
-    informed_venue: bool,
+    venue_offered: bool,
     success: bool,
     closed: bool,
 ) -> float:
@@ -44,7 +44,7 @@ def _score(
         - _PER_CONFIRMATION * n_confirmations
         - _ASR * (1.0 - mean_asr)
     )
-    if informed_venue or closed:
+    if venue_offered or closed:
         s -= _MISSING_CONSTRAINTS * (1.0 - progress)
     if closed and not success:
         s -= _FAILED_CLOSE
@@ -69,7 +69,7 @@ def iq_from_parameters(row: Mapping[str, float] | object) -> int:
         float(get("n_confirmations")),
         float(get("mean_asr_confidence")),
         float(get("constraint_progress")),
-        bool(get("informed_venue")),
+        bool(get("venue_offered")),
         bool(get("success_so_far")),
         bool(get("closed")),
     )
@@ -87,8 +87,10 @@ class ParameterIQEstimator:
              - 0.50 * R                       # number of re-prompts (LEGO #RePrompts)
              - 0.25 * C                       # number of explicit confirmations
              - 2.00 * (1 - a)                 # a = mean ASR confidence (LEGO MeanASRConfidence)
-             - 1.00 * (1 - F/G) * [V or B]    # goal constraints not accepted once a venue is
-                                              # offered (V) or the dialogue is closed (B = a bye)
+             - 1.00 * (1 - F/G) * [V or B]    # goal constraints not accepted once a venue has
+                                              # been offered (V: informed_venue in any exchange
+                                              # 1..T) or the dialogue is closed (B: the system or
+                                              # the user act of exchange T is bye)
              - 1.50 * [B and not S]           # closed without success so far (S)
         iq = clip(floor(s + 0.5), 1, 5)       # halves round up
 
@@ -134,8 +136,11 @@ class ParameterIQEstimator:
             if n == 0:
                 raise IQInputError("exchanges: expected at least one exchange, got an empty list")
             n_rep = n_conf = 0
+            offered = False
             asr_sum = 0.0
             for ex in exchanges:
+                if ex["informed_venue"]:
+                    offered = True
                 if ex["reprompt"]:
                     n_rep += 1
                 if ex["confirmation"]:
@@ -152,7 +157,7 @@ class ParameterIQEstimator:
             closed = last["system_act_type"] == "bye" or last["user_act_type"] == "bye"
             return _score(
                 n, n_rep, n_conf, asr_sum / n, progress,
-                bool(last["informed_venue"]), bool(last["success_so_far"]), closed,
+                offered, bool(last["success_so_far"]), closed,
             )
         except KeyError as err:
             raise IQInputError(f"exchanges: an exchange lacks the key {err.args[0]!r}") from None
@@ -173,7 +178,7 @@ class ParameterIQEstimator:
 
         row = exchange_features(exchanges)[-1]
         f = {name: float(row[i]) for i, name in enumerate(FEATURE_NAMES)}
-        offered_or_closed = bool(f["informed_venue"]) or bool(f["closed"])
+        offered_or_closed = bool(f["venue_offered"]) or bool(f["closed"])
         terms = {
             "start": _START,
             "exchanges": -_PER_EXCHANGE * (f["turn"] - 1),

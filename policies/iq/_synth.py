@@ -64,7 +64,6 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
     }
     accepted: dict[str, str] = {}
     venue_ok = False
-    informed_venue = False
     pending_requests = list(requests)
     success = False
     prev_sys = ""
@@ -116,7 +115,6 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
         elif sys_type == "confirm":
             user_act = "affirm()"
         elif offer is not None:
-            informed_venue = True
             if offer == goal:
                 venue_ok = True
                 user_act = _act("request", [(pending_requests[0], "")]) if pending_requests else "thankyou()"
@@ -144,7 +142,7 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
                 "asr_confidence": round(asr, 4),
                 "constraints_filled": len(accepted),
                 "user_goal_constraints": len(slots),
-                "informed_venue": informed_venue,
+                "informed_venue": sys_type == "inform",  # every inform here names a venue
                 "success_so_far": success,
             }
         )
