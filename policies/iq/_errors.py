@@ -1,16 +1,19 @@
-"""Exceptions of the interaction-quality package.
+"""Exceptions of the interaction-quality package, inside behavsim's hierarchy.
 
-All derive from :class:`IQError`; each also derives from the built-in class a caller would
-naturally catch (``ValueError`` for bad input, ``LookupError`` for unknown names), so code that
-knows nothing of this package still handles them.
+All derive from :class:`IQError` (a :class:`behavsim.BehavsimError`); each also derives from
+the built-in class a caller would naturally catch (``ValueError`` for bad input, ``KeyError``
+via :class:`behavsim.UnknownName` for unknown names, ``RuntimeError`` via
+:class:`behavsim.ModelNotAvailable` for a missing model).
 """
 
 from __future__ import annotations
 
+from behavsim import BehavsimError, ModelNotAvailable, UnknownName
+
 __all__ = ["IQError", "IQInputError", "IQDataError", "UnknownIQEstimator", "IQModelError"]
 
 
-class IQError(Exception):
+class IQError(BehavsimError):
     """Base class of every error raised by :mod:`policies.iq`."""
 
 
@@ -22,12 +25,9 @@ class IQDataError(IQError, ValueError):
     """An exchange-level CSV file is malformed; the message names file, row and column."""
 
 
-class UnknownIQEstimator(IQError, LookupError):
+class UnknownIQEstimator(IQError, UnknownName):
     """``get_iq_estimator`` was given a name that is not registered."""
 
-    def __str__(self) -> str:  # LookupError would otherwise print the repr of the message
-        return str(self.args[0]) if self.args else ""
 
-
-class IQModelError(IQError, ValueError):
+class IQModelError(IQError, ModelNotAvailable):
     """A saved BiLSTM model is missing, incomplete or incompatible with this code."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Protocol, runtime_checkable
 
-from ._errors import UnknownIQEstimator
+from behavsim._registry import Registry
+
+from ._errors import IQModelError, UnknownIQEstimator
 
 __all__ = ["InteractionQualityEstimator", "get_iq_estimator", "list_iq_estimators", "DEFAULT_IQ_ESTIMATOR"]
 
@@ -22,20 +23,30 @@ class InteractionQualityEstimator(Protocol):
 
 DEFAULT_IQ_ESTIMATOR = "parameters"
 
+_REGISTRY: Registry[InteractionQualityEstimator] = Registry("IQ estimator", UnknownIQEstimator)
+_DESCRIPTIONS: dict[str, str] = {}
 
+
+def _register(name: str, description: str):
+    def deco(factory):
+        _DESCRIPTIONS[name] = description
+        return _REGISTRY.register(name, factory)
+
+    return deco
+
+
+@_register("parameters", "rule-based formula over LEGO-style interaction parameters (default)")
 def _make_parameters(**kw: Any):
     from ._parameters import ParameterIQEstimator
 
     if kw:
-        raise TypeError(
-            f"get_iq_estimator('parameters') takes no options, got {', '.join(sorted(kw))}"
-        )
+        raise TypeError(f"get_iq_estimator('parameters') takes no options, got {', '.join(sorted(kw))}")
     return ParameterIQEstimator()
 
 
+@_register("bilstm", "BiLSTM with self-attention after Ultes (2019); needs path= of a saved model")
 def _make_bilstm(path: Any = None, **kw: Any):
     from ._bilstm import BiLSTMIQEstimator
-    from ._errors import IQModelError
 
     if kw:
         raise TypeError(f"get_iq_estimator('bilstm') takes only path=..., got {', '.join(sorted(kw))}")
@@ -46,25 +57,15 @@ def _make_bilstm(path: Any = None, **kw: Any):
     return BiLSTMIQEstimator.load(path)
 
 
-_REGISTRY = {
-    "parameters": (_make_parameters, "rule-based formula over LEGO-style interaction parameters (default)"),
-    "bilstm": (_make_bilstm, "BiLSTM with self-attention after Ultes (2019); needs path= of a saved model"),
-}
-
-
 def list_iq_estimators() -> dict[str, str]:
-    """Registered names and a one-line description of each."""
-    return {name: desc for name, (_, desc) in sorted(_REGISTRY.items())}
+    """Registered names (default first) and a one-line description of each."""
+    return {name: _DESCRIPTIONS[name] for name in _REGISTRY.names()}
 
 
 def get_iq_estimator(name: str = DEFAULT_IQ_ESTIMATOR, **kw: Any) -> InteractionQualityEstimator:
-    """The IQ estimator registered as ``name`` (``"parameters"`` or ``"bilstm"``, path=...)."""
-    if not isinstance(name, str) or name not in _REGISTRY:
-        valid = sorted(_REGISTRY)
-        close = difflib.get_close_matches(str(name).lower(), valid, n=1, cutoff=0.0)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownIQEstimator(
-            f"name: unknown IQ estimator {name!r}.{hint} Valid names: {', '.join(valid)}"
-        )
-    factory, _ = _REGISTRY[name]
-    return factory(**kw)
+    """The IQ estimator registered as ``name``: ``"parameters"`` (default) or ``"bilstm"`` (``path=``).
+
+    Names are case-insensitive; an unknown name raises :class:`UnknownIQEstimator` (a
+    ``KeyError``) naming the closest registered one.
+    """
+    return _REGISTRY.create(name, **kw)

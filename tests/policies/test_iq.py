@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import policies.iq as iq
+from behavsim import BehavsimError, ModelNotAvailable
 from policies.iq import (
     EXCHANGE_KEYS,
     FEATURE_NAMES,
@@ -76,7 +77,7 @@ def synthetic(n: int, seed: int) -> list[list[dict]]:
 
 
 def test_registry_lists_and_builds_default():
-    assert set(list_iq_estimators()) == {"parameters", "bilstm"}
+    assert list(list_iq_estimators()) == ["parameters", "bilstm"]
     est = get_iq_estimator()
     assert isinstance(est, ParameterIQEstimator)
     assert est.name == "parameters" == iq.DEFAULT_IQ_ESTIMATOR
@@ -86,14 +87,19 @@ def test_registry_lists_and_builds_default():
 def test_registry_rejects_unknown_name_with_closest():
     with pytest.raises(UnknownIQEstimator, match=r"unknown IQ estimator 'bilstn'\. Did you mean 'bilstm'\?"):
         get_iq_estimator("bilstn")
-    with pytest.raises(UnknownIQEstimator, match=r"Did you mean 'parameters'\?.*Valid names: bilstm, parameters"):
+    with pytest.raises(UnknownIQEstimator, match=r"Did you mean 'parameters'\? Valid IQ estimators: parameters, bilstm"):
         get_iq_estimator("parameter")
-    with pytest.raises(LookupError):  # also catchable as a built-in
+    with pytest.raises(KeyError):  # also catchable as a built-in
         get_iq_estimator("nope")
+    with pytest.raises(BehavsimError):  # and as any behavsim error
+        get_iq_estimator("nope")
+    assert isinstance(get_iq_estimator("Parameters"), ParameterIQEstimator)  # case-insensitive
 
 
 def test_registry_option_errors():
     with pytest.raises(IQModelError, match=r"needs path="):
+        get_iq_estimator("bilstm")
+    with pytest.raises(ModelNotAvailable):
         get_iq_estimator("bilstm")
     with pytest.raises(TypeError, match=r"takes no options, got weight"):
         get_iq_estimator("parameters", weight=2)
