@@ -152,6 +152,11 @@ def _actions_for(slots: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(names)
 
 
+@lru_cache(maxsize=64)
+def _action_set(slots: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(_actions_for(slots))
+
+
 def summary_actions(domain: Domain) -> tuple[str, ...]:
     """The domain's summary actions in their fixed order (see module doc)."""
     return _actions_for(domain.system_requestable)
@@ -291,6 +296,8 @@ def _none_act(constraints: list[tuple[str, str]]) -> DiaAct:
 def master_act(summary: str, belief: dict, domain: Domain,
                last_system_act: str | None = None) -> DiaAct:
     """Like :func:`to_master_act` but returns a :class:`DiaAct`."""
+    if summary not in _action_set(domain.system_requestable):
+        raise UnknownSummaryAction(_unknown_msg(summary, domain))
     beliefs = belief["beliefs"]
     feats = _features(belief)
     if summary.startswith("request_"):

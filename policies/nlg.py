@@ -167,9 +167,9 @@ class TemplateNLG:
 
     def _inform(self, a: DiaAct, key: str) -> str:
         name = a.get("name")
-        others = [(s, v) for s, v in a.items if s not in ("name", "name!") and v is not None]
+        others = sorted((s, v) for s, v in a.items if s not in ("name", "name!") and v is not None)
         if name == "none":
-            excluded = [v for s, v in a.items if s == "name!"]
+            excluded = sorted(v for s, v in a.items if s == "name!")
             parts = [(_NONE_CLAUSES[s].format(v=v) if s in _NONE_CLAUSES else f"with {s} {v}")
                      for s, v in others if v != "dontcare"]
             parts = self._order(key, "o", parts)

@@ -369,5 +369,5 @@ class ErrorModel:
         conf = np.sort(rng.dirichlet(np.ones(self.nbest)))[::-1]
         out: dict[DiaAct, float] = {}
         for h, c in zip(hyps, conf):
-            out[h] = out.get(h, 0.0) + float(c)
+            out[h] = min(1.0, out.get(h, 0.0) + float(c))
         return sorted(out.items(), key=lambda x: -x[1])

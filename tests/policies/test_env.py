@@ -1,0 +1,113 @@
+import numpy as np
+import pytest
+
+from policies.actions import SUMMARY_ACTIONS, UnknownSummaryAction
+from policies.env import EXCHANGE_KEYS, DialogueEnv, EnvError
+from policies.handcrafted import HandcraftedPolicy
+from policies.tracker import ErrorModel
+
+
+def run(env, policy, seed):
+    b, info = env.reset(seed=seed)
+    trace = [(info["user_act"], tuple(info["action_mask"]))]
+    done = False
+    while not done:
+        a = policy(b, info)
+        b, r, term, trunc, info = env.step(a)
+        assert r == -1.0
+        trace.append((a, info["master_act"], info["prompt"], info["user_act"], tuple(info["action_mask"])))
+        done = term or trunc
+    return trace, info, b
+
+
+def hdc(env):
+    p = HandcraftedPolicy(env.domain)
+    return lambda b, info: p.summary_action(b)
+
+
+def random_policy(seed):
+    rng = np.random.default_rng(seed)
+    def act(b, info):
+        ok = np.flatnonzero(info["action_mask"])
+        return SUMMARY_ACTIONS[int(rng.choice(ok))]
+    return act
+
+
+def test_same_seed_same_dialogue():
+    e1, e2 = DialogueEnv(), DialogueEnv()
+    for seed in range(10):
+        t1, i1, b1 = run(e1, random_policy(seed), seed)
+        t2, i2, b2 = run(e2, random_policy(seed), seed)
+        assert t1 == t2 and i1["exchanges"] == i2["exchanges"] and b1 == b2
+
+
+def test_different_seeds_differ():
+    env = DialogueEnv()
+    goals = {str(env.reset(seed=s)[1]["goal"]) for s in range(20)}
+    assert len(goals) > 10
+
+
+def test_exchanges_and_info():
+    env = DialogueEnv(hello=True)
+    trace, info, _ = run(env, hdc(env), 5)
+    ex = info["exchanges"]
+    assert ex[0]["system_act"] == "hello()" and ex[0]["turn"] == 1
+    assert len(ex) == info["turns"] == len(trace)
+    for i, e in enumerate(ex, 1):
+        assert tuple(e) == EXCHANGE_KEYS and e["turn"] == i
+        assert isinstance(e["reprompt"], bool) and isinstance(e["confirmation"], bool)
+        assert e["asr_confidence"] == 1.0 and e["user_goal_constraints"] == 3
+        assert 0 <= e["constraints_filled"] <= 3
+    assert any(e["informed_venue"] for e in ex)
+    assert ex[-1]["success_so_far"] is True and info["success"] is True
+    assert info["master_act"] == ex[-1]["system_act"] and env.last_system_act == ex[-1]["system_act"]
+
+
+def test_reprompt_flag_and_truncation():
+    env = DialogueEnv(max_turns=25, user_config={"patience": 30})
+    env.reset(seed=1)
+    steps = 0
+    done = False
+    while not done:
+        b, r, term, trunc, info = env.step("request_area")
+        steps += 1
+        done = term or trunc
+    assert trunc and not term and steps == 25 and info["turns"] == 25
+    assert [e["reprompt"] for e in info["exchanges"]] == [False] + [True] * 24
+    assert info["success"] is False
+    with pytest.raises(EnvError, match="reset"):
+        env.step("request_area")
+
+
+def test_patience_ends_dialogue():
+    env = DialogueEnv()
+    env.reset(seed=2)
+    for i in range(5):  # patience 5: four repeats leave 1
+        b, r, term, trunc, info = env.step("request_food")
+        assert not term
+    b, r, term, trunc, info = env.step("request_food")
+    assert term and info["user_act"] == "bye()" and info["gave_up"] and not info["success"]
+
+
+def test_unknown_action_message():
+    env = DialogueEnv()
+    env.reset(seed=0)
+    with pytest.raises(UnknownSummaryAction, match="Did you mean 'inform_byname'"):
+        env.step("inform_by_name")
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="max_turns"):
+        DialogueEnv(max_turns=0)
+    with pytest.raises(TypeError, match="error_model"):
+        DialogueEnv(error_model=0.1)
+
+
+def test_noisy_environment_runs():
+    env = DialogueEnv(error_model=ErrorModel(error_rate=0.3, nbest=3))
+    succ = 0
+    for seed in range(30):
+        _, info, b = run(env, hdc(env), seed)
+        succ += info["success"]
+        assert all(0 < e["asr_confidence"] <= 1 for e in info["exchanges"])
+    assert succ >= 10
