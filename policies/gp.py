@@ -29,10 +29,10 @@ Deviations from PyDial, all of them for speed or reproducibility, none changing 
 3. Deferred covariance updates. PyDial adds the rank-one term ``c cᵀ / s`` to the dense
    posterior matrix ``C`` after every step (O(m²) each). Here the terms are collected as columns
    of a matrix ``U`` and ``C`` is used as ``C₀ + U diag(1/s) Uᵀ``; ``U`` is folded into ``C₀`` with
-   one matrix product every ``flush_every`` steps and before every save. Only the rounding of the
+   one matrix product every ``flush_every`` steps. Only the rounding of the
    result can differ from PyDial's order of operations. The flush points are fixed by the step
-   count, so a run is bit-for-bit reproducible and a run resumed from a checkpoint (always
-   written right after a flush) equals an uninterrupted one.
+   count and checkpoints store the pending terms, so a run is bit-for-bit reproducible and a
+   run resumed from a checkpoint equals an uninterrupted one.
 4. A per-object ``np.random.Generator`` (PCG64) for the exploration noise instead of PyDial's
    global ``Settings.random``; all allowed actions draw their noise with one call.
 5. Ties between equal values are broken by the lowest action index (PyDial's stable sort does the
@@ -437,16 +437,22 @@ class GPSarsa:
 
     # ------------------------------------------------------------------ state
     def get_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """Arrays and JSON-able metadata describing the learner completely (flushes first)."""
-        self.flush()
-        m = self._m
+        """Arrays and JSON-able metadata describing the learner completely.
+
+        Deferred covariance terms are saved as they are (not flushed), so saving never changes
+        the numbers of a run: a run saved and resumed at any episode boundary continues exactly
+        as an uninterrupted one.
+        """
+        m, t = self._m, self._t
         kinv = [blk.Kinv[: blk.n, : blk.n].ravel() for blk in self._blocks]
         arrays = {
             "X": self._X[:m].copy(),
             "actions": self._act[:m].astype(np.int64),
             "alpha": self._alpha[:m].copy(),
             "C": self._C0[:m, :m].copy(),
-            "Kinv": np.concatenate(kinv) if kinv else np.zeros(0),
+            "Kinv": np.concatenate(kinv),
+            "U": self._U[:m, :t].copy(),
+            "sinv": self._sinv[:t].copy(),
         }
         meta = {
             "n_actions": self.n_actions,
@@ -491,16 +497,24 @@ class GPSarsa:
         counts = np.bincount(act, minlength=obj.n_actions)
         if kinv.shape != (int((counts**2).sum()),):
             raise ValueError(f"Kinv: expected {int((counts ** 2).sum())} numbers, got {kinv.shape}")
+        U = np.asarray(arrays.get("U", np.zeros((m, 0))), dtype=np.float64)
+        sinv = np.asarray(arrays.get("sinv", np.zeros(0)), dtype=np.float64)
+        t = sinv.shape[0] if sinv.ndim == 1 else -1
+        if U.shape != (m, t) or not 0 <= t < obj.flush_every:
+            raise ValueError(f"inconsistent deferred terms: U {U.shape}, sinv {sinv.shape}")
         cap = 64
         while cap < m:
             cap *= 2
         obj._init_buffers(cap)
+        obj._U[:m, :t] = U
+        obj._sinv[:t] = sinv
+        obj._t = t
         obj._m = m
         obj._X[:m] = X
         obj._act[:m] = act
         obj._alpha[:m] = alpha
         obj._C0[:m, :m] = C
-        off = 0
+        off = 0  # diagonal blocks Cd mirror the flushed C₀
         for a, blk in enumerate(obj._blocks):
             n = int(counts[a])
             bcap = 8
@@ -517,5 +531,109 @@ class GPSarsa:
         return obj
 
 
-class GPSarsaPolicy:  # filled in once the environment modules have landed
-    pass
+class GPSarsaPolicy:
+    """GP-SARSA dialogue policy over PyDial's summary actions (policy protocol of ``policies.base``).
+
+    ``act(belief)`` builds the summary belief vector, masks the summary actions and returns a
+    :class:`~policies.base.Response` with the master act, a template prompt (``nlg_seed=None``:
+    no prompt) and the summary action. With ``learning=False`` (the default) the choice is the
+    largest posterior mean among the allowed actions — deterministic, ties to the lowest action
+    index; with ``learning=True`` it samples Q values (exploration, uses the learner's generator).
+    Any belief state is accepted; missing entries count as 0 (see ``policies.features``).
+    """
+
+    def __init__(
+        self,
+        domain: Any = None,
+        *,
+        learner: GPSarsa | None = None,
+        seed: int | np.random.Generator | None = 0,
+        learning: bool = False,
+        name: str = "gp-sarsa",
+        nlg_seed: int | None = 0,
+        **hyperparameters: float,
+    ) -> None:
+        from .actions import summary_actions
+        from .domain import Domain
+        from .features import vector_length
+
+        self.domain = domain if domain is not None else Domain.builtin()
+        self.actions: tuple[str, ...] = tuple(summary_actions(self.domain))
+        self.dim = vector_length(self.domain)
+        if learner is None:
+            params = {**DEFAULT_HYPERPARAMETERS, **hyperparameters}
+            learner = GPSarsa(len(self.actions), self.dim, seed=seed, **params)
+        elif hyperparameters:
+            raise TypeError("GPSarsaPolicy: give hyper-parameters or a learner, not both")
+        if (learner.n_actions, learner.dim) != (len(self.actions), self.dim):
+            raise ValueError(
+                f"learner: expected {len(self.actions)} actions and belief vectors of length "
+                f"{self.dim} for domain {self.domain.name!r}, got {learner.n_actions} and {learner.dim}"
+            )
+        self.learner = learner
+        self.learning = bool(learning)
+        self.name = name
+        self.nlg_seed = nlg_seed
+        self._nlg = None
+
+    # -------------------------------------------------------------- protocol
+    def decide(self, belief: dict, mask: Any = None) -> tuple[int, np.ndarray]:
+        """``(summary action index, belief vector)``; ``mask`` defaults to ``action_mask``."""
+        from .actions import action_mask
+        from .features import belief_vector
+
+        vec = belief_vector(belief, self.domain)
+        if mask is None:
+            mask = action_mask(belief, self.domain)
+        return self.learner.select(vec, mask, explore=self.learning), vec
+
+    def summary_action(self, belief: dict) -> str:
+        return self.actions[self.decide(belief)[0]]
+
+    def act(self, belief: dict):
+        from .actions import to_master_act
+        from .base import Response
+
+        summary = self.summary_action(belief)
+        act = to_master_act(summary, belief, self.domain)
+        prompt = None
+        if self.nlg_seed is not None:
+            if self._nlg is None:
+                from .nlg import TemplateNLG
+
+                self._nlg = TemplateNLG(self.nlg_seed)
+            prompt = self._nlg.generate(act)
+        return Response(act=act, prompt=prompt, summary_action=summary)
+
+    # -------------------------------------------------------------- metadata
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description stored in checkpoints."""
+        return {
+            "name": self.name,
+            "domain": self.domain.name,
+            "summary_actions": list(self.actions),
+            "dim": self.dim,
+            "kernel": "polysort-dot*delta",
+            "nlg_seed": self.nlg_seed,
+        }
+
+    @classmethod
+    def from_checkpoint_meta(
+        cls, learner: GPSarsa, meta: dict[str, Any], *, domain: Any = None, learning: bool = False
+    ) -> "GPSarsaPolicy":
+        pol = meta["policy"]
+        obj = cls(domain, learner=learner, learning=learning, name=str(pol["name"]), nlg_seed=pol.get("nlg_seed", 0))
+        if list(pol["summary_actions"]) != list(obj.actions):
+            raise ValueError(
+                f"the checkpoint's summary actions {pol['summary_actions']} differ from the "
+                f"domain's {list(obj.actions)}"
+            )
+        if pol.get("domain") != obj.domain.name:
+            raise ValueError(f"the checkpoint is for domain {pol.get('domain')!r}, not {obj.domain.name!r}")
+        return obj
+
+    def __repr__(self) -> str:
+        return (
+            f"GPSarsaPolicy(name={self.name!r}, dictionary={self.learner.dictionary_size}, "
+            f"learning={self.learning})"
+        )

@@ -1,0 +1,691 @@
+"""Training runner: GP-SARSA trials with periodic checkpoints and evaluations (paper, Table 1).
+
+A *run* is a folder ``DIR`` with
+
+* ``DIR/config.json`` — the :class:`TrainConfig` (data, stored with every result);
+* ``DIR/<reward>-seed<seed>/`` — one folder per *trial* (reward × seed) with
+  ``ckpt-001000.npz``, ``ckpt-002000.npz``, … (GP only; see :mod:`policies.checkpoint`) and
+  ``metrics.csv`` (one row per checkpoint);
+* ``DIR/metrics.csv`` — the rows of every trial, sorted by reward, seed and dialogues.
+
+Every ``checkpoint_every`` training dialogues the policy is saved and evaluated on
+``eval_dialogues`` dialogues: greedy, no learning, the same user goals for every checkpoint and
+every trial (evaluation dialogue ``j`` is seeded from ``(eval_seed, j)``). Columns of the
+metrics: ``policy, reward, seed, dialogues, tsr, aiq, adl, mean_reward, train_tsr,
+train_mean_reward, dictionary_size, train_seconds, wall_seconds`` — TSR the task success rate,
+AIQ the average final interaction quality (always the ``iq_estimator``, default
+``"parameters"``, whatever the reward), ADL the average number of turns, ``mean_reward`` the
+mean return of the evaluation dialogues under the trial's reward.
+
+Determinism: training dialogue ``i`` of a trial is seeded from ``(seed, i)``, the exploration
+noise comes from the learner's own generator (seeded from ``seed``, its state saved in every
+checkpoint), BLAS runs single-threaded. The same configuration therefore gives byte-identical
+checkpoint files, and a run that is stopped (or killed) and started again on the same ``DIR``
+resumes from the last checkpoint of each trial and ends with the same files as an
+uninterrupted run. Starting again with more ``dialogues`` (or more seeds/rewards) extends the
+run; any other change of configuration is refused (:class:`ConfigMismatch`).
+
+Trials run in parallel processes (``workers = min(trials, cores)``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import io
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "TrainConfig",
+    "ConfigError",
+    "ConfigMismatch",
+    "EvalResult",
+    "EVAL_SEED",
+    "METRIC_COLUMNS",
+    "POLICIES",
+    "run_training",
+    "run_trial",
+    "evaluate_policy",
+    "run_dialogue",
+    "trial_name",
+    "checkpoint_path",
+    "list_checkpoints",
+    "load_checkpoint",
+]
+
+from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
+
+#: Default seed of the evaluation dialogues (shared by every trial and checkpoint).
+EVAL_SEED = 20_190_801
+#: Policies the runner can train/evaluate.
+POLICIES = ("gp", "handcrafted")
+METRIC_COLUMNS = (
+    "policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward",
+    "train_tsr", "train_mean_reward", "dictionary_size", "train_seconds", "wall_seconds",
+)
+_CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
+# configuration keys that change the numbers of a trial (others may change between invocations)
+_FIXED_KEYS = (
+    "policy", "checkpoint_every", "eval_dialogues", "eval_seed", "gamma", "sigma", "nu", "scale",
+    "flush_every", "max_turns", "iq_estimator",
+)
+
+
+class ConfigError(ValueError):
+    """An invalid training configuration; the message names the parameter."""
+
+
+class ConfigMismatch(ConfigError):
+    """The output folder holds a run with another configuration."""
+
+
+def _closest(name: Any, valid: Sequence[str]) -> str:
+    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.0)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a training run (stored as ``DIR/config.json``)."""
+
+    policy: str = "gp"
+    rewards: tuple[str, ...] = ("ts",)
+    seeds: tuple[int, ...] = (0,)
+    dialogues: int = 40_000
+    checkpoint_every: int = 1_000
+    eval_dialogues: int = 100
+    eval_seed: int = EVAL_SEED
+    gamma: float = 1.0
+    sigma: float = 5.0
+    nu: float = 0.001
+    scale: float = 3.0
+    flush_every: int = 48
+    max_turns: int = 25
+    iq_estimator: str = "parameters"
+    version: int = field(default=1)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rewards", tuple(self.rewards))
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        self.validate()
+
+    def validate(self) -> None:
+        from .rewards import list_rewards
+
+        if self.policy not in POLICIES:
+            raise ConfigError(f"policy: unknown policy {self.policy!r}; valid: {list(POLICIES)}.{_closest(self.policy, POLICIES)}")
+        if not self.rewards:
+            raise ConfigError("rewards: expected at least one reward name, got none")
+        for r in self.rewards:
+            if r not in list_rewards():
+                raise ConfigError(f"rewards: unknown reward {r!r}; valid: {list_rewards()}.{_closest(r, list_rewards())}")
+        if len(set(self.rewards)) != len(self.rewards):
+            raise ConfigError(f"rewards: duplicate names in {list(self.rewards)}")
+        if not self.seeds:
+            raise ConfigError("seeds: expected at least one seed, got none")
+        for s in self.seeds:
+            if not _is_int(s) or s < 0:
+                raise ConfigError(f"seeds: expected non-negative integers, got {s!r}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"seeds: duplicate seeds in {list(self.seeds)}")
+        for key in ("dialogues", "checkpoint_every", "eval_dialogues", "flush_every", "max_turns"):
+            v = getattr(self, key)
+            if not _is_int(v) or v < 1:
+                raise ConfigError(f"{key}: expected a positive integer, got {v!r}")
+        if not _is_int(self.eval_seed) or self.eval_seed < 0:
+            raise ConfigError(f"eval_seed: expected a non-negative integer, got {self.eval_seed!r}")
+        for key, ok, what in (
+            ("gamma", lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]"),
+            ("sigma", lambda v: v > 0.0, "a positive number"),
+            ("nu", lambda v: v >= 0.0, "a non-negative number"),
+            ("scale", lambda v: True, "a number"),
+        ):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+                raise ConfigError(f"{key}: expected {what}, got {v!r}")
+        if not isinstance(self.iq_estimator, str) or not self.iq_estimator:
+            raise ConfigError(f"iq_estimator: expected an estimator name, got {self.iq_estimator!r}")
+
+    # -------------------------------------------------------------- (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["rewards"] = list(self.rewards)
+        d["seeds"] = [int(s) for s in self.seeds]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        if not isinstance(d, dict):
+            raise ConfigError(f"config: expected a JSON object, got {type(d).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{_closest(unknown[0], sorted(names))}")
+        return cls(**d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> "TrainConfig":
+        return cls.from_dict(json.loads(text))
+
+    def fixed(self) -> dict[str, Any]:
+        """The part of the configuration that must not change when a run is resumed."""
+        d = self.to_dict()
+        return {k: d[k] for k in _FIXED_KEYS}
+
+    def trials(self) -> list[tuple[str, int]]:
+        return [(r, int(s)) for r in self.rewards for s in self.seeds]
+
+    def schedule(self) -> list[int]:
+        """Dialogue counts at which checkpoints are written and evaluated."""
+        pts = list(range(self.checkpoint_every, self.dialogues + 1, self.checkpoint_every))
+        if not pts or pts[-1] != self.dialogues:
+            pts.append(self.dialogues)
+        return pts
+
+
+def trial_name(reward: str, seed: int) -> str:
+    return f"{reward}-seed{int(seed)}"
+
+
+def checkpoint_path(trial_dir: str | os.PathLike, dialogues: int) -> Path:
+    return Path(trial_dir) / f"ckpt-{int(dialogues):06d}.npz"
+
+
+def list_checkpoints(trial_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """``(dialogues, path)`` of the checkpoint files of a trial folder, in order."""
+    d = Path(trial_dir)
+    if not d.is_dir():
+        return []
+    out = []
+    for p in d.iterdir():
+        m = _CKPT_RE.match(p.name)
+        if m:
+            out.append((int(m.group(1)), p))
+    return sorted(out)
+
+
+def _seed_int(*words: int) -> int:
+    return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+# ---------------------------------------------------------------------- dialogues
+@dataclass
+class EvalResult:
+    """Per-dialogue outcomes of an evaluation and their means (TSR, AIQ, ADL, mean reward)."""
+
+    success: list[bool]
+    iq: list[int]
+    turns: list[int]
+    rewards: list[float]
+
+    @property
+    def tsr(self) -> float:
+        return float(np.mean(self.success)) if self.success else math.nan
+
+    @property
+    def aiq(self) -> float:
+        return float(np.mean(self.iq)) if self.iq else math.nan
+
+    @property
+    def adl(self) -> float:
+        return float(np.mean(self.turns)) if self.turns else math.nan
+
+    @property
+    def mean_reward(self) -> float:
+        return float(np.mean(self.rewards)) if self.rewards else math.nan
+
+    def summary(self) -> dict[str, float]:
+        return {"tsr": self.tsr, "aiq": self.aiq, "adl": self.adl, "mean_reward": self.mean_reward}
+
+
+def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False) -> tuple[list, list[int], float, dict]:
+    """One dialogue of ``policy`` in ``env`` (reset with ``seed``).
+
+    Returns ``(belief vectors, action indices, sum of the environment's rewards, final info)``;
+    vectors are recorded only for GP policies (``policy.decide``), the list is empty otherwise.
+    """
+    belief, info = env.reset(seed=seed)
+    mask = info["action_mask"]
+    vecs: list = []
+    acts: list[int] = []
+    total = 0.0
+    decide = getattr(policy, "decide", None)
+    if decide is not None:
+        policy.learning = explore
+    while True:
+        if decide is not None:
+            a, v = decide(belief, mask)
+            vecs.append(v)
+            acts.append(a)
+            summary = env.actions[a]
+        else:
+            summary = policy.summary_action(belief)
+        belief, r, terminated, truncated, info = env.step(summary)
+        total += r
+        mask = info["action_mask"]
+        if terminated or truncated:
+            return vecs, acts, total, info
+
+
+def evaluate_policy(
+    policy: Any,
+    n_dialogues: int,
+    *,
+    reward: Any = "ts",
+    eval_seed: int = EVAL_SEED,
+    iq_estimator: Any = "parameters",
+    env: Any = None,
+) -> EvalResult:
+    """Greedy evaluation (no exploration, no learning) on ``n_dialogues`` fixed dialogues."""
+    from .env import DialogueEnv
+    from .iq import get_iq_estimator
+    from .rewards import get_reward
+
+    reward = get_reward(reward) if isinstance(reward, str) else reward
+    est = get_iq_estimator(iq_estimator) if isinstance(iq_estimator, str) else iq_estimator
+    env = env if env is not None else DialogueEnv()
+    learning = getattr(policy, "learning", None)
+    res = EvalResult([], [], [], [])
+    try:
+        for j in range(n_dialogues):
+            _, _, total, info = run_dialogue(env, policy, _seed_int(eval_seed, 3, j), explore=False)
+            iq = int(est.estimate(info["exchanges"]))
+            res.success.append(bool(info["success"]))
+            res.iq.append(iq)
+            res.turns.append(int(info["turns"]))
+            res.rewards.append(total + reward.final_reward(info, iq=iq))
+    finally:
+        if learning is not None:
+            policy.learning = learning
+    return res
+
+
+# ---------------------------------------------------------------------- one trial
+def _row_from_meta(meta: dict[str, Any], wall: float | None = None, train_s: float | None = None) -> dict[str, Any]:
+    t = meta["training"]
+    return {
+        "policy": t["policy"], "reward": t["reward"], "seed": t["seed"], "dialogues": t["dialogues"],
+        **t["eval"], "train_tsr": t["train"]["tsr"], "train_mean_reward": t["train"]["mean_reward"],
+        "dictionary_size": t["dictionary_size"], "train_seconds": train_s, "wall_seconds": wall,
+    }
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "" if math.isnan(v) else repr(v)
+    return str(v)
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(METRIC_COLUMNS)
+    for r in rows:
+        w.writerow([_fmt(r.get(c)) for c in METRIC_COLUMNS])
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+_INT_COLS = {"seed", "dialogues", "dictionary_size"}
+_STR_COLS = {"policy", "reward"}
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Rows of a ``metrics.csv`` written by the runner (numbers parsed, blanks → None)."""
+    path = Path(path)
+    rows = []
+    with open(path, newline="", encoding="utf-8") as fh:
+        for raw in csv.DictReader(fh):
+            row: dict[str, Any] = {}
+            for k, v in raw.items():
+                if k in _STR_COLS:
+                    row[k] = v
+                elif v in ("", None):
+                    row[k] = None
+                elif k in _INT_COLS:
+                    row[k] = int(v)
+                else:
+                    row[k] = float(v)
+            rows.append(row)
+    return rows
+
+
+def _new_policy(config: TrainConfig, seed: int):
+    from .gp import GPSarsaPolicy
+
+    return GPSarsaPolicy(
+        seed=np.random.default_rng(np.random.SeedSequence([int(seed), 1])),
+        gamma=config.gamma, sigma=config.sigma, nu=config.nu, scale=config.scale,
+        flush_every=config.flush_every, nlg_seed=0,
+    )
+
+
+def _resume(config: TrainConfig, reward: str, seed: int, tdir: Path, target: int):
+    """Latest usable checkpoint ``(dialogues, policy, meta)`` of a trial, or ``(0, None, None)``."""
+    ckpts = [(n, p) for n, p in list_checkpoints(tdir) if n <= target]
+    if not ckpts:
+        return 0, None, None
+    n, path = ckpts[-1]
+    from .gp import GPSarsaPolicy
+
+    learner, meta = read_checkpoint(path)
+    try:
+        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta)
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: {err}") from None
+    t = meta.get("training") or {}
+    want = {"policy": config.policy, "reward": reward, "seed": seed, "dialogues": n, "run": config.fixed()}
+    got = {k: t.get(k) for k in want}
+    if got != want:
+        diff = [k for k in want if got[k] != want[k]]
+        raise CheckpointError(
+            f"{path}: foreign checkpoint: it records {', '.join(f'{k}={got[k]!r}' for k in diff)}, "
+            f"this run expects {', '.join(f'{k}={want[k]!r}' for k in diff)}"
+        )
+    return n, pol, meta
+
+
+def run_trial(
+    config: TrainConfig,
+    reward_name: str,
+    seed: int,
+    out_dir: str | os.PathLike,
+    report: Callable[[tuple], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Train (or only evaluate, for ``policy="handcrafted"``) one trial; returns its metric rows.
+
+    Resumes from the trial folder's last checkpoint; writes ``ckpt-*.npz`` and ``metrics.csv``.
+    ``report`` receives ``("progress", trial, dialogues)`` and ``("checkpoint", trial, row)``.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _run_trial(config, reward_name, int(seed), Path(out_dir), report)
+
+
+def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, report) -> list[dict[str, Any]]:
+    from .env import DialogueEnv
+    from .iq import get_iq_estimator
+    from .rewards import get_reward
+
+    name = trial_name(reward_name, seed)
+    tdir = out_dir / name
+    tdir.mkdir(parents=True, exist_ok=True)
+    reward = get_reward(reward_name)
+    est = get_iq_estimator(config.iq_estimator)
+    schedule = config.schedule()
+    target = schedule[-1]
+    train_env = DialogueEnv(max_turns=config.max_turns)
+    eval_env = DialogueEnv(max_turns=config.max_turns)
+
+    # ------------------------------------------------------------ resume state
+    old_rows: dict[int, dict[str, Any]] = {}
+    mpath = tdir / "metrics.csv"
+    if mpath.is_file():
+        try:
+            for r in read_metrics(mpath):
+                old_rows[int(r["dialogues"])] = r
+        except (ValueError, KeyError, csv.Error) as err:
+            raise CheckpointError(f"{mpath}: unreadable metrics file ({err})") from None
+    if config.policy == "gp":
+        start, policy, _ = _resume(config, reward_name, seed, tdir, target)
+        if policy is None:
+            policy = _new_policy(config, seed)
+        rows = []
+        for n, path in list_checkpoints(tdir):
+            old = old_rows.get(n)
+            if old is not None and old.get("policy") == config.policy:
+                rows.append(old)
+            else:  # killed between checkpoint and metrics row: rebuild the row from the file
+                rows.append(_row_from_meta(read_checkpoint(path)[1]))
+    else:
+        from .handcrafted import HandcraftedPolicy
+
+        policy = HandcraftedPolicy(nlg_seed=None)
+        rows = [old_rows[n] for n in schedule if n in old_rows and old_rows[n].get("policy") == config.policy]
+        start = rows[-1]["dialogues"] if rows else 0
+        rows = [r for r in rows if r["dialogues"] <= start]
+    _write_csv(mpath, rows)
+
+    # ------------------------------------------------------------ train / evaluate
+    done = start
+    for point in schedule:
+        if point <= start:
+            continue
+        t0 = time.perf_counter()
+        succ: list[bool] = []
+        rets: list[float] = []
+        if config.policy == "gp":
+            learner = policy.learner
+            for i in range(done, point):
+                vecs, acts, total, info = run_dialogue(train_env, policy, _seed_int(seed, 2, i), explore=True)
+                ret = total + reward.final_reward(info)
+                learner.learn_episode(np.asarray(vecs), acts, ret)
+                succ.append(bool(info["success"]))
+                rets.append(ret)
+                if report is not None and (i + 1) % 100 == 0:
+                    report(("progress", name, i + 1))
+        t_train = time.perf_counter() - t0
+        ev = evaluate_policy(policy, config.eval_dialogues, reward=reward, eval_seed=config.eval_seed,
+                             iq_estimator=est, env=eval_env)
+        train_stats = {
+            "tsr": float(np.mean(succ)) if succ else None,
+            "mean_reward": float(np.mean(rets)) if rets else None,
+        }
+        if config.policy == "gp":
+            meta_training = {
+                "policy": config.policy, "reward": reward_name, "reward_signature": reward.signature,
+                "seed": seed, "dialogues": point, "run": config.fixed(),
+                "eval": ev.summary(), "train": train_stats,
+                "dictionary_size": policy.learner.dictionary_size,
+            }
+            save_checkpoint(checkpoint_path(tdir, point), policy, meta_training)
+            dict_size = policy.learner.dictionary_size
+        else:
+            dict_size = None
+        row = {
+            "policy": config.policy, "reward": reward_name, "seed": seed, "dialogues": point,
+            **ev.summary(), "train_tsr": train_stats["tsr"], "train_mean_reward": train_stats["mean_reward"],
+            "dictionary_size": dict_size, "train_seconds": t_train,
+            "wall_seconds": time.perf_counter() - t0,
+        }
+        rows.append(row)
+        rows.sort(key=lambda x: x["dialogues"])
+        _write_csv(mpath, rows)
+        done = point
+        if report is not None:
+            report(("progress", name, point))
+            report(("checkpoint", name, row))
+    return [r for r in rows if r["dialogues"] <= target]
+
+
+# ---------------------------------------------------------------------- whole runs
+def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
+    """Create ``out_dir`` or check it against ``config``; returns the config to store."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cpath = out_dir / "config.json"
+    stored = config
+    if cpath.is_file():
+        try:
+            old = TrainConfig.from_json(cpath.read_text(encoding="utf-8"))
+        except (ValueError, TypeError) as err:
+            raise ConfigMismatch(f"{cpath}: unreadable run configuration ({err})") from None
+        a, b = old.fixed(), config.fixed()
+        diff = [k for k in a if a[k] != b[k]]
+        if diff:
+            raise ConfigMismatch(
+                f"{out_dir} holds a run with another configuration ("
+                + ", ".join(f"{k}: {a[k]!r} there, {b[k]!r} now" for k in diff)
+                + "); choose another output folder or the same settings"
+            )
+        stored = dataclasses.replace(
+            config,
+            rewards=tuple(dict.fromkeys(old.rewards + config.rewards)),
+            seeds=tuple(dict.fromkeys(old.seeds + config.seeds)),
+            dialogues=max(old.dialogues, config.dialogues),
+        )
+    elif any(out_dir.iterdir()):
+        raise ConfigMismatch(f"{out_dir} is not empty and holds no config.json; refusing to write a run there")
+    tmp = cpath.with_name(f".config.json.tmp{os.getpid()}")
+    tmp.write_text(stored.to_json() + "\n", encoding="utf-8")
+    os.replace(tmp, cpath)
+    return stored
+
+
+_QUEUE = None
+
+
+def _worker_init(queue) -> None:
+    global _QUEUE
+    _QUEUE = queue
+
+
+def _worker(config_dict: dict, reward: str, seed: int, out_dir: str) -> list[dict[str, Any]]:
+    report = _QUEUE.put if _QUEUE is not None else None
+    return run_trial(TrainConfig.from_dict(config_dict), reward, seed, out_dir, report)
+
+
+class _Progress:
+    """tqdm bars on a terminal; one line per checkpoint otherwise; nothing when quiet."""
+
+    def __init__(self, config: TrainConfig, trials: list[str], enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.total = config.dialogues if config.policy == "gp" else config.schedule()[-1]
+        self.bars: dict[str, Any] = {}
+        self.t0 = time.perf_counter()
+        if self.tty:
+            from tqdm import tqdm
+
+            for i, t in enumerate(trials):
+                self.bars[t] = tqdm(total=self.total, desc=t, position=i, unit="dlg", leave=True,
+                                    dynamic_ncols=True, mininterval=0.5)
+
+    def __call__(self, msg: tuple) -> None:
+        if not self.enabled:
+            return
+        kind, trial, payload = msg
+        if kind == "progress" and self.tty:
+            bar = self.bars[trial]
+            bar.update(max(0, payload - bar.n))
+        elif kind == "checkpoint":
+            r = payload
+            if self.tty:
+                self.bars[trial].set_postfix(tsr=f"{r['tsr']:.2f}", aiq=f"{r['aiq']:.2f}", adl=f"{r['adl']:.2f}",
+                                             refresh=False)
+            else:
+                size = "" if r["dictionary_size"] is None else f" dict {r['dictionary_size']}"
+                print(
+                    f"{trial}: {r['dialogues']}/{self.total} dialogues  TSR {r['tsr']:.2f}  AIQ {r['aiq']:.2f}  "
+                    f"ADL {r['adl']:.2f}{size}  ({time.perf_counter() - self.t0:.0f} s)",
+                    file=sys.stderr, flush=True,
+                )
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def run_training(
+    config: TrainConfig,
+    out_dir: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run (or resume) every trial of ``config`` in ``out_dir``; returns all metric rows.
+
+    ``workers`` defaults to ``min(trials, cores)``; with one worker the trials run in this
+    process, one after the other. Writes ``out_dir/metrics.csv`` at the end.
+    """
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
+    out = Path(out_dir)
+    _prepare_dir(config, out)
+    trials = config.trials()
+    names = [trial_name(r, s) for r, s in trials]
+    n_workers = min(len(trials), os.cpu_count() or 1) if workers is None else int(workers)
+    if n_workers < 1:
+        raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
+    bar = _Progress(config, names, progress)
+    results: dict[str, list[dict[str, Any]]] = {}
+    try:
+        if n_workers == 1:
+            for (r, s), name in zip(trials, names):
+                results[name] = run_trial(config, r, s, out, bar)
+        else:
+            results = _run_parallel(config, out, trials, names, n_workers, bar)
+    finally:
+        bar.close()
+    rows = [row for name in names for row in results[name]]
+    _write_all_metrics(out)
+    return rows
+
+
+def _run_parallel(config, out, trials, names, n_workers, bar) -> dict[str, list[dict[str, Any]]]:
+    import multiprocessing as mp
+    import queue as queue_mod
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    # fork (POSIX): no re-import of the caller's main module; workers limit BLAS to one thread
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    q = ctx.Queue()
+    results: dict[str, list[dict[str, Any]]] = {}
+    with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init, initargs=(q,)) as pool:
+        futures = {pool.submit(_worker, config.to_dict(), r, s, str(out)): name for (r, s), name in zip(trials, names)}
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+                while True:
+                    try:
+                        bar(q.get_nowait())
+                    except queue_mod.Empty:
+                        break
+                for f in done:
+                    results[futures[f]] = f.result()  # re-raises a worker's error
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+    while True:
+        try:
+            bar(q.get_nowait())
+        except (queue_mod.Empty, OSError, ValueError):
+            break
+    return results
+
+
+def _write_all_metrics(out: Path) -> Path:
+    """``out/metrics.csv``: the rows of every trial folder listed in ``config.json``."""
+    config = TrainConfig.from_json((out / "config.json").read_text(encoding="utf-8"))
+    rows = []
+    for r, s in config.trials():
+        p = out / trial_name(r, s) / "metrics.csv"
+        if p.is_file():
+            rows += [row for row in read_metrics(p) if row["dialogues"] <= config.dialogues]
+    rows.sort(key=lambda x: (x["reward"], x["seed"], x["dialogues"]))
+    _write_csv(out / "metrics.csv", rows)
+    return out / "metrics.csv"
