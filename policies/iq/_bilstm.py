@@ -78,11 +78,32 @@ def _net_class():
 
 
 @contextlib.contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread, then restore the caller's setting.
+
+    The float results of the LSTM kernels depend on the number of threads (measured: 1 and 2
+    threads give different weights after training), and for a model this small one thread is
+    also the fastest, above all on a busy machine.  One thread makes results the same on
+    every machine.
+    """
+    torch = _torch()
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
 def _deterministic(seed: int) -> Iterator[None]:
-    """Seeded, deterministic torch section that restores the caller's global torch state."""
+    """Seeded, deterministic, single-threaded torch section; restores the caller's global state."""
     torch = _torch()
     was = torch.are_deterministic_algorithms_enabled()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), _single_thread():
         torch.manual_seed(seed)
         torch.use_deterministic_algorithms(True)
         try:
@@ -124,7 +145,8 @@ class BiLSTMIQEstimator:
     layer with softmax gives the distribution over IQ 1..5; the estimate is its arg-max.
     Trained with cross-entropy on every prefix of every dialogue of an exchange-level CSV
     corpus (format: :mod:`policies.iq._corpus`), Adam, full-size mini-batches shuffled by a
-    seeded local generator.  CPU only, deterministic for a given seed.
+    seeded local generator.  CPU only, one intra-op thread (results do not depend on the
+    machine's core count), deterministic for a given seed.
 
     Differences from Ultes (2019), stated so that nobody mistakes one for the other: no LEGO
     data (the project ships only a synthetic corpus, see ``policies/data/iq/``); the feature
@@ -261,7 +283,7 @@ class BiLSTMIQEstimator:
         self._require_fitted()
         torch = _torch()
         x, lengths = self._batch([exchange_features(exchanges)])
-        with torch.no_grad():
+        with torch.no_grad(), _single_thread():
             return torch.softmax(self._net(x, lengths), dim=-1)[0].numpy().astype(np.float64)
 
     def estimate(self, exchanges: list[dict]) -> int:
@@ -274,7 +296,7 @@ class BiLSTMIQEstimator:
         torch = _torch()
         feats = exchange_features(exchanges)
         x, lengths = self._batch([feats[:t] for t in range(1, len(feats) + 1)])
-        with torch.no_grad():
+        with torch.no_grad(), _single_thread():
             return [int(v) + 1 for v in self._net(x, lengths).argmax(dim=-1).tolist()]
 
     def evaluate(self, csv_path: str | Path, *, dialogues: Collection[str] | None = None) -> dict[str, float]:

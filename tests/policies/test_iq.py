@@ -399,7 +399,13 @@ def test_bilstm_training_is_deterministic_and_leaves_global_torch_state_alone(tr
     torch.manual_seed(1234)
     before = torch.get_rng_state()
     flag = torch.are_deterministic_algorithms_enabled()
-    again = BiLSTMIQEstimator().fit(SAMPLE, epochs=EPOCHS, seed=0, dialogues=split[0])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)  # results must not depend on the caller's thread count
+    try:
+        again = BiLSTMIQEstimator().fit(SAMPLE, epochs=EPOCHS, seed=0, dialogues=split[0])
+        assert torch.get_num_threads() == threads + 1
+    finally:
+        torch.set_num_threads(threads)
     assert torch.equal(torch.get_rng_state(), before)
     assert torch.are_deterministic_algorithms_enabled() == flag
     assert again.signature == trained.signature
