@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections import Counter
 from importlib import metadata
 from pathlib import Path
@@ -62,7 +63,8 @@ def _bleu_direction(hyp: _NGrams, ref_len: int, overlaps: list[int], weights: Se
         if m == 0:
             if smoothing == "method1":
                 terms.append(w * math.log((m + epsilon) / denom))
-            # method0: NLTK drops zero precisions from the sum (and warns)
+            else:  # method0: NLTK puts the smallest float there, so BLEU is ~1e-230, "zero"
+                terms.append(w * math.log(sys.float_info.min))
             continue
         terms.append(w * math.log(m / denom))
     return bp * math.exp(math.fsum(terms))

@@ -1,0 +1,140 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from behavsim import (ConfigError, ContextSetMismatch, ResponseTable, TableFormatError, compare,
+                      context_fingerprint, plan_pairs)
+from behavsim.scores import get_score
+
+CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
+FP = context_fingerprint(CONTEXTS)
+
+ACTS = {
+    "p0": ["request(area)", "request(food)", "confirm(area=north)", 'inform(name="x",area=north)', "bye()", "reqmore()"],
+    "p1": ["request(area)", "request(pricerange)", "confirm(area=north)", 'inform(area=north,name="x")', "bye()", None],
+    "p2": ["request(food)", "request(food)", "select(area=north,area=south)", 'inform(name="y",area=north)', "reqmore()", "bye()"],
+}
+PROMPTS = {
+    "p0": ["which area", "what food", "north, right?", "x is in the north", "bye", "anything else"],
+    "p1": ["which part of town", "what price range", "north, right?", "x is in the north", "goodbye", None],
+    "p2": ["what food", "what food", "north or south?", "y is in the north", "anything else", "bye"],
+}
+
+
+def make(pid, **meta):
+    errors = [None if a is not None else "ValueError: boom" for a in ACTS[pid]]
+    return ResponseTable(policy={"id": pid, **meta}, context_fingerprint=FP, acts=ACTS[pid],
+                         prompts=PROMPTS[pid], errors=errors)
+
+
+FAST = ["TMR", "DMR", "CER", "CMR", "BLEU4"]
+
+
+def test_fingerprint_changes_when_one_context_changes():
+    changed = [dict(c) for c in CONTEXTS]
+    changed[3] = {"beliefs": {"area": {"north": 0.61, "**NONE**": 0.39}}}
+    assert context_fingerprint(changed) != FP
+    assert context_fingerprint(CONTEXTS[::-1]) != FP
+    assert context_fingerprint(CONTEXTS) == FP
+
+
+def test_engine_equals_naive_loop_and_means():
+    tables = [make(p) for p in ACTS]
+    comp = compare(tables, "all", scores=FAST)
+    assert len(comp.means) == 3 and len(comp.per_context) == 18
+    for name in FAST:
+        s = get_score(name)
+        for _, row in comp.means.iterrows():
+            a, b = row["a"], row["b"]
+            vals = []
+            for i in range(6):
+                x = (ACTS if s.info.level == "semantic" else PROMPTS)[a][i]
+                y = (ACTS if s.info.level == "semantic" else PROMPTS)[b][i]
+                vals.append(np.nan if x is None or y is None else s.score(x, y))
+            got = comp.per_context[(comp.per_context.a == a) & (comp.per_context.b == b)][name].to_numpy()
+            np.testing.assert_array_equal(got, np.asarray(vals))
+            assert row[name] == pytest.approx(np.nanmean(vals))
+            assert row[f"n_missing_{name}"] == int(np.isnan(vals).sum())
+
+
+def test_hand_checked_means():
+    comp = compare([make("p0"), make("p1")], "all", scores=["TMR", "DMR"])
+    # contexts 0, 2, 3, 4 match (3 differs only in item order); 1 differs; 5 missing
+    assert comp.means.loc[0, "TMR"] == pytest.approx(4 / 5)
+    assert comp.means.loc[0, "DMR"] == pytest.approx(5 / 5)
+    assert comp.means.loc[0, "n_missing_TMR"] == 1
+
+
+def test_refuses_tables_from_different_context_sets():
+    other = ResponseTable(policy={"id": "q"}, context_fingerprint=context_fingerprint(CONTEXTS[:5] + [{"x": 1}]),
+                          acts=ACTS["p0"], prompts=PROMPTS["p0"])
+    with pytest.raises(ContextSetMismatch, match=r"'p0'.*'q'"):
+        compare([make("p0"), other], scores=["TMR"])
+
+
+def test_pair_modes():
+    ts = [make("p0", reward="ts", seed=0, checkpoint=1000), make("p1", reward="ts", seed=0, checkpoint=2000),
+          make("p2", reward="iq", seed=0, checkpoint=2000)]
+    assert plan_pairs(ts, "all") == [(0, 1), (0, 2), (1, 2)]
+    assert plan_pairs(ts, "consecutive") == [(0, 1)]
+    assert plan_pairs(ts, "cross") == [(0, 2), (1, 2)]
+    with pytest.raises(ConfigError, match="exactly two groups"):
+        plan_pairs(ts, "cross", by="seed")
+    with pytest.raises(ConfigError, match="pairs must be one of"):
+        plan_pairs(ts, "every")
+    comp = compare(ts, [("p2", "p0")], scores=["TMR"])
+    assert list(comp.means[["a", "b"]].iloc[0]) == ["p2", "p0"]
+    with pytest.raises(ConfigError, match="neither a table index nor a policy id"):
+        compare(ts, [("p2", "zz")], scores=["TMR"])
+
+
+def test_duplicate_ids_and_too_few_tables():
+    with pytest.raises(ConfigError, match="unique"):
+        compare([make("p0"), make("p0")], scores=["TMR"])
+    with pytest.raises(ConfigError, match="at least two"):
+        compare([make("p0")], scores=["TMR"])
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_table_round_trip(tmp_path, suffix):
+    t = make("p1", seed=3, reward="iq")
+    path = t.save(tmp_path / f"t{suffix}")
+    u = ResponseTable.load(path)
+    assert u.acts == t.acts and u.prompts == t.prompts and u.errors == t.errors
+    assert u.policy == {"id": "p1", "seed": 3, "reward": "iq"} and u.context_fingerprint == FP
+    assert u.acts[3] == 'inform(area="north",name="x")'  # canonical form is stored
+
+
+def _write(tmp_path, lines):
+    p = tmp_path / "bad.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_damaged_files_give_clear_errors(tmp_path):
+    good = make("p0").save(tmp_path / "good.jsonl").read_text().splitlines()
+    cases = [
+        (good[:-1], "header says 6 contexts but the file has 5 rows"),
+        ([good[0].replace('"version":1', '"version":9')] + good[1:], "version 9 is not supported"),
+        (['{"format": "something-else"}'] + good[1:], "not a behavsim response table"),
+        (good[:3] + ["{not json"] + good[4:], "bad.jsonl:4: invalid JSON"),
+        (good[:2] + [good[2].replace('"request(food)"', '"request(food"')] + good[3:], "bad.jsonl:3: cannot parse"),
+        (good[:2] + [good[2].replace('"i":1', '"i":7')] + good[3:], "expected context index i=1"),
+    ]
+    for lines, message in cases:
+        with pytest.raises(TableFormatError, match=message.replace("(", r"\(")):
+            ResponseTable.load(_write(tmp_path, lines))
+    with pytest.raises(TableFormatError, match="no such"):
+        ResponseTable.load(tmp_path / "missing.jsonl")
+    (tmp_path / "x.parquet").write_bytes(b"PAR1garbage")
+    with pytest.raises(TableFormatError, match="cannot read Parquet"):
+        ResponseTable.load(tmp_path / "x.parquet")
+
+
+def test_comparison_is_deterministic(tmp_path):
+    tables = [make(p) for p in ACTS]
+    a = compare(tables, scores=FAST).per_context.to_csv(index=False)
+    b = compare(tables, scores=FAST).per_context.to_csv(index=False)
+    assert a == b
