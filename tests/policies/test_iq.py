@@ -477,3 +477,42 @@ def test_every_registered_estimator_obeys_the_protocol(trained, tmp_path):
         first = [est.estimate(d) for d in dialogues]
         assert all(type(v) is int and 1 <= v <= 5 for v in first)
         assert first == [est.estimate(d) for d in dialogues]  # deterministic twice
+
+
+# ---------------------------------------------------------------------------------------------
+# the project's dialogue environment produces what the estimators read
+
+
+def _run_env(choose, n: int, **env_kw) -> list[tuple[list[dict], bool]]:
+    from policies.env import DialogueEnv
+
+    env = DialogueEnv(**env_kw)
+    out = []
+    for seed in range(n):
+        belief, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            belief, _, terminated, truncated, info = env.step(choose(belief, env))
+            done = terminated or truncated
+        out.append(([dict(e) for e in info["exchanges"]], bool(info["success"])))
+    return out
+
+
+def test_environment_exchanges_follow_the_contract():
+    from policies.env import EXCHANGE_KEYS as ENV_KEYS
+    from policies.handcrafted import HandcraftedPolicy
+
+    assert tuple(ENV_KEYS) == EXCHANGE_KEYS
+    policy = HandcraftedPolicy()
+    est = ParameterIQEstimator()
+    handcrafted = _run_env(lambda b, env: policy.summary_action(b), 40)
+    for exchanges, success in handcrafted:
+        validate_exchanges(exchanges)
+        assert est.estimate(exchanges) == iq_from_parameters(exchange_features(exchanges)[-1])
+        if success and len(exchanges) <= 8:
+            assert est.estimate(exchanges) >= 4
+    rng = np.random.default_rng(0)
+    random_ = _run_env(lambda b, env: env.actions[int(rng.integers(len(env.actions)))], 40)
+    mean_hc = np.mean([est.estimate(e) for e, _ in handcrafted])
+    mean_rand = np.mean([est.estimate(e) for e, _ in random_])
+    assert mean_hc >= 4.0 and mean_rand < mean_hc - 1.0
