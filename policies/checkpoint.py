@@ -45,7 +45,7 @@ FORMAT = "behavsim.gpsarsa"
 VERSION = 1
 _META = "meta.json"
 _DATE = (1980, 1, 1, 0, 0, 0)
-_ARRAYS = ("X", "actions", "alpha", "C", "Kinv")
+_ARRAYS = ("X", "actions", "alpha", "C", "Kinv", "U", "sinv")
 
 
 class CheckpointError(ValueError):

@@ -497,8 +497,8 @@ class GPSarsa:
         counts = np.bincount(act, minlength=obj.n_actions)
         if kinv.shape != (int((counts**2).sum()),):
             raise ValueError(f"Kinv: expected {int((counts ** 2).sum())} numbers, got {kinv.shape}")
-        U = np.asarray(arrays.get("U", np.zeros((m, 0))), dtype=np.float64)
-        sinv = np.asarray(arrays.get("sinv", np.zeros(0)), dtype=np.float64)
+        U = np.asarray(arrays["U"], dtype=np.float64)
+        sinv = np.asarray(arrays["sinv"], dtype=np.float64)
         t = sinv.shape[0] if sinv.ndim == 1 else -1
         if U.shape != (m, t) or not 0 <= t < obj.flush_every:
             raise ValueError(f"inconsistent deferred terms: U {U.shape}, sinv {sinv.shape}")
