@@ -231,6 +231,8 @@ class BiLSTMIQEstimator:
         torch = _torch()
         path = Path(csv_path)
         data = _select(read_exchange_csv(path), dialogues, path)
+        if not data:
+            raise IQDataError(f"{path}: no dialogues to train on (dialogues= selected none)")
         seqs, labels = _prefix_samples(data)
         stacked = np.concatenate([s[-1:] for s in seqs])  # each exchange's row, once
         mean = stacked.mean(axis=0)
@@ -355,7 +357,13 @@ class BiLSTMIQEstimator:
                 "(feature_names differ); retrain it"
             )
         expected_digest = config.pop("weights_sha256", None)
-        est = cls(hidden=config["hidden"], attention=config["attention"], lr=config["lr"], batch_size=config["batch_size"])
+        try:
+            est = cls(hidden=config["hidden"], attention=config["attention"], lr=config["lr"],
+                      batch_size=config["batch_size"])
+            if len(config["mean"]) != len(FEATURE_NAMES) or len(config["std"]) != len(FEATURE_NAMES):
+                raise ValueError("mean/std do not have one value per feature")
+        except (KeyError, TypeError, ValueError) as err:
+            raise IQModelError(f"{cfg_file}: incomplete or invalid model config ({err!s})") from None
         est.config = config
         est._build()
         try:

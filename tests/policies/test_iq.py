@@ -436,6 +436,8 @@ def test_bilstm_save_load_round_trips_exactly(trained, tmp_path):
 
 
 def test_bilstm_load_errors(trained, tmp_path):
+    import torch
+
     from policies.iq import BiLSTMIQEstimator
 
     with pytest.raises(IQModelError, match=r"not a saved BiLSTM IQ model \(config\.json is missing\)"):
@@ -444,6 +446,18 @@ def test_bilstm_load_errors(trained, tmp_path):
     cfg = json.loads((path / "config.json").read_text())
     (path / "config.json").write_text(json.dumps(dict(cfg, feature_names=["turn"])))
     with pytest.raises(IQModelError, match=r"other exchange features"):
+        BiLSTMIQEstimator.load(path)
+    path = trained.save(tmp_path / "m1")
+    cfg = json.loads((path / "config.json").read_text())
+    del cfg["hidden"]
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(IQModelError, match=r"config\.json: incomplete or invalid model config"):
+        BiLSTMIQEstimator.load(path)
+    path = trained.save(tmp_path / "m3")
+    state = torch.load(path / "weights.pt", weights_only=True)
+    state["out.bias"] = state["out.bias"] + 1.0
+    torch.save(state, path / "weights.pt")
+    with pytest.raises(IQModelError, match=r"weights do not match the digest"):
         BiLSTMIQEstimator.load(path)
     path = trained.save(tmp_path / "m2")
     (path / "weights.pt").write_bytes(b"not a torch file")
@@ -463,6 +477,10 @@ def test_bilstm_argument_checks(split):
         BiLSTMIQEstimator(hidden=0)
     with pytest.raises(IQDataError, match=r"dialogue id\(s\) not in the file: nope"):
         est.fit(SAMPLE, epochs=1, dialogues=["nope"])
+    with pytest.raises(IQDataError, match=r"no dialogues to train on"):
+        est.fit(SAMPLE, epochs=1, dialogues=[])
+    with pytest.raises(IQInputError, match="at least one exchange"):
+        BiLSTMIQEstimator().fit(SAMPLE, epochs=1, dialogues=split[0][:2]).estimate([])
 
 
 def test_every_registered_estimator_obeys_the_protocol(trained, tmp_path):
