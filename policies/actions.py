@@ -32,8 +32,10 @@ Deterministic tie rules (PyDial relies on dict order and on ``Settings.random``)
 
 Masks follow PyDial (``informcountaccepted = 4``, ``repeat`` and ``restart`` always masked)
 with one difference: PyDial remembers in the mapper object that the user asked for
-alternatives; ``action_mask`` is a pure function of the belief, so ``inform_alternatives`` is
-allowed when the top method is ``byalternatives`` and a venue has been informed.
+alternatives (top method ``byalternatives`` while the user neither thanks nor acknowledges)
+until ``inform_alternatives`` is taken; ``action_mask`` is a pure function of the belief, so
+``inform_alternatives`` is allowed when that condition holds *in this belief* and a venue has
+been informed.
 """
 from __future__ import annotations
 
@@ -232,6 +234,12 @@ def _method_flags(belief: dict) -> str:
     return "byconstraints"
 
 
+def _thanks_or_ack(belief: dict) -> bool:
+    da = belief["beliefs"].get("discourseAct") or {}
+    top, p = top_value(da) if da else ("none", 1.0)
+    return top in ("thankyou", "ack") and p > 0.5
+
+
 def _features(belief: dict) -> dict:
     return belief.get("features") or {}
 
@@ -258,7 +266,7 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
                 masked = True
             mask[i] = not masked
         elif name == "inform_alternatives":
-            mask[i] = method == "byalternatives" and last_venue != ""
+            mask[i] = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief)
         elif name == "bye":
             mask[i] = method == "finished"
         elif name in ("repeat", "restart"):

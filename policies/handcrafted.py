@@ -9,7 +9,8 @@ Rules, first that applies (only executable actions under :func:`policies.actions
 4. an accepted constraint has belief below ``confirm_threshold`` (noisy input) →
    ``confirm_<slot>`` (first such slot, alphabetical);
 5. ``inform`` is executable (method by constraints and the matches cannot be told apart) and
-   no venue has been offered yet, or the user changed the constraints → ``inform``;
+   no venue has been offered yet, or the last offered venue no longer satisfies the accepted
+   constraints → ``inform``;
 6. a constraint is not accepted yet → ``request_<slot>`` (first, alphabetical);
 7. a venue was offered → ``reqmore``; otherwise ``inform`` if executable, else request the
    first slot.
@@ -55,10 +56,7 @@ class HandcraftedPolicy:
         for s in self._slots:
             if s in accepted and accepted[s][1] < self.confirm_threshold and f"confirm_{s}" in ok:
                 return f"confirm_{s}"
-        if "inform" in ok and (not offered or method == "byconstraints" and
-                               feats.get("lastActionInformNone") is False and
-                               belief["beliefs"]["method"].get("byconstraints", 0) > 0.5 and
-                               not feats.get("offerHappened")):
+        if "inform" in ok and not self._offer_still_valid(feats, accepted):
             return "inform"
         for s in self._slots:
             if s not in accepted:
@@ -68,6 +66,15 @@ class HandcraftedPolicy:
         if "inform" in ok:
             return "inform"
         return f"request_{self._slots[0]}"
+
+    def _offer_still_valid(self, feats: dict, accepted: dict) -> bool:
+        """Was a venue offered that still satisfies the accepted constraints?"""
+        name = feats.get("lastInformedVenue") or ""
+        i = self.domain.venue_index(name)
+        if i is None:
+            return False
+        v = self.domain.venues[i]
+        return all(val == "dontcare" or v.get(s) == val for s, (val, _) in accepted.items())
 
     def act(self, belief: dict) -> Response:
         summary = self.summary_action(belief)

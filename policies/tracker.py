@@ -22,9 +22,11 @@ Update rules (PyDial ``belieftracking/baseline.py`` FocusTracker):
 * discourseAct: this turn's distribution;
 * requested(r) = clip((1 − [the system informed r last turn])·b(r) + P_turn(request r)).
 
-Turn labels follow PyDial's ``labels``: ``inform`` items set goals (``affirm``/``negate`` items
-too — PyDial splits ``negate(area=x)`` into ``negate()`` + ``inform(area=x)``), a bare ``affirm``
-after ``confirm(s=v)`` sets s=v, ``request`` and user ``confirm`` items are requests;
+Turn labels follow PyDial's ``labels``: ``inform`` items set goals (so do the items of
+``affirm``, ``negate``, ``hello``, ``reqalts`` and the correcting items of
+``deny(s=wrong,s=right)`` — PyDial splits such acts into a bare act plus ``inform``), the slot
+``this`` stands for the slot the system just asked about, a bare ``affirm`` after
+``confirm(s=v)`` sets s=v, ``request`` and user ``confirm`` slots are requests;
 method = byalternatives (reqalts) > finished (bye) > byconstraints / byname (an informed
 ``name``) > restart > byname (only requests after a venue was offered) > none.
 
@@ -44,6 +46,8 @@ from .domain import DONTCARE, NONE_VALUE, Domain
 __all__ = ["FocusTracker", "ErrorModel", "inform_info"]
 
 _DA_ORDER = ("silence", "repeat", "thankyou", "ack", "hello", "bye")
+# user act types whose slot-value items set goals (deny: the items after the denied one)
+_GOAL_ACTS = frozenset(("inform", "affirm", "negate", "deny", "hello", "reqalts"))
 
 
 def inform_info(belief: dict, domain: Domain, _cache: dict | None = None) -> tuple[list[bool], int]:
@@ -132,9 +136,10 @@ class FocusTracker:
         for act in acts:
             t = act.type
             types.add(t)
-            if t in ("inform", "affirm", "negate"):
+            if t in _GOAL_ACTS:
+                items = act.items[1:] if t == "deny" else act.items
                 kept = 0
-                for slot, value in act.items:
+                for slot, value in items:
                     if slot == "this":
                         slot = this_slot
                     if slot is None or value is None or slot not in self._valid:
@@ -145,15 +150,19 @@ class FocusTracker:
                     kept += 1
                     if slot == "name":
                         informed_name = True
-                if t == "inform" and (kept or not act.items):
-                    has_inform = True
-                elif kept:
+                if kept or (t == "inform" and not act.items):
                     has_inform = True
                 if t == "affirm" and not act.items and len(confirmed) == 1:
                     s, v = confirmed[0]
                     if s in self._valid and v in self._valid[s]:
                         informed[s] = v
-            elif t == "request" or t == "confirm":
+            elif t == "request":
+                for slot, value in act.items:
+                    if value is None:
+                        requested.append(slot)
+                    elif slot in self._valid and value in self._valid[slot]:
+                        informed[slot] = value  # request(name="x",phone)
+            elif t == "confirm":
                 for slot, value in act.items:
                     requested.append(slot)
         if "reqalts" in types:

@@ -1,24 +1,50 @@
-"""Agenda-based simulated user (Schatzmann & Young), in the spirit of PyDial's ``UMHdcSim``.
+"""Agenda-based simulated user (Schatzmann & Young) modelled on PyDial's ``UMHdcSim``.
 
-Goal (PyDial's goal generator for CamRestaurants): every system-requestable slot gets a
-constraint drawn uniformly over its values plus ``dontcare``, redrawn until 2–3 venues match
-(we draw uniformly over the precomputed admissible combinations, which is the same
-distribution); requests are ``name`` plus 0–2 of addr, phone, postcode, signature,
-description. ``UserConfig(unsatisfiable_goals=True)`` skips the matching rule, so a goal may
-have no venue; the user then relaxes a constraint when told ``name=none``.
+Goal (PyDial's goal generator): each system-requestable slot gets a constraint drawn uniformly
+over its values plus ``dontcare``, redrawn until 2–3 venues match (we draw uniformly over the
+precomputed admissible combinations: the same distribution, without a rejection loop);
+requests are ``name`` plus 0–2 of addr, phone, postcode, signature, description.
+``UserConfig(unsatisfiable_goals=True)`` drops the matching rule.
 
-Agenda: a stack of pending user act items — ``bye`` at the bottom, then the requests, then
-the constraints in random order on top. Each system act pushes the user's reaction on top
-(``inform`` for ``request``/``select``, ``affirm`` or ``negate(s=v)`` for ``confirm``, corrections
-when an offered venue violates the goal, ...). A user turn pops the top item and, with the
-dialogue's combination probability, further items of the same act type.
+Agenda: a stack of user acts — ``bye()`` at the bottom, one ``inform`` per constraint (random
+order) and ``inform(type=restaurant)`` on top. Each system act pushes the user's reaction
+(see ``_receive_*``); a turn pops the top act and, with probability ``InformCombination``
+each, merges further ``inform`` acts into it. Requests are not on the initial agenda: they are
+pushed once a venue has been offered.
 
-Patience (default 5) drops by one whenever the system repeats its previous act; at 0 the user
-says ``bye()`` and gives up. The user also says ``bye()`` on success (a matching venue accepted
-and every request answered) and in reply to the system's ``bye()``.
+Behaviour (one probability per decision, named as in PyDial; each drawn per dialogue
+uniformly from the range in :data:`DEFAULT_PROBS`):
 
-Behaviour probabilities are drawn once per dialogue, uniformly from the ranges in
-:class:`UserConfig`. All randomness comes from the ``np.random.Generator`` given to
+* ``request(s)`` → ``inform(s=goal)`` (the pending inform for s moves to the top); after a
+  venue was offered with requests still open, the user asks for them instead;
+  ``request`` of a slot the user can only ask about → ``negate()``;
+* ``confirm(s=v)`` → ``affirm()`` (merged with the next pending inform with
+  ``AffirmCombination``) or a correction: ``negate(s=goal)`` / ``deny(s=v,s=goal)`` /
+  ``inform(s=goal)`` (``CorrectingAct1/2``); every correction may make the user give up with
+  probability (1 − patience/max_patience)²;
+* ``select(s=a,s=b)`` → ``inform(s=goal)``;
+* ``inform(name=x, …)``: stated values are checked against the goal (corrections as above);
+  the first offered venue may be rejected (``ReqAltsAfterVenRec1``: ``reqalts()``) or trigger
+  a goal change (``ReqAltsAfterVenRec2``); otherwise the user stores the venue, fills its
+  requests from the act's slots, maybe says ``thankyou()``/``ack()``, and asks for open
+  requests (``request(phone)``, more slots with ``AddSlotToReq``);
+  ``inform(name=none, …)`` with correct values → the user relaxes one constraint
+  (``dontcare`` with ``ConstraintRelax``, else a new value) and says ``reqalts(s=new)``;
+* ``reqmore()`` → open requests, or ``negate()``/``bye()`` when all is done (``NoAfterReqmore``);
+* ``hello()`` → maybe ``hello()`` (``Greeting``); ``repeat()`` → the last user act;
+  ``bye()`` → ``bye()``.
+
+Patience (default 5) drops by one whenever the system repeats its previous act (or says
+``null()``); below 1 the user says ``bye()``. The user says ``bye()`` when its agenda runs
+out, normally right after its last request was answered.
+
+Success (PyDial's ``ObjectiveSuccessEvaluator``): every request has been filled and the venue
+the user holds satisfies the goal constraints (current goal, after any change) in the database.
+
+Deviations from PyDial, for a closed, deterministic simulator: answers to
+``inform(=dontcare)`` use the placeholder slot ``this`` (PyDial: an empty slot); a new value
+chosen in a goal change must keep the goal satisfiable; ``confreq`` is not supported (no summary
+action produces it). All randomness comes from the ``np.random.Generator`` given to
 :meth:`SimulatedUser.reset`.
 """
 from __future__ import annotations
@@ -31,9 +57,34 @@ import numpy as np
 from .actions import DiaAct
 from .domain import DONTCARE, Domain
 
-__all__ = ["UserConfig", "UserGoal", "SimulatedUser", "UserConfigError"]
+__all__ = ["UserConfig", "UserGoal", "SimulatedUser", "UserConfigError", "DEFAULT_PROBS"]
 
 _EXTRA_REQUESTS = ("addr", "phone", "postcode", "signature", "description")
+
+#: decision probabilities: (low, high) ranges; PyDial's fixed values lie inside them
+DEFAULT_PROBS: dict[str, tuple[float, float]] = {
+    "InformCombination": (0.4, 0.8),      # PyDial 0.6
+    "AddSlotToReq": (0.2, 0.5),           # 0.333
+    "NoAfterReqmore": (0.5, 0.9),         # 0.7
+    "YesAfterReqmore": (0.1, 0.4),        # 0.25
+    "Greeting": (0.3, 0.7),               # 0.5
+    "ConstraintRelax": (0.5, 0.8),        # 0.667
+    "TellAboutChange": (0.3, 0.7),        # 0.5
+    "DealWithPending": (0.3, 0.7),        # 0.5
+    "AddVenueNameToRequest": (0.0, 0.1),  # 0.05
+    "NoSlotWithDontcare": (0.6, 1.0),     # 0.8
+    "InformToConfirm": (0.0, 0.1),        # 0.05
+    "CombAffirmWithAgdItem": (0.0, 0.1),  # 0.05
+    "OverruleCorrection": (0.0, 0.2),     # 0.1
+    "ConfirmRandomConstr": (0.0, 0.2),    # 0.1
+    "ReqAltsAfterVenRec1": (0.05, 0.25),  # 0.143
+    "ReqAltsAfterVenRec2": (0.05, 0.25),  # 0.143
+    "CorrectingAct1": (0.3, 0.6),         # 0.45
+    "CorrectingAct2": (0.2, 0.4),         # 0.4
+    "ThankAck1": (0.0, 0.2),              # 0.1
+    "ThankAck2": (0.0, 0.2),              # 0.1
+    "AffirmCombination": (0.8, 1.0),      # 1.0
+}
 
 
 class UserConfigError(ValueError):
@@ -42,47 +93,79 @@ class UserConfigError(ValueError):
 
 @dataclass(frozen=True)
 class UserConfig:
+    """Simulated-user settings; ``probs`` overrides entries of :data:`DEFAULT_PROBS`
+    (a number fixes a probability, a pair gives a range)."""
+
     patience: int = 5
     min_matches: int = 2
     max_matches: int = 3
     max_extra_requests: int = 2
     unsatisfiable_goals: bool = False
-    #: per-dialogue ranges (low, high) of behaviour probabilities
-    p_combine_inform: tuple[float, float] = (0.2, 0.7)
-    p_combine_request: tuple[float, float] = (0.3, 0.8)
-    p_extra_constraint: tuple[float, float] = (0.0, 0.4)
+    new_goal_scenarios: bool = True
+    probs: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.patience < 1:
-            raise UserConfigError(f"UserConfig.patience must be >= 1, got {self.patience!r}")
+        if not isinstance(self.patience, int) or self.patience < 1:
+            raise UserConfigError(f"UserConfig.patience must be an int >= 1, got {self.patience!r}")
         if not 0 <= self.min_matches <= self.max_matches:
             raise UserConfigError("UserConfig: need 0 <= min_matches <= max_matches, got "
                                   f"{self.min_matches!r}, {self.max_matches!r}")
-        for f in fields(self):
-            if f.name.startswith("p_"):
-                lo, hi = getattr(self, f.name)
-                if not 0.0 <= lo <= hi <= 1.0:
-                    raise UserConfigError(f"UserConfig.{f.name} must be (low, high) with "
-                                          f"0 <= low <= high <= 1, got {(lo, hi)!r}")
+        if not 0 <= self.max_extra_requests <= len(_EXTRA_REQUESTS):
+            raise UserConfigError(f"UserConfig.max_extra_requests must be in 0..{len(_EXTRA_REQUESTS)}, "
+                                  f"got {self.max_extra_requests!r}")
+        for k, v in self.probs.items():
+            if k not in DEFAULT_PROBS:
+                import difflib
+                close = difflib.get_close_matches(k, DEFAULT_PROBS, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise UserConfigError(f"UserConfig.probs: unknown probability {k!r}.{hint}")
+            lo, hi = (v, v) if isinstance(v, (int, float)) else tuple(v)
+            if not 0.0 <= lo <= hi <= 1.0:
+                raise UserConfigError(f"UserConfig.probs[{k!r}] must be a probability or a range "
+                                      f"(low, high) with 0 <= low <= high <= 1, got {v!r}")
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        out = dict(DEFAULT_PROBS)
+        for k, v in self.probs.items():
+            out[k] = (float(v), float(v)) if isinstance(v, (int, float)) else (float(v[0]), float(v[1]))
+        return out
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> "UserConfig":
+    def from_dict(cls, d) -> "UserConfig":
         if d is None:
             return cls()
         if isinstance(d, UserConfig):
             return d
+        if not isinstance(d, dict):
+            raise UserConfigError(f"user_config must be a UserConfig, a dict or None, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
         bad = sorted(set(d) - known)
         if bad:
             raise UserConfigError(f"unknown UserConfig key(s) {bad}; known: {sorted(known)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        return cls(**d)
 
 
 @dataclass
 class UserGoal:
+    """Constraints (slot -> value or ``dontcare``), requests (slot -> value heard, or None),
+    and name constraints (``name_eq``: the venue the user holds to; ``name_neq``: rejected)."""
+
     constraints: dict[str, str]
-    requests: list[str]
-    answered: dict[str, bool] = field(default_factory=dict)
+    requests: dict[str, str | None]
+    name_eq: str | None = None
+    name_neq: set[str] = field(default_factory=set)
+
+    @property
+    def request_slots(self) -> list[str]:
+        return list(self.requests)
+
+    def all_filled(self) -> bool:
+        return None not in self.requests.values()
+
+
+def _act(t: str, *items) -> list:
+    """Mutable agenda act: [type, [(slot, value), ...]]."""
+    return [t, list(items)]
 
 
 class SimulatedUser:
@@ -92,20 +175,22 @@ class SimulatedUser:
         self.domain = domain
         self.config = UserConfig.from_dict(config)
         self.slots = tuple(domain.system_requestable)
+        self._slotset = set(self.slots)
+        self._informable = set(domain.informable)
+        self._only_requestable = set(domain.requestable) - self._informable
         self._extra = tuple(r for r in _EXTRA_REQUESTS if r in domain.requestable)
-        options = [domain.informable[s] + (DONTCARE,) for s in self.slots]
-        self._options = options
+        self._options = [domain.informable[s] + (DONTCARE,) for s in self.slots]
         c = self.config
-        self._admissible = [combo for combo in itertools.product(*options)
-                            if c.min_matches <= domain.count(dict(zip(self.slots, combo)))
-                            <= c.max_matches]
+        self._admissible = [combo for combo in itertools.product(*self._options)
+                            if c.min_matches <= domain.count(dict(zip(self.slots, combo))) <= c.max_matches]
         if not c.unsatisfiable_goals and not self._admissible:
             raise UserConfigError(f"no goal over {self.slots} has between {c.min_matches} and "
                                   f"{c.max_matches} matching venues in {domain.source}")
+        self._ranges = c.ranges()
         self.rng = np.random.default_rng(0)
         self.goal: UserGoal | None = None
 
-    # ------------------------------------------------------------------ dialogue start
+    # ------------------------------------------------------------------ start
     def reset(self, rng: np.random.Generator) -> UserGoal:
         self.rng = rng
         c = self.config
@@ -113,162 +198,368 @@ class SimulatedUser:
             combo = tuple(opts[int(rng.integers(len(opts)))] for opts in self._options)
         else:
             combo = self._admissible[int(rng.integers(len(self._admissible)))]
-        constraints = dict(zip(self.slots, combo))
+        order = [int(i) for i in rng.permutation(len(self.slots))]
+        constraints = {self.slots[i]: combo[i] for i in order}
         k = int(rng.integers(0, min(c.max_extra_requests, len(self._extra)) + 1))
-        extra = [self._extra[i] for i in sorted(rng.choice(len(self._extra), size=k, replace=False))] if k else []
-        requests = ["name"] + extra
-        self.goal = UserGoal(constraints, requests, {r: False for r in requests})
-        lo_hi = lambda r: r[0] + (r[1] - r[0]) * rng.random()
-        self.p_combine_inform = lo_hi(c.p_combine_inform)
-        self.p_combine_request = lo_hi(c.p_combine_request)
-        self.p_extra_constraint = lo_hi(c.p_extra_constraint)
+        extra = [self._extra[int(i)] for i in sorted(rng.choice(len(self._extra), size=k, replace=False))] if k else []
+        self.goal = UserGoal(constraints, {"name": None, **{r: None for r in extra}})
+        u = rng.random(len(self._ranges))
+        self.p = {name: lo + (hi - lo) * x for (name, (lo, hi)), x in zip(self._ranges.items(), u)}
+        self.max_patience = c.patience
         self.patience = c.patience
-        self.accepted: str | None = None
+        self.prev_used = {s: {v} for s, v in constraints.items()}
+        self.first_recommendation = True
         self.last_sys: DiaAct | None = None
         self.last_user: DiaAct | None = None
         self.finished = False
         self.gave_up = False
-        order = rng.permutation(len(self.slots))
-        # agenda: list used as a stack (end = top); items (type, slot, value)
-        self.agenda: list[tuple] = [("bye", None, None)]
-        self.agenda += [("request", r, None) for r in reversed(extra)]
-        self.agenda += [("inform", self.slots[i], constraints[self.slots[i]]) for i in order]
+        self.agenda: list[list] = [_act("bye")]
+        for s in reversed(list(constraints)):
+            self.agenda.append(_act("inform", (s, constraints[s])))
+        self.agenda.append(_act("inform", ("type", self.domain.name)))
         return self.goal
 
     # ------------------------------------------------------------------ queries
     @property
+    def accepted(self) -> str | None:
+        return self.goal.requests.get("name") if self.goal else None
+
+    @property
     def success(self) -> bool:
         g = self.goal
-        return g is not None and self.accepted is not None and all(g.answered.values())
+        if g is None or not g.all_filled():
+            return False
+        return self.venue_matches_goal(g.requests["name"])
 
-    def venue_matches_goal(self, name: str) -> bool:
+    def venue_matches_goal(self, name: str | None) -> bool:
+        g = self.goal
+        if not name or name in g.name_neq or (g.name_eq is not None and g.name_eq != name):
+            return False
         i = self.domain.venue_index(name)
         if i is None:
             return False
         v = self.domain.venues[i]
-        return all(val == DONTCARE or v.get(s) == val for s, val in self.goal.constraints.items())
+        return all(val == DONTCARE or v.get(s) == val for s, val in g.constraints.items())
+
+    def _r(self) -> float:
+        return float(self.rng.random())
+
+    def _choice(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
 
     # ------------------------------------------------------------------ agenda helpers
-    def _remove(self, kind: str, slot: str | None = None) -> None:
-        self.agenda = [it for it in self.agenda if not (it[0] == kind and (slot is None or it[1] == slot))]
+    def _push(self, t: str, *items) -> None:
+        self.agenda.append(_act(t, *items))
 
-    def _push_inform(self, slot: str, value: str) -> None:
-        self._remove("inform", slot)
-        self.agenda.append(("inform", slot, value))
+    def _filter_slot(self, slot: str) -> None:
+        self.agenda = [a for a in self.agenda
+                       if not (a[0] in ("inform", "confirm", "affirm") and any(s == slot for s, _ in a[1]))]
 
-    def _relax_goal(self) -> None:
-        """Unsatisfiable goal told name=none: change one specific constraint (PyDial's user
-        changes its goal) to a value that has venues, or to dontcare."""
-        g = self.goal.constraints
-        specific = [s for s in self.slots if g[s] != DONTCARE]
-        if not specific:
-            return
-        s = specific[int(self.rng.integers(len(specific)))]
-        cands = [v for v in self.domain.informable[s]
-                 if v != g[s] and self.domain.count({**g, s: v}) > 0]
-        g[s] = cands[int(self.rng.integers(len(cands)))] if cands else DONTCARE
-        self._push_inform(s, g[s])
+    def _reset_requests(self) -> None:
+        for r in self.goal.requests:
+            self.goal.requests[r] = None
+
+    def _unfilled(self) -> list[str]:
+        return [r for r, v in self.goal.requests.items() if v is None]
+
+    # ------------------------------------------------------------------ checks
+    def _confirmable(self, act: DiaAct) -> list[tuple[str, str]]:
+        """Goal constraints (not dontcare) the system act does not mention with their value."""
+        said = set(act.items)
+        return [(s, v) for s, v in self.goal.constraints.items()
+                if v != DONTCARE and (s, v) not in said]
+
+    def _check_values(self, act: DiaAct, from_confirm: bool) -> bool:
+        """PyDial's implicit-confirmation check: correct the first wrong value in ``act``.
+        Returns True when everything stated is consistent with the goal."""
+        g = self.goal
+        name_none = act.get("name") == "none"
+        explicit_confirm = False
+        for slot, value in act.items:
+            if slot in ("count", "option") or slot.endswith("!") or value is None:
+                continue
+            wrong = False
+            if slot == "name":
+                if value != "none" and value in g.name_neq:
+                    wrong = True
+            elif slot in g.constraints:
+                want = g.constraints[slot]
+                wrong = want != DONTCARE and value != want
+            else:
+                continue  # informational slot (phone, ...) or not in the goal
+            planned = None
+            if not name_none:
+                conf = self._confirmable(act)
+                if conf:
+                    planned = _act("confirm", self._choice(conf))
+            if wrong:
+                pat = self.patience / self.max_patience
+                if self._r() < (1.0 - pat) ** 2:
+                    self.agenda = [_act("bye")]
+                    self.gave_up = True
+                    return False
+                if slot == "name":
+                    self._push("reqalts")
+                else:
+                    if planned is None or self._r() >= self.p["OverruleCorrection"]:
+                        want = g.constraints[slot]
+                        f = self._r()
+                        if f < self.p["CorrectingAct1"]:
+                            planned = _act("negate", (slot, want))
+                        elif f < self.p["CorrectingAct1"] + self.p["CorrectingAct2"]:
+                            planned = _act("deny", (slot, value), (slot, want))
+                        else:
+                            planned = _act("inform", (slot, want))
+                    self.agenda.append(planned)
+                self._reset_requests()
+                return False
+            if planned is not None and not explicit_confirm and not from_confirm:
+                if self._r() < self.p["ConfirmRandomConstr"]:
+                    self.agenda.append(planned)
+                    explicit_confirm = True
+        if explicit_confirm:
+            for s, v in act.items:
+                if s in g.requests and v is not None and not s.endswith("!"):
+                    g.requests[s] = v
+            return False
+        return True
 
     # ------------------------------------------------------------------ reactions
-    def _react(self, act: DiaAct) -> None:
-        t = act.type
-        g = self.goal.constraints
-        if t == "request":
-            for slot, _ in act.items[:1]:
-                self._push_inform(slot, g.get(slot, DONTCARE))
-        elif t == "confirm":
-            for slot, value in act.items[:1]:
-                want = g.get(slot, DONTCARE)
-                self._remove("inform", slot)
-                if value == want:
-                    self.agenda.append(("affirm", None, None))
-                else:
-                    self.agenda.append(("negate", slot, want))
-        elif t == "select":
-            if act.items:
-                slot = act.items[0][0]
-                self._push_inform(slot, g.get(slot, DONTCARE))
-        elif t == "inform":
-            name = act.get("name")
-            if name == "none":
-                stated = [(s, v) for s, v in act.items if s in g]
-                wrong = [(s, g[s]) for s, v in stated if g[s] != DONTCARE and g[s] != v]
-                if wrong:
-                    for s, v in reversed(wrong):
-                        self._push_inform(s, v)
-                elif any(s == "name!" for s, _ in act.items) and self.accepted is not None:
-                    pass
-                elif self.config.unsatisfiable_goals or self.domain.count(g) == 0:
-                    self._relax_goal()
-                else:
-                    for s in self.slots:
-                        self._push_inform(s, g[s])
-            elif name:
-                if self.venue_matches_goal(name):
-                    if self.accepted is None:
-                        self.accepted = name
-                        self.goal.answered["name"] = True
-                    if name == self.accepted:
-                        for s, _ in act.items:
-                            if s in self.goal.answered:
-                                self.goal.answered[s] = True
-                    self._remove("inform")
-                elif self.accepted is None:
-                    i = self.domain.venue_index(name)
-                    v = self.domain.venues[i] if i is not None else {}
-                    wrong = [s for s in self.slots if g[s] != DONTCARE and v.get(s) != g[s]]
-                    if wrong:
-                        for s in reversed(wrong):
-                            self._push_inform(s, g[s])
+    def _receive_request(self, act: DiaAct) -> None:
+        g = self.goal
+        slot = act.items[0][0] if act.items else None
+        if g.requests.get("name") is not None:
+            open_ = self._unfilled()
+            if open_:
+                self._push("request", ("name", g.requests["name"]), (open_[0], None))
+                return
+        if slot is None or slot in ("venue", "task", "type"):
+            self._push("inform", ("type", self.domain.name))
+            return
+        if slot in self._only_requestable:
+            self._push("negate")
+            return
+        for i in range(len(self.agenda) - 1, -1, -1):
+            a = self.agenda[i]
+            if a[0] == "inform" and any(s == slot for s, _ in a[1]):
+                self.agenda.append(self.agenda.pop(i))
+                return
+        if slot in g.constraints:
+            self._push("inform", (slot, g.constraints[slot]))
+        else:
+            g.constraints[slot] = DONTCARE
+            self._push("inform", (slot, DONTCARE))
+
+    def _receive_confirm(self, act: DiaAct) -> None:
+        if not self._check_values(act, from_confirm=True):
+            return
+        for slot, value in act.items:
+            if slot not in self.goal.constraints and slot != "name" and value != DONTCARE:
+                self._push("negate", (slot, DONTCARE))
+                return
+        aff = _act("affirm")
+        if self.agenda and self.agenda[-1][0] == "inform" and self._r() < self.p["AffirmCombination"]:
+            aff[1].extend(self.agenda.pop()[1])
+        self.agenda.append(aff)
+
+    def _receive_select(self, act: DiaAct) -> None:
+        if not act.items:
+            return
+        slot, value = act.items[0]
+        if slot == "name":
+            self._push("inform", ("name", value))
+            return
+        if slot not in self.goal.constraints:
+            self.goal.constraints[slot] = DONTCARE
+        self._push("inform", (slot, self.goal.constraints[slot]))
+
+    def _receive_reqmore(self, act: DiaAct) -> None:
+        g = self.goal
+        if len(self.agenda) > 1:
+            top = self.agenda[-1]
+            if top[0] == "inform" and not any(s == "type" for s, _ in top[1]) \
+                    and self._r() < self.p["CombAffirmWithAgdItem"]:
+                self.agenda[-1] = ["affirm", list(top[1])]
+            return
+        if g.all_filled():
+            if self._r() < self.p["NoAfterReqmore"]:
+                self._push("negate")
+            else:
+                self.agenda = [_act("bye")]
+        elif g.requests.get("name") is not None:
+            for r in self._unfilled():
+                self._push("request", (r, None))
+        elif self._r() < self.p["YesAfterReqmore"]:
+            self._push("affirm")
+        else:
+            self._push("inform", ("type", self.domain.name),
+                       *[(s, v) for s, v in g.constraints.items() if v != DONTCARE])
+
+    def _change_goal(self, act: DiaAct, name_none: bool) -> None:
+        g = self.goal
+        cands = [s for s, v in act.items
+                 if s in self._slotset and v is not None and v != DONTCARE and v != self.domain.name]
+        slot = self._choice(cands) if cands else self._choice(list(g.constraints))
+        g.name_eq = None
+        g.name_neq = set()
+        if self._r() < self.p["ConstraintRelax"] or slot not in self.prev_used:
+            value = DONTCARE
+        else:
+            others = {s: v for s, v in g.constraints.items() if s != slot}
+            options = [v for v in self.domain.informable[slot]
+                       if v not in self.prev_used[slot] and self.domain.count({**others, slot: v}) > 0]
+            value = self._choice(options) if options else DONTCARE
+        self.prev_used.setdefault(slot, set()).add(value)
+        g.constraints[slot] = value
+        self._filter_slot(slot)
+        if name_none or self._r() < self.p["TellAboutChange"]:
+            self._push("reqalts", (slot, value))
+        else:
+            self._push("reqalts")
+            offered = act.get("name")
+            if value == DONTCARE:
+                if offered and offered != "none":
+                    g.name_neq.add(offered)
+            else:
+                g.requests[slot] = None
+
+    def _receive_inform(self, act: DiaAct) -> None:
+        g = self.goal
+        name = act.get("name")
+        name_none = name == "none"
+        listed = [v for s, v in act.items if s == "name!"]
+        if name and not name_none and g.requests.get("name") != name:
+            self._reset_requests()
+        if not self._check_values(act, from_confirm=False):
+            return
+        chosen = None
+        if self.config.new_goal_scenarios:
+            change = False
+            if name_none and not listed:
+                change = True
+            elif name and not name_none:
+                if self.first_recommendation:
+                    self.first_recommendation = False
+                    f = self._r()
+                    if f < self.p["ReqAltsAfterVenRec1"]:
+                        if g.name_eq != name:
+                            g.name_neq.add(name)
+                        self._push("reqalts")
+                        return
+                    if f < self.p["ReqAltsAfterVenRec1"] + self.p["ReqAltsAfterVenRec2"]:
+                        change = True
                     else:
-                        self.agenda.append(("reqalts", None, None))
-        # hello, reqmore, null, others: no reaction beyond popping the agenda
+                        g.name_eq = name
+                else:
+                    g.name_eq = name
+                    g.name_neq.discard(name)
+            if change:
+                self._change_goal(act, name_none)
+                return
+        elif name_none and not listed:
+            self._change_goal(act, True)
+            return
+        if listed:
+            ok = [v for v in listed if self.venue_matches_goal(v)]
+            if not ok:
+                g.name_eq = None
+                g.name_neq = set()
+                ok = [v for v in listed if self.venue_matches_goal(v)]
+            if ok:
+                chosen = self._choice(ok)
+                said = {s for s, _ in act.items}
+                for s in list(g.constraints):
+                    if s not in said:
+                        g.constraints[s] = DONTCARE
+                        self._filter_slot(s)
+        for r in g.requests:
+            if r == "name" and chosen is not None:
+                g.requests[r] = chosen
+                continue
+            for s, v in act.items:
+                if s == r and v is not None and not (r == "name" and v == "none"):
+                    g.requests[r] = v
+        if self._r() < self.p["InformToConfirm"]:
+            for a in self.agenda:
+                if a[0] == "inform" and a[1] and a[1][0][1] != DONTCARE and a[1][0][0] != "type":
+                    a[0] = "confirm"
+        f = self._r()
+        if f < self.p["ThankAck1"]:
+            self._push("thankyou")
+            return
+        if f < self.p["ThankAck1"] + self.p["ThankAck2"]:
+            self._push("ack")
+            return
+        if len(self.agenda) > 1 and self._r() < self.p["DealWithPending"]:
+            return
+        open_ = [r for r in self._unfilled() if r != "name"]
+        if open_ and g.requests.get("name") is not None or chosen is not None and open_:
+            items = []
+            if chosen is not None:
+                items.append(("name", chosen))
+            items.append((open_[0], None))
+            for r in open_[1:]:
+                if self._r() < self.p["AddSlotToReq"]:
+                    items.append((r, None))
+                else:
+                    break
+            self._push("request", *items)
 
-    def _maintain(self) -> None:
-        if self.accepted is not None:
-            self.agenda = [it for it in self.agenda
-                           if not (it[0] == "request" and self.goal.answered.get(it[1], False))]
-            on = {it[1] for it in self.agenda if it[0] == "request"}
-            missing = [r for r in self.goal.requests if not self.goal.answered[r] and r not in on]
-            for r in reversed(missing):
-                self.agenda.insert(1, ("request", r, None))
-        if not self.agenda or self.agenda[0][0] != "bye":
-            self._remove("bye")
-            self.agenda.insert(0, ("bye", None, None))
+    def _receive(self, act: DiaAct) -> None:
+        t = act.type
+        if t == "hello":
+            if not act.items and self._r() < self.p["Greeting"]:
+                self._push("hello")
+        elif t == "bye":
+            self.agenda = [_act("bye")]
+        elif t == "request":
+            self._receive_request(act)
+        elif t == "confirm":
+            self._receive_confirm(act)
+        elif t == "select":
+            self._receive_select(act)
+        elif t in ("inform", "affirm", "negate"):
+            self._receive_inform(act)
+        elif t == "reqmore":
+            self._receive_reqmore(act)
+        elif t == "repeat":
+            if self.last_user is not None and self.last_user.type != "silence":
+                self.agenda.append([self.last_user.type, list(self.last_user.items)])
+        else:  # null, badact, unknown
+            if self.patience < 1:
+                self.agenda = [_act("bye")]
+            elif self.last_user is not None:
+                self.agenda.append([self.last_user.type, list(self.last_user.items)])
 
+    # ------------------------------------------------------------------ turn
     def _pop(self) -> DiaAct:
-        rng = self.rng
-        if self.success:
-            return DiaAct("bye")
-        top = self.agenda[-1]
-        if self.accepted is None and top[0] in ("request", "bye"):
-            # nothing left to tell but no venue yet: restate the whole goal
-            return DiaAct("inform", tuple((s, self.goal.constraints[s]) for s in self.slots))
-        if top[0] == "bye":
-            return DiaAct("bye")
-        self.agenda.pop()
-        kind = top[0]
-        if kind == "inform":
-            items = [(top[1], top[2])]
-            while self.agenda and self.agenda[-1][0] == "inform" and rng.random() < self.p_combine_inform:
-                it = self.agenda.pop()
-                items.append((it[1], it[2]))
-            return DiaAct("inform", tuple(items))
-        if kind == "request":
-            items = [(top[1], None)]
-            while self.agenda and self.agenda[-1][0] == "request" and rng.random() < self.p_combine_request:
-                it = self.agenda.pop()
-                items.append((it[1], None))
-            return DiaAct("request", tuple(items))
-        if kind == "negate":
-            return DiaAct("negate", ((top[1], top[2]),))
-        if kind == "affirm":
-            # optionally volunteer one more pending constraint
-            if self.agenda and self.agenda[-1][0] == "inform" and rng.random() < self.p_extra_constraint:
-                it = self.agenda.pop()
-                return DiaAct("affirm", ((it[1], it[2]),))
-            return DiaAct("affirm")
-        return DiaAct(kind)
+        if not self.agenda:
+            self.agenda.append(_act("bye"))
+        t, items = self.agenda.pop()
+        items = list(items)
+        if t in ("inform", "confirm") or (t in ("affirm", "negate") and items):
+            for s, _ in items:
+                self._filter_slot(s)
+        last = self.last_sys.type if self.last_sys is not None else None
+        if t in ("thankyou", "silence", "repeat", "ack", "deny", "confirm", "bye") or last == "reqmore":
+            return DiaAct(t, tuple(items))
+        if last in ("request", "select") and t == "inform" and items and items[0][1] == DONTCARE \
+                and self._r() < self.p["NoSlotWithDontcare"]:
+            items[0] = ("this", DONTCARE)
+        if t == "request" and len(items) == 1 and self.goal.requests.get("name") is not None \
+                and self._r() < self.p["AddVenueNameToRequest"]:
+            items.insert(0, ("name", self.goal.requests["name"]))
+        if t in ("inform", "negate", "hello", "affirm"):
+            while self.agenda and (self.agenda[-1][0] == "inform" or
+                                   (t == "hello" and self.agenda[-1][0] == "request")):
+                if self._r() < self.p["InformCombination"]:
+                    nxt = self.agenda.pop()
+                    items.extend(nxt[1])
+                    for s, _ in nxt[1]:
+                        self._filter_slot(s)
+                else:
+                    break
+        return DiaAct(t, tuple(items))
 
     def respond(self, system_act: DiaAct | None) -> DiaAct:
         """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first)."""
@@ -277,25 +568,18 @@ class SimulatedUser:
         if self.finished:
             return DiaAct("bye")
         if system_act is not None:
-            if self.last_sys is not None and system_act == self.last_sys:
+            if system_act.type in ("null", "badact") or (
+                    self.last_sys is not None and self.last_user is not None
+                    and self.last_user.type != "repeat" and system_act == self.last_sys):
                 self.patience -= 1
-            self.last_sys = system_act
-            if self.patience <= 0:
+            if self.patience < 1:
                 self.gave_up = True
-                self.finished = True
-                return self._said(DiaAct("bye"))
-            if system_act.type == "bye":
-                self.finished = True
-                return self._said(DiaAct("bye"))
-            if system_act.type == "repeat" and self.last_user is not None:
-                return self.last_user
-            self._react(system_act)
-            self._maintain()
+                self.agenda = [_act("bye")]
+            else:
+                self.last_sys = system_act
+                self._receive(system_act)
         act = self._pop()
         if act.type == "bye":
             self.finished = True
-        return self._said(act)
-
-    def _said(self, act: DiaAct) -> DiaAct:
         self.last_user = act
         return act

@@ -177,3 +177,25 @@ def test_pydial_vector_length():
     assert vector_length(d) == 305  # PyDial's GP state size for CamRestaurants
     b = FocusTracker(d).update([('inform(food="italian")', 1.0)])
     assert belief_vector(b, d).shape == (305,)
+
+
+def test_labels_of_other_user_acts():
+    t = FocusTracker(D)
+    a1, a2 = D.informable["area"][:2]
+    f1 = D.informable["food"][0]
+    b = t.update([(f'hello(food="{f1}")', 1.0)])
+    assert b["beliefs"]["food"][f1] == 1.0 and b["beliefs"]["discourseAct"]["hello"] == 1.0
+    b = t.update([(f'deny(area="{a1}",area="{a2}")', 1.0)], f'confirm(area="{a1}")')
+    assert b["beliefs"]["area"][a2] == 1.0  # the correcting item of deny counts
+    b = t.update([('inform(this="dontcare")', 1.0)], "request(pricerange)")
+    assert b["beliefs"]["pricerange"][DONTCARE] == 1.0
+    b = t.update([('inform(type="restaurant")', 1.0)], "reqmore()")
+    assert b["beliefs"]["method"]["byconstraints"] == 1.0  # no informable item: method kept
+    b = t.update([(f'reqalts(area="{DONTCARE}")', 1.0)], "reqmore()")
+    assert b["beliefs"]["method"]["byalternatives"] == 1.0 and b["beliefs"]["area"][DONTCARE] == 1.0
+    v = D.venues[3]
+    b = t.update([(f'request(name="{v["name"]}",phone)', 1.0)], f'inform(name="{v["name"]}")')
+    assert b["beliefs"]["name"][v["name"]] == 1.0 and b["beliefs"]["requested"]["phone"] == 1.0
+    assert b["beliefs"]["method"]["byname"] == 1.0
+    b = t.update([(f'confirm(food="{f1}")', 1.0)], f'inform(name="{v["name"]}",phone="1")')
+    assert b["beliefs"]["requested"]["food"] == 1.0 and b["beliefs"]["requested"]["phone"] == 0.0
