@@ -15,7 +15,11 @@ metrics: ``policy, reward, seed, dialogues, tsr, aiq, adl, mean_reward, train_ts
 train_mean_reward, dictionary_size, train_seconds, wall_seconds`` — TSR the task success rate,
 AIQ the average final interaction quality (always the ``iq_estimator``, default
 ``"parameters"``, whatever the reward), ADL the average number of turns, ``mean_reward`` the
-mean return of the evaluation dialogues under the trial's reward.
+mean return of the evaluation dialogues under the trial's reward; ``train_tsr`` and
+``train_mean_reward`` describe the (exploring) training dialogues of the block of
+``checkpoint_every`` dialogues that ends at the checkpoint; ``train_seconds``/``wall_seconds``
+time the training and the whole block (with evaluation and saving) — the only columns that
+differ between two runs of the same configuration.
 
 Determinism: training dialogue ``i`` of a trial is seeded from ``(seed, i)``, the exploration
 noise comes from the learner's own generator (seeded from ``seed``, its state saved in every
@@ -450,9 +454,11 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
         except (ValueError, KeyError, csv.Error) as err:
             raise CheckpointError(f"{mpath}: unreadable metrics file ({err})") from None
     if config.policy == "gp":
-        start, policy, _ = _resume(config, reward_name, seed, tdir, target)
+        start, policy, meta = _resume(config, reward_name, seed, tdir, target)
         if policy is None:
             policy = _new_policy(config, seed)
+        # training statistics of the current block of `checkpoint_every` dialogues
+        acc = dict(meta["training"]["train_acc"]) if meta is not None else {"n": 0, "success": 0, "reward": 0.0}
         rows = []
         for n, path in list_checkpoints(tdir):
             old = old_rows.get(n)
@@ -475,30 +481,32 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
         if point <= start:
             continue
         t0 = time.perf_counter()
-        succ: list[bool] = []
-        rets: list[float] = []
         if config.policy == "gp":
             learner = policy.learner
             for i in range(done, point):
+                if i % config.checkpoint_every == 0:
+                    acc = {"n": 0, "success": 0, "reward": 0.0}
                 vecs, acts, total, info = run_dialogue(train_env, policy, _seed_int(seed, 2, i), explore=True)
                 ret = total + reward.final_reward(info)
                 learner.learn_episode(np.asarray(vecs), acts, ret)
-                succ.append(bool(info["success"]))
-                rets.append(ret)
+                acc["n"] += 1
+                acc["success"] += int(bool(info["success"]))
+                acc["reward"] += ret  # sequential sum: identical after a resume
                 if report is not None and (i + 1) % 100 == 0:
                     report(("progress", name, i + 1))
         t_train = time.perf_counter() - t0
         ev = evaluate_policy(policy, config.eval_dialogues, reward=reward, eval_seed=config.eval_seed,
                              iq_estimator=est, env=eval_env)
+        trained = config.policy == "gp" and acc["n"] > 0
         train_stats = {
-            "tsr": float(np.mean(succ)) if succ else None,
-            "mean_reward": float(np.mean(rets)) if rets else None,
+            "tsr": acc["success"] / acc["n"] if trained else None,
+            "mean_reward": acc["reward"] / acc["n"] if trained else None,
         }
         if config.policy == "gp":
             meta_training = {
                 "policy": config.policy, "reward": reward_name, "reward_signature": reward.signature,
                 "seed": seed, "dialogues": point, "run": config.fixed(),
-                "eval": ev.summary(), "train": train_stats,
+                "eval": ev.summary(), "train": train_stats, "train_acc": dict(acc),
                 "dictionary_size": policy.learner.dictionary_size,
             }
             save_checkpoint(checkpoint_path(tdir, point), policy, meta_training)

@@ -1,0 +1,244 @@
+"""Training runner: determinism, resume (also after a real kill), errors, CLI."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from policies.checkpoint import CheckpointError, load_checkpoint
+from policies.train import (
+    METRIC_COLUMNS,
+    ConfigError,
+    ConfigMismatch,
+    TrainConfig,
+    evaluate_policy,
+    list_checkpoints,
+    read_metrics,
+    run_training,
+)
+
+TINY = dict(dialogues=60, checkpoint_every=20, eval_dialogues=5)
+TIMING = {"train_seconds", "wall_seconds"}
+
+
+def files(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("ckpt-*.npz"))}
+
+
+def rows_wo_timing(rows):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted tiny run with two trials (serial)."""
+    d = tmp_path_factory.mktemp("ref")
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY)
+    rows = run_training(cfg, d, workers=1, progress=False)
+    return d, rows
+
+
+def test_layout_and_metrics(reference):
+    d, rows = reference
+    assert (d / "config.json").is_file()
+    assert [n for n, _ in list_checkpoints(d / "ts-seed0")] == [20, 40, 60]
+    assert [n for n, _ in list_checkpoints(d / "iq-seed0")] == [20, 40, 60]
+    top = read_metrics(d / "metrics.csv")
+    assert list(top[0]) == list(METRIC_COLUMNS)
+    assert [(r["reward"], r["dialogues"]) for r in top] == [
+        ("iq", 20), ("iq", 40), ("iq", 60), ("ts", 20), ("ts", 40), ("ts", 60)]
+    for r in top:
+        assert 0 <= r["tsr"] <= 1 and 1 <= r["aiq"] <= 5 and 1 <= r["adl"] <= 25
+        assert r["dictionary_size"] > 0 and r["policy"] == "gp" and r["seed"] == 0
+    assert rows_wo_timing(rows) == rows_wo_timing(
+        [r for r in top if r["reward"] == "ts"] + [r for r in top if r["reward"] == "iq"])
+    pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
+    ev = evaluate_policy(pol, 5, reward="ts")
+    last = [r for r in top if r["reward"] == "ts"][-1]
+    assert (ev.tsr, ev.aiq, ev.adl, ev.mean_reward) == (last["tsr"], last["aiq"], last["adl"], last["mean_reward"])
+
+
+def test_same_seed_gives_identical_checkpoints_also_in_parallel(reference, tmp_path):
+    d, rows = reference
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY)
+    rows2 = run_training(cfg, tmp_path, workers=2, progress=False)
+    assert files(tmp_path) == files(d)
+    assert rows_wo_timing(rows2) == rows_wo_timing(rows)
+
+
+def test_other_seed_differs(reference, tmp_path):
+    d, _ = reference
+    run_training(TrainConfig(rewards=("ts",), seeds=(1,), **TINY), tmp_path, workers=1, progress=False)
+    a = (d / "ts-seed0" / "ckpt-000060.npz").read_bytes()
+    b = (tmp_path / "ts-seed1" / "ckpt-000060.npz").read_bytes()
+    assert a != b
+
+
+def test_resume_after_half_equals_uninterrupted(reference, tmp_path):
+    d, rows = reference
+    half = dict(TINY, dialogues=30)  # not on the checkpoint grid: a checkpoint at 30 is added
+    run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **half), tmp_path, workers=1, progress=False)
+    assert [n for n, _ in list_checkpoints(tmp_path / "ts-seed0")] == [20, 30]
+    rows2 = run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path, workers=1, progress=False)
+    got = files(tmp_path)
+    assert got.pop("ts-seed0/ckpt-000030.npz") and got.pop("iq-seed0/ckpt-000030.npz")
+    assert got == files(d)
+    assert [r for r in rows_wo_timing(rows2) if r["dialogues"] != 30] == rows_wo_timing(rows)
+    # a third start has nothing to do and changes nothing
+    before = files(tmp_path)
+    run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path, workers=1, progress=False)
+    assert files(tmp_path) == before
+
+
+def test_resume_after_kill_equals_uninterrupted(reference, tmp_path):
+    d, _ = reference
+    code = (
+        "from policies.train import TrainConfig, run_training\n"
+        f"run_training(TrainConfig(rewards=('ts', 'iq'), seeds=(0,), **{TINY!r}), {str(tmp_path)!r}, "
+        "workers=1, progress=False)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list_checkpoints(tmp_path / "ts-seed0"):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = [n for n, _ in list_checkpoints(tmp_path / "ts-seed0")]
+    assert done and done[-1] < 60 or not (tmp_path / "iq-seed0").exists()  # really interrupted
+    run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path, workers=1, progress=False)
+    assert files(tmp_path) == files(d)
+    assert rows_wo_timing(read_metrics(tmp_path / "metrics.csv")) == rows_wo_timing(read_metrics(d / "metrics.csv"))
+    assert not [p for p in tmp_path.rglob(".*tmp*")]
+
+
+def test_missing_metrics_row_is_rebuilt(reference, tmp_path):
+    d, _ = reference
+    shutil.copytree(d, tmp_path / "run")
+    m = tmp_path / "run" / "ts-seed0" / "metrics.csv"
+    m.write_text("\n".join(m.read_text().splitlines()[:2]) + "\n")  # header + first row only
+    run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path / "run", workers=1, progress=False)
+    got = read_metrics(tmp_path / "run" / "metrics.csv")
+    assert rows_wo_timing(got) == rows_wo_timing(read_metrics(d / "metrics.csv"))
+
+
+def test_corrupt_and_foreign_checkpoints_are_refused(reference, tmp_path):
+    d, _ = reference
+    run = tmp_path / "run"
+    shutil.copytree(d, run)
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0,), **dict(TINY, dialogues=80))
+    bad = run / "ts-seed0" / "ckpt-000060.npz"
+    bad.write_bytes(bad.read_bytes()[:1000])
+    with pytest.raises(CheckpointError) as err:
+        run_training(cfg, run, workers=1, progress=False)
+    assert str(bad) in str(err.value)
+    shutil.copy(run / "iq-seed0" / "ckpt-000060.npz", bad)  # an iq checkpoint in the ts trial
+    with pytest.raises(CheckpointError, match="foreign checkpoint.*reward='iq'") as err:
+        run_training(cfg, run, workers=1, progress=False)
+    assert str(bad) in str(err.value)
+
+
+def test_config_mismatch_is_refused(reference, tmp_path):
+    d, _ = reference
+    shutil.copytree(d, tmp_path / "run")
+    with pytest.raises(ConfigMismatch, match="checkpoint_every: 20 there, 10 now"):
+        run_training(TrainConfig(**dict(TINY, checkpoint_every=10)), tmp_path / "run", progress=False)
+    with pytest.raises(ConfigMismatch, match="sigma"):
+        run_training(TrainConfig(sigma=4.0, **TINY), tmp_path / "run", progress=False)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "x.txt").write_text("x")
+    with pytest.raises(ConfigMismatch, match="not empty"):
+        run_training(TrainConfig(**TINY), tmp_path / "other", progress=False)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"policy": "gpp"}, "policy: unknown policy 'gpp'.*Did you mean 'gp'"),
+        ({"rewards": ("tx",)}, "rewards: unknown reward 'tx'.*Did you mean 'ts'"),
+        ({"rewards": ()}, "rewards: expected at least one"),
+        ({"rewards": ("ts", "ts")}, "rewards: duplicate"),
+        ({"seeds": (-1,)}, "seeds: expected non-negative integers"),
+        ({"seeds": (1, 1)}, "seeds: duplicate"),
+        ({"seeds": ("a",)}, "seeds"),
+        ({"dialogues": 0}, "dialogues: expected a positive integer"),
+        ({"checkpoint_every": 2.5}, "checkpoint_every"),
+        ({"eval_dialogues": -3}, "eval_dialogues"),
+        ({"gamma": 1.5}, "gamma: expected a number in"),
+        ({"sigma": 0.0}, "sigma"),
+        ({"nu": float("nan")}, "nu"),
+    ],
+)
+def test_bad_configs(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_config_json_roundtrip_and_unknown_key():
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0, 1, 2))
+    assert TrainConfig.from_json(cfg.to_json()) == cfg
+    assert cfg.schedule()[:2] == [1000, 2000] and cfg.schedule()[-1] == 40_000 and len(cfg.schedule()) == 40
+    assert TrainConfig(dialogues=2500).schedule() == [1000, 2000, 2500]
+    with pytest.raises(ConfigError, match="unknown key 'seed'.*Did you mean 'seeds'"):
+        TrainConfig.from_dict({"seed": 1})
+    with pytest.raises(TypeError):
+        run_training({"policy": "gp"}, "/nonexistent", progress=False)
+
+
+def test_handcrafted_only_evaluates(tmp_path):
+    rows = run_training(TrainConfig(policy="handcrafted", **TINY), tmp_path, workers=1, progress=False)
+    assert [r["dialogues"] for r in rows] == [20, 40, 60]
+    assert not list(tmp_path.rglob("*.npz"))
+    assert len({(r["tsr"], r["aiq"], r["adl"]) for r in rows}) == 1  # same fixed evaluation dialogues
+    assert rows[0]["dictionary_size"] is None and rows[0]["train_tsr"] is None
+    again = run_training(TrainConfig(policy="handcrafted", **TINY), tmp_path, workers=1, progress=False)
+    assert rows_wo_timing(again) == rows_wo_timing(rows)
+
+
+def test_learning_improves_task_success(tmp_path):
+    cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=300, checkpoint_every=300, eval_dialogues=40)
+    (row,) = run_training(cfg, tmp_path, workers=1, progress=False)
+    assert row["tsr"] >= 0.85
+
+
+def _parse(argv):
+    from policies.cli import register_train
+
+    parser = argparse.ArgumentParser(prog="behavsim")
+    sub = parser.add_subparsers(dest="command")
+    register_train(sub)
+    return parser.parse_args(argv)
+
+
+def test_cli(reference, tmp_path, capsys):
+    d, _ = reference
+    args = _parse(["train", "--rewards", "ts", "iq", "--seed", "0", "--dialogues", "60",
+                   "--checkpoint-every", "20", "--eval-dialogues", "5", "--no-progress", "-o", str(tmp_path)])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "ts-seed0" in out and "iq-seed0" in out and "metrics.csv" in out
+    assert files(tmp_path) == files(d)
+    args = _parse(["train", "--reward", "tss", "-o", str(tmp_path / "x")])
+    assert args.func(args) == 2
+    assert "Did you mean 'ts'" in capsys.readouterr().err
+    args = _parse(["train", "--dialogues", "60", "--checkpoint-every", "30", "-o", str(tmp_path)])
+    assert args.func(args) == 2
+    assert "another configuration" in capsys.readouterr().err
+
+
+def test_cli_entry_point_through_behavsim(tmp_path):
+    exe = shutil.which("behavsim") or os.path.join(os.path.dirname(sys.executable), "behavsim")
+    if not os.path.exists(exe):
+        pytest.skip("behavsim console script not installed")
+    res = subprocess.run([exe, "train", "--policy", "handcrafted", "--dialogues", "10", "--checkpoint-every", "10",
+                          "--eval-dialogues", "3", "-o", str(tmp_path)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "metrics.csv" in res.stdout
+    assert "10/10 dialogues" in res.stderr  # one line per checkpoint when not a terminal
