@@ -83,16 +83,19 @@ def read_exchange_csv(path: str | Path) -> list[LabelledDialogue]:
 
         for row_no, raw in enumerate(reader, start=1):
             if None in raw:  # more fields than header columns
-                raise _fail(path, row_no, "<extra>", f"{len(header) + len(raw[None])} fields for {len(header)} columns")
+                n_fields = len(header) + len(raw[None])
+                raise _fail(path, row_no, "<extra>", f"{n_fields} fields for {len(header)} columns")
             for col in REQUIRED_COLUMNS:
                 if raw[col] is None:
-                    raise _fail(path, row_no, col, f"missing value (row has fewer fields than the header's {len(header)})")
+                    raise _fail(path, row_no, col,
+                                f"missing value (row has fewer fields than the header's {len(header)})")
             did = raw["dialogue_id"].strip()
             if not did:
                 raise _fail(path, row_no, "dialogue_id", "empty dialogue id")
             if did != current_id:
                 if did in seen:
-                    raise _fail(path, row_no, "dialogue_id", f"dialogue {did!r} appears again after other dialogues; keep its rows together")
+                    raise _fail(path, row_no, "dialogue_id",
+                                f"dialogue {did!r} appears again after other dialogues; keep its rows together")
                 close()
                 seen.add(did)
                 current_id, exchanges, labels = did, [], []

@@ -11,8 +11,9 @@ parameters of exchange *t* are computed on three levels:
 
 The ASR-specific LEGO parameters that a simulated semantic channel cannot produce (recognition
 status, barge-in, speech duration, ...) are left out; the task-progress parameters
-(``constraint_progress``, ``informed_venue``, ``venue_offered``, ``success_so_far``, ``closed``) are additions for
-the restaurant-search domain, documented in ``docs/interaction_quality.md``.
+(``constraint_progress``, ``informed_venue``, ``venue_offered``, ``success_so_far``,
+``closed``) are additions for the restaurant-search domain, documented in
+``docs/interaction_quality.md``.
 """
 
 from __future__ import annotations
