@@ -244,43 +244,57 @@ def _features(belief: dict) -> dict:
     return belief.get("features") or {}
 
 
+@lru_cache(maxsize=64)
+def _mask_plan(domain: Domain) -> tuple:
+    """Per summary action: (kind, slot) — computed once per domain."""
+    plan = []
+    for name in summary_actions(domain):
+        if name.startswith(("request_", "confirm_", "select_")):
+            kind, slot = name.split("_", 1)
+            plan.append((kind, slot))
+        else:
+            plan.append((name, None))
+    return tuple(plan)
+
+
 def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None) -> np.ndarray:
     """Boolean array over ``summary_actions(domain)``: True = executable."""
-    names = summary_actions(domain)
-    mask = np.ones(len(names), dtype=bool)
     beliefs = belief["beliefs"]
-    feats = _features(belief)
+    feats = belief.get("features") or {}
     last_venue = feats.get("lastInformedVenue", "") or ""
     method = _method_flags(belief)
-    accepted = accepted_constraints(belief, domain)
-    for i, name in enumerate(names):
-        if name == "inform":
-            masked = method != "byconstraints"
-            if len(accepted) < INFORM_COUNT_ACCEPTED and domain.can_discriminate(
-                    [(s, v) for s, v, _ in accepted]):
-                masked = True
-            mask[i] = not masked
-        elif name == "inform_byname":
-            masked = method != "byname"
-            if last_venue == "" and top_value(beliefs.get("name") or {NONE_VALUE: 1.0})[0] == NONE_VALUE:
-                masked = True
-            mask[i] = not masked
-        elif name == "inform_alternatives":
-            mask[i] = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief)
-        elif name == "bye":
-            mask[i] = method == "finished"
-        elif name in ("repeat", "restart"):
-            mask[i] = False
-        elif name == "reqmore":
-            mask[i] = last_venue != ""
-        elif name.startswith("select_"):
-            (_, p1), (_, p2) = _top_two_excluding_none(beliefs.get(name[7:]) or {})
-            mask[i] = p1 > 0 and p2 > 0
-        elif name.startswith("confirm_"):
-            (_, p1), _ = _top_two_excluding_none(beliefs.get(name[8:]) or {})
-            mask[i] = p1 > 0
-        # request_*: never masked
-    return mask
+    tops = {}
+    for slot in domain.system_requestable:
+        (_, p1), (_, p2) = _top_two_excluding_none(beliefs.get(slot) or {})
+        tops[slot] = (p1 > 0, p1 > 0 and p2 > 0)
+    out = []
+    for kind, slot in _mask_plan(domain):
+        if kind == "request":
+            ok = True
+        elif kind == "confirm":
+            ok = tops[slot][0]
+        elif kind == "select":
+            ok = tops[slot][1]
+        elif kind == "inform":
+            ok = method == "byconstraints"
+            if ok:
+                accepted = accepted_constraints(belief, domain)
+                if len(accepted) < INFORM_COUNT_ACCEPTED and domain.can_discriminate(
+                        tuple((s, v) for s, v, _ in accepted)):
+                    ok = False
+        elif kind == "inform_byname":
+            ok = method == "byname" and (
+                last_venue != "" or top_value(beliefs.get("name") or {NONE_VALUE: 1.0})[0] != NONE_VALUE)
+        elif kind == "inform_alternatives":
+            ok = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief)
+        elif kind == "bye":
+            ok = method == "finished"
+        elif kind == "reqmore":
+            ok = last_venue != ""
+        else:  # repeat, restart
+            ok = False
+        out.append(ok)
+    return np.array(out, dtype=bool)
 
 
 # ---------------------------------------------------------------- summary -> master

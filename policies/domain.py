@@ -88,6 +88,8 @@ class Domain:
                     table[val] = table.get(val, 0) | (1 << i)
             self._bits[slot] = table
         self._count_cache: dict[tuple, int] = {}
+        self._match_cache: dict[tuple, tuple[int, ...]] = {}
+        self._disc_cache: dict[tuple, bool] = {}
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -139,13 +141,19 @@ class Domain:
 
     def matches(self, constraints: Mapping[str, str]) -> list[int]:
         """Indices (database order, ascending) of the venues matching ``constraints``."""
-        bits = self._constraint_bits(constraints)
-        out = []
-        while bits:
-            low = bits & -bits
-            out.append(low.bit_length() - 1)
-            bits ^= low
-        return out
+        key = tuple(sorted(constraints.items()))
+        hit = self._match_cache.get(key)
+        if hit is None:
+            bits = self._constraint_bits(constraints)
+            out = []
+            while bits:
+                low = bits & -bits
+                out.append(low.bit_length() - 1)
+                bits ^= low
+            hit = tuple(out)
+            if len(self._match_cache) < 100_000:
+                self._match_cache[key] = hit
+        return list(hit)
 
     def venue_index(self, name: str) -> int | None:
         return self._name_index.get(name)
@@ -168,6 +176,15 @@ class Domain:
     def can_discriminate(self, constraints: Iterable[tuple[str, str]]) -> bool:
         """PyDial's test: do ≥2 venues match and differ on an informable slot (not name,
         not a slot the constraints mark ``dontcare``)?"""
+        key = tuple(constraints)
+        hit = self._disc_cache.get(key)
+        if hit is None:
+            hit = self._can_discriminate(key)
+            if len(self._disc_cache) < 100_000:
+                self._disc_cache[key] = hit
+        return hit
+
+    def _can_discriminate(self, constraints: tuple) -> bool:
         real, dontcare = {}, set()
         for slot, value in constraints:
             if value == DONTCARE:

@@ -88,7 +88,8 @@ class DialogueEnv:
             self._log(sys_act, user_act, conf, belief)
             self.last_system_act = str(sys_act)
             self._last_sys = sys_act
-        info = {"action_mask": action_mask(belief, self.domain), "turns": self.turns,
+        self._mask = action_mask(belief, self.domain)
+        info = {"action_mask": self._mask, "turns": self.turns,
                 "goal": {"constraints": dict(goal.constraints), "requests": list(goal.requests)},
                 "user_act": str(user_act), "exchanges": self.exchanges,
                 "success": self.user.success}
@@ -103,7 +104,7 @@ class DialogueEnv:
         if idx is None:
             raise UnknownSummaryAction(_unknown_msg(summary_action, self.domain))
         belief = self.belief
-        masked = not bool(action_mask(belief, self.domain)[idx])
+        masked = not bool(self._mask[idx])
         sys_act = master_act(summary_action, belief, self.domain, self.last_system_act)
         self.turns += 1
         user_act = self.user.respond(sys_act)
@@ -114,8 +115,9 @@ class DialogueEnv:
         terminated = user_act.type == "bye" or sys_act.type == "bye"
         truncated = (not terminated) and self.turns >= self.max_turns
         self._done = terminated or truncated
+        self._mask = action_mask(new_belief, self.domain)
         info = {
-            "action_mask": action_mask(new_belief, self.domain),
+            "action_mask": self._mask,
             "turns": self.turns,
             "master_act": ex["system_act"],
             "prompt": self.nlg.generate(sys_act),

@@ -58,7 +58,10 @@ def belief_vector(belief: dict, domain: Domain) -> np.ndarray:
     for slot, values in domain.informable.items():
         d = beliefs.get(slot) or {}
         n = len(values) + 1
-        if NONE_VALUE in d:
+        if d and next(reversed(d)) == NONE_VALUE:  # the tracker's layout: **NONE** last
+            rest = list(d.values())
+            none = rest.pop()
+        elif NONE_VALUE in d:
             none = d[NONE_VALUE]
             rest = [p for k, p in d.items() if k != NONE_VALUE]
         else:

@@ -12,8 +12,9 @@ Rules, first that applies (only executable actions under :func:`policies.actions
    no venue has been offered yet, or the last offered venue no longer satisfies the accepted
    constraints → ``inform``;
 6. a constraint is not accepted yet → ``request_<slot>`` (first, alphabetical);
-7. a venue was offered → ``reqmore``; otherwise ``inform`` if executable, else request the
-   first slot.
+7. a venue was offered and the user asks nothing → offer it again (``inform``, else
+   ``inform_byname``, else ``reqmore``): the simulated user then closes the dialogue or asks
+   for what it still needs; otherwise ``inform`` if executable, else request the first slot.
 
 The policy is a pure function of the belief (deterministic on any belief state).
 """
@@ -61,8 +62,10 @@ class HandcraftedPolicy:
         for s in self._slots:
             if s not in accepted:
                 return f"request_{s}"
-        if offered and "reqmore" in ok:
-            return "reqmore"
+        if offered:  # nothing asked: offer again (the user ends or asks), else ask for more
+            for a in ("inform", "inform_byname", "reqmore"):
+                if a in ok:
+                    return a
         if "inform" in ok:
             return "inform"
         return f"request_{self._slots[0]}"
