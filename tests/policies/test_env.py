@@ -111,3 +111,11 @@ def test_noisy_environment_runs():
         succ += info["success"]
         assert all(0 < e["asr_confidence"] <= 1 for e in info["exchanges"])
     assert succ >= 10
+
+
+def test_docs_quick_start_runs(capsys):
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "environment.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/environment.md", "exec"), {})
+    assert "success: True" in capsys.readouterr().out
