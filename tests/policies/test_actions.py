@@ -95,3 +95,20 @@ def test_unknown_summary_action():
     b = FocusTracker(D).update([("hello()", 1.0)])
     with pytest.raises(UnknownSummaryAction, match="Did you mean 'request_food'"):
         to_master_act("request_fod", b, D)
+
+
+def test_generated_context_without_features():
+    # C_gen-style context: one value per slot with some mass, the rest **NONE**; no features
+    bel = {}
+    for s in ("area", "food", "pricerange"):
+        v = D.informable[s][0]
+        bel[s] = {v: 0.6, "**NONE**": 0.4}
+    bel["method"] = {"byconstraints": 0.6, "none": 0.4}
+    b = {"beliefs": bel}
+    m = action_mask(b, D)
+    assert m.dtype == bool and m.shape == (16,)
+    for a, ok in zip(SUMMARY_ACTIONS, m):
+        if ok:
+            act = parse_act(to_master_act(a, b, D))
+            assert act.type in ("request", "confirm", "select", "inform", "reqmore", "bye")
+    assert to_master_act("confirm_area", b, D) == f'confirm(area="{D.informable["area"][0]}")'

@@ -119,3 +119,24 @@ def test_docs_quick_start_runs(capsys):
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "docs/environment.md", "exec"), {})
     assert "success: True" in capsys.readouterr().out
+
+
+def test_pydial_domain_environment():
+    from pathlib import Path
+    from policies.domain import Domain
+    r = Path("/work/shared/pydial-ontology")
+    if not (r / "CamRestaurants-rules.json").is_file():
+        pytest.skip("PyDial ontology files not found in /work/shared/pydial-ontology")
+    d = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
+    env = DialogueEnv(d)
+    pol = HandcraftedPolicy(d)
+    succ = 0
+    for seed in range(50):
+        b, info = env.reset(seed=seed)
+        assert len(info["action_mask"]) == 16
+        done = False
+        while not done:
+            b, _, t, tr, info = env.step(pol.summary_action(b))
+            done = t or tr
+        succ += info["success"]
+    assert succ >= 45
