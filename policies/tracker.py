@@ -256,7 +256,7 @@ class FocusTracker:
         if tot > 1.0:
             da_stats = {k: p / tot for k, p in da_stats.items()}
         # requested
-        for slot in set(req_stats) | set(self.requested):
+        for slot in sorted(set(req_stats) | set(self.requested)):
             p = req_stats.get(slot, 0.0)
             prev = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
             self.requested[slot] = min(1.0, max(0.0, prev + p))

@@ -140,3 +140,27 @@ def test_pydial_domain_environment():
             done = t or tr
         succ += info["success"]
     assert succ >= 45
+
+
+@pytest.mark.parametrize("error_model", [None, ErrorModel(error_rate=0.4, nbest=4)])
+def test_belief_invariants_under_random_play(error_model):
+    from policies.features import belief_vector, vector_length
+    env = DialogueEnv(error_model=error_model, hello=True)
+    d = env.domain
+    n = vector_length(d)
+    for seed in range(40):
+        pol = random_policy(seed)
+        b, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            bel = b["beliefs"]
+            for s in list(d.informable) + ["method", "discourseAct"]:
+                assert sum(bel[s].values()) == pytest.approx(1.0)
+                assert all(0.0 <= p <= 1.0 + 1e-12 for p in bel[s].values())
+            assert all(0.0 <= p <= 1.0 for p in bel["requested"].values())
+            assert len(b["features"]["inform_info"]) == 25
+            assert info["action_mask"].any()
+            v = belief_vector(b, d)
+            assert v.shape == (n,) and np.isfinite(v).all()
+            b, _, t, tr, info = env.step(pol(b, info))
+            done = t or tr
