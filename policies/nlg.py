@@ -46,7 +46,7 @@ _INFORM_NONE = (
     "i am sorry, there is no restaurant {clauses}",
     "sorry, i could not find a restaurant {clauses}",
     "unfortunately there is no place {clauses}",
-    "i'm afraid no restaurant matches: {clauses}",
+    "i'm afraid no restaurant {clauses} could be found",
 )
 _INFORM_NONE_OTHER = (
     "sorry, apart from {names} there is no other restaurant {clauses}",
@@ -70,7 +70,7 @@ _CONFIRM = {
              "you are looking for a place in the {v}, right?"),
     "food": ("you want {v} food, is that right?", "did you say {v} food?",
              "so you are looking for {v} cuisine?"),
-    "pricerange": ("you are looking for something {v}, right?", "did you say {v} price range?",
+    "pricerange": ("you are looking for something {v}, right?", "did you say the {v} price range?",
                    "so you want a {v} place?"),
 }
 _CONFIRM_ANY = ("you want {slot} {v}, right?", "did you say {slot} {v}?", "so {slot} {v}, is that right?")
@@ -141,6 +141,8 @@ class TemplateNLG:
                 v1, v2 = f"{v1} food", f"{v2} food"
             elif slot == "area":
                 v1, v2 = f"the {v1}", f"the {v2}"
+            elif slot == "pricerange":
+                v1, v2 = f"something {v1}", f"something {v2}"
             opts = _SELECT
             return opts[self._pick(key, "t", len(opts))].format(a=v1, b=v2)
         opts = _FIXED.get(t)

@@ -164,3 +164,30 @@ def test_belief_invariants_under_random_play(error_model):
             assert v.shape == (n,) and np.isfinite(v).all()
             b, _, t, tr, info = env.step(pol(b, info))
             done = t or tr
+
+
+def test_dialogues_do_not_depend_on_python_hash_seed():
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import hashlib, json\n"
+        "from policies.env import DialogueEnv\n"
+        "from policies.handcrafted import HandcraftedPolicy\n"
+        "from policies.tracker import ErrorModel\n"
+        "env = DialogueEnv(error_model=ErrorModel(0.2, 3), hello=True, nlg_seed=3)\n"
+        "pol = HandcraftedPolicy(env.domain)\n"
+        "h = hashlib.sha256()\n"
+        "for s in range(15):\n"
+        "    b, info = env.reset(seed=s); done = False\n"
+        "    while not done:\n"
+        "        b, r, t, tr, info = env.step(pol.summary_action(b)); done = t or tr\n"
+        "        h.update(info['prompt'].encode())\n"
+        "    h.update(json.dumps([info['exchanges'], b], sort_keys=True).encode())\n"
+        "print(h.hexdigest())\n")
+    outs = set()
+    for hs in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hs}
+        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True).stdout)
+    assert len(outs) == 1
