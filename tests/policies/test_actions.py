@@ -112,3 +112,20 @@ def test_generated_context_without_features():
             act = parse_act(to_master_act(a, b, D))
             assert act.type in ("request", "confirm", "select", "inform", "reqmore", "bye")
     assert to_master_act("confirm_area", b, D) == f'confirm(area="{D.informable["area"][0]}")'
+
+
+def test_alternatives_exhausted():
+    t = FocusTracker(D)
+    c = next({"area": a, "food": f, "pricerange": p} for a in D.informable["area"]
+             for f in D.informable["food"] for p in D.informable["pricerange"]
+             if D.count({"area": a, "food": f, "pricerange": p}) == 2)
+    names = [D.venues[i]["name"] for i in D.matches(c)]
+    t.update([(DiaAct("inform", tuple(c.items())), 1.0)])
+    b = t.update([("reqalts()", 1.0)], f'inform(name="{names[0]}")')
+    assert to_master_act("inform_alternatives", b, D).startswith(f'inform(name="{names[1]}"')
+    b = t.update([("reqalts()", 1.0)], f'inform(name="{names[1]}")')
+    assert b["features"]["informedVenueSinceNone"] == names
+    act = parse_act(to_master_act("inform_alternatives", b, D))
+    assert act.items[0] == ("name", "none")
+    assert [v for s, v in act.items if s == "name!"] == names
+    assert {s: v for s, v in act.items if s in c} == c
