@@ -28,7 +28,7 @@ from .nlg import TemplateNLG
 from .tracker import ErrorModel, FocusTracker
 from .user import SimulatedUser, UserConfig
 
-__all__ = ["DialogueEnv", "EXCHANGE_KEYS", "EnvError"]
+__all__ = ["DialogueEnv", "EXCHANGE_KEYS", "EnvError", "check_env"]
 
 EXCHANGE_KEYS = ("turn", "system_act", "system_act_type", "user_act", "user_act_type", "reprompt",
                  "confirmation", "asr_confidence", "constraints_filled", "user_goal_constraints",
@@ -164,3 +164,39 @@ class DialogueEnv:
 
     def close(self) -> None:
         pass
+
+
+def check_env(env: DialogueEnv, n_dialogues: int = 5, seed: int = 0) -> int:
+    """Protocol check in the manner of Gymnasium's env checker: play ``n_dialogues`` seeded
+    dialogues with a seeded random policy over the executable actions, twice, and require
+    identical replays, a non-empty mask at every step, the documented exchange keys, and
+    ``info["turns"]`` equal to the number of exchanges. Returns the number of turns played;
+    raises :class:`EnvError` naming the first problem."""
+    def play() -> list:
+        trace = []
+        for j in range(n_dialogues):
+            rng = np.random.default_rng([seed, j])
+            belief, info = env.reset(seed=seed * 1_000_003 + j)
+            done = False
+            while not done:
+                mask = np.asarray(info["action_mask"], dtype=bool)
+                if mask.shape != (len(env.actions),) or not mask.any():
+                    raise EnvError(f"check_env: dialogue {j}: bad action mask {mask!r}")
+                a = env.actions[int(rng.choice(np.flatnonzero(mask)))]
+                belief, reward, term, trunc, info = env.step(a)
+                if reward != -1.0:
+                    raise EnvError(f"check_env: dialogue {j}: turn reward {reward!r}, expected -1.0")
+                trace.append((a, info["master_act"], info["user_act"], info["prompt"]))
+                done = term or trunc
+            ex = info["exchanges"]
+            if any(tuple(e) != EXCHANGE_KEYS for e in ex):
+                raise EnvError(f"check_env: dialogue {j}: exchange keys differ from {EXCHANGE_KEYS}")
+            if info["turns"] != len(ex):
+                raise EnvError(f"check_env: dialogue {j}: turns={info['turns']} but {len(ex)} exchanges")
+            trace.append((bool(info["success"]), repr(belief)))
+        return trace
+    first, second = play(), play()
+    if first != second:
+        i = next(k for k, (x, y) in enumerate(zip(first, second)) if x != y)
+        raise EnvError(f"check_env: not deterministic: replay differs at step {i}: {first[i]!r} vs {second[i]!r}")
+    return sum(1 for t in first if len(t) == 4)

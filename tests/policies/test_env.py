@@ -191,3 +191,10 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
         outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                 text=True, check=True).stdout)
     assert len(outs) == 1
+
+
+@pytest.mark.parametrize("kw", [{}, {"hello": True}, {"error_model": ErrorModel(0.2, 3)},
+                                {"user_config": {"unsatisfiable_goals": True}}, {"max_turns": 5}])
+def test_check_env(kw):
+    from policies.env import check_env
+    assert check_env(DialogueEnv(**kw), n_dialogues=5) > 0
