@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .actions import DiaAct, accepted_constraints, action_mask, master_act, summary_actions, _unknown_msg, UnknownSummaryAction
-from .domain import DONTCARE, Domain
+from .domain import Domain
 from .nlg import TemplateNLG
 from .tracker import ErrorModel, FocusTracker
 from .user import SimulatedUser, UserConfig

@@ -4,23 +4,23 @@ Rules, first that applies (only executable actions under :func:`policies.actions
 
 1. the user is finished (top method ``finished``) → ``bye``;
 2. the user asks for alternatives → ``inform_alternatives``;
-3. a venue was offered and the user requests slots (p > 0.5) or asks by name →
-   ``inform_byname``;
+3. a venue was offered and the user requests slots (p > 0.5) → ``inform_byname``;
 4. an accepted constraint has belief below ``confirm_threshold`` (noisy input) →
    ``confirm_<slot>`` (first such slot, alphabetical);
 5. ``inform`` is executable (method by constraints and the matches cannot be told apart) and
    no venue has been offered yet, or the last offered venue no longer satisfies the accepted
    constraints → ``inform``;
 6. a constraint is not accepted yet → ``request_<slot>`` (first, alphabetical);
-7. a venue was offered and the user asks nothing → offer it again (``inform``, else
-   ``inform_byname``, else ``reqmore``): the simulated user then closes the dialogue or asks
-   for what it still needs; otherwise ``inform`` if executable, else request the first slot.
+7. a venue was offered and the user asks nothing → if the user thanked or acknowledged,
+   ``reqmore`` (it then asks for what it still needs, or ends); otherwise offer the venue
+   again (``inform``, else ``inform_byname``, else ``reqmore``); with no venue offered,
+   ``inform`` if executable, else request the first slot.
 
 The policy is a pure function of the belief (deterministic on any belief state).
 """
 from __future__ import annotations
 
-from .actions import _method_flags, accepted_constraints, action_mask, summary_actions, to_master_act
+from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, summary_actions, to_master_act
 from .base import Response
 from .domain import Domain
 from .nlg import TemplateNLG
@@ -51,7 +51,7 @@ class HandcraftedPolicy:
             return "bye"
         if method == "byalternatives" and "inform_alternatives" in ok:
             return "inform_alternatives"
-        if offered and (requested or method == "byname") and "inform_byname" in ok:
+        if offered and requested and "inform_byname" in ok:
             return "inform_byname"
         accepted = {s: (v, p) for s, v, p in accepted_constraints(belief, self.domain)}
         for s in self._slots:
@@ -62,8 +62,10 @@ class HandcraftedPolicy:
         for s in self._slots:
             if s not in accepted:
                 return f"request_{s}"
-        if offered:  # nothing asked: offer again (the user ends or asks), else ask for more
-            for a in ("inform", "inform_byname", "reqmore"):
+        if offered:  # nothing asked: after thanks ask for more, else offer again
+            order = ("reqmore", "inform", "inform_byname") if _thanks_or_ack(belief) \
+                else ("inform", "inform_byname", "reqmore")
+            for a in order:
                 if a in ok:
                     return a
         if "inform" in ok:

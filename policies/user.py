@@ -274,6 +274,7 @@ class SimulatedUser:
         Returns True when everything stated is consistent with the goal."""
         g = self.goal
         name_none = act.get("name") == "none"
+        informs_requested = any(s in self._only_requestable for s, _ in act.items)
         explicit_confirm = False
         for slot, value in act.items:
             if slot in ("count", "option") or slot.endswith("!") or value is None:
@@ -282,16 +283,13 @@ class SimulatedUser:
             if slot == "name":
                 if value != "none" and value in g.name_neq:
                     wrong = True
+                elif not informs_requested:
+                    continue  # PyDial skips the venue name of a plain offer
             elif slot in g.constraints:
                 want = g.constraints[slot]
                 wrong = want != DONTCARE and value != want
             else:
                 continue  # informational slot (phone, ...) or not in the goal
-            planned = None
-            if not name_none:
-                conf = self._confirmable(act)
-                if conf:
-                    planned = _act("confirm", self._choice(conf))
             if wrong:
                 pat = self.patience / self.max_patience
                 if self._r() < (1.0 - pat) ** 2:
@@ -301,7 +299,12 @@ class SimulatedUser:
                 if slot == "name":
                     self._push("reqalts")
                 else:
-                    if planned is None or self._r() >= self.p["OverruleCorrection"]:
+                    planned = None
+                    if not name_none and self._r() < self.p["OverruleCorrection"]:
+                        conf = self._confirmable(act)
+                        if conf:  # ask about another constraint instead of correcting
+                            planned = _act("confirm", self._choice(conf))
+                    if planned is None:
                         want = g.constraints[slot]
                         f = self._r()
                         if f < self.p["CorrectingAct1"]:
@@ -313,9 +316,11 @@ class SimulatedUser:
                     self.agenda.append(planned)
                 self._reset_requests()
                 return False
-            if planned is not None and not explicit_confirm and not from_confirm:
-                if self._r() < self.p["ConfirmRandomConstr"]:
-                    self.agenda.append(planned)
+            if not explicit_confirm and not from_confirm and not name_none \
+                    and self._r() < self.p["ConfirmRandomConstr"]:
+                conf = self._confirmable(act)
+                if conf:
+                    self._push("confirm", self._choice(conf))
                     explicit_confirm = True
         if explicit_confirm:
             for s, v in act.items:
