@@ -43,7 +43,7 @@ import numpy as np
 from .actions import DiaAct, accepted_constraints, parse_act
 from .domain import DONTCARE, NONE_VALUE, Domain
 
-__all__ = ["FocusTracker", "ErrorModel", "inform_info"]
+__all__ = ["FocusTracker", "ErrorModel", "inform_info", "make_belief"]
 
 _DA_ORDER = ("silence", "repeat", "thankyou", "ack", "hello", "bye")
 # user act types whose slot-value items set goals (deny: the items after the denied one)
@@ -70,6 +70,75 @@ def inform_info(belief: dict, domain: Domain, _cache: dict | None = None) -> tup
     if _cache is not None:
         _cache[ordered] = (tuple(flags), total)
     return flags, total
+
+
+def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | None = None,
+                discourse_act: dict | None = None, requested: dict | None = None,
+                features: dict | None = None) -> dict:
+    """A complete belief state in the tracker's layout from partial distributions — e.g. the
+    generated contexts of SPEC §4: ``make_belief(d, {"area": {"north": 0.4}},
+    method={"byconstraints": 0.4})``.
+
+    Missing slots start as PyDial's initial belief (all mass on ``**NONE**``); a given slot
+    gets ``**NONE**`` = 1 − Σ of the given values, ``method`` ``none`` and ``discourseAct``
+    ``none`` likewise take the remaining mass. ``features`` default to a dialogue start
+    (no venue offered); ``inform_info`` and ``dbMatches`` are computed from the beliefs unless
+    given. Unknown slots or values raise ``ValueError``."""
+    t = FocusTracker(domain)
+    beliefs: dict[str, dict] = {}
+    slots = slots or {}
+    for s in slots:
+        if s not in domain.informable:
+            raise ValueError(f"make_belief: unknown informable slot {s!r}; known: {sorted(domain.informable)}")
+    for s in domain.informable:
+        given = slots.get(s)
+        if not given:
+            beliefs[s] = t._tmpl_init[s].copy()
+            continue
+        d = t._tmpl_full[s].copy()
+        mass = 0.0
+        for v, p in given.items():
+            if v == NONE_VALUE:
+                continue
+            if v not in d:
+                raise ValueError(f"make_belief: {v!r} is not a value of slot {s!r}")
+            d[v] = float(p)
+            mass += float(p)
+        if mass > 1.0 + 1e-9:
+            raise ValueError(f"make_belief: probabilities of slot {s!r} sum to {mass} > 1")
+        d[NONE_VALUE] = max(0.0, 1.0 - mass)
+        beliefs[s] = d
+
+    def dist(keys, given, rest, what):
+        out = dict.fromkeys(keys, 0.0)
+        mass = 0.0
+        for k, p in (given or {}).items():
+            if k not in out:
+                raise ValueError(f"make_belief: unknown {what} {k!r}; known: {list(keys)}")
+            if k != rest:
+                out[k] = float(p)
+                mass += float(p)
+        out[rest] = max(0.0, 1.0 - mass)
+        return out
+
+    beliefs["method"] = dist(domain.method, method, "none", "method")
+    beliefs["discourseAct"] = dist(domain.discourse_act, discourse_act, "none", "discourseAct")
+    req = dict.fromkeys(domain.requestable, 0.0)
+    for k, p in (requested or {}).items():
+        if k not in req:
+            raise ValueError(f"make_belief: unknown requestable slot {k!r}")
+        req[k] = float(p)
+    beliefs["requested"] = req
+    belief = {"beliefs": beliefs}
+    feats = {"lastInformedVenue": "", "informedVenueSinceNone": [], "lastActionInformNone": False,
+             "offerHappened": False}
+    feats.update(features or {})
+    if "inform_info" not in feats or "dbMatches" not in feats:
+        flags, n = inform_info(belief, domain)
+        feats.setdefault("inform_info", flags)
+        feats.setdefault("dbMatches", n)
+    belief["features"] = feats
+    return belief
 
 
 def _as_acts(hyp) -> tuple[DiaAct, ...]:

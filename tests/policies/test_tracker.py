@@ -199,3 +199,25 @@ def test_labels_of_other_user_acts():
     assert b["beliefs"]["method"]["byname"] == 1.0
     b = t.update([(f'confirm(food="{f1}")', 1.0)], f'inform(name="{v["name"]}",phone="1")')
     assert b["beliefs"]["requested"]["food"] == 1.0 and b["beliefs"]["requested"]["phone"] == 0.0
+
+
+def test_make_belief_for_generated_contexts():
+    from policies.tracker import make_belief
+    a, f, p = D.informable["area"][0], D.informable["food"][0], D.informable["pricerange"][0]
+    b = make_belief(D, {"area": {a: 0.6}, "food": {f: 1.0}, "pricerange": {p: 0.0}},
+                    method={"byconstraints": 0.4})
+    ref = FocusTracker(D).update([("null()", 1.0)])
+    assert set(b["beliefs"]) == set(ref["beliefs"]) and set(b["features"]) == set(ref["features"])
+    assert b["beliefs"]["area"][a] == 0.6 and b["beliefs"]["area"][NONE_VALUE] == pytest.approx(0.4)
+    assert b["beliefs"]["food"][NONE_VALUE] == 0.0 and b["beliefs"]["pricerange"][NONE_VALUE] == 1.0
+    assert b["beliefs"]["method"]["none"] == pytest.approx(0.6)
+    assert list(b["beliefs"]["area"]) == list(ref["beliefs"]["area"])
+    n = D.count({"area": a, "food": f})  # area 0.6 beats **NONE** and 1/(5 - 0.1): accepted
+    assert b["features"]["dbMatches"] == n
+    assert belief_vector(b, D).shape == (220,)
+    with pytest.raises(ValueError, match="not a value of slot 'area'"):
+        make_belief(D, {"area": {"atlantis": 0.5}})
+    with pytest.raises(ValueError, match="unknown informable slot 'colour'"):
+        make_belief(D, {"colour": {"red": 0.5}})
+    with pytest.raises(ValueError, match="unknown method"):
+        make_belief(D, method={"bycolour": 0.5})
