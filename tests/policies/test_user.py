@@ -204,3 +204,9 @@ def test_unknown_config_key():
 def test_impossible_goal_range():
     with pytest.raises(UserConfigError, match="no goal"):
         SimulatedUser(D, UserConfig(min_matches=200, max_matches=300))
+
+
+def test_null_system_act_repeats_and_costs_patience():
+    u = fresh(12)
+    first = u.respond(None)
+    assert u.respond(DiaAct("null")) == first and u.patience == 4
