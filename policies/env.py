@@ -13,7 +13,7 @@ is returned. The reward is −1 per turn; the success bonus is *not* added here 
 constraints was offered and every request was answered) is left to the reward functions.
 
 ``info`` keys after ``reset``: ``action_mask``, ``turns``, ``goal``, ``user_act``, ``exchanges``,
-``success``; after ``step`` also ``master_act``, ``prompt``, ``summary_action``,
+``success`` (and ``master_act``, ``prompt`` of the opening ``hello()`` with ``hello=True``); after ``step`` also ``master_act``, ``prompt``, ``summary_action``,
 ``masked_action`` (True if the action was not executable in the mask), ``user_act_type``,
 ``asr_confidence``. ``exchanges`` holds one dict per exchange (keys: see ``EXCHANGE_KEYS``);
 with ``hello=True`` the opening ``hello()`` is exchange 1 and counts as a turn.
@@ -93,6 +93,9 @@ class DialogueEnv:
                 "goal": {"constraints": dict(goal.constraints), "requests": list(goal.requests)},
                 "user_act": str(user_act), "exchanges": self.exchanges,
                 "success": self.user.success}
+        if sys_act is not None:
+            info["master_act"] = str(sys_act)
+            info["prompt"] = self.nlg.generate(sys_act)
         if user_act.type == "bye":  # cannot happen with a fresh user, kept for safety
             self._done = True
         return belief, info

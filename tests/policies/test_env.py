@@ -198,3 +198,10 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
 def test_check_env(kw):
     from policies.env import check_env
     assert check_env(DialogueEnv(**kw), n_dialogues=5) > 0
+
+
+def test_hello_opening_in_reset_info():
+    b, info = DialogueEnv(hello=True).reset(seed=0)
+    assert info["master_act"] == "hello()" and info["prompt"] and info["turns"] == 1
+    b, info = DialogueEnv().reset(seed=0)
+    assert "master_act" not in info and info["turns"] == 0 and info["exchanges"] == []
