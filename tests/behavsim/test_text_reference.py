@@ -121,3 +121,25 @@ def test_bertscore_idf_equals_bert_score_package():
     _, _, f = scorer.score(a, b)
     ours = BERTScore(idf=True, idf_corpus=corpus).pairwise(a, b)
     np.testing.assert_allclose(ours, f.numpy().astype(np.float64), atol=1e-6, rtol=0)
+
+
+def test_token_embeddings_do_not_depend_on_the_batch():
+    """Determinism: a text's BERTScore embeddings are bitwise the same alone or in a batch."""
+    from behavsim._encoders import HFTokenEncoder, get_token_encoder
+
+    enc = get_token_encoder("minilm", cache=False)
+    texts = [f"what kind of food would you like in area {w}" for w in ("north", "south", "east", "west", "centre")]
+    texts += ["goodbye", "is there anything else", "la mimosa is an expensive restaurant"]
+    batched = enc._compute(texts)
+    for t, b in zip(texts, batched):
+        assert np.array_equal(enc._compute([t])[0], b)
+
+
+def test_sentence_embeddings_do_not_depend_on_the_batch():
+    from behavsim._encoders import Usem3Encoder
+
+    enc = Usem3Encoder(cache=False)
+    texts = ["what kind of food would you like", "goodbye", "la mimosa is an expensive restaurant"]
+    together = enc.encode(texts)
+    for k, t in enumerate(texts):
+        assert np.array_equal(Usem3Encoder(cache=False).encode([t])[0], together[k])
