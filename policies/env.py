@@ -8,7 +8,14 @@ pure Python (agenda-based user, focus tracker, 0% semantic error by default, 25 
 
 One ``step`` is one exchange: the system's summary action is mapped to a master act, the
 simulated user replies, the reply passes the error model and the tracker, and the new belief
-is returned. The reward is −1 per turn; the success bonus is *not* added here — the final
+is returned. As in PyDial's agent, when the *user* says ``bye()`` the dialogue is not over yet
+(``final_system_turn=True``, the default): the next ``step`` is the system's closing turn — the
+policy acts on the final belief (where ``bye`` is executable), the agent says ``bye()``
+whatever it chose (``info["chosen_act"]`` keeps the mapped act), the exchange's user act is
+``null()``, and ``terminated`` is True. So ``info["turns"]`` counts one turn per user act, as
+PyDial does (its opening ``hello()`` is turn 0 and not counted, like ``hello=False`` here).
+A user ``bye()`` on the last allowed turn ends the dialogue at once; a system ``bye()`` ends it
+after the user's reply. The reward is −1 per turn; the success bonus is *not* added here — the final
 ``info["success"]`` (PyDial's objective task success: a venue matching the user's
 constraints was offered and every request was answered) is left to the reward functions.
 
@@ -46,7 +53,8 @@ class DialogueEnv:
 
     def __init__(self, domain: Domain | None = None, *, max_turns: int = 25,
                  error_model: ErrorModel | None = None, hello: bool = False,
-                 user_config: UserConfig | dict | None = None, nlg_seed: int = 0) -> None:
+                 user_config: UserConfig | dict | None = None, nlg_seed: int = 0,
+                 final_system_turn: bool = True) -> None:
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
         if error_model is not None and not isinstance(error_model, ErrorModel):
@@ -56,6 +64,7 @@ class DialogueEnv:
         self.max_turns = max_turns
         self.error_model = error_model or ErrorModel()
         self.hello = bool(hello)
+        self.final_system_turn = bool(final_system_turn)
         self.actions = summary_actions(self.domain)
         self._action_index = {a: i for i, a in enumerate(self.actions)}
         self.tracker = FocusTracker(self.domain)
@@ -77,6 +86,7 @@ class DialogueEnv:
         self.last_system_act = None
         self._last_sys: DiaAct | None = None
         self._done = False
+        self._closing = False
         self._goal_constraints = len(goal.constraints)
         sys_act = None
         if self.hello:
@@ -108,15 +118,21 @@ class DialogueEnv:
             raise UnknownSummaryAction(_unknown_msg(summary_action, self.domain))
         belief = self.belief
         masked = not bool(self._mask[idx])
-        sys_act = master_act(summary_action, belief, self.domain, self.last_system_act)
         self.turns += 1
+        if self._closing:
+            return self._closing_step(summary_action, masked)
+        sys_act = master_act(summary_action, belief, self.domain, self.last_system_act)
         user_act = self.user.respond(sys_act)
         new_belief, conf = self._observe(user_act, sys_act)
         ex = self._log(sys_act, user_act, conf, new_belief)
         self.last_system_act = ex["system_act"]
         self._last_sys = sys_act
         terminated = user_act.type == "bye" or sys_act.type == "bye"
-        truncated = (not terminated) and self.turns >= self.max_turns
+        if (terminated and sys_act.type != "bye" and self.final_system_turn
+                and self.turns < self.max_turns):
+            terminated = False  # the user hung up: the system still takes its closing turn
+            self._closing = True
+        truncated = (not terminated) and (not self._closing) and self.turns >= self.max_turns
         self._done = terminated or truncated
         self._mask = action_mask(new_belief, self.domain)
         info = {
@@ -132,8 +148,39 @@ class DialogueEnv:
             "exchanges": self.exchanges,
             "success": self.user.success,
             "gave_up": self.user.gave_up,
+            "closing_turn": False,
         }
         return new_belief, -1.0, terminated, truncated, info
+
+    def _closing_step(self, summary_action: str, masked: bool):
+        """PyDial's last turn after the user's bye: the policy acts on the final belief, the
+        agent replaces whatever it chose by ``bye()``, and the dialogue ends."""
+        belief = self.belief
+        chosen = master_act(summary_action, belief, self.domain, self.last_system_act)
+        sys_act = DiaAct("bye")
+        user_act = DiaAct("null")
+        ex = self._log(sys_act, user_act, 1.0, belief)
+        self.last_system_act = ex["system_act"]
+        self._last_sys = sys_act
+        self._done = True
+        self._closing = False
+        info = {
+            "action_mask": self._mask,
+            "turns": self.turns,
+            "master_act": ex["system_act"],
+            "chosen_act": str(chosen),
+            "prompt": self.nlg.generate(sys_act),
+            "summary_action": summary_action,
+            "masked_action": masked,
+            "user_act": ex["user_act"],
+            "user_act_type": user_act.type,
+            "asr_confidence": 1.0,
+            "exchanges": self.exchanges,
+            "success": self.user.success,
+            "gave_up": self.user.gave_up,
+            "closing_turn": True,
+        }
+        return belief, -1.0, True, False, info
 
     # ------------------------------------------------------------------ internals
     def _observe(self, user_act: DiaAct, sys_act: DiaAct | None):

@@ -86,7 +86,10 @@ def test_patience_ends_dialogue():
         b, r, term, trunc, info = env.step("request_food")
         assert not term
     b, r, term, trunc, info = env.step("request_food")
-    assert term and info["user_act"] == "bye()" and info["gave_up"] and not info["success"]
+    assert not term and info["user_act"] == "bye()" and info["gave_up"] and not info["success"]
+    b, r, term, trunc, info = env.step("request_food")  # the closing turn
+    assert term and info["closing_turn"] and info["master_act"] == "bye()"
+    assert info["chosen_act"] == "request(food)" and info["turns"] == 7
 
 
 def test_unknown_action_message():
@@ -205,3 +208,30 @@ def test_hello_opening_in_reset_info():
     assert info["master_act"] == "hello()" and info["prompt"] and info["turns"] == 1
     b, info = DialogueEnv().reset(seed=0)
     assert "master_act" not in info and info["turns"] == 0 and info["exchanges"] == []
+
+
+def test_closing_turn_after_user_bye():
+    env = DialogueEnv()
+    pol = HandcraftedPolicy(env.domain)
+    for seed in range(20):
+        b, info = env.reset(seed=seed)
+        n_user_acts = 1
+        done = False
+        while not done:
+            a = pol.summary_action(b)
+            b, r, term, trunc, info = env.step(a)
+            done = term or trunc
+            if not info["closing_turn"]:
+                n_user_acts += 1
+        assert info["closing_turn"] and a == "bye" and info["chosen_act"] == "bye()"
+        assert info["turns"] == n_user_acts  # one turn per user act, as PyDial counts
+        ex = info["exchanges"][-1]
+        assert ex["system_act"] == "bye()" and ex["user_act"] == "null()"
+        assert info["exchanges"][-2]["user_act"] == "bye()"
+    env = DialogueEnv(final_system_turn=False)
+    b, info = env.reset(seed=0)
+    done = False
+    while not done:
+        b, r, term, trunc, info = env.step(pol.summary_action(b))
+        done = term or trunc
+    assert info["user_act"] == "bye()" and not info["closing_turn"]
