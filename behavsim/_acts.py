@@ -11,13 +11,14 @@ their canonical forms are equal. Values keep their case.
 Grammar (whitespace allowed around every token)::
 
     act    := TYPE "(" [item ("," item)*] ")"
-    item   := SLOT ["=" value]
+    item   := SLOT [("=" | "!=") value]
     value  := '"' (char | '\\"' | '\\\\')* '"'   (may hold spaces, commas, '=', parentheses)
             | bare                               (no quote, comma, '=' or parenthesis)
     TYPE, SLOT := letters, digits, '_', '-', '.'
 
 A slot without a value (``request(food)``) has the empty value ``""``; ``food=""`` is the same
-item. Printing always quotes non-empty values, so ``parse_act(str(act)) == act``.
+item. PyDial's negated items (``inform(name=none,name!="x")``: "no venue other than x") keep the
+operator in the slot, ``("name!", "x")``, so they never equal a plain ``name`` item. Printing always quotes non-empty values, so ``parse_act(str(act)) == act``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = ["DialogueAct", "parse_act", "format_act", "canonical_act", "ActLike"]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _BARE_STOP = frozenset(',()="')
+_SLOT_CHARS = _NAME_CHARS | {"!"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,8 @@ class DialogueAct:
         t = _check_name(act_type.strip().lower(), "act type")
         norm = []
         for slot, value in items:
-            s = _check_name(str(slot).strip().lower(), "slot")
+            raw = str(slot).strip().lower()
+            s = _check_name(raw[:-1], "slot") + "!" if raw.endswith("!") else _check_name(raw, "slot")
             v = "" if value is None else str(value).strip()
             norm.append((s, v))
         return cls(t, tuple(sorted(norm)))
@@ -90,9 +93,15 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _format_item(slot: str, value: str) -> str:
+    if slot.endswith("!"):
+        return f"{slot}={_quote(value)}"
+    return slot if value == "" else f"{slot}={_quote(value)}"
+
+
 def format_act(act: DialogueAct) -> str:
     """Print an act in canonical PyDial style: ``inform(area="centre",name="la mimosa")``."""
-    inner = ",".join(s if v == "" else f"{s}={_quote(v)}" for s, v in act.items)
+    inner = ",".join(_format_item(s, v) for s, v in act.items)
     return f"{act.act_type}({inner})"
 
 
@@ -202,7 +211,11 @@ class _Parser:
                 slot = self.name("a slot name")
                 self.skip_ws()
                 value = ""
-                if self.peek() == "=":
+                if self.peek() == "!" and self.text[self.pos + 1:self.pos + 2] == "=":
+                    self.pos += 2
+                    slot += "!"
+                    value = self.value()
+                elif self.peek() == "=":
                     self.pos += 1
                     value = self.value()
                 items.append((slot, value))

@@ -242,6 +242,7 @@ class HFTokenEncoder(TokenEncoder):
         self.device = device
         self.batch_size = int(batch_size)
         self._memo = _Memo(cache)
+        self._ids: dict[str, list[int]] = {}
         self._model = None
         self._tokenizer = None
 
@@ -279,10 +280,14 @@ class HFTokenEncoder(TokenEncoder):
         self._special = {t for t in special if t is not None}
 
     def token_ids(self, text: str) -> list[int]:
-        self._load()
-        from bert_score.utils import sent_encode
+        """Word-piece ids of ``text`` as bert-score tokenises it (memoised)."""
+        ids = self._ids.get(text)
+        if ids is None:
+            self._load()
+            from bert_score.utils import sent_encode
 
-        return list(sent_encode(self._tokenizer, text))
+            ids = self._ids[text] = list(sent_encode(self._tokenizer, text))
+        return ids
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         """Forward passes in batches of texts with the same number of tokens.

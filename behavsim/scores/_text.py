@@ -285,13 +285,25 @@ class BERTScore(TextScore):
                 w = np.array([0.0 if s else idf.get(tok, idf["__default__"]) for tok, s in zip(ids, special)])
             total = w.sum()
             weights[t] = w / total if total > 0 else w
-        vals = np.empty(len(pairs))
+        # Greedy matching, vectorised over pairs whose two sentences have the same token counts.
+        buckets: dict[tuple[int, int], list[int]] = {}
         for k, (x, y) in enumerate(pairs):
-            sim = embs[x] @ embs[y].T  # float32, as bert-score computes it
-            p = float(np.dot(sim.max(axis=1).astype(np.float64), weights[x]))
-            r = float(np.dot(sim.max(axis=0).astype(np.float64), weights[y]))
-            f = 2 * p * r / (p + r) if (p + r) != 0 else 0.0
-            if self._baseline is not None:
-                f = (f - self._baseline) / (1 - self._baseline)
-            vals[k] = f
-        return vals[where]
+            buckets.setdefault((len(embs[x]), len(embs[y])), []).append(k)
+        p_vals = np.empty(len(pairs))
+        r_vals = np.empty(len(pairs))
+        for members in buckets.values():
+            for start in range(0, len(members), 4096):
+                chunk = members[start:start + 4096]
+                ex = np.stack([embs[pairs[k][0]] for k in chunk])
+                ey = np.stack([embs[pairs[k][1]] for k in chunk])
+                wx = np.stack([weights[pairs[k][0]] for k in chunk])
+                wy = np.stack([weights[pairs[k][1]] for k in chunk])
+                sim = np.matmul(ex, ey.transpose(0, 2, 1))  # float32, as bert-score computes it
+                p_vals[chunk] = np.einsum("bi,bi->b", sim.max(axis=2).astype(np.float64), wx)
+                r_vals[chunk] = np.einsum("bj,bj->b", sim.max(axis=1).astype(np.float64), wy)
+        denom = p_vals + r_vals
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.where(denom != 0, 2 * p_vals * r_vals / np.where(denom != 0, denom, 1), 0.0)
+        if self._baseline is not None:
+            f = (f - self._baseline) / (1 - self._baseline)
+        return f[where]

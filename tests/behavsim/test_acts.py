@@ -92,3 +92,13 @@ def test_item_order_never_changes_equality(act_type, its, rnd):
     assert DialogueAct.create(act_type, its) == DialogueAct.create(act_type, shuffled)
     body = lambda xs: ",".join(f'{s}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"' for s, v in xs)
     assert parse_act(f"{act_type}({body(its)})") == parse_act(f"{act_type}({body(shuffled)})")
+
+
+def test_negated_items_pydial_inform_alternatives():
+    a = parse_act('inform(name=none,name!="pizza palace",area=centre)')
+    assert ("name!", "pizza palace") in a.items
+    assert format_act(a) == 'inform(area="centre",name="none",name!="pizza palace")'
+    assert parse_act(format_act(a)) == a
+    assert a != parse_act('inform(name=none,name="pizza palace",area=centre)')
+    with pytest.raises(ActParseError, match="expected ',' or '\\)'"):
+        parse_act("inform(name!x)")
