@@ -11,6 +11,7 @@ from __future__ import annotations
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
 from ._errors import (ActParseError, BehavsimError, ConfigError, ContextSetMismatch, ModelNotAvailable,
                       TableFormatError, UnknownEncoder, UnknownName, UnknownScore)
+from ._contexts import ContextSet
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._tables import ResponseTable, context_fingerprint
 from .scores import ALL_SCORES, get_score, list_scores
@@ -20,5 +21,5 @@ __all__ = [
     "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
     "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
     "get_score", "list_scores", "ALL_SCORES",
-    "ResponseTable", "context_fingerprint", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
+    "ContextSet", "ResponseTable", "context_fingerprint", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
 ]
