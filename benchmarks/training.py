@@ -1,0 +1,173 @@
+"""Speed of GP-SARSA training in the built-in environment, and the projected paper grid.
+
+    python benchmarks/training.py                 # ~1 minute
+    python benchmarks/training.py --long 10000    # also continue one trial to 10,000 dialogues
+
+Measures, in one process with BLAS limited to one thread (as the training runner does):
+
+1. GP-SARSA training dialogues/s over the first ``--dialogues`` (default 1,000) dialogues,
+   environment included, and greedy evaluation dialogues/s;
+2. optionally (``--long N``) the same trial continued to N dialogues, speed per block;
+3. the cost of one exploring decision, one greedy decision and one learning step as a
+   function of the dictionary size m (dictionaries inflated with random belief vectors, which
+   the real environment never needs: it stays at a few hundred points) and the dialogues/s
+   that this implies with the measured environment cost — an extrapolation, said so;
+4. the handcrafted policy's dialogues/s (environment + rules);
+5. the projected wall time of the paper's grid (2 rewards × 3 seeds × 40,000 training
+   dialogues + 40 × 100 evaluation dialogues per trial) on ``--cores`` cores (default 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[float, int]:
+    from policies.train import _seed_int, run_dialogue
+
+    turns = 0
+    t0 = time.perf_counter()
+    for i in range(start, stop):
+        vecs, acts, total, info = run_dialogue(env, policy, _seed_int(seed, 2, i), explore=True)
+        policy.learner.learn_episode(np.asarray(vecs), acts, total + reward.final_reward(info))
+        turns += len(acts)
+    return time.perf_counter() - t0, turns
+
+
+def _evaluate(policy, env, n: int) -> tuple[float, int]:
+    from policies.train import EVAL_SEED, _seed_int, run_dialogue
+
+    turns = 0
+    t0 = time.perf_counter()
+    for j in range(n):
+        _, acts, _, info = run_dialogue(env, policy, _seed_int(EVAL_SEED, 3, j), explore=False)
+        turns += int(info["turns"])
+    return time.perf_counter() - t0, turns
+
+
+def _inflate(learner, m_target: int, rng: np.random.Generator) -> None:
+    """Grow the dictionary with random (sparse, sorted-looking) belief vectors."""
+    while learner.dictionary_size < m_target:
+        T = 5
+        B = rng.random((T, learner.dim)) * (rng.random((T, learner.dim)) < 0.2)
+        A = rng.integers(0, learner.n_actions, size=T).tolist()
+        learner.learn_episode(B, A, float(rng.normal(10, 5)))
+
+
+def _cost_vs_size(sizes, dim: int, n_actions: int, reps: int = 300) -> list[dict]:
+    from policies.gp import GPSarsa
+
+    rng = np.random.default_rng(0)
+    out = []
+    learner = GPSarsa(n_actions, dim, seed=0)
+    mask = np.ones(n_actions, dtype=bool)
+    mask[[13, 15]] = False  # repeat, restart
+    for m in sizes:
+        _inflate(learner, m, rng)
+        bs = rng.random((reps, dim)) * (rng.random((reps, dim)) < 0.2)
+        t0 = time.perf_counter()
+        for b in bs:
+            learner.select(b, mask, explore=True)
+        t_explore = (time.perf_counter() - t0) / reps
+        t0 = time.perf_counter()
+        for b in bs:
+            learner.select(b, mask, explore=False)
+        t_greedy = (time.perf_counter() - t0) / reps
+        eps = [(rng.random((5, dim)) * (rng.random((5, dim)) < 0.2), rng.integers(0, n_actions, 5).tolist())
+               for _ in range(reps // 5)]
+        # time learning on a copy so the measured sizes stay put
+        from policies.gp import GPSarsa as _G
+
+        probe = _G.from_state(*learner.get_state())
+        t0 = time.perf_counter()
+        for B, A in eps:
+            probe.learn_episode(B, A, 10.0)
+        t_learn_step = (time.perf_counter() - t0) / (len(eps) * 5)
+        out.append({"m": learner.dictionary_size, "explore_decision_s": t_explore, "greedy_decision_s": t_greedy,
+                    "learn_step_s": t_learn_step})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dialogues", type=int, default=1000, help="first training dialogues timed (default 1000)")
+    ap.add_argument("--long", type=int, default=0, metavar="N", help="continue the trial to N dialogues (default: no)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000], help="dictionary sizes for the cost curve")
+    ap.add_argument("--cores", type=int, default=2, help="cores for the projection (default 2)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON too")
+    args = ap.parse_args(argv)
+
+    from threadpoolctl import threadpool_limits
+
+    from policies.env import DialogueEnv
+    from policies.handcrafted import HandcraftedPolicy
+    from policies.rewards import get_reward
+    from policies.train import _new_policy, TrainConfig
+
+    threadpool_limits(1)
+    res: dict = {}
+    env = DialogueEnv()
+    reward = get_reward("ts")
+    policy = _new_policy(TrainConfig(), 0)
+
+    dt, turns = _train(policy, env, reward, 0, args.dialogues)
+    res["gp_first"] = {"dialogues": args.dialogues, "seconds": dt, "dialogues_per_s": args.dialogues / dt,
+                       "turns_per_dialogue": turns / args.dialogues, "dictionary": policy.learner.dictionary_size}
+    print(f"GP-SARSA training, dialogues 1-{args.dialogues}: {args.dialogues / dt:.0f} dialogues/s "
+          f"({turns / args.dialogues:.1f} turns/dialogue, dictionary {policy.learner.dictionary_size})")
+    dt_e, _ = _evaluate(policy, env, 200)
+    res["gp_eval_dialogues_per_s"] = 200 / dt_e
+    print(f"GP-SARSA greedy evaluation: {200 / dt_e:.0f} dialogues/s")
+
+    blocks = []
+    done = args.dialogues
+    while done < args.long:
+        stop = min(args.long, done + 2000)
+        dt, turns = _train(policy, env, reward, done, stop)
+        blocks.append({"from": done, "to": stop, "dialogues_per_s": (stop - done) / dt,
+                       "dictionary": policy.learner.dictionary_size})
+        print(f"  dialogues {done + 1}-{stop}: {(stop - done) / dt:.0f} dialogues/s, dictionary "
+              f"{policy.learner.dictionary_size}")
+        done = stop
+    res["gp_long"] = blocks
+
+    hc = HandcraftedPolicy(nlg_seed=None)
+    dt_h, turns_h = _evaluate(hc, env, 1000)
+    res["handcrafted_dialogues_per_s"] = 1000 / dt_h
+    print(f"handcrafted policy: {1000 / dt_h:.0f} dialogues/s ({turns_h / 1000:.1f} turns/dialogue)")
+
+    # environment cost per turn, from a run of the handcrafted policy (rules are cheap)
+    env_turn_s = dt_h / turns_h
+    T = res["gp_first"]["turns_per_dialogue"]
+    print(f"\nDecision and learning cost vs dictionary size m (random inflated dictionaries; "
+          f"projection = {T:.1f} turns x (env {env_turn_s * 1e3:.2f} ms + explore + learn)):")
+    curve = _cost_vs_size(args.sizes, policy.learner.dim, policy.learner.n_actions)
+    for c in curve:
+        per_dialogue = T * (env_turn_s + c["explore_decision_s"] + c["learn_step_s"])
+        c["projected_train_dialogues_per_s"] = 1.0 / per_dialogue
+        print(f"  m={c['m']:>5}: explore {c['explore_decision_s'] * 1e6:7.0f} us, greedy {c['greedy_decision_s'] * 1e6:6.0f} us, "
+              f"learn step {c['learn_step_s'] * 1e6:7.0f} us -> ~{1.0 / per_dialogue:.0f} training dialogues/s")
+    res["cost_vs_dictionary"] = curve
+
+    # projection of the paper grid
+    rate_train = blocks[-1]["dialogues_per_s"] if blocks else res["gp_first"]["dialogues_per_s"]
+    rate_eval = res["gp_eval_dialogues_per_s"]
+    trials, n_train, n_eval = 6, 40_000, 40 * 100
+    cpu_s = trials * (n_train / rate_train + n_eval / rate_eval)
+    wall = cpu_s / args.cores
+    res["paper_grid"] = {"cpu_seconds": cpu_s, "wall_seconds_on_cores": wall, "cores": args.cores,
+                         "train_rate_used": rate_train}
+    print(f"\nPaper grid (6 trials x 40,000 training + 4,000 evaluation dialogues) at {rate_train:.0f} training "
+          f"dialogues/s per core: {cpu_s / 60:.1f} CPU-minutes, ~{wall / 60:.1f} min wall on {args.cores} cores "
+          f"(PyDial: ~14 CPU-hours). Measured directly: `behavsim train --rewards ts iq --seeds 0 1 2 -o DIR`.")
+    if args.json:
+        print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
