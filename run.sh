@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# behavsim's two entry points; each sets everything up on a fresh machine first.
+#   bash run.sh main    the main job on the embedded defaults
+#   bash run.sh test    the test suite
+# The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder).
+set -euo pipefail
+cd "$(dirname "$0")"
+VENV="${BEHAVSIM_VENV:-.venv}"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+setup() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PY" -m venv "$VENV"
+    fi
+    local stamp="$VENV/.behavsim-installed"
+    local want
+    want="$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        "$VENV/bin/python" -m pip install -q --upgrade pip
+        # The CPU build of PyTorch; an unpinned torch would pull a multi-GB CUDA build.
+        "$VENV/bin/python" -m pip install -q torch==2.13.0
+        "$VENV/bin/python" -m pip install -q -e '.[test]'
+        echo "$want" > "$stamp"
+    fi
+}
+
+case "${1:-}" in
+    main)
+        setup
+        shift
+        exec "$VENV/bin/python" -m experiments.main "$@"
+        ;;
+    test)
+        setup
+        shift
+        exec "$VENV/bin/python" -m pytest "$@"
+        ;;
+    *)
+        echo "usage: bash run.sh main|test [args...]" >&2
+        exit 2
+        ;;
+esac
