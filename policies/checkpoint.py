@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from behavsim._errors import BehavsimError
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -39,6 +41,7 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "read_checkpoint",
+    "policy_name",
 ]
 
 FORMAT = "behavsim.gpsarsa"
@@ -48,7 +51,7 @@ _DATE = (1980, 1, 1, 0, 0, 0)
 _ARRAYS = ("X", "actions", "alpha", "C", "Kinv", "U", "sinv")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(BehavsimError, ValueError):
     """A checkpoint file is missing, corrupt, foreign or inconsistent; the message names it."""
 
 
@@ -159,13 +162,26 @@ def save_checkpoint(path: str | os.PathLike, policy: Any, training: dict[str, An
     return write_npz(path, arrays, meta)
 
 
-def load_checkpoint(path: str | os.PathLike, *, domain: Any = None, learning: bool = False):
-    """The ``GPSarsaPolicy`` saved at ``path`` (greedy and deterministic unless ``learning``)."""
+def policy_name(meta: dict[str, Any]) -> str:
+    """Default name of a checkpointed policy: ``gp-<reward>-seed<seed>-<dialogues>`` when the
+    training record has them (e.g. ``gp-ts-seed0-40000``), else the saved policy name."""
+    t = meta.get("training") or {}
+    if all(k in t for k in ("reward", "seed", "dialogues")):
+        return f"gp-{t['reward']}-seed{t['seed']}-{t['dialogues']}"
+    return str(meta["policy"]["name"])
+
+
+def load_checkpoint(path: str | os.PathLike, *, domain: Any = None, learning: bool = False,
+                    name: str | None = None):
+    """The ``GPSarsaPolicy`` saved at ``path``: greedy and deterministic unless ``learning``;
+    named ``name`` or :func:`policy_name` of the file (e.g. ``gp-ts-seed0-40000``)."""
     from .gp import GPSarsaPolicy
 
     path = Path(path)
     learner, meta = read_checkpoint(path)
     try:
-        return GPSarsaPolicy.from_checkpoint_meta(learner, meta, domain=domain, learning=learning)
+        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta, domain=domain, learning=learning)
+        pol.name = name if name is not None else policy_name(meta)
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path}: {err}") from None
+    return pol

@@ -20,10 +20,12 @@ names raise :class:`UnknownReward` naming the closest valid one.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from behavsim._errors import UnknownName
+from behavsim._registry import Registry
 
 __all__ = [
     "Reward",
@@ -36,11 +38,8 @@ __all__ = [
 ]
 
 
-class UnknownReward(LookupError):
-    """A reward name is not registered."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
+class UnknownReward(UnknownName):
+    """A reward name is not registered (a ``KeyError``/``LookupError`` and a ``BehavsimError``)."""
 
 
 @runtime_checkable
@@ -135,23 +134,17 @@ class InteractionQualityReward:
         return -float(_check_turns(turns)) + self.final_reward(info, iq=iq)
 
 
-_REGISTRY: dict[str, Callable[..., Any]] = {
-    "ts": TaskSuccessReward,
-    "iq": InteractionQualityReward,
-}
+_REGISTRY: Registry[Reward] = Registry("reward", UnknownReward)
+_REGISTRY.register("ts", TaskSuccessReward)
+_REGISTRY.register("iq", InteractionQualityReward)
 
 
 def list_rewards() -> list[str]:
     """Registered reward names."""
-    return sorted(_REGISTRY)
+    return sorted(_REGISTRY.names())
 
 
 def get_reward(name: str, **kwargs: Any) -> Reward:
-    """The reward registered as ``name`` (``"ts"`` or ``"iq"``), built with ``kwargs``."""
-    try:
-        factory = _REGISTRY[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=1, cutoff=0.0)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownReward(f"unknown reward {name!r}; valid: {list_rewards()}.{hint}") from None
-    return factory(**kwargs)
+    """The reward registered as ``name`` (``"ts"`` or ``"iq"``, case-insensitive), built with
+    ``kwargs``; an unknown name raises :class:`UnknownReward` naming the closest valid one."""
+    return _REGISTRY.create(name, **kwargs)

@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from behavsim._errors import ConfigError as _BehavsimConfigError
+
 __all__ = [
     "TrainConfig",
     "ConfigError",
@@ -87,8 +89,8 @@ _FIXED_KEYS = (
 )
 
 
-class ConfigError(ValueError):
-    """An invalid training configuration; the message names the parameter."""
+class ConfigError(_BehavsimConfigError):
+    """An invalid training configuration; the message names the parameter (a ``ValueError``)."""
 
 
 class ConfigMismatch(ConfigError):

@@ -76,6 +76,8 @@ def test_policy_roundtrip(tmp_path, trained, beliefs):
     p = save_checkpoint(tmp_path / "c.npz", trained, {"reward": "ts", "seed": 3})
     pol = load_checkpoint(p)
     assert isinstance(pol, GPSarsaPolicy) and not pol.learning
+    assert pol.name == "gp-sarsa"  # no dialogues in the training record: the saved name
+    assert load_checkpoint(p, name="x").name == "x"
     assert pol.learner.dictionary_size == trained.learner.dictionary_size > 0
     assert [pol.act(b) for b in beliefs] == [trained.act(b) for b in beliefs]
     assert check_policy(pol, beliefs) == len(beliefs)

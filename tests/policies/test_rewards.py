@@ -70,9 +70,13 @@ def test_registry():
     assert list_rewards() == ["iq", "ts"]
     with pytest.raises(UnknownReward, match="Did you mean 'ts'") as err:
         get_reward("tss")
-    assert "valid: ['iq', 'ts']" in str(err.value)
+    assert "Valid rewards: ts, iq" in str(err.value)
     with pytest.raises(LookupError):
         get_reward("IQQ")
+    from behavsim._errors import BehavsimError
+
+    assert issubclass(UnknownReward, BehavsimError) and issubclass(UnknownReward, KeyError)
+    assert isinstance(get_reward("TS"), TaskSuccessReward)  # case-insensitive
 
 
 def test_iq_reward_with_the_project_estimator():

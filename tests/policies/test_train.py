@@ -61,6 +61,7 @@ def test_layout_and_metrics(reference):
     assert rows_wo_timing(rows) == rows_wo_timing(
         [r for r in top if r["reward"] == "ts"] + [r for r in top if r["reward"] == "iq"])
     pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
+    assert pol.name == "gp-ts-seed0-60"
     ev = evaluate_policy(pol, 5, reward="ts")
     last = [r for r in top if r["reward"] == "ts"][-1]
     assert (ev.tsr, ev.aiq, ev.adl, ev.mean_reward) == (last["tsr"], last["aiq"], last["adl"], last["mean_reward"])
