@@ -1,0 +1,19 @@
+"""Builders of context sets — the dialogue contexts (belief states) every policy answers.
+
+* :func:`generate_grid` — C_gen, a grid over the belief in one value per search slot and the
+  method (SPEC §4);
+* :func:`collect` — C_col, the belief states met by given policies in seeded dialogues with
+  the simulated user;
+* :class:`ContextRecorder` and :func:`from_jsonl` — contexts logged from any system;
+* :func:`select` — subsets by turn, origin, slot or method belief.
+
+All return a :class:`behavsim.ContextSet` (file formats: see ``behavsim/_contexts.py``).
+"""
+
+from __future__ import annotations
+
+from behavsim import ContextSet
+
+from ._grid import default_values, generate_grid, grid_levels
+
+__all__ = ["ContextSet", "generate_grid", "grid_levels", "default_values"]
