@@ -587,11 +587,15 @@ class _Progress:
         self.bars: dict[str, Any] = {}
         self.t0 = time.perf_counter()
         if self.tty:
+            import shutil
+
             from tqdm import tqdm
 
+            size = shutil.get_terminal_size((100, 24))  # falls back when a pty reports 0 x 0
+            rows = max(size.lines, len(trials) + 1)
             for i, t in enumerate(trials):
                 self.bars[t] = tqdm(total=self.total, desc=t, position=i, unit="dlg", leave=True,
-                                    dynamic_ncols=True, mininterval=0.5)
+                                    ncols=size.columns, nrows=rows, mininterval=0.5)
 
     def __call__(self, msg: tuple) -> None:
         if not self.enabled:
