@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from behavsim import ContextSet
 
+from ._collect import ENV_OPTIONS, collect, dialogue_seed, resolve_policy
 from ._grid import default_values, generate_grid, grid_levels
 
-__all__ = ["ContextSet", "generate_grid", "grid_levels", "default_values"]
+__all__ = [
+    "ContextSet", "generate_grid", "grid_levels", "default_values",
+    "collect", "dialogue_seed", "resolve_policy", "ENV_OPTIONS",
+]

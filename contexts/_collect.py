@@ -1,0 +1,232 @@
+"""Collected context sets (C_col, SPEC §4): the belief states policies meet in seeded dialogues.
+
+Each source policy plays ``dialogues`` dialogues with the simulated user of
+:class:`policies.env.DialogueEnv`, greedily (a GP policy's exploration is switched off for the
+run), and the belief state in front of the policy at every system turn is recorded — the
+closing turn after the user's ``bye()`` included (the policy acts on the final belief there,
+as in PyDial; ``meta["closing_turn"]`` marks it). So a dialogue of T turns gives T contexts.
+
+Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
+:mod:`policies.train` uses for its evaluation dialogues, so every source meets the same user
+goals and ``collect(ckpts, seed=policies.train.EVAL_SEED)`` records exactly the evaluation
+dialogues of a training run (the paper's C_col: 10 evaluation dialogues per trial).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from behavsim import BehavsimError, ConfigError, ContextSet
+
+from ._common import closest_hint, copy_belief, jsonable, resolve_domain
+
+__all__ = ["collect", "dialogue_seed", "resolve_policy", "ENV_OPTIONS"]
+
+#: Keys of ``env_options`` (keyword arguments of :class:`policies.env.DialogueEnv`).
+ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "final_system_turn")
+
+
+def dialogue_seed(seed: int, j: int) -> int:
+    """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``."""
+    words = np.random.SeedSequence([int(seed), 3, int(j)]).generate_state(1, np.uint64)
+    return int(words[0] >> np.uint64(1))
+
+
+def resolve_policy(spec: Any, domain: Any, where: str = "policies") -> tuple[Any, dict[str, Any]]:
+    """``(policy, description)`` for ``"handcrafted"``, a checkpoint path or a policy object."""
+    if isinstance(spec, (str, os.PathLike)):
+        text = os.fspath(spec)
+        if text.lower() == "handcrafted":
+            from policies.handcrafted import HandcraftedPolicy
+
+            return HandcraftedPolicy(domain), {"kind": "handcrafted", "name": "handcrafted"}
+        path = Path(text)
+        if not path.is_file():
+            hint = closest_hint(text, ["handcrafted"]) if os.sep not in text else ""
+            raise ConfigError(f"{where}: {text!r} is neither 'handcrafted' nor an existing checkpoint file.{hint}")
+        from policies.checkpoint import load_checkpoint, read_checkpoint
+
+        policy = load_checkpoint(path, domain=domain)
+        _, meta = read_checkpoint(path)
+        return policy, {"kind": "checkpoint", "name": policy.name, "path": text,
+                        "training": jsonable(meta.get("training", {}))}
+    if not callable(getattr(spec, "act", None)) or not isinstance(getattr(spec, "name", None), str):
+        raise ConfigError(f"{where}: expected 'handcrafted', a checkpoint path or a policy object with a "
+                          f"string 'name' and an act(belief) method, got {type(spec).__name__}")
+    pdom = getattr(spec, "domain", None)
+    if pdom is not None and getattr(pdom, "name", None) != domain.name:
+        raise ConfigError(f"{where}: policy {spec.name!r} is for domain {getattr(pdom, 'name', pdom)!r}, "
+                          f"the environment's is {domain.name!r}")
+    return spec, {"kind": "object", "name": spec.name, "type": type(spec).__name__}
+
+
+def _sources(policies: Any, domain: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+    if isinstance(policies, Mapping):
+        items = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
+    else:
+        if isinstance(policies, (str, os.PathLike)) or callable(getattr(policies, "act", None)):
+            policies = [policies]
+        if not isinstance(policies, Sequence):
+            raise ConfigError(f"policies: expected a list of policies, checkpoint paths or 'handcrafted', "
+                              f"got {type(policies).__name__}")
+        items = [(None, v, f"policies[{i}]") for i, v in enumerate(policies)]
+    if not items:
+        raise ConfigError("policies: expected at least one policy, got none")
+    out = []
+    seen: dict[str, int] = {}
+    for label, spec, where in items:
+        policy, desc = resolve_policy(spec, domain, where)
+        if label is None:
+            label = desc["name"]
+            if label in seen:  # two sources with one name: number them
+                seen[label] += 1
+                label = f"{label}#{seen[label]}"
+            else:
+                seen[label] = 1
+        out.append((label, policy, dict(desc, label=label)))
+    labels = [lab for lab, _, _ in out]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"policies: duplicate labels {labels}")
+    return out
+
+
+def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
+    from policies.env import DialogueEnv
+    from policies.tracker import ErrorModel
+
+    opts = dict(env_options or {})
+    for k in opts:
+        if k not in ENV_OPTIONS:
+            raise ConfigError(f"env_options: unknown option {k!r}.{closest_hint(k, ENV_OPTIONS)} "
+                              f"Valid options: {', '.join(ENV_OPTIONS)}")
+    if isinstance(opts.get("error_model"), Mapping):
+        try:
+            opts["error_model"] = ErrorModel(**opts["error_model"])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"env_options: error_model: {exc}") from None
+    try:
+        return DialogueEnv(domain, **opts)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"env_options: {exc}") from None
+
+
+def _summary_action(policy: Any, belief: dict) -> str:
+    fn = getattr(policy, "summary_action", None)
+    summary = fn(belief) if callable(fn) else policy.act(belief).summary_action
+    if not isinstance(summary, str):
+        raise ConfigError(f"policies: policy {policy.name!r} gives no summary action (got {summary!r}); "
+                          "only policies over the environment's summary actions can be run in it")
+    return summary
+
+
+def _progress(total: int, progress: bool | None):
+    if progress is None:
+        progress = total >= 100 and sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="collecting", unit="dialogue", file=sys.stderr)
+
+
+def _key(belief: dict) -> str:
+    return json.dumps(belief, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = None,
+            env_options: Mapping[str, Any] | None = None, dedupe: bool = False,
+            progress: bool | None = None) -> ContextSet:
+    """The collected context set C_col of SPEC §4 (see the module doc).
+
+    ``policies``: a list of sources — policy objects obeying :class:`policies.base.Policy` whose
+    responses carry a summary action, checkpoint paths (:func:`policies.checkpoint.load_checkpoint`)
+    or ``"handcrafted"`` — or a mapping ``label -> source``; a single source is accepted too.
+    Sources are labelled by their policy name unless a mapping gives labels.
+
+    Every context's ``meta``: ``origin="collected"``, ``source_policy`` (label), ``dialogue``
+    (0-based index), ``dialogue_seed``, ``turn`` (1-based system turn, the environment's
+    exchange number), ``seed``, ``summary_action`` (what the source chose), ``closing_turn``,
+    and the dialogue's outcome ``dialogue_turns``, ``dialogue_success``. Duplicates are kept (a
+    context set is a sample); ``dedupe=True`` drops exact duplicate beliefs, keeping the first.
+    The same arguments give the same set (same fingerprint). ``progress``: a tqdm bar on
+    stderr (default: for 100 dialogues or more on a terminal).
+    """
+    if isinstance(dialogues, bool) or not isinstance(dialogues, (int, np.integer)) or dialogues < 1:
+        raise ConfigError(f"dialogues: expected a positive integer, got {dialogues!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
+    domain = resolve_domain(domain)
+    sources = _sources(policies, domain)
+    env = _make_env(domain, env_options)
+    beliefs: list[dict] = []
+    metas: list[dict] = []
+    ids: list[str] = []
+    seen: set[str] = set()
+    removed = 0
+    bar = _progress(len(sources) * int(dialogues), progress)
+    try:
+        for label, policy, _ in sources:
+            learning = getattr(policy, "learning", None)
+            if learning is not None:
+                policy.learning = False  # greedy: no exploration
+            try:
+                for j in range(int(dialogues)):
+                    dseed = dialogue_seed(seed, j)
+                    belief, info = env.reset(seed=dseed)
+                    first = len(metas)
+                    done = False
+                    while not done:
+                        record = copy_belief(belief)
+                        summary = _summary_action(policy, belief)
+                        try:
+                            belief, _, terminated, truncated, info = env.step(summary)
+                        except BehavsimError:
+                            raise
+                        except ValueError as exc:  # e.g. an action unknown to the environment
+                            raise ConfigError(f"policies: policy {label!r}: {exc}") from None
+                        done = terminated or truncated
+                        turn = int(info["turns"])
+                        if dedupe:
+                            k = _key(record)
+                            if k in seen:
+                                removed += 1
+                                continue
+                            seen.add(k)
+                        beliefs.append(record)
+                        metas.append({"origin": "collected", "source_policy": label, "dialogue": j,
+                                      "dialogue_seed": dseed, "turn": turn, "seed": int(seed),
+                                      "summary_action": summary, "closing_turn": bool(info.get("closing_turn"))})
+                        ids.append(f"{label}/d{j}/t{turn}")
+                    for m in metas[first:]:
+                        m["dialogue_turns"] = int(info["turns"])
+                        m["dialogue_success"] = bool(info["success"])
+                    if bar is not None:
+                        bar.update(1)
+            finally:
+                if learning is not None:
+                    policy.learning = learning
+    finally:
+        if bar is not None:
+            bar.close()
+    env_meta = jsonable({k: getattr(env, k) for k in ("max_turns", "hello", "final_system_turn")}
+                        | {"error_model": env.error_model} | jsonable(dict(env_options or {})))
+    meta = {
+        "builder": "collected",
+        "origin": "collected",
+        "domain": domain.name,
+        "seed": int(seed),
+        "dialogues": int(dialogues),
+        "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.train's evaluation dialogues)",
+        "sources": [desc for _, _, desc in sources],
+        "env_options": env_meta,
+        "dedupe": bool(dedupe),
+        "duplicates_removed": removed,
+        "size": len(beliefs),
+    }
+    return ContextSet(beliefs, metas, ids, meta)
