@@ -280,3 +280,33 @@ def test_invalid_arguments():
     with pytest.raises(ValueError, match="reward"):
         gp.learn_episode(np.ones((1, 3)), [1], float("nan"))
     assert issubclass(NumericalError, ArithmeticError)
+
+
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    dim=st.integers(1, 6),
+    n_actions=st.integers(1, 4),
+    n_eps=st.integers(1, 12),
+    gamma=st.sampled_from([1.0, 0.9]),
+    flush_every=st.integers(1, 10),
+)
+def test_property_matches_dense_reference(seed, dim, n_actions, n_eps, gamma, flush_every):
+    rng = np.random.default_rng(seed)
+    eps = random_episodes(rng, n_eps, dim=dim, n_actions=n_actions)
+    gp = GPSarsa(n_actions, dim, gamma=gamma, flush_every=flush_every)
+    ref = DenseReference(gamma=gamma)
+    for B, A, R in eps:
+        gp.learn_episode(B, A, R)
+        ref.episode(B, A, R)
+    assert gp.dictionary_size == len(ref.D)
+    b = np.abs(rng.normal(size=dim))
+    mean, var = gp.q_mean_var(b)
+    for a in range(n_actions):
+        rm, rv = ref.mean_var(b, a)
+        assert mean[a] == pytest.approx(rm, rel=1e-7, abs=1e-7)
+        assert var[a] == pytest.approx(rv, rel=1e-6, abs=1e-6)
+        assert var[a] >= 0.0
