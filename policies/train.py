@@ -82,6 +82,7 @@ METRIC_COLUMNS = (
     "train_tsr", "train_mean_reward", "dictionary_size", "train_seconds", "wall_seconds",
 )
 _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
+_TMP_RE = re.compile(r"^\.(ckpt-\d{6,}\.npz|metrics\.csv)\.tmp\d+$")
 # configuration keys that change the numbers of a trial (others may change between invocations)
 _FIXED_KEYS = (
     "policy", "checkpoint_every", "eval_dialogues", "eval_seed", "gamma", "sigma", "nu", "scale",
@@ -439,6 +440,9 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
     name = trial_name(reward_name, seed)
     tdir = out_dir / name
     tdir.mkdir(parents=True, exist_ok=True)
+    for stale in tdir.iterdir():  # temporary files of a run killed while writing
+        if _TMP_RE.match(stale.name):
+            stale.unlink()
     reward = get_reward(reward_name)
     est = get_iq_estimator(config.iq_estimator)
     schedule = config.schedule()

@@ -120,6 +120,15 @@ def test_resume_after_kill_equals_uninterrupted(reference, tmp_path):
     assert not [p for p in tmp_path.rglob(".*tmp*")]
 
 
+def test_stale_temporary_files_are_removed(reference, tmp_path):
+    d, _ = reference
+    shutil.copytree(d, tmp_path / "run")
+    stale = tmp_path / "run" / "ts-seed0" / ".ckpt-000080.npz.tmp4242"
+    stale.write_bytes(b"half a file")
+    run_training(TrainConfig(rewards=("ts",), seeds=(0,), **TINY), tmp_path / "run", workers=1, progress=False)
+    assert not stale.exists()
+
+
 def test_missing_metrics_row_is_rebuilt(reference, tmp_path):
     d, _ = reference
     shutil.copytree(d, tmp_path / "run")
