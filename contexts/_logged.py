@@ -1,0 +1,177 @@
+"""Logged context sets: belief states recorded from dialogues of any system.
+
+* :class:`ContextRecorder` — call ``recorder.record(belief, **meta)`` inside your own dialogue
+  loop (at each system turn, before the system acts), then ``recorder.to_context_set()``.
+* :func:`from_jsonl` — import a plain JSON Lines log: one JSON object per line, either a bare
+  belief state or ``{"belief": {...}, "meta": {...}, "id": "..."}`` (``meta`` and ``id``
+  optional); blank lines are skipped.
+
+A belief state is checked (``strict=True``, the default) to be an object with a ``beliefs``
+object whose entries map names to probabilities in [0, 1] (PyDial's layout, SPEC §4); with
+``strict=False`` any JSON object is accepted. Non-finite numbers are always refused. Every
+context's ``meta`` gets ``origin="logged"`` (overriding any ``origin`` given); contexts imported
+from a file also get ``log_line``. A bad line raises :class:`LogFormatError` naming
+``file:line``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from numbers import Real
+from pathlib import Path
+from typing import Any, Mapping
+
+from behavsim import ConfigError, ContextSet, TableFormatError
+
+from ._common import copy_belief
+
+__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief"]
+
+
+class LogFormatError(TableFormatError):
+    """A logged belief state or a line of a JSONL log is not usable; the message names where."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def check_belief(belief: Any, strict: bool = True) -> str | None:
+    """``None`` if ``belief`` is acceptable, else a description of the problem."""
+    if not isinstance(belief, Mapping):
+        return f"a belief state must be a JSON object, got {type(belief).__name__}"
+    bad = _non_finite(belief)
+    if bad:
+        return bad
+    if not strict:
+        return None
+    inner = belief.get("beliefs")
+    if not isinstance(inner, Mapping) or not inner:
+        return "a belief state must have a non-empty 'beliefs' object (PyDial layout: slot -> {value: probability})"
+    for slot, dist in inner.items():
+        if not isinstance(dist, Mapping):
+            return f"beliefs[{slot!r}] must be an object value -> probability, got {type(dist).__name__}"
+        for v, p in dist.items():
+            if isinstance(p, bool) or not isinstance(p, Real) or not -1e-9 <= p <= 1 + 1e-9:
+                return f"beliefs[{slot!r}][{v!r}] must be a probability in [0, 1], got {p!r}"
+    return None
+
+
+def _non_finite(obj: Any, path: str = "") -> str | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return f"non-finite number {obj!r} at {path or 'top level'}"
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            bad = _non_finite(v, f"{path}.{k}" if path else str(k))
+            if bad:
+                return bad
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            bad = _non_finite(v, f"{path}[{i}]")
+            if bad:
+                return bad
+    return None
+
+
+class ContextRecorder:
+    """Collects belief states from any dialogue loop into a :class:`~behavsim.ContextSet`.
+
+    >>> rec = ContextRecorder(source="my-system")
+    >>> rec.record({"beliefs": {"area": {"north": 1.0}}}, dialogue=0, turn=1)
+    0
+    >>> len(rec.to_context_set())
+    1
+
+    ``record`` stores a copy of the belief (later changes to the caller's dict do not leak in)
+    and returns its index; metadata values must be JSON-serialisable.
+    """
+
+    def __init__(self, *, source: str | None = None, strict: bool = True) -> None:
+        self.source = source
+        self.strict = bool(strict)
+        self._beliefs: list[dict] = []
+        self._metas: list[dict] = []
+
+    def record(self, belief: Mapping[str, Any], **meta: Any) -> int:
+        problem = check_belief(belief, self.strict)
+        if problem:
+            raise LogFormatError(f"ContextRecorder.record: context {len(self._beliefs)}: {problem}")
+        try:
+            json.dumps(dict(belief), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise LogFormatError(f"ContextRecorder.record: context {len(self._beliefs)}: belief is not "
+                                 f"JSON-serialisable ({exc})") from None
+        for k, v in meta.items():
+            try:
+                json.dumps(v, allow_nan=False)
+            except (TypeError, ValueError):
+                raise ConfigError(f"ContextRecorder.record: meta {k!r}: value {v!r} is not JSON-serialisable") from None
+        self._beliefs.append(copy_belief(dict(belief)))
+        self._metas.append({**meta, "origin": "logged"})
+        return len(self._beliefs) - 1
+
+    def __len__(self) -> int:
+        return len(self._beliefs)
+
+    def clear(self) -> None:
+        self._beliefs.clear()
+        self._metas.clear()
+
+    def to_context_set(self, description: str | None = None) -> ContextSet:
+        """The recorded contexts in order (copies: recording more later does not change it)."""
+        meta = {"builder": "logged", "origin": "logged", "source": self.source, "description": description,
+                "size": len(self._beliefs)}
+        return ContextSet([copy_belief(b) for b in self._beliefs], [dict(m) for m in self._metas],
+                          [f"log:{i}" for i in range(len(self._beliefs))], meta)
+
+
+def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str | None = None) -> ContextSet:
+    """Import a JSONL log of belief states (see the module doc) as a context set."""
+    path = Path(path)
+    if not path.is_file():
+        raise LogFormatError(f"{path}: no such log file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise LogFormatError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
+    beliefs, metas, ids = [], [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            obj = json.loads(line, parse_constant=_reject_constant)
+        except json.JSONDecodeError as exc:
+            raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        except ValueError as exc:
+            raise LogFormatError(f"{where}: {exc}") from None
+        if not isinstance(obj, dict):
+            raise LogFormatError(f"{where}: expected a JSON object (a belief state or {{\"belief\": ..., \"meta\": ...}}), "
+                                 f"got {type(obj).__name__}")
+        if obj.get("format") == "behavsim-contexts":
+            raise LogFormatError(f"{where}: this is a saved behavsim context set, not a log; read it with "
+                                 "ContextSet.load (or 'behavsim contexts info')")
+        if "belief" in obj:
+            extra = sorted(set(obj) - {"belief", "meta", "id"})
+            if extra:
+                raise LogFormatError(f"{where}: unexpected keys {extra} beside 'belief' (allowed: belief, meta, id)")
+            belief, meta, cid = obj["belief"], obj.get("meta") or {}, obj.get("id")
+            if not isinstance(meta, dict):
+                raise LogFormatError(f"{where}: 'meta' must be an object, got {type(meta).__name__}")
+            if cid is not None and not isinstance(cid, (str, int)):
+                raise LogFormatError(f"{where}: 'id' must be a string, got {type(cid).__name__}")
+        else:
+            belief, meta, cid = obj, {}, None
+        problem = check_belief(belief, strict)
+        if problem:
+            raise LogFormatError(f"{where}: {problem}")
+        beliefs.append(belief)
+        metas.append({**meta, "origin": "logged", "log_line": n})
+        ids.append(str(cid) if cid is not None else f"{path.name}:{n}")
+    if not beliefs:
+        raise LogFormatError(f"{path}: no belief states in the file")
+    meta = {"builder": "logged", "origin": "logged", "source": str(path), "description": description,
+            "size": len(beliefs)}
+    return ContextSet(beliefs, metas, ids, meta, source=str(path))

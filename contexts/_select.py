@@ -1,0 +1,146 @@
+"""Subsets of a context set — which sub-sets of contexts drive the differences (paper §1, §5).
+
+Criteria combine with AND; ranges are inclusive with a tolerance of 1e-9 (so the grid level
+0.6 lies in ``(0.6, 1.0)`` even when stored as 0.6000000000000001):
+
+* ``turn``: ``1`` (equal), ``(2, 4)`` (range; ``None`` for an open end); contexts without a
+  ``turn`` in their metadata (generated ones) never match;
+* ``origin``: ``"collected"`` / ``"generated"`` / ``"logged"`` or a list of them;
+* ``source_policy``: a label or a list of labels (collected contexts);
+* ``slot_belief``: ``{"food": (0.5, 1.0)}`` — the belief of the slot's top value other than
+  ``**NONE**`` (``dontcare`` counts as a value) lies in the range; a slot missing from a
+  belief has top belief 0;
+* ``method_belief``: ``{"byconstraints": (0.5, 1.0)}`` — that method's probability lies in the
+  range;
+* ``where``: any ``keep(belief, meta) -> bool``.
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any, Callable, Mapping
+
+from behavsim import ConfigError, ContextSet
+
+from ._common import ORIGINS, closest_hint
+
+__all__ = ["select", "top_belief"]
+
+_TOL = 1e-9
+
+
+def top_belief(dist: Mapping[str, float] | None) -> float:
+    """The largest probability of a value other than ``**NONE**`` (0 for a missing slot)."""
+    if not dist:
+        return 0.0
+    return max((float(p) for v, p in dist.items() if v != "**NONE**"), default=0.0)
+
+
+def _range(value: Any, what: str, lo_default: float | None = None, hi_default: float | None = None,
+           integer: bool = False) -> tuple[float | None, float | None]:
+    def num(x: Any) -> bool:
+        return not isinstance(x, bool) and isinstance(x, Real) and (not integer or float(x).is_integer())
+
+    if num(value):
+        return float(value), float(value)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(v is None or num(v) for v in value):
+        lo, hi = value
+        lo = lo_default if lo is None else float(lo)
+        hi = hi_default if hi is None else float(hi)
+        if lo is not None and hi is not None and lo > hi:
+            raise ConfigError(f"{what}: empty range {value!r} (low end above high end)")
+        return lo, hi
+    kind = "an integer" if integer else "a number"
+    raise ConfigError(f"{what}: expected {kind} or a (low, high) pair, got {value!r}")
+
+
+def _inside(x: float, rng: tuple[float | None, float | None]) -> bool:
+    lo, hi = rng
+    return (lo is None or x >= lo - _TOL) and (hi is None or x <= hi + _TOL)
+
+
+def _names(value: Any, what: str) -> frozenset[str]:
+    if isinstance(value, str):
+        return frozenset([value])
+    if isinstance(value, (list, tuple, set, frozenset)) and value and all(isinstance(v, str) for v in value):
+        return frozenset(value)
+    raise ConfigError(f"{what}: expected a name or a list of names, got {value!r}")
+
+
+def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_policy: Any = None,
+           slot_belief: Mapping[str, Any] | None = None, method_belief: Mapping[str, Any] | None = None,
+           where: Callable[[dict, dict], bool] | None = None, description: str | None = None) -> ContextSet:
+    """The contexts of ``cs`` meeting every given criterion (see the module doc), in order.
+
+    Built on :meth:`behavsim.ContextSet.select`: the subset's ``meta`` records the parent's
+    fingerprint and meta, the kept indices, and the criteria (``meta["criteria"]``).
+    """
+    if not isinstance(cs, ContextSet):
+        raise ConfigError(f"cs: expected a behavsim.ContextSet, got {type(cs).__name__}")
+    tests: list[Callable[[dict, dict], bool]] = []
+    criteria: dict[str, Any] = {}
+    if turn is not None:
+        t_rng = _range(turn, "turn", integer=True)
+        criteria["turn"] = [None if x is None else int(x) for x in t_rng]
+
+        def t_ok(b: dict, m: dict) -> bool:
+            t = m.get("turn")
+            return isinstance(t, (int, float)) and not isinstance(t, bool) and _inside(float(t), t_rng)
+
+        tests.append(t_ok)
+    if origin is not None:
+        wanted = _names(origin, "origin")
+        for o in wanted:
+            if o not in ORIGINS:
+                raise ConfigError(f"origin: unknown origin {o!r}.{closest_hint(o, ORIGINS)} Valid: {', '.join(ORIGINS)}")
+        criteria["origin"] = sorted(wanted)
+        tests.append(lambda b, m: m.get("origin") in wanted)
+    if source_policy is not None:
+        pols = _names(source_policy, "source_policy")
+        known = {m.get("source_policy") for m in cs.metas} - {None}
+        for p in pols:
+            if p not in known:
+                raise ConfigError(f"source_policy: no context comes from {p!r}.{closest_hint(p, known)} "
+                                  f"Sources in this set: {', '.join(sorted(known)) or 'none'}")
+        criteria["source_policy"] = sorted(pols)
+        tests.append(lambda b, m: m.get("source_policy") in pols)
+    if slot_belief is not None:
+        if not isinstance(slot_belief, Mapping) or not slot_belief:
+            raise ConfigError(f"slot_belief: expected a mapping slot -> (low, high), got {slot_belief!r}")
+        present = set()
+        for b in cs.beliefs:
+            present.update(k for k in (b.get("beliefs") or {}) if k not in ("method", "discourseAct", "requested"))
+        ranges = {}
+        for slot, r in slot_belief.items():
+            if slot not in present:
+                raise ConfigError(f"slot_belief: slot {slot!r} appears in no context.{closest_hint(slot, present)} "
+                                  f"Slots: {', '.join(sorted(present)) or 'none'}")
+            ranges[slot] = _range(r, f"slot_belief[{slot!r}]")
+        criteria["slot_belief"] = {s: list(r) for s, r in ranges.items()}
+        tests.append(lambda b, m: all(_inside(top_belief((b.get("beliefs") or {}).get(s)), r)
+                                      for s, r in ranges.items()))
+    if method_belief is not None:
+        if not isinstance(method_belief, Mapping) or not method_belief:
+            raise ConfigError(f"method_belief: expected a mapping method -> (low, high), got {method_belief!r}")
+        methods = set()
+        for b in cs.beliefs:
+            methods.update((b.get("beliefs") or {}).get("method") or {})
+        m_ranges = {}
+        for name, r in method_belief.items():
+            if name not in methods:
+                raise ConfigError(f"method_belief: method {name!r} appears in no context."
+                                  f"{closest_hint(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}")
+            m_ranges[name] = _range(r, f"method_belief[{name!r}]")
+        criteria["method_belief"] = {k: list(r) for k, r in m_ranges.items()}
+        tests.append(lambda b, m: all(
+            _inside(float(((b.get("beliefs") or {}).get("method") or {}).get(k, 0.0)), r) for k, r in m_ranges.items()))
+    if where is not None:
+        if not callable(where):
+            raise ConfigError(f"where: expected a function keep(belief, meta) -> bool, got {where!r}")
+        criteria["where"] = getattr(where, "__name__", repr(where))
+        tests.append(where)
+    if description is None:
+        description = "; ".join(f"{k}={v}" for k, v in criteria.items()) or "all contexts"
+    sub = cs.select(lambda b, m: all(t(b, m) for t in tests), description=description)
+    sub.meta["criteria"] = criteria
+    return sub
