@@ -57,6 +57,7 @@ __all__ = [
     "TrainConfig",
     "ConfigError",
     "ConfigMismatch",
+    "RunLocked",
     "EvalResult",
     "EVAL_SEED",
     "METRIC_COLUMNS",
@@ -560,7 +561,7 @@ def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
             seeds=tuple(dict.fromkeys(old.seeds + config.seeds)),
             dialogues=max(old.dialogues, config.dialogues),
         )
-    elif any(out_dir.iterdir()):
+    elif any(p.name != ".lock" for p in out_dir.iterdir()):
         raise ConfigMismatch(f"{out_dir} is not empty and holds no config.json; refusing to write a run there")
     tmp = cpath.with_name(f".config.json.tmp{os.getpid()}")
     tmp.write_text(stored.to_json() + "\n", encoding="utf-8")
@@ -641,6 +642,44 @@ def run_training(
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
     out = Path(out_dir)
+    if out.is_dir() and not (out / "config.json").is_file() and any(p.name != ".lock" for p in out.iterdir()):
+        raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
+    out.mkdir(parents=True, exist_ok=True)
+    with _RunLock(out):
+        return _run_training(config, out, workers, progress)
+
+
+class RunLocked(ConfigError):
+    """Another process is running a training in the same folder."""
+
+
+class _RunLock:
+    """Advisory lock on ``DIR/.lock`` (``flock``: released by the OS when the process dies)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / ".lock"
+        self.fh = None
+
+    def __enter__(self) -> "_RunLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX: no locking
+            return self
+        self.fh = open(self.path, "a+")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.close()
+            self.fh = None
+            raise RunLocked(f"{self.path.parent} is in use by another training process (lock {self.path})") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fh is not None:
+            self.fh.close()  # releases the lock
+
+
+def _run_training(config: TrainConfig, out: Path, workers: int | None, progress: bool) -> list[dict[str, Any]]:
     _prepare_dir(config, out)
     trials = config.trials()
     names = [trial_name(r, s) for r, s in trials]

@@ -166,6 +166,23 @@ def test_config_mismatch_is_refused(reference, tmp_path):
     (tmp_path / "other" / "x.txt").write_text("x")
     with pytest.raises(ConfigMismatch, match="not empty"):
         run_training(TrainConfig(**TINY), tmp_path / "other", progress=False)
+    assert [p.name for p in (tmp_path / "other").iterdir()] == ["x.txt"]
+
+
+def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
+    import fcntl
+
+    from policies.train import RunLocked
+
+    tmp_path.joinpath(".lock").touch()
+    with open(tmp_path / ".lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process would hold this
+        code = ("from policies.train import TrainConfig, run_training\n"
+                f"run_training(TrainConfig(**{TINY!r}), {str(tmp_path)!r}, workers=1, progress=False)\n")
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert res.returncode != 0 and "RunLocked" in res.stderr and "in use by another" in res.stderr
+    run_training(TrainConfig(**TINY), tmp_path, workers=1, progress=False)  # released: fine
+    assert RunLocked.__mro__[1] is ConfigError
 
 
 @pytest.mark.parametrize(
