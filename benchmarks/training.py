@@ -27,24 +27,24 @@ import numpy as np
 
 
 def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[float, int]:
-    from policies.train import _seed_int, run_dialogue
+    from policies.train import run_dialogue, train_dialogue_seed
 
     turns = 0
     t0 = time.perf_counter()
     for i in range(start, stop):
-        vecs, acts, total, info = run_dialogue(env, policy, _seed_int(seed, 2, i), explore=True)
+        vecs, acts, total, info = run_dialogue(env, policy, train_dialogue_seed(seed, i), explore=True)
         policy.learner.learn_episode(np.asarray(vecs), acts, total + reward.final_reward(info))
         turns += len(acts)
     return time.perf_counter() - t0, turns
 
 
 def _evaluate(policy, env, n: int) -> tuple[float, int]:
-    from policies.train import EVAL_SEED, _seed_int, run_dialogue
+    from policies.train import eval_dialogue_seed, run_dialogue
 
     turns = 0
     t0 = time.perf_counter()
     for j in range(n):
-        _, acts, _, info = run_dialogue(env, policy, _seed_int(EVAL_SEED, 3, j), explore=False)
+        _, acts, _, info = run_dialogue(env, policy, eval_dialogue_seed(j), explore=False)
         turns += int(info["turns"])
     return time.perf_counter() - t0, turns
 

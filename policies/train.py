@@ -66,6 +66,9 @@ __all__ = [
     "run_trial",
     "evaluate_policy",
     "run_dialogue",
+    "eval_dialogue_seed",
+    "train_dialogue_seed",
+    "read_metrics",
     "trial_name",
     "checkpoint_path",
     "list_checkpoints",
@@ -235,6 +238,16 @@ def _seed_int(*words: int) -> int:
     return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
+def eval_dialogue_seed(j: int, eval_seed: int = EVAL_SEED) -> int:
+    """Environment seed of evaluation dialogue ``j`` (the same for every trial and checkpoint)."""
+    return _seed_int(eval_seed, 3, j)
+
+
+def train_dialogue_seed(seed: int, i: int) -> int:
+    """Environment seed of training dialogue ``i`` (0-based) of the trial with ``seed``."""
+    return _seed_int(seed, 2, i)
+
+
 # ---------------------------------------------------------------------- dialogues
 @dataclass
 class EvalResult:
@@ -265,11 +278,13 @@ class EvalResult:
         return {"tsr": self.tsr, "aiq": self.aiq, "adl": self.adl, "mean_reward": self.mean_reward}
 
 
-def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False) -> tuple[list, list[int], float, dict]:
+def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False,
+                 beliefs: list | None = None) -> tuple[list, list[int], float, dict]:
     """One dialogue of ``policy`` in ``env`` (reset with ``seed``).
 
     Returns ``(belief vectors, action indices, sum of the environment's rewards, final info)``;
     vectors are recorded only for GP policies (``policy.decide``), the list is empty otherwise.
+    ``beliefs``, if given, receives every belief state the policy acted on (one per turn).
     """
     belief, info = env.reset(seed=seed)
     mask = info["action_mask"]
@@ -280,6 +295,8 @@ def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False) -> 
     if decide is not None:
         policy.learning = explore
     while True:
+        if beliefs is not None:
+            beliefs.append(belief)
         if decide is not None:
             a, v = decide(belief, mask)
             vecs.append(v)
@@ -315,7 +332,7 @@ def evaluate_policy(
     res = EvalResult([], [], [], [])
     try:
         for j in range(n_dialogues):
-            _, _, total, info = run_dialogue(env, policy, _seed_int(eval_seed, 3, j), explore=False)
+            _, _, total, info = run_dialogue(env, policy, eval_dialogue_seed(j, eval_seed), explore=False)
             iq = int(est.estimate(info["exchanges"]))
             res.success.append(bool(info["success"]))
             res.iq.append(iq)
@@ -493,7 +510,7 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
             for i in range(done, point):
                 if i % config.checkpoint_every == 0:
                     acc = {"n": 0, "success": 0, "reward": 0.0}
-                vecs, acts, total, info = run_dialogue(train_env, policy, _seed_int(seed, 2, i), explore=True)
+                vecs, acts, total, info = run_dialogue(train_env, policy, train_dialogue_seed(seed, i), explore=True)
                 ret = total + reward.final_reward(info)
                 learner.learn_episode(np.asarray(vecs), acts, ret)
                 acc["n"] += 1

@@ -269,3 +269,17 @@ def test_cli_entry_point_through_behavsim(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "metrics.csv" in res.stdout
     assert "10/10 dialogues" in res.stderr  # one line per checkpoint when not a terminal
+
+
+def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
+    from policies.env import DialogueEnv
+    from policies.train import eval_dialogue_seed, run_dialogue, train_dialogue_seed
+
+    d, _ = reference
+    pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
+    seen: list = []
+    vecs, acts, total, info = run_dialogue(DialogueEnv(), pol, eval_dialogue_seed(0), beliefs=seen)
+    assert len(seen) == len(acts) == len(vecs) == -int(total) and "beliefs" in seen[0]
+    assert [pol.decide(b)[0] for b in seen] == acts  # greedy: replaying the beliefs gives the acts
+    assert eval_dialogue_seed(0) != eval_dialogue_seed(1) != train_dialogue_seed(0, 1)
+    assert train_dialogue_seed(0, 5) == train_dialogue_seed(0, 5) >= 0
