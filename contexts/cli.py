@@ -1,0 +1,269 @@
+"""``behavsim contexts``: build, import, subset and inspect context sets from the command line.
+
+Registered through the entry-point group ``behavsim.commands`` (``contexts =
+contexts.cli:register_contexts``); every sub-command is one library call::
+
+    behavsim contexts generate --step 0.2 --value area=centre -o cgen.jsonl
+    behavsim contexts collect --policy handcrafted --policy runs/ts-seed0/ckpt-040000.npz \\
+        --dialogues 10 --seed 0 -o ccol.jsonl
+    behavsim contexts import my-log.jsonl -o logged.parquet
+    behavsim contexts select ccol.jsonl --turn 1 --slot-belief food=0.5:1.0 -o first-turns.jsonl
+    behavsim contexts info ccol.jsonl
+
+Outputs are JSONL or Parquet by suffix (``.jsonl``, ``.parquet``). Bad input raises a
+:class:`behavsim.BehavsimError`, which ``behavsim`` prints as a one-line error (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from behavsim import ConfigError, ContextSet
+
+__all__ = ["register_contexts", "parse_range", "main"]
+
+_SUFFIXES = (".jsonl", ".parquet")
+
+
+# ------------------------------------------------------------------------------ helpers
+def parse_range(text: str, what: str) -> tuple[float | None, float | None] | float:
+    """``"0.5:1.0"`` → (0.5, 1.0); ``"0.5:"`` / ``":1"`` open ends; ``"1"`` → 1.0."""
+    try:
+        if ":" not in text:
+            return float(text)
+        lo, hi = text.split(":", 1)
+        return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+    except ValueError:
+        raise ConfigError(f"{what}: expected a number or a range LOW:HIGH such as 0.5:1.0, got {text!r}") from None
+
+
+def _pairs(items: list[str] | None, what: str, example: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"{what}: expected KEY=VALUE such as {example}, got {item!r}")
+        if key.strip() in out:
+            raise ConfigError(f"{what}: {key.strip()!r} given twice")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _output(path: str) -> Path:
+    p = Path(path)
+    if p.suffix not in _SUFFIXES:
+        raise ConfigError(f"--output: {path!r} must end in .jsonl or .parquet (the format is chosen by suffix)")
+    return p
+
+
+def _domain(args: argparse.Namespace):
+    if not getattr(args, "domain", None):
+        return None
+    from policies.domain import Domain, DomainError
+
+    rules, db = args.domain
+    try:
+        return Domain.from_pydial(rules, db)
+    except DomainError as exc:
+        raise ConfigError(f"--domain: {exc}") from None
+
+
+def _save(cs: ContextSet, out: Path) -> int:
+    cs.save(out)
+    print(f"wrote {len(cs)} contexts to {out} (fingerprint {cs.fingerprint})")
+    return 0
+
+
+# ------------------------------------------------------------------------------ commands
+def cmd_generate(args: argparse.Namespace) -> int:
+    from ._grid import generate_grid
+
+    out = _output(args.output)
+    values = _pairs(args.value, "--value", "area=centre") or None
+    cs = generate_grid(_domain(args), step=args.step, slots=tuple(args.slots), method=args.method, values=values)
+    return _save(cs, out)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from ._collect import collect
+
+    out = _output(args.output)
+    specs: dict[str, str] = {}
+    plain: list[str] = []
+    for item in args.policy:
+        label, sep, spec = item.partition("=")
+        if sep and not Path(item).exists() and label.strip() and spec.strip():
+            if label in specs:
+                raise ConfigError(f"--policy: label {label!r} given twice")
+            specs[label.strip()] = spec.strip()
+        else:
+            plain.append(item)
+    if specs and plain:
+        raise ConfigError("--policy: give every policy a LABEL=... or none of them")
+    env_options: dict[str, Any] = {"max_turns": args.max_turns}
+    if args.error_rate:
+        env_options["error_model"] = {"error_rate": args.error_rate, "nbest": args.nbest}
+    cs = collect(specs or plain, dialogues=args.dialogues, seed=args.seed, domain=_domain(args),
+                 env_options=env_options, dedupe=args.dedupe, progress=args.progress)
+    return _save(cs, out)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ._logged import from_jsonl
+
+    out = _output(args.output)
+    return _save(from_jsonl(args.log, strict=not args.lenient), out)
+
+
+def cmd_select(args: argparse.Namespace) -> int:
+    from ._select import select
+
+    out = _output(args.output)
+    cs = ContextSet.load(args.input)
+    turn = None
+    if args.turn is not None:
+        turn = parse_range(args.turn, "--turn")
+        vals = [turn] if isinstance(turn, float) else [v for v in turn if v is not None]
+        if any(not float(v).is_integer() for v in vals):
+            raise ConfigError(f"--turn: expected a turn number or a range such as 2:4, got {args.turn!r}")
+    slot_belief = {k: parse_range(v, f"--slot-belief {k}") for k, v in
+                   _pairs(args.slot_belief, "--slot-belief", "food=0.5:1.0").items()} or None
+    method_belief = {k: parse_range(v, f"--method-belief {k}") for k, v in
+                     _pairs(args.method_belief, "--method-belief", "byconstraints=0.5:1.0").items()} or None
+    sub = select(cs, turn=turn, origin=args.origin, source_policy=args.source_policy,
+                 slot_belief=slot_belief, method_belief=method_belief)
+    if not len(sub) and not args.allow_empty:
+        raise ConfigError(f"no context of {args.input} matches ({sub.meta['description']}); "
+                          "nothing written (--allow-empty writes an empty set)")
+    return _save(sub, out)
+
+
+def _abbrev(obj: Any, limit: int = 8) -> Any:
+    """Metadata for display: long lists shortened."""
+    if isinstance(obj, dict):
+        return {k: _abbrev(v, limit) for k, v in obj.items()}
+    if isinstance(obj, list):
+        if len(obj) > limit:
+            return [_abbrev(v, limit) for v in obj[:limit]] + [f"... ({len(obj)} items)"]
+        return [_abbrev(v, limit) for v in obj]
+    return obj
+
+
+def describe(cs: ContextSet) -> dict[str, Any]:
+    """Size, fingerprint, meta and histograms of origins, turns and source policies."""
+    origins = Counter(str(m.get("origin", "unknown")) for m in cs.metas)
+    turns = Counter(m["turn"] for m in cs.metas if isinstance(m.get("turn"), int))
+    sources = Counter(m["source_policy"] for m in cs.metas if "source_policy" in m)
+    return {"source": cs.source, "size": len(cs), "fingerprint": cs.fingerprint, "meta": cs.meta,
+            "origins": dict(sorted(origins.items())), "turns": {str(k): v for k, v in sorted(turns.items())},
+            "source_policies": dict(sorted(sources.items()))}
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    cs = ContextSet.load(args.input)
+    d = describe(cs)
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    print(f"file:        {args.input}")
+    print(f"size:        {d['size']} contexts")
+    print(f"fingerprint: {d['fingerprint']}")
+    print(f"builder:     {cs.meta.get('builder', 'unknown')}")
+    print("origins:     " + (", ".join(f"{k} {v}" for k, v in d["origins"].items()) or "-"))
+    if d["turns"]:
+        print("turns:       " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
+    if d["source_policies"]:
+        print("sources:     " + ", ".join(f"{k} {v}" for k, v in d["source_policies"].items()))
+    print("meta:")
+    for line in json.dumps(_abbrev(cs.meta), indent=2, ensure_ascii=False).splitlines():
+        print("  " + line)
+    for i in range(min(args.show, len(cs))):
+        print(f"[{i}] {cs.ids[i]}: {cs.summary(i)}")
+    return 0
+
+
+# ------------------------------------------------------------------------------ parser
+def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``contexts`` sub-command (with its own sub-commands) to ``subparsers``."""
+    p = subparsers.add_parser("contexts", help="build, import, subset and inspect context sets",
+                              description="Context sets: the belief states every policy answers (SPEC §4).")
+    sub = p.add_subparsers(dest="contexts_command", metavar="ACTION")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    def domain_opt(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--domain", nargs=2, metavar=("RULES_JSON", "DB"),
+                       help="a PyDial-format domain (rules JSON + SQLite database); default: the built-in one")
+
+    g = sub.add_parser("generate", help="C_gen: a grid over slot and method beliefs",
+                       description="Generated contexts: one value per slot and the method get probability "
+                       "0, step, ..., 1 each, the rest goes to **NONE** / none (6^4 = 1,296 at step 0.2).")
+    g.add_argument("--step", type=float, default=0.2, help="grid step, must divide 1 (default 0.2)")
+    g.add_argument("--slots", nargs="+", default=["area", "pricerange", "food"], metavar="SLOT",
+                   help="grid slots (default: area pricerange food)")
+    g.add_argument("--value", action="append", metavar="SLOT=VALUE",
+                   help="the value of SLOT that gets the mass (repeatable; default: the most frequent in the database)")
+    g.add_argument("--method", default="byconstraints", help="the method that gets the mass (default byconstraints)")
+    domain_opt(g)
+    g.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    g.set_defaults(func=cmd_generate)
+
+    c = sub.add_parser("collect", help="C_col: belief states met by policies in seeded dialogues",
+                       description="Collected contexts: each policy plays N seeded dialogues greedily with the "
+                       "simulated user; the belief at every system turn is recorded.")
+    c.add_argument("--policy", action="append", required=True, metavar="[LABEL=]CKPT|handcrafted",
+                   help="a checkpoint file or 'handcrafted' (repeatable); LABEL= names the source")
+    c.add_argument("--dialogues", type=int, default=10, help="dialogues per policy (default 10)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the dialogues (default 0)")
+    c.add_argument("--dedupe", action="store_true", help="drop exact duplicate beliefs (kept by default)")
+    c.add_argument("--max-turns", type=int, default=25, help="dialogue length limit (default 25)")
+    c.add_argument("--error-rate", type=float, default=0.0, help="semantic error rate (default 0, Environment 1)")
+    c.add_argument("--nbest", type=int, default=1, help="N-best list size with --error-rate (default 1)")
+    c.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: for 100 dialogues or more on a terminal)")
+    domain_opt(c)
+    c.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    c.set_defaults(func=cmd_collect)
+
+    i = sub.add_parser("import", help="logged contexts from a JSONL file of belief states",
+                       description="Each line: a belief state, or {\"belief\": ..., \"meta\": ..., \"id\": ...}.")
+    i.add_argument("log", metavar="LOG.jsonl")
+    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief (no layout check)")
+    i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    i.set_defaults(func=cmd_import)
+
+    s = sub.add_parser("select", help="a subset by turn, origin, source or belief ranges",
+                       description="All criteria must hold; ranges LOW:HIGH are inclusive, either end may be empty.")
+    s.add_argument("input", metavar="FILE")
+    s.add_argument("--turn", metavar="T|LOW:HIGH", help="system turn (collected/logged contexts), e.g. 1 or 2:4")
+    s.add_argument("--origin", nargs="+", metavar="ORIGIN", help="collected, generated and/or logged")
+    s.add_argument("--source-policy", nargs="+", metavar="LABEL", help="source policies of collected contexts")
+    s.add_argument("--slot-belief", action="append", metavar="SLOT=LOW:HIGH",
+                   help="top non-NONE value's belief of SLOT in range, e.g. food=0.5:1.0 (repeatable)")
+    s.add_argument("--method-belief", action="append", metavar="METHOD=LOW:HIGH",
+                   help="the method's probability in range, e.g. byconstraints=0.5:1 (repeatable)")
+    s.add_argument("--allow-empty", action="store_true", help="write the set even if no context matches")
+    s.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    s.set_defaults(func=cmd_select)
+
+    f = sub.add_parser("info", help="size, fingerprint, metadata and histograms of a context set")
+    f.add_argument("input", metavar="FILE")
+    f.add_argument("--json", action="store_true", help="print JSON")
+    f.add_argument("--show", type=int, default=0, metavar="N", help="also print the first N contexts in one line each")
+    f.set_defaults(func=cmd_info)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m contexts.cli ...`` — the same as ``behavsim contexts ...``."""
+    from behavsim.cli import main as behavsim_main
+
+    return behavsim_main(["contexts", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
