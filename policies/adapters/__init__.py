@@ -1,0 +1,38 @@
+"""Policy adapters: one small protocol for every behaviour model behavsim compares.
+
+An adapter answers a belief state deterministically — no exploration, no learning, a fixed
+NLG seed — with the system act and, when the model has a generator, the prompt
+(:class:`policies.base.Response`). Adapters are made from **policy spec strings**:
+
+=====================================  ==========================================================
+spec                                   adapter
+=====================================  ==========================================================
+``handcrafted[:nlg_seed=N]``           the built-in rule-based policy (``nlg_seed=none``: no prompts)
+``PATH.npz[:nlg_seed=N]``              a GP-SARSA checkpoint (greedy); also ``checkpoint:PATH``
+``module:function``                    any importable callable ``belief -> act`` or
+                                       ``-> (act, prompt)`` or ``-> Response``; also
+                                       ``callable:module:function``
+``recorded:FILE``                      act/prompt per context id from a JSONL file (policies run
+                                       elsewhere; see :mod:`policies.adapters._recorded`)
+``pydial:CFG[:domain=D][:nlg=off]``    a policy trained by PyDial3 (GP-SARSA or handcrafted)
+=====================================  ==========================================================
+
+``adapter_kinds`` is the registry (listable, case-insensitive; an unknown kind is rejected
+with the closest valid one). Each adapter's ``meta`` is the policy metadata stored in the
+response table: ``id``, ``name``, ``kind`` and where known ``reward``, ``seed``,
+``checkpoint`` (training dialogues), ``nlg_seed``, ``path`` and ``sha256`` of the source file.
+"""
+
+from __future__ import annotations
+
+from ._base import (Adapter, CallableAdapter, PolicyAdapter, PolicySpec, UnknownAdapterKind, adapter_kinds,
+                    as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec)
+from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
+from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
+
+__all__ = [
+    "Adapter", "PolicyAdapter", "CallableAdapter", "RecordedAdapter", "PyDialAdapter",
+    "PolicySpec", "parse_spec", "load_adapter", "as_adapter", "adapter_kinds", "list_adapter_kinds",
+    "UnknownAdapterKind", "RecordedFailure", "StateVectorMismatch", "write_recorded", "find_pydial_root",
+    "file_sha256", "RECORDED_FORMAT", "RECORDED_VERSION", "PYDIAL_HINT",
+]

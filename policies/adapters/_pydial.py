@@ -1,0 +1,322 @@
+"""``pydial:CFG`` — a policy trained by PyDial3, asked from outside, one belief state at a time.
+
+PyDial is imported only when this adapter is built. The calls relied on (PyDial3,
+``helloric/pydial3``, read at commit fb16cd9ca310af86142edb4ef8d9fba471611f79):
+
+* ``utils.Settings.init(config_file, seed)``; ``Settings.config`` (a ``ConfigParser``),
+  ``Settings.set_seed(seed)``, ``Settings.random``;
+* ``ontology.Ontology.init_global_ontology()``; ``Ontology.global_ontology.get_method(domain)``,
+  ``.get_discourseAct(domain)``;
+* ``policy.GPPolicy.GPPolicy(domain, False)`` (``policytype = gp``) or
+  ``policy.HDCPolicy.HDCPolicy(domain)`` (``policytype = hdc``); on it ``restart()``,
+  ``lastSystemAction``, ``nextAction(belief) -> master act string``, ``actToBeRecorded``
+  (the summary action), and for GP ``get_State(belief).beliefStateVec`` and
+  ``learner.params['_dictionary']`` (pairs of state, action);
+* ``semo.SemOManager.SemOManager().generate(utils.DiaAct.DiaAct(act), domain)`` for prompts
+  when the config sets ``[semo_<domain>] semotype = BasicSemO`` (template generator).
+
+PyDial opens its data files by paths relative to its root, so loading and every call run inside
+a ``chdir`` to the root. Its state is module-global (config, ontology, random generator): the
+adapter re-installs its own config and ontology before each run, so several PyDial adapters can
+live in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import random as _pyrandom
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+from behavsim import BehavsimError, ConfigError, ModelNotAvailable
+
+from ..base import Response
+from ._base import Adapter, PolicySpec, adapter_kinds, file_sha256
+
+__all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
+
+SUPPORTED_POLICY_TYPES = ("gp", "hdc")
+_MODULES = ("utils/Settings.py", "utils/DiaAct.py", "ontology/Ontology.py", "policy/GPPolicy.py",
+            "policy/HDCPolicy.py", "semo/SemOManager.py")
+_PACKAGES = ("utils", "ontology", "policy", "semo")
+
+PYDIAL_HINT = ("To make PyDial available: git clone https://github.com/helloric/pydial3 (the Python 3 port of "
+               "PyDial), install its requirements, and either put its root folder on PYTHONPATH or pass "
+               "--pydial-root DIR (Python: pydial_root=DIR, or the spec option pydial:CFG:root=DIR). "
+               "behavsim runs PyDial from its root folder because PyDial opens its data files by relative path.")
+
+
+class StateVectorMismatch(BehavsimError, ValueError):
+    """A belief gives a GP state vector of another length than the policy's dictionary points
+    (PyDial's kernel would silently return 0)."""
+
+
+def _missing_files(root: Path) -> list[str]:
+    return [m for m in _MODULES if not (root / m).is_file()]
+
+
+def find_pydial_root(root: str | os.PathLike | None = None) -> Path:
+    """PyDial3's root folder: ``root`` if given, else where ``utils.Settings`` is importable
+    from. Raises :class:`ModelNotAvailable` with instructions when there is none."""
+    if root is not None:
+        r = Path(root).expanduser().resolve()
+        if not r.is_dir():
+            raise ModelNotAvailable(f"PyDial root {str(root)!r} is not a folder. {PYDIAL_HINT}")
+        missing = _missing_files(r)
+        if missing:
+            raise ModelNotAvailable(f"{str(r)!r} is not a PyDial3 root folder (missing {', '.join(missing)}). "
+                                    f"{PYDIAL_HINT}")
+        return r
+    env = os.environ.get("PYDIAL_ROOT")
+    if env:
+        return find_pydial_root(env)
+    for entry in sys.path:
+        base = Path(entry or os.getcwd())
+        try:
+            if base.is_dir() and not _missing_files(base):
+                return base.resolve()
+        except OSError:
+            continue
+    raise ModelNotAvailable(f"PyDial is not available: no folder on sys.path holds PyDial3's "
+                            f"{', '.join(_MODULES[:3])}, ... {PYDIAL_HINT}")
+
+
+def _check_imports(root: Path) -> None:
+    """PyDial's top-level packages have generic names; refuse when another ``utils`` etc. is loaded."""
+    for pkg in _PACKAGES:
+        mod = sys.modules.get(pkg)
+        if mod is None:
+            continue
+        locations = [Path(p).resolve() for p in (getattr(mod, "__path__", None) or [])]
+        if getattr(mod, "__file__", None):
+            locations.append(Path(mod.__file__).resolve().parent)
+        if (root / pkg).resolve() not in locations:
+            raise ModelNotAvailable(f"a module named {pkg!r} from {[str(p) for p in locations] or mod!r} is already "
+                                    f"imported, so PyDial's {pkg!r} package in {root} cannot be; run behavsim in a "
+                                    f"fresh process. {PYDIAL_HINT}")
+
+
+def _git_commit(root: Path) -> str | None:
+    head = root / ".git" / "HEAD"
+    try:
+        text = head.read_text().strip()
+        if text.startswith("ref: "):
+            ref = root / ".git" / text[5:]
+            if ref.is_file():
+                return ref.read_text().strip()
+            packed = root / ".git" / "packed-refs"
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + text[5:]):
+                    return line.split()[0]
+            return None
+        return text or None
+    except OSError:
+        return None
+
+
+def _get(config: Any, sections: list[str], key: str, default: str | None = None) -> str | None:
+    """The last of ``sections`` that sets ``key`` wins (PyDial: ``[policy_<domain>]`` over ``[policy]``)."""
+    value = default
+    for s in sections:
+        if config.has_option(s, key):
+            value = config.get(s, key)
+    return value
+
+
+def _set(config: Any, section: str, key: str, value: str) -> None:
+    if not config.has_section(section):
+        config.add_section(section)
+    config.set(section, key, value)
+
+
+class PyDialAdapter(Adapter):
+    """A PyDial3 policy (GP-SARSA or handcrafted) loaded from its config file.
+
+    ``config``: the PyDial config (``.cfg``); a relative path is looked up in the working
+    directory, then under the PyDial root. ``root``: PyDial3's root folder (default: found on
+    ``sys.path`` or ``$PYDIAL_ROOT``). ``domain``: default the first of ``[GENERAL] domains``.
+    ``nlg``: realise prompts with PyDial's template generator when the config sets one.
+    ``seed``: PyDial's random generator is re-seeded with it before every context (PyDial's
+    ``inform`` picks one of the matching venues at random), so each answer depends on the
+    context alone, not on the order of the contexts.
+    """
+
+    kind = "pydial"
+    copies_belief = True
+
+    def __init__(self, config: str | os.PathLike, *, root: str | os.PathLike | None = None,
+                 domain: str | None = None, nlg: bool = True, seed: int = 0, policy_id: str | None = None):
+        self.root = find_pydial_root(root)
+        cfg = Path(config).expanduser()
+        if not cfg.is_file() and not cfg.is_absolute() and (self.root / cfg).is_file():
+            cfg = self.root / cfg
+        if not cfg.is_file():
+            raise ConfigError(f"PyDial config {str(config)!r} not found (looked in the working directory and in "
+                              f"{self.root})")
+        self.config_path = cfg.resolve()
+        self.seed = int(seed)
+        _check_imports(self.root)
+        if str(self.root) not in sys.path:
+            sys.path.insert(0, str(self.root))
+        with contextlib.chdir(self.root):
+            try:
+                self._Settings = importlib.import_module("utils.Settings")
+                self._DiaAct = importlib.import_module("utils.DiaAct")
+                self._Ontology = importlib.import_module("ontology.Ontology")
+            except ImportError as exc:
+                raise ModelNotAvailable(f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
+                                        f"its requirements. {PYDIAL_HINT}") from None
+            S = self._Settings
+            S.init(str(self.config_path), self.seed)
+            conf = S.config
+            if conf is None or not conf.sections():
+                raise ConfigError(f"PyDial config {str(self.config_path)!r} is empty or unreadable")
+            domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
+            if domain is None:
+                if not domains:
+                    raise ConfigError(f"{self.config_path}: [GENERAL] domains is not set; give the domain "
+                                      "(pydial:CFG:domain=CamRestaurants)")
+                domain = domains[0]
+            elif domains and domain not in domains:
+                raise ConfigError(f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}")
+            self.domain = domain
+            sections = ["policy", f"policy_{domain}"]
+            self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
+            if self.policy_type not in SUPPORTED_POLICY_TYPES:
+                raise ConfigError(f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
+                                  f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
+                                  "elsewhere and use recorded:FILE")
+            # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
+            overrides = {"policy.learning": "False"}
+            for sec in sections:
+                if conf.has_section(sec) or sec == "policy":
+                    _set(conf, sec, "learning", "False")
+            for sec in ("gpsarsa", f"gpsarsa_{domain}"):
+                if conf.has_section(sec) or sec == "gpsarsa":
+                    _set(conf, sec, "scale", "-1")
+                    _set(conf, sec, "random", "False")
+            overrides.update({"gpsarsa.scale": "-1", "gpsarsa.random": "False"})
+            self._Ontology.init_global_ontology()
+            self._ontology = self._Ontology.global_ontology
+            self._config = conf
+            meta: dict[str, Any] = {
+                "id": policy_id or f"pydial-{self.config_path.stem}", "name": f"pydial-{self.policy_type}",
+                "kind": "pydial", "policy": self.policy_type, "domain": domain,
+                "config": str(self.config_path), "config_sha256": file_sha256(self.config_path),
+                "rng_seed": self.seed, "overrides": overrides,
+                "pydial_root": str(self.root), "pydial_commit": _git_commit(self.root),
+            }
+            self._expected_len: int | None = None
+            if self.policy_type == "gp":
+                infile = _get(conf, sections, "inpolicyfile", "") or ""
+                if not infile:
+                    raise ConfigError(f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
+                                      "the trained .dct/.prm files)")
+                files = [Path(infile + ext) for ext in (".dct", ".prm")]
+                missing = [str(f) for f in files if not f.is_file()]
+                if missing:
+                    raise ConfigError(f"{self.config_path}: policy files not found (relative paths are taken from the "
+                                      f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
+                                      "untrained policy")
+                policy_mod = importlib.import_module("policy.GPPolicy")
+                self.policy = policy_mod.GPPolicy(domain, False)
+                dictionary = self.policy.learner.params.get("_dictionary") or []
+                if not dictionary:
+                    raise ConfigError(f"{self.config_path}: the GP policy {infile!r} has an empty dictionary "
+                                      "(untrained?)")
+                vec = getattr(dictionary[0][0], "beliefStateVec", None)
+                self._expected_len = None if vec is None else len(vec)
+                meta.update(policy_file=infile, policy_sha256=[file_sha256(f) for f in files],
+                            dictionary_size=len(dictionary))
+            else:
+                policy_mod = importlib.import_module("policy.HDCPolicy")
+                self.policy = policy_mod.HDCPolicy(domain)
+            self._semo = None
+            semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
+            if nlg and semotype and semotype != "PassthroughSemO":
+                semo_mod = importlib.import_module("semo.SemOManager")
+                self._semo = semo_mod.SemOManager()
+                meta["nlg"] = f"{semotype}:{_get(conf, [f'semo_{domain}'], 'templatefile', '')}"
+            else:
+                meta["nlg"] = None  # PassthroughSemO would echo the act: no prompt instead
+            self._method_order = list(self._ontology.get_method(domain))
+            self._dact_order = list(self._ontology.get_discourseAct(domain))
+        super().__init__(meta)
+        self._active = False
+
+    # ------------------------------------------------------------------ running
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        if self._active:
+            yield
+            return
+        S, O = self._Settings, self._Ontology
+        saved = (S.config, O.global_ontology)
+        S.config, O.global_ontology = self._config, self._ontology
+        self._active = True
+        try:
+            with contextlib.chdir(self.root):
+                yield
+        finally:
+            self._active = False
+            S.config, O.global_ontology = saved
+
+    def _pydial_belief(self, belief: dict) -> dict:
+        """PyDial reads ``method`` and ``discourseAct`` in dict order: put them in the ontology's."""
+        b = dict(belief)
+        beliefs = dict(b.get("beliefs") or {})
+        for key, order in (("method", self._method_order), ("discourseAct", self._dact_order)):
+            dist = beliefs.get(key)
+            if isinstance(dist, dict) and order:
+                beliefs[key] = {**{k: dist.get(k, 0.0) for k in order}, **{k: v for k, v in dist.items() if k not in order}}
+        b["beliefs"] = beliefs
+        return b
+
+    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
+        with self.session():
+            b = self._pydial_belief(belief)
+            if self._expected_len is not None:
+                n = len(self.policy.get_State(b).beliefStateVec)
+                if n != self._expected_len:
+                    raise StateVectorMismatch(
+                        f"the belief gives a GP state vector of {n} numbers, the policy's dictionary points have "
+                        f"{self._expected_len}: the belief does not fit PyDial's {self.domain} ontology (values of "
+                        "the informable slots, method, discourseAct, requested slots, inform_info)")
+            self._Settings.set_seed(self.seed)
+            self.policy.restart()
+            last = (context_meta or {}).get("last_system_act")
+            self.policy.lastSystemAction = last
+            act = self.policy.nextAction(b)
+            if not isinstance(act, str):
+                act = str(act)
+            summary = getattr(self.policy, "actToBeRecorded", None)
+            summary = getattr(summary, "act", summary)
+            prompt = None
+            if self._semo is not None:
+                state = _pyrandom.getstate()  # the template generator shuffles items with `random`
+                _pyrandom.seed(self.seed)
+                try:
+                    prompt = self._semo.generate(self._DiaAct.DiaAct(act), self.domain)
+                finally:
+                    _pyrandom.setstate(state)
+            return Response(act=act, prompt=prompt, summary_action=summary if isinstance(summary, str) else None)
+
+
+@adapter_kinds.register("pydial")
+def _pydial(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = None, **_: Any) -> Adapter:
+    spec.check_options(("domain", "nlg", "seed", "root"))
+    if not spec.target:
+        raise ConfigError(f"policy spec {spec.text!r}: expected pydial:CONFIG.cfg")
+    nlg = spec.options.get("nlg", "on").lower()
+    if nlg not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"policy spec {spec.text!r}: option nlg must be on or off, got {nlg!r}")
+    try:
+        seed = int(spec.options.get("seed", "0"))
+    except ValueError:
+        raise ConfigError(f"policy spec {spec.text!r}: option seed must be an integer") from None
+    return PyDialAdapter(spec.target, root=spec.options.get("root") or pydial_root, domain=spec.options.get("domain"),
+                         nlg=nlg in ("on", "true", "1", "yes"), seed=seed)
