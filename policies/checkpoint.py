@@ -41,6 +41,7 @@ __all__ = [
     "save_checkpoint",
     "load_checkpoint",
     "read_checkpoint",
+    "read_meta",
     "policy_name",
 ]
 
@@ -120,6 +121,27 @@ def read_npz(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, 
     if not isinstance(meta, dict):
         raise CheckpointError(f"{path}: {_META} is not a JSON object")
     return arrays, meta
+
+
+def read_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """Only the metadata of a checkpoint (cheap: the arrays are not read); checked like
+    :func:`read_checkpoint` checks it."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint file not found")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            if _META not in zf.namelist():
+                raise CheckpointError(f"{path}: not a behavsim checkpoint (no {_META} member)")
+            meta = json.loads(zf.read(_META).decode("utf-8"))
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{path}: corrupt or unreadable checkpoint ({type(err).__name__}: {err})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: {_META} is not a JSON object")
+    _check_meta(path, meta)
+    return meta
 
 
 def _check_meta(path: Path, meta: dict[str, Any]) -> None:

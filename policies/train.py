@@ -75,7 +75,7 @@ __all__ = [
     "load_checkpoint",
 ]
 
-from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_meta, save_checkpoint
 
 #: Default seed of the evaluation dialogues (shared by every trial and checkpoint).
 EVAL_SEED = 20_190_801
@@ -420,6 +420,12 @@ def _resume(config: TrainConfig, reward: str, seed: int, tdir: Path, target: int
         pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta)
     except (KeyError, TypeError, ValueError) as err:
         raise CheckpointError(f"{path}: {err}") from None
+    _check_training(path, meta, config, reward, seed, n)
+    return n, pol, meta
+
+
+def _check_training(path: Path, meta: dict[str, Any], config: TrainConfig, reward: str, seed: int, n: int) -> None:
+    """Refuse a checkpoint written by another trial or configuration."""
     t = meta.get("training") or {}
     want = {"policy": config.policy, "reward": reward, "seed": seed, "dialogues": n, "run": config.fixed()}
     got = {k: t.get(k) for k in want}
@@ -429,7 +435,6 @@ def _resume(config: TrainConfig, reward: str, seed: int, tdir: Path, target: int
             f"{path}: foreign checkpoint: it records {', '.join(f'{k}={got[k]!r}' for k in diff)}, "
             f"this run expects {', '.join(f'{k}={want[k]!r}' for k in diff)}"
         )
-    return n, pol, meta
 
 
 def run_trial(
@@ -483,13 +488,14 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
             policy = _new_policy(config, seed)
         # training statistics of the current block of `checkpoint_every` dialogues
         acc = dict(meta["training"]["train_acc"]) if meta is not None else {"n": 0, "success": 0, "reward": 0.0}
+        # rows come from the checkpoints (authoritative); only the timings from the old CSV,
+        # which lacks the last row when a run was killed between checkpoint and CSV
         rows = []
         for n, path in list_checkpoints(tdir):
-            old = old_rows.get(n)
-            if old is not None and old.get("policy") == config.policy:
-                rows.append(old)
-            else:  # killed between checkpoint and metrics row: rebuild the row from the file
-                rows.append(_row_from_meta(read_checkpoint(path)[1]))
+            m = meta if n == start else read_meta(path)
+            _check_training(path, m, config, reward_name, seed, n)
+            old = old_rows.get(n) or {}
+            rows.append(_row_from_meta(m, old.get("wall_seconds"), old.get("train_seconds")))
     else:
         from .handcrafted import HandcraftedPolicy
 

@@ -153,6 +153,12 @@ def test_corrupt_and_foreign_checkpoints_are_refused(reference, tmp_path):
     with pytest.raises(CheckpointError, match="foreign checkpoint.*reward='iq'") as err:
         run_training(cfg, run, workers=1, progress=False)
     assert str(bad) in str(err.value)
+    shutil.copy(d / "ts-seed0" / "ckpt-000060.npz", bad)
+    older = run / "ts-seed0" / "ckpt-000020.npz"
+    shutil.copy(d / "ts-seed0" / "ckpt-000040.npz", older)  # right trial, wrong position
+    with pytest.raises(CheckpointError, match="foreign checkpoint.*dialogues=40") as err:
+        run_training(cfg, run, workers=1, progress=False)
+    assert str(older) in str(err.value)
 
 
 def test_config_mismatch_is_refused(reference, tmp_path):
