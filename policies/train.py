@@ -69,6 +69,7 @@ __all__ = [
     "eval_dialogue_seed",
     "train_dialogue_seed",
     "read_metrics",
+    "table1",
     "trial_name",
     "checkpoint_path",
     "list_checkpoints",
@@ -557,6 +558,24 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
             report(("progress", name, point))
             report(("checkpoint", name, row))
     return [r for r in rows if r["dialogues"] <= target]
+
+
+def table1(rows: Sequence[dict[str, Any]], at: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """The paper's Table 1 from metric rows: per checkpoint (``at``, default all) and reward,
+    TSR, AIQ and ADL averaged over the seeds (``n_seeds`` says over how many)."""
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((int(r["dialogues"]), str(r["reward"])), []).append(r)
+    points = sorted({n for n, _ in groups}) if at is None else [int(n) for n in at]
+    out = []
+    for n in points:
+        for reward in sorted({rw for m, rw in groups if m == n}):
+            g = groups[(n, reward)]
+            out.append({
+                "dialogues": n, "reward": reward, "n_seeds": len(g),
+                **{k: float(np.mean([float(r[k]) for r in g])) for k in ("tsr", "aiq", "adl")},
+            })
+    return out
 
 
 # ---------------------------------------------------------------------- whole runs

@@ -289,3 +289,18 @@ def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
     assert [pol.decide(b)[0] for b in seen] == acts  # greedy: replaying the beliefs gives the acts
     assert eval_dialogue_seed(0) != eval_dialogue_seed(1) != train_dialogue_seed(0, 1)
     assert train_dialogue_seed(0, 5) == train_dialogue_seed(0, 5) >= 0
+
+
+def test_table1():
+    from policies.train import table1
+
+    rows = [
+        {"dialogues": 10, "reward": "ts", "seed": 0, "tsr": 1.0, "aiq": 4.0, "adl": 5.0},
+        {"dialogues": 10, "reward": "ts", "seed": 1, "tsr": 0.5, "aiq": 3.0, "adl": 6.0},
+        {"dialogues": 10, "reward": "iq", "seed": 0, "tsr": 0.9, "aiq": 4.5, "adl": 4.0},
+        {"dialogues": 20, "reward": "ts", "seed": 0, "tsr": 1.0, "aiq": 4.0, "adl": 4.0},
+    ]
+    t = table1(rows)
+    assert [(r["dialogues"], r["reward"], r["n_seeds"]) for r in t] == [(10, "iq", 1), (10, "ts", 2), (20, "ts", 1)]
+    assert t[1]["tsr"] == 0.75 and t[1]["aiq"] == 3.5 and t[1]["adl"] == 5.5
+    assert [r["dialogues"] for r in table1(rows, at=[20])] == [20]
