@@ -16,7 +16,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from behavsim import ConfigError, UnknownName
 from behavsim._registry import Registry
@@ -61,8 +61,8 @@ class Adapter:
     modify it).
     """
 
-    kind: ClassVar[str] = "adapter"
-    copies_belief: ClassVar[bool] = True
+    kind: str = "adapter"
+    copies_belief: bool = True
 
     def __init__(self, meta: Mapping[str, Any]):
         meta = dict(meta)
@@ -70,6 +70,7 @@ class Adapter:
             if not isinstance(meta.get(key), str) or not meta[key]:
                 raise ConfigError(f"adapter metadata: {key!r} must be a non-empty string, got {meta.get(key)!r}")
         meta["kind"] = meta.get("kind") or self.kind
+        self.kind = meta["kind"]
         self.meta = meta
 
     @property
