@@ -8,6 +8,11 @@ line over both::
     behavsim respond --policy handcrafted --contexts grid.jsonl -o handcrafted.jsonl
     behavsim respond --policy runs/ts-seed0/ckpt-*.npz ... --contexts grid.jsonl -o tables/
 
+Each adapter is given a copy of each belief with its keys in sorted order, as context-set files
+store them: a table depends only on what the context-set fingerprint covers (a policy that
+breaks ties by dict order answers the same on a set built in memory and on the same set loaded
+from disk), and no policy can modify the caller's beliefs.
+
 A policy that raises on a context does not stop the run: ``errors[i]`` records the exception
 type and message, ``acts[i]`` is ``None``, and the count is reported (``strict=True`` /
 ``--strict`` turns the first failure into an error). An act string that does not parse is an
@@ -42,6 +47,17 @@ def _error_text(exc: BaseException) -> str:
         return str(exc)
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
+
+
+def _sorted_copy(obj: Any) -> Any:
+    """A copy of a belief with every mapping's keys in sorted order — the order a context-set
+    file stores them in — so that a policy sees the same belief whether the context set was
+    built in memory or loaded, and cannot modify the caller's."""
+    if isinstance(obj, dict):
+        return {k: _sorted_copy(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [_sorted_copy(v) for v in obj]
+    return obj
 
 
 def _check_contexts(contexts: Any) -> ContextSet:
@@ -83,17 +99,12 @@ def respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool = False, 
     acts: list[str | None] = [None] * n
     prompts: list[str | None] = [None] * n
     errors: list[str | None] = [None] * n
-    copy_needed = adapter.copies_belief
     bar = _progress_bar(n, meta["id"], progress)
     try:
         with adapter.session():
             for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
-                if copy_needed:
-                    import copy
-
-                    belief = copy.deepcopy(belief)
                 try:
-                    r = adapter.respond_one(belief, context_id=cid, context_meta=cmeta)
+                    r = adapter.respond_one(_sorted_copy(belief), context_id=cid, context_meta=dict(cmeta))
                     act = canonical_act(r.act)
                     prompt = r.prompt
                     if prompt is not None and not isinstance(prompt, str):
@@ -228,8 +239,9 @@ def _output_paths(args: argparse.Namespace, ids: list[str]) -> list[Path]:
         if args.format and out.suffix != "." + args.format:
             raise ConfigError(f"-o {args.output}: the suffix contradicts --format {args.format}")
         return [out]
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"-o {args.output}: with several policies -o must be a directory, and this is a file")
+    if (out.exists() and not out.is_dir()) or (not out.exists() and out.suffix in (".jsonl", ".parquet")):
+        raise ConfigError(f"-o {args.output}: with several policies -o must be a directory (each table is written "
+                          "there as <id>.jsonl)")
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"policy ids must be unique (they name the output files); repeated: {dupes}; "

@@ -9,7 +9,6 @@ returns a :class:`policies.base.Response` (act string, prompt or ``None``, summa
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import importlib
 import os
@@ -56,13 +55,11 @@ class Adapter:
     """One behaviour model answering belief states deterministically.
 
     Subclasses set ``kind`` and implement :meth:`respond_one`; ``meta`` holds at least ``id``,
-    ``name`` and ``kind``. ``copies_belief`` tells :func:`policies.respond.respond` whether it
-    must hand the adapter a copy of each belief (``True`` for code that is not ours and might
-    modify it).
+    ``name`` and ``kind``. :func:`policies.respond.respond` hands each call a fresh copy of the
+    belief (keys sorted), so an adapter may modify what it is given.
     """
 
     kind: str = "adapter"
-    copies_belief: bool = True
 
     def __init__(self, meta: Mapping[str, Any]):
         meta = dict(meta)
@@ -102,13 +99,12 @@ class PolicyAdapter(Adapter):
 
     kind = "policy"
 
-    def __init__(self, policy: Any, meta: Mapping[str, Any] | None = None, *, pure: bool = False):
+    def __init__(self, policy: Any, meta: Mapping[str, Any] | None = None):
         if not callable(getattr(policy, "act", None)):
             raise ConfigError(f"policy: expected an object with an act(belief) method, got {type(policy).__name__}")
         name = str(getattr(policy, "name", type(policy).__name__))
         super().__init__({"id": name, "name": name, "kind": self.kind, **(meta or {})})
         self.policy = policy
-        self.copies_belief = not pure  # the built-in policies never modify a belief (check_policy)
 
     def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
         return _coerce_response(self.policy.act(belief))
@@ -275,7 +271,7 @@ def _handcrafted(spec: PolicySpec, **_: Any) -> Adapter:
     pid = "handcrafted" if nlg_seed == 0 else f"handcrafted-nlg{nlg_seed if nlg_seed is not None else 'none'}"
     meta = {"id": pid, "name": pol.name, "kind": "handcrafted", "policy": "handcrafted", "domain": pol.domain.name,
             "nlg_seed": nlg_seed, "confirm_threshold": pol.confirm_threshold}
-    return PolicyAdapter(pol, meta, pure=True)
+    return PolicyAdapter(pol, meta)
 
 
 @adapter_kinds.register("checkpoint")
@@ -315,7 +311,7 @@ def _checkpoint(spec: PolicySpec, **_: Any) -> Adapter:
     if training.get("reward_signature"):
         meta["reward_signature"] = training["reward_signature"]
     meta.update(nlg_seed=pol.nlg_seed, path=str(path), sha256=file_sha256(path))
-    return PolicyAdapter(pol, meta, pure=True)
+    return PolicyAdapter(pol, meta)
 
 
 @adapter_kinds.register("callable")
@@ -351,7 +347,4 @@ def _callable(spec: PolicySpec, **_: Any) -> Adapter:
     return CallableAdapter(obj, meta)
 
 
-def copy_belief(belief: dict) -> dict:
-    """A deep copy of a belief state (for adapters that might modify it)."""
-    return copy.deepcopy(belief)
 

@@ -146,7 +146,6 @@ class PyDialAdapter(Adapter):
     """
 
     kind = "pydial"
-    copies_belief = True
 
     def __init__(self, config: str | os.PathLike, *, root: str | os.PathLike | None = None,
                  domain: str | None = None, nlg: bool = True, seed: int = 0, policy_id: str | None = None):

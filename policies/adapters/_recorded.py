@@ -50,7 +50,6 @@ class RecordedAdapter(Adapter):
     """Answers from a ``behavsim-recorded`` JSONL file (see the module documentation)."""
 
     kind = "recorded"
-    copies_belief = False  # never looks at the belief
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)

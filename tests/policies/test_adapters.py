@@ -165,7 +165,7 @@ def test_as_adapter_wraps_objects(contexts):
     from policies.handcrafted import HandcraftedPolicy
 
     a = as_adapter(HandcraftedPolicy())
-    assert isinstance(a, PolicyAdapter) and a.id == "handcrafted" and a.copies_belief
+    assert isinstance(a, PolicyAdapter) and a.id == "handcrafted"
     assert as_adapter(a) is a
     assert isinstance(as_adapter(answer), CallableAdapter)
     with pytest.raises(ConfigError, match="expected a policy spec string"):
