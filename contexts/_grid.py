@@ -32,11 +32,8 @@ BYTES_PER_CONTEXT = 12_000
 _MEMORY_FRACTION = 0.5  # refuse a grid whose estimated size exceeds this share of free memory
 
 
-def grid_levels(step: Any) -> list[float]:
-    """The probability levels ``0, step, …, 1`` as exact decimals (``round(k*step, 10)``).
-
-    Raises :class:`~behavsim.ConfigError` when ``step`` is not a number in (0, 1] that divides 1.
-    """
+def _n_steps(step: Any) -> int:
+    """``1/step`` for a valid step; :class:`~behavsim.ConfigError` otherwise."""
     if isinstance(step, bool) or not isinstance(step, Real) or not math.isfinite(float(step)):
         raise ConfigError(f"step: expected a number in (0, 1] that divides 1 (e.g. 0.2 or 0.1), got {step!r}")
     step = float(step)
@@ -46,8 +43,16 @@ def grid_levels(step: Any) -> list[float]:
     if n < 1 or abs(n * step - 1.0) > 1e-9:
         raise ConfigError(f"step: {step!r} does not divide 1 (1/{step!r} = {1.0 / step:.4g} is not a whole number); "
                           "use e.g. 0.5, 0.25, 0.2, 0.1 or 0.05")
-    levels = [round(k * step, 10) for k in range(n)] + [1.0]
-    return levels
+    return n
+
+
+def grid_levels(step: Any) -> list[float]:
+    """The probability levels ``0, step, …, 1`` as exact decimals (``round(k*step, 10)``).
+
+    Raises :class:`~behavsim.ConfigError` when ``step`` is not a number in (0, 1] that divides 1.
+    """
+    n = _n_steps(step)
+    return [round(k * float(step), 10) for k in range(n)] + [1.0]
 
 
 def default_values(domain: Any, slots: Sequence[str]) -> dict[str, str]:
@@ -76,14 +81,18 @@ def _available_memory() -> int | None:
         return None
 
 
+def _big(x: int) -> str:
+    return f"{x:,}" if x < 10 ** 15 else f"~1e{len(str(x)) - 1}"
+
+
 def _check_size(n_levels: int, n_dims: int, step: float) -> int:
     count = n_levels ** n_dims
     need = count * BYTES_PER_CONTEXT
     avail = _available_memory()
     if avail is not None and need > _MEMORY_FRACTION * avail:
-        raise ConfigError(f"step: {step!r} gives {n_levels}^{n_dims} = {count:,} contexts, about "
-                          f"{need / 1e9:,.1f} GB in memory, more than half of the {avail / 1e9:.1f} GB available; "
-                          "use a coarser step or fewer slots")
+        raise ConfigError(f"step: {step!r} gives {_big(n_levels)}^{n_dims} = {_big(count)} contexts, about "
+                          f"{_big(need // 10 ** 9)} GB in memory, more than half of the {avail / 1e9:.1f} GB "
+                          "available; use a coarser step or fewer slots")
     return count
 
 
@@ -133,13 +142,14 @@ def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str]
     order. Bad parameters raise :class:`~behavsim.ConfigError` naming the parameter.
     """
     domain = resolve_domain(domain)
-    levels = grid_levels(step)
+    n_steps = _n_steps(step)
     slots = _check_slots(domain, slots)
     if not isinstance(method, str) or method not in domain.method or method == "none":
         valid = [m for m in domain.method if m != "none"]
         raise ConfigError(f"method: expected one of {', '.join(valid)}, got {method!r}.{closest_hint(method, valid)}")
     chosen, how = _check_values(domain, slots, values)
-    _check_size(len(levels), len(slots) + 1, float(step))
+    _check_size(n_steps + 1, len(slots) + 1, float(step))
+    levels = grid_levels(step)
     gc_was_enabled = gc.isenabled()
     gc.disable()  # many small dicts, no cycles: the collector would only rescan them (2x slower)
     try:

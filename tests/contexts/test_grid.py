@@ -115,7 +115,7 @@ def test_bad_steps(step, pattern):
 
 def test_huge_grid_refused_before_building():
     t = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"step: 0.001 gives 1001\^4 = 1,004,006,004,001 contexts.*GB"):
+    with pytest.raises(ConfigError, match=r"step: 0.001 gives 1,001\^4 = 1,004,006,004,001 contexts.*GB"):
         generate_grid(step=0.001)
     assert time.perf_counter() - t < 1.0
 
@@ -145,3 +145,11 @@ def test_fewer_slots_and_other_method():
     assert len(cs) == 9
     assert cs.beliefs[-1]["beliefs"]["method"] == {"none": 0.0, "byconstraints": 0.0, "byname": 1.0, "finished": 0.0,
                                                    "byalternatives": 0.0, "restart": 0.0}
+
+
+@pytest.mark.parametrize("step", [1e-9, 1e-300])
+def test_absurd_steps_refused_quickly(step):
+    t = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"step: .* contexts, about .* GB in memory"):
+        generate_grid(step=step)
+    assert time.perf_counter() - t < 1.0
