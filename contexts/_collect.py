@@ -24,7 +24,7 @@ import numpy as np
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 
-from ._common import closest_hint, copy_belief, jsonable, resolve_domain
+from ._common import closest_hint, domain_meta, copy_belief, jsonable, resolve_domain
 
 __all__ = ["collect", "dialogue_seed", "resolve_policy", "ENV_OPTIONS"]
 
@@ -219,7 +219,7 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
     meta = {
         "builder": "collected",
         "origin": "collected",
-        "domain": domain.name,
+        **domain_meta(domain),
         "seed": int(seed),
         "dialogues": int(dialogues),
         "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.train's evaluation dialogues)",

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from behavsim import ConfigError
 
-__all__ = ["closest_hint", "resolve_domain", "copy_belief", "jsonable", "ORIGINS"]
+__all__ = ["closest_hint", "resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
 
 #: The origins a context can have (SPEC §4 plus contexts logged from other systems).
 ORIGINS = ("collected", "generated", "logged")
@@ -30,6 +30,15 @@ def resolve_domain(domain: Any):
     if isinstance(domain, Domain):
         return domain
     raise ConfigError(f"domain: expected a policies.domain.Domain or None, got {type(domain).__name__}")
+
+
+def domain_meta(domain: Any) -> dict[str, Any]:
+    """What identifies a domain in set metadata: name, rules file name, number of venues
+    (two domains may share a name: behavsim's built-in one and PyDial's are both 'restaurant')."""
+    import os.path
+
+    return {"domain": domain.name, "domain_rules": os.path.basename(str(domain.source)),
+            "domain_venues": len(domain.venues)}
 
 
 def copy_belief(obj: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from behavsim import ConfigError, ContextSet
 
-from ._common import closest_hint, resolve_domain
+from ._common import closest_hint, domain_meta, resolve_domain
 
 __all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
 
@@ -215,7 +215,7 @@ def _build(domain: Any, levels: list[float], slots: tuple[str, ...], method: str
     meta = {
         "builder": "generated",
         "origin": "generated",
-        "domain": domain.name,
+        **domain_meta(domain),
         "step": step,
         "levels": levels,
         "slots": list(slots),

@@ -2,6 +2,7 @@
 
 import math
 import time
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,19 @@ def test_absurd_steps_refused_quickly(step):
     with pytest.raises(ConfigError, match=r"step: .* contexts, about .* GB in memory"):
         generate_grid(step=step)
     assert time.perf_counter() - t < 1.0
+
+
+PYDIAL = Path("/work/shared/pydial-ontology")
+
+
+@pytest.mark.skipif(not (PYDIAL / "CamRestaurants-rules.json").is_file(), reason="PyDial ontology files not found")
+def test_pydial_domain_grid_and_policy():
+    from policies.base import check_policy
+    from policies.handcrafted import HandcraftedPolicy
+
+    cam = Domain.from_pydial(PYDIAL / "CamRestaurants-rules.json", PYDIAL / "CamRestaurants-dbase.db")
+    cs = generate_grid(cam, step=0.5)
+    assert len(cs) == 81 and cs.meta["domain_rules"] == "CamRestaurants-rules.json"
+    assert cs.meta["domain_venues"] == len(cam.venues)
+    assert cs.fingerprint != generate_grid(step=0.5).fingerprint
+    assert check_policy(HandcraftedPolicy(cam), cs.beliefs) == 81
