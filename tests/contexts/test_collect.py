@@ -147,3 +147,10 @@ def test_every_builtin_policy_answers_every_generated_context(ckpt):
     cgen = generate_grid()
     for pol in (HandcraftedPolicy(), GPSarsaPolicy(), load_checkpoint(ckpt)):
         assert check_policy(pol, cgen.beliefs) == 1296
+
+
+def test_progress_bar_on_request(capsys):
+    collect("handcrafted", dialogues=3, seed=0, progress=True)
+    assert "collecting" in capsys.readouterr().err
+    collect("handcrafted", dialogues=3, seed=0, progress=False)
+    assert capsys.readouterr().err == ""
