@@ -154,3 +154,13 @@ def test_progress_bar_on_request(capsys):
     assert "collecting" in capsys.readouterr().err
     collect("handcrafted", dialogues=3, seed=0, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_builtin_policies_answer_the_fine_grid(ckpt):
+    """Step 0.1 crosses the acceptance thresholds (area: 1/4.9 ≈ 0.204) — no policy may fail there."""
+    from policies.actions import parse_act
+
+    cs = generate_grid(step=0.1)
+    for pol in (HandcraftedPolicy(nlg_seed=None), load_checkpoint(ckpt)):
+        acts = {pol.act(b).act for b in cs.beliefs}
+        assert all(parse_act(a) for a in acts) and len(acts) > 1
