@@ -5,9 +5,16 @@ p ∈ {0, step, 2·step, …, 1} and ``**NONE**`` the rest; the method ``byconst
 p ∈ the same levels and ``none`` the rest. Every other part of the belief is a dialogue start
 as :func:`policies.tracker.make_belief` builds it (``discourseAct`` ``none`` = 1, nothing
 requested, no venue offered, ``name`` all ``**NONE**``), with ``inform_info`` and ``dbMatches``
-computed from the grid beliefs — so each context is exactly ``make_belief(domain,
+computed from the grid beliefs — so each context is ``make_belief(domain,
 {slot: {value: p_slot}, …}, method={"byconstraints": p_method})``, built without its per-call
 overhead (14,641 contexts in well under a second of belief construction).
+
+Every mapping is stored with its keys in sorted order, as a saved set holds them and as
+``policies.respond`` hands beliefs to policies, and the features are computed on that order.
+This matters only at an exact tie between the chosen value and ``**NONE**`` (p = 0.5, e.g. at
+step 0.1): the built-in policies take the first of equal probabilities as the top value, and
+``**NONE**`` sorts first, so the value is *not* an accepted constraint there (``make_belief``'s
+ontology order would accept it); the stored features agree with what every policy sees.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from behavsim import ConfigError, ContextSet
 
-from ._common import closest_hint, domain_meta, resolve_domain
+from ._common import closest_hint, copy_belief, domain_meta, resolve_domain
 
 __all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
 
@@ -164,8 +171,9 @@ def _build(domain: Any, levels: list[float], slots: tuple[str, ...], method: str
     from policies.tracker import inform_info, make_belief
 
 
-    # one template (a dialogue start) and, per slot and level, the slot's distribution
-    base = make_belief(domain, {s: {chosen[s]: 0.0} for s in slots}, method={method: 0.0})
+    # one template (a dialogue start) and, per slot and level, the slot's distribution; every
+    # mapping with its keys in sorted order, as a saved set holds them (see copy_belief)
+    base = copy_belief(make_belief(domain, {s: {chosen[s]: 0.0} for s in slots}, method={method: 0.0}))
     b0 = base["beliefs"]
     slot_dists: list[list[dict[str, float]]] = []
     for s in slots:
@@ -183,14 +191,14 @@ def _build(domain: Any, levels: list[float], slots: tuple[str, ...], method: str
         d["none"] = 1.0 - p
         method_dists.append(d)
     other = {k: v for k, v in b0.items() if k not in slots and k != "method"}
-    feats0 = {k: v for k, v in base["features"].items() if k not in ("inform_info", "dbMatches")}
+    feats0 = base["features"]
 
     beliefs: list[dict[str, Any]] = []
     metas: list[dict[str, Any]] = []
     ids: list[str] = []
     n_levels = len(levels)
     info_cache: dict = {}
-    slot_order = list(b0)  # keep make_belief's key order
+    slot_order = list(b0)  # sorted
     for combo in itertools.product(range(n_levels), repeat=len(slots)):
         sd = {s: slot_dists[j][k] for j, (s, k) in enumerate(zip(slots, combo))}
         flags, n_match = inform_info({"beliefs": sd}, domain, info_cache)

@@ -6,7 +6,8 @@
   belief state or ``{"belief": {...}, "meta": {...}, "id": "..."}`` (``meta`` and ``id``
   optional); blank lines are skipped.
 
-A belief state is checked (``strict=True``, the default) to be an object with a ``beliefs``
+Beliefs are stored with their keys in sorted order (as a saved set holds them). A belief
+state is checked (``strict=True``, the default) to be an object with a ``beliefs``
 object whose entries map names to probabilities in [0, 1] (PyDial's layout, SPEC §4); with
 ``strict=False`` any JSON object is accepted. Non-finite numbers are always refused. Every
 context's ``meta`` gets ``origin="logged"`` (overriding any ``origin`` given); contexts imported
@@ -167,7 +168,7 @@ def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str
         problem = check_belief(belief, strict)
         if problem:
             raise LogFormatError(f"{where}: {problem}")
-        beliefs.append(belief)
+        beliefs.append(copy_belief(belief))
         metas.append({**meta, "origin": "logged", "log_line": n})
         ids.append(str(cid) if cid is not None else f"{path.name}:{n}")
     if not beliefs:

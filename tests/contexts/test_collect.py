@@ -164,3 +164,11 @@ def test_builtin_policies_answer_the_fine_grid(ckpt):
     for pol in (HandcraftedPolicy(nlg_seed=None), load_checkpoint(ckpt)):
         acts = {pol.act(b).act for b in cs.beliefs}
         assert all(parse_act(a) for a in acts) and len(acts) > 1
+
+
+def test_collected_beliefs_stored_with_sorted_keys(tmp_path):
+    import json
+
+    cs = collect("handcrafted", dialogues=2, seed=0)
+    back = ContextSet.load(cs.save(tmp_path / "c.jsonl"))
+    assert [json.dumps(b) for b in cs.beliefs] == [json.dumps(b) for b in back.beliefs]

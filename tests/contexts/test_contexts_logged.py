@@ -104,3 +104,13 @@ def test_from_jsonl_file_problems(tmp_path):
 def test_from_jsonl_lenient(tmp_path):
     path = _write(tmp_path / "log.jsonl", ['{"dialogue_state": [0.1, 0.9]}'])
     assert len(from_jsonl(path, strict=False)) == 1
+
+
+def test_logged_beliefs_stored_with_sorted_keys(tmp_path):
+    path = _write(tmp_path / "log.jsonl", ['{"beliefs": {"food": {"thai": 1.0, "**NONE**": 0.0}, "area": {"x": 1}}}'])
+    cs = from_jsonl(path)
+    assert list(cs.beliefs[0]["beliefs"]) == ["area", "food"] and list(cs.beliefs[0]["beliefs"]["food"]) == ["**NONE**",
+                                                                                                          "thai"]
+    rec = ContextRecorder()
+    rec.record({"beliefs": {"food": {"thai": 1.0}, "area": {"x": 1}}})
+    assert list(rec.to_context_set().beliefs[0]["beliefs"]) == ["area", "food"]

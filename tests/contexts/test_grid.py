@@ -1,15 +1,16 @@
 """Generated context sets (C_gen, SPEC §4)."""
 
+import json
 import math
 import time
 from pathlib import Path
 
 import pytest
 
-from behavsim import ConfigError
+from behavsim import ConfigError, ContextSet
 from contexts import default_values, generate_grid, grid_levels
 from policies.domain import Domain
-from policies.tracker import make_belief
+from policies.tracker import inform_info, make_belief
 
 GRID_SLOTS = ("area", "pricerange", "food")
 
@@ -74,9 +75,11 @@ def test_values_can_be_given():
 
 
 def test_each_context_is_make_belief_of_its_grid_point(cgen):
+    """At step 0.2 there is no tie (p = 0.5) between a value and **NONE**: every context is
+    exactly make_belief of its grid point (up to key order)."""
     d = Domain.builtin()
     vals = cgen.meta["values"]
-    for b, m in list(zip(cgen.beliefs, cgen.metas))[::7]:
+    for b, m in zip(cgen.beliefs, cgen.metas):
         g = m["grid"]
         ref = make_belief(d, {s: {vals[s]: g[s]} for s in GRID_SLOTS}, method={"byconstraints": g["method"]})
         assert b == ref
@@ -88,6 +91,24 @@ def test_features_follow_the_beliefs(cgen):
     empty = [b for b, m in zip(cgen.beliefs, cgen.metas) if all(m["grid"][s] == 0.0 for s in GRID_SLOTS)]
     assert all(b["features"]["dbMatches"] == len(Domain.builtin().venues) for b in empty)
     assert all(len(b["features"]["inform_info"]) == 25 for b in cgen.beliefs)
+
+
+def test_features_consistent_with_the_stored_key_order():
+    """Features are those of the belief as stored (sorted keys, as in a file): at p = 0.5 the
+    tie with **NONE** goes to **NONE** (sorted first), so the value is not accepted."""
+    d = Domain.builtin()
+    cs = generate_grid(step=0.1)
+    for b in cs.beliefs:
+        assert (b["features"]["inform_info"], b["features"]["dbMatches"]) == tuple(inform_info(b, d))
+    tie = [b for b, m in zip(cs.beliefs, cs.metas)
+           if m["grid"] == {"area": 0.0, "pricerange": 0.0, "food": 0.5, "method": 1.0}]
+    assert len(tie) == 1 and tie[0]["features"]["dbMatches"] == len(d.venues)
+
+
+def test_in_memory_set_equals_its_file_key_order_included(tmp_path):
+    cs = generate_grid(step=0.5)
+    back = ContextSet.load(cs.save(tmp_path / "g.jsonl"))
+    assert [json.dumps(b) for b in cs.beliefs] == [json.dumps(b) for b in back.beliefs]
 
 
 def test_contexts_do_not_share_dicts(cgen):
