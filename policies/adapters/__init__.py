@@ -20,13 +20,15 @@ spec                                   adapter
 ``adapter_kinds`` is the registry (listable, case-insensitive; an unknown kind is rejected
 with the closest valid one). Each adapter's ``meta`` is the policy metadata stored in the
 response table: ``id``, ``name``, ``kind`` and where known ``reward``, ``seed``,
-``checkpoint`` (training dialogues), ``nlg_seed``, ``path`` and ``sha256`` of the source file.
+``checkpoint`` (training dialogues), ``nlg_seed``, and under ``path`` the source file and its
+``sha256`` (file-specific details live under ``path``, which ``behavsim.compare`` ignores when it
+groups the checkpoints of one trial).
 """
 
 from __future__ import annotations
 
 from ._base import (Adapter, CallableAdapter, PolicyAdapter, PolicySpec, UnknownAdapterKind, adapter_kinds,
-                    as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec)
+                    as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec, source_info)
 from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
 from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
 
@@ -34,5 +36,5 @@ __all__ = [
     "Adapter", "PolicyAdapter", "CallableAdapter", "RecordedAdapter", "PyDialAdapter",
     "PolicySpec", "parse_spec", "load_adapter", "as_adapter", "adapter_kinds", "list_adapter_kinds",
     "UnknownAdapterKind", "RecordedFailure", "StateVectorMismatch", "write_recorded", "find_pydial_root",
-    "file_sha256", "RECORDED_FORMAT", "RECORDED_VERSION", "PYDIAL_HINT",
+    "file_sha256", "source_info", "RECORDED_FORMAT", "RECORDED_VERSION", "PYDIAL_HINT",
 ]

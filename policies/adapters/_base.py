@@ -34,11 +34,21 @@ __all__ = [
     "load_adapter",
     "as_adapter",
     "file_sha256",
+    "source_info",
 ]
 
 
 class UnknownAdapterKind(UnknownName):
     """A policy spec names an adapter kind that is not registered."""
+
+
+def source_info(path: str | os.PathLike, **extra: Any) -> dict[str, Any]:
+    """The ``path`` entry of an adapter's metadata: ``{"file": ..., "sha256": ...}`` plus ``extra``.
+
+    Everything specific to one file lives under ``path`` because ``behavsim.compare`` groups the
+    checkpoints of one trial by all metadata except ``id``, ``checkpoint`` and ``path``.
+    """
+    return {"file": os.fspath(path), "sha256": file_sha256(path), **extra}
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -310,7 +320,7 @@ def _checkpoint(spec: PolicySpec, **_: Any) -> Adapter:
         meta["checkpoint"] = int(dialogues)
     if training.get("reward_signature"):
         meta["reward_signature"] = training["reward_signature"]
-    meta.update(nlg_seed=pol.nlg_seed, path=str(path), sha256=file_sha256(path))
+    meta.update(nlg_seed=pol.nlg_seed, path=source_info(path))
     return PolicyAdapter(pol, meta)
 
 
@@ -343,7 +353,7 @@ def _callable(spec: PolicySpec, **_: Any) -> Adapter:
     meta: dict[str, Any] = {"id": name, "name": name, "kind": "callable", "target": spec.target}
     src = getattr(module, "__file__", None)
     if src and os.path.isfile(src):
-        meta.update(path=src, sha256=file_sha256(src))
+        meta["path"] = source_info(src)
     return CallableAdapter(obj, meta)
 
 

@@ -35,7 +35,7 @@ from typing import Any, Iterator
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
 
 from ..base import Response
-from ._base import Adapter, PolicySpec, adapter_kinds, file_sha256
+from ._base import Adapter, PolicySpec, adapter_kinds, file_sha256, source_info
 
 __all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
 
@@ -205,9 +205,9 @@ class PyDialAdapter(Adapter):
             meta: dict[str, Any] = {
                 "id": policy_id or f"pydial-{self.config_path.stem}", "name": f"pydial-{self.policy_type}",
                 "kind": "pydial", "policy": self.policy_type, "domain": domain,
-                "config": str(self.config_path), "config_sha256": file_sha256(self.config_path),
-                "rng_seed": self.seed, "overrides": overrides,
-                "pydial_root": str(self.root), "pydial_commit": _git_commit(self.root),
+                "rng_seed": self.seed, "overrides": overrides, "pydial_commit": _git_commit(self.root),
+                # everything specific to these files under "path" (see policies.adapters.source_info)
+                "path": {"root": str(self.root), **source_info(self.config_path)},
             }
             self._expected_len: int | None = None
             if self.policy_type == "gp":
@@ -229,8 +229,8 @@ class PyDialAdapter(Adapter):
                                       "(untrained?)")
                 vec = getattr(dictionary[0][0], "beliefStateVec", None)
                 self._expected_len = None if vec is None else len(vec)
-                meta.update(policy_file=infile, policy_sha256=[file_sha256(f) for f in files],
-                            dictionary_size=len(dictionary))
+                meta["path"].update(policy_file=infile, policy_sha256=[file_sha256(f) for f in files],
+                                    dictionary_size=len(dictionary))
             else:
                 policy_mod = importlib.import_module("policy.HDCPolicy")
                 self.policy = policy_mod.HDCPolicy(domain)

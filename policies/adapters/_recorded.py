@@ -29,7 +29,7 @@ from typing import Any
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError
 
 from ..base import Response
-from ._base import Adapter, PolicySpec, adapter_kinds, file_sha256
+from ._base import Adapter, PolicySpec, adapter_kinds, source_info
 
 __all__ = ["RecordedAdapter", "RecordedFailure", "write_recorded", "RECORDED_FORMAT", "RECORDED_VERSION"]
 
@@ -63,7 +63,8 @@ class RecordedAdapter(Adapter):
         meta.setdefault("id", self.path.stem)
         meta.setdefault("name", str(meta["id"]))
         meta["id"], meta["name"] = str(meta["id"]), str(meta["name"])
-        meta.update(kind="recorded", path=str(self.path), sha256=file_sha256(self.path))
+        extra = {"recorded_from": policy["path"]} if "path" in policy else {}
+        meta.update(kind="recorded", path=source_info(self.path, **extra))
         super().__init__(meta)
 
     @staticmethod

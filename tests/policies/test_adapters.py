@@ -117,8 +117,8 @@ def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     assert a.kind == "checkpoint"
     assert a.meta == {"id": "ts-seed1-000020", "name": "gp-sarsa", "kind": "checkpoint", "policy": "gp",
                       "domain": "restaurant", "reward": "ts", "seed": 1, "checkpoint": 20,
-                      "reward_signature": a.meta["reward_signature"], "nlg_seed": 0, "path": str(path),
-                      "sha256": file_sha256(path)}
+                      "reward_signature": a.meta["reward_signature"], "nlg_seed": 0,
+                      "path": {"file": str(path), "sha256": file_sha256(path)}}
     pol = load_checkpoint(path)
     for b in contexts.beliefs[::7]:
         assert a.respond_one(b) == pol.act(b)  # greedy, the checkpoint's own decisions
@@ -127,6 +127,18 @@ def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     b = contexts[-1]
     assert other.respond_one(b).act == a.respond_one(b).act  # same decisions, other paraphrases
     assert check_policy(a.policy, contexts.beliefs[:20]) == 20
+
+
+def test_checkpoint_tables_pair_by_trial(run_dir, contexts):
+    """compare's 'consecutive' mode groups tables whose metadata differ only in id, checkpoint
+    and path: file-specific details (the hash) must live under path."""
+    from behavsim import plan_pairs
+    from policies.respond import respond
+
+    paths = sorted(run_dir.glob("*/ckpt-*.npz"))  # seed0: 10, 20; seed1: 10, 20
+    tables = [respond(str(p), contexts.select(range(3))) for p in paths]
+    assert plan_pairs(tables, "consecutive") == [(0, 1), (2, 3)]
+    assert plan_pairs(tables, "cross", by="seed") == [(0, 2), (0, 3), (1, 2), (1, 3)]
 
 
 def answer(belief):
@@ -145,7 +157,7 @@ def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
     a = load_adapter(f"{__name__}:answer")
     assert isinstance(a, CallableAdapter)
     assert a.meta["id"] == f"{__name__}.answer" and a.meta["kind"] == "callable"
-    assert a.meta["path"].endswith("test_adapters.py") and a.meta["sha256"].startswith("sha256:")
+    assert a.meta["path"]["file"].endswith("test_adapters.py") and a.meta["path"]["sha256"].startswith("sha256:")
     assert a.respond_one(contexts[0]) == Response("request(area)", "which area?")
     assert a.respond_one(contexts[-1]) == Response('inform(name="x")', None)
     assert load_adapter(f"callable:{__name__}:answer_response").respond_one(contexts[0]) == Response("bye()", "goodbye")
@@ -197,8 +209,9 @@ def test_recorded_adapter_reads_format(tmp_path, contexts):
     ])
     a = load_adapter(f"recorded:{f}")
     assert isinstance(a, RecordedAdapter)
-    assert {k: a.meta[k] for k in ("id", "name", "kind", "seed", "path")} == \
-        {"id": "e2e", "name": "my-e2e-system", "kind": "recorded", "seed": 3, "path": str(f)}
+    assert {k: a.meta[k] for k in ("id", "name", "kind", "seed")} == \
+        {"id": "e2e", "name": "my-e2e-system", "kind": "recorded", "seed": 3}
+    assert a.meta["path"]["file"] == str(f) and a.meta["path"]["sha256"].startswith("sha256:")
     a.prepare(small)
     assert a.respond_one({}, context_id="c2") == Response("request(food)", "what food?")
     with pytest.raises(Exception, match="timeout after 30 s"):

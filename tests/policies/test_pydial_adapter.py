@@ -95,8 +95,9 @@ def test_gp_policy_from_config(root, contexts, tmp_path, monkeypatch):
     assert isinstance(a, PyDialAdapter)
     m = a.meta
     assert (m["id"], m["name"], m["kind"], m["policy"], m["domain"]) == ("pydial-gp", "pydial-gp", "pydial", "gp", DOMAIN)
-    assert m["config"] == str(root / "config/gp.cfg") and m["config_sha256"].startswith("sha256:")
-    assert m["policy_file"] == "policies/gp-camrest" and len(m["policy_sha256"]) == 2 and m["dictionary_size"] == 3
+    p = m["path"]
+    assert p["file"] == str(root / "config/gp.cfg") and p["sha256"].startswith("sha256:") and p["root"] == str(root)
+    assert p["policy_file"] == "policies/gp-camrest" and len(p["policy_sha256"]) == 2 and p["dictionary_size"] == 3
     assert m["nlg"] == "BasicSemO:semo/templates/fake.json" and m["rng_seed"] == 0
     # evaluation is forced deterministic whatever the config says (learning = True, scale = 3)
     assert a.policy.scale == -1 and a._config.get("policy", "learning") == "False"
@@ -124,7 +125,7 @@ def test_answers_do_not_depend_on_context_order(on_path, contexts):
 
 def test_root_found_on_sys_path_and_hdc(on_path, contexts):
     a = load_adapter("pydial:config/hdc.cfg")  # relative config: looked up under the root
-    assert a.meta["policy"] == "hdc" and a.meta["nlg"] is None and "policy_file" not in a.meta
+    assert a.meta["policy"] == "hdc" and a.meta["nlg"] is None and "policy_file" not in a.meta["path"]
     t = respond(a, contexts)
     assert t.n_errors == 0 and set(t.prompts) == {None}
     assert t.acts[0] == "request(area)" and t.acts[-1].startswith("inform(")

@@ -145,6 +145,7 @@ def test_recorded_round_trip(contexts, ckpts, tmp_path):
         back = respond(f"recorded:{f}", contexts)
         assert back.id == original.id and back.policy["kind"] == "recorded"
         assert back.policy["recorded_kind"] == original.policy["kind"]
+        assert back.policy["path"]["recorded_from"] == original.policy["path"]
         assert (back.acts, back.prompts, back.errors, back.context_ids, back.context_fingerprint) == \
             (original.acts, original.prompts, original.errors, original.context_ids, original.context_fingerprint)
         # a saved response table serves as a recording too
@@ -227,3 +228,13 @@ def test_loaded_and_in_memory_contexts_answer_alike(contexts, contexts_file, tmp
         a = respond(spec, contexts).save(tmp_path / "a.jsonl")
         b = respond(spec, loaded).save(tmp_path / "b.jsonl")
         assert a.read_bytes() == b.read_bytes()
+
+
+def test_docs_quick_start_runs(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "adapters.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "docs/adapters.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "handcrafted 81 0 request(area)" in out and "recorded" in out
