@@ -134,6 +134,18 @@ def _worker_init(contexts: ContextSet) -> None:
     _WORKER_CONTEXTS = contexts
 
 
+def _picklable(obj: Any) -> bool:
+    if isinstance(obj, (str, os.PathLike)):
+        return True
+    import pickle
+
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
 def _worker_run(spec: Any, strict: bool, policy_id: str | None, pydial_root: Any) -> tuple[str, Any]:
     import pickle
 
@@ -156,8 +168,8 @@ def respond_many(specs: Sequence[Any], contexts: ContextSet, *, workers: int | N
     ``workers`` defaults to ``min(len(specs), os.cpu_count())``; with one worker everything runs
     in this process. Results come in input order and equal a serial run's. Spec strings are
     checked (kind, options) before any process starts. ``policy_ids``: one id (or ``None``) per
-    spec. Items that are not spec strings (adapters, policy objects) must be picklable to run
-    in other processes.
+    spec. Items that are not spec strings (adapters, policy objects, callables) run in other
+    processes when they can be pickled, else in this one.
     """
     contexts = _check_contexts(contexts)
     specs = list(specs)
@@ -181,19 +193,29 @@ def respond_many(specs: Sequence[Any], contexts: ContextSet, *, workers: int | N
                 if bar is not None:
                     bar.update(len(contexts))
             return out
+        local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
+        results: list[ResponseTable | None] = [None] * len(specs)
         with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
-            futures = [ex.submit(_worker_run, s, strict, pid, pydial_root) for s, pid in zip(specs, ids)]
-            results = []
-            for f in futures:
-                status, value = f.result()
-                if status == "error":
-                    for g in futures:
-                        g.cancel()
-                    raise value
-                results.append(value)
-                if bar is not None:
-                    bar.update(len(contexts))
-            return results
+            futures = {i: ex.submit(_worker_run, s, strict, pid, pydial_root)
+                       for i, (s, pid) in enumerate(zip(specs, ids)) if i not in local}
+            try:
+                for i in local:
+                    results[i] = respond(specs[i], contexts, strict=strict, policy_id=ids[i], pydial_root=pydial_root,
+                                         progress=False)
+                    if bar is not None:
+                        bar.update(len(contexts))
+                for i, f in futures.items():
+                    status, value = f.result()
+                    if status == "error":
+                        raise value
+                    results[i] = value
+                    if bar is not None:
+                        bar.update(len(contexts))
+            except BaseException:
+                for f in futures.values():
+                    f.cancel()
+                raise
+        return results  # type: ignore[return-value]
     finally:
         if bar is not None:
             bar.close()

@@ -121,6 +121,12 @@ def test_respond_many_equals_serial(contexts, ckpts, tmp_path):
     assert [t.id for t in parallel] == [t.id for t in serial]
     for s, p in zip(serial, parallel):
         assert s.save(tmp_path / "s.jsonl").read_bytes() == p.save(tmp_path / "p.jsonl").read_bytes()
+    from policies.handcrafted import HandcraftedPolicy
+
+    mixed = respond_many([lambda b: "bye()", HandcraftedPolicy(nlg_seed=None), "handcrafted"], contexts, workers=2,
+                         policy_ids=["lam", "obj", None])  # the lambda cannot be pickled: runs here
+    assert [t.id for t in mixed] == ["lam", "obj", "handcrafted"] and set(mixed[0].acts) == {"bye()"}
+    assert mixed[1].acts == mixed[2].acts and set(mixed[1].prompts) == {None}
     one = respond_many(specs[:2], contexts, workers=1, policy_ids=["a", "b"])
     assert [t.id for t in one] == ["a", "b"] and one[0].acts == serial[0].acts
 
