@@ -60,6 +60,31 @@ def _sorted_copy(obj: Any) -> Any:
     return obj
 
 
+def _context_domains(meta: Any) -> set[str]:
+    """The domain rules files a context set's metadata names (subsets and unions included)."""
+    if not isinstance(meta, dict):
+        return set()
+    found = {meta["domain_rules"]} if isinstance(meta.get("domain_rules"), str) else set()
+    found |= _context_domains(meta.get("parent_meta"))
+    for part in meta.get("parts") or []:
+        found |= _context_domains(part)
+    return found
+
+
+def _check_domain(adapter: Any, contexts: ContextSet) -> None:
+    """Refuse a built-in policy of one domain on contexts built on another (both may be called
+    'restaurant': behavsim's domain and PyDial's CamRestaurants)."""
+    domain = getattr(getattr(adapter, "policy", None), "domain", None)
+    source = getattr(domain, "source", None)
+    wanted = _context_domains(contexts.meta)
+    if source is None or not wanted:
+        return
+    mine = os.path.basename(str(source))
+    if any(w != mine for w in wanted):
+        raise ConfigError(f"policy {adapter.id!r} works on the domain of {mine!r}, but the contexts were built on "
+                          f"{', '.join(sorted(wanted))}; their belief states do not fit it")
+
+
 def _check_contexts(contexts: Any) -> ContextSet:
     if not isinstance(contexts, ContextSet):
         raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
@@ -94,6 +119,7 @@ def respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool = False, 
     meta = dict(adapter.meta)
     if policy_id is not None:
         meta["id"] = policy_id
+    _check_domain(adapter, contexts)
     adapter.prepare(contexts)
     n = len(contexts)
     acts: list[str | None] = [None] * n

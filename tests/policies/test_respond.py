@@ -244,3 +244,22 @@ def test_docs_quick_start_runs(capsys):
     exec(compile(block, "docs/adapters.md", "exec"), {})
     out = capsys.readouterr().out
     assert "handcrafted 81 0 request(area)" in out and "recorded" in out
+
+
+def test_policy_and_contexts_of_different_domains_are_refused():
+    from pathlib import Path
+
+    from contexts import generate_grid
+    from policies.domain import Domain
+
+    r = Path("/work/shared/pydial-ontology")
+    if not r.is_dir():
+        pytest.skip("PyDial's CamRestaurants ontology is not on this machine")
+    cam = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
+    grid_cam = generate_grid(cam, step=0.5)
+    with pytest.raises(ConfigError, match="works on the domain of 'behavsim-restaurants-rules.json', but the contexts "
+                                          "were built on CamRestaurants-rules.json"):
+        respond("handcrafted", grid_cam.select(range(4)))  # subsets keep the parent's domain
+    from policies.handcrafted import HandcraftedPolicy
+
+    assert respond(HandcraftedPolicy(cam), grid_cam).n_errors == 0
