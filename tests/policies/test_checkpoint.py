@@ -147,3 +147,19 @@ def test_foreign_files(tmp_path, trained):
         zf.writestr("meta.json", "[1, 2]")
     with pytest.raises(CheckpointError, match="not a JSON object"):
         load_checkpoint(tmp_path / "extra.npz")
+
+
+def test_check_policy_on_generated_contexts(trained):
+    import itertools
+
+    from policies.base import check_policy
+    from policies.tracker import make_belief
+
+    dom = trained.domain
+    vals = {s: dom.informable[s][0] for s in ("area", "pricerange", "food")}
+    beliefs = []
+    for pa, pp, pf, pm in itertools.product((0.0, 0.4, 1.0), repeat=4):
+        slots = {s: {vals[s]: p} for s, p in zip(("area", "pricerange", "food"), (pa, pp, pf)) if p > 0}
+        beliefs.append(make_belief(dom, slots, method={"byconstraints": pm} if pm > 0 else None))
+    assert check_policy(trained, beliefs) == 81
+    assert len({trained.act(b).summary_action for b in beliefs}) > 1
