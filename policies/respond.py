@@ -33,13 +33,17 @@ from behavsim import BehavsimError, ConfigError, ContextSet, ResponseTable, cano
 
 from .adapters import RecordedFailure, as_adapter, parse_spec
 
-__all__ = ["respond", "respond_many", "PolicyFailed", "register_respond", "cmd_respond"]
+__all__ = ["respond", "respond_many", "PolicyFailed", "PolicyErrorsWarning", "register_respond", "cmd_respond"]
 
 _PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
 
 
 class PolicyFailed(BehavsimError, RuntimeError):
     """A policy raised on a context while ``strict=True``."""
+
+
+class PolicyErrorsWarning(UserWarning):
+    """A policy failed on some contexts (recorded in the table's ``errors``)."""
 
 
 def _error_text(exc: BaseException) -> str:
@@ -109,9 +113,27 @@ def respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool = False, 
     ``belief -> act | (act, prompt) | Response``. ``policy_id`` overrides the table's policy id.
     A context on which the policy raises (or returns an unparseable act) is recorded as an error
     for that context — ``errors[i]`` = exception type and message, act ``None`` — unless
-    ``strict``, which raises :class:`PolicyFailed`. ``progress``: a progress bar (default: for
-    long runs on a terminal).
+    ``strict``, which raises :class:`PolicyFailed`; the count is reported with a
+    :class:`PolicyErrorsWarning` (and is ``table.n_errors``). ``progress``: a progress bar
+    (default: for long runs on a terminal).
     """
+    table = _respond(policy_or_spec, contexts, strict=strict, policy_id=policy_id, pydial_root=pydial_root,
+                     progress=progress)
+    _warn_errors(table)
+    return table
+
+
+def _warn_errors(table: ResponseTable) -> None:
+    failed = [e for e in table.errors if e is not None]
+    if failed:
+        import warnings
+
+        warnings.warn(f"policy {table.id!r} failed on {len(failed)} of {len(table)} contexts (recorded in the "
+                      f"table's errors; first: {failed[0]})", PolicyErrorsWarning, stacklevel=3)
+
+
+def _respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool, policy_id: str | None,
+             pydial_root: str | os.PathLike | None, progress: bool | None) -> ResponseTable:
     contexts = _check_contexts(contexts)
     if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
         raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
@@ -176,7 +198,7 @@ def _worker_run(spec: Any, strict: bool, policy_id: str | None, pydial_root: Any
     import pickle
 
     try:
-        return "ok", respond(spec, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, pydial_root=pydial_root,
+        return "ok", _respond(spec, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, pydial_root=pydial_root,
                              progress=False)
     except BehavsimError as exc:
         try:  # exceptions with custom constructors do not always survive pickling
@@ -215,9 +237,11 @@ def respond_many(specs: Sequence[Any], contexts: ContextSet, *, workers: int | N
         if n_workers == 1 or len(specs) == 1:
             out = []
             for s, pid in zip(specs, ids):
-                out.append(respond(s, contexts, strict=strict, policy_id=pid, pydial_root=pydial_root, progress=False))
+                out.append(_respond(s, contexts, strict=strict, policy_id=pid, pydial_root=pydial_root, progress=False))
                 if bar is not None:
                     bar.update(len(contexts))
+            for t in out:
+                _warn_errors(t)
             return out
         local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
         results: list[ResponseTable | None] = [None] * len(specs)
@@ -226,8 +250,8 @@ def respond_many(specs: Sequence[Any], contexts: ContextSet, *, workers: int | N
                        for i, (s, pid) in enumerate(zip(specs, ids)) if i not in local}
             try:
                 for i in local:
-                    results[i] = respond(specs[i], contexts, strict=strict, policy_id=ids[i], pydial_root=pydial_root,
-                                         progress=False)
+                    results[i] = _respond(specs[i], contexts, strict=strict, policy_id=ids[i],
+                                          pydial_root=pydial_root, progress=False)
                     if bar is not None:
                         bar.update(len(contexts))
                 for i, f in futures.items():
@@ -241,6 +265,8 @@ def respond_many(specs: Sequence[Any], contexts: ContextSet, *, workers: int | N
                 for f in futures.values():
                     f.cancel()
                 raise
+        for t in results:
+            _warn_errors(t)  # type: ignore[arg-type]
         return results  # type: ignore[return-value]
     finally:
         if bar is not None:
@@ -311,8 +337,12 @@ def cmd_respond(args: argparse.Namespace) -> int:
         _output_paths(args, ["policy"])  # check -o before the work
     contexts = ContextSet.load(args.contexts)
     t0 = time.perf_counter()
-    tables = respond_many(specs, contexts, workers=args.workers, strict=args.strict, policy_ids=args.ids,
-                          pydial_root=args.pydial_root, progress=args.progress)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PolicyErrorsWarning)  # the summary below reports them
+        tables = respond_many(specs, contexts, workers=args.workers, strict=args.strict, policy_ids=args.ids,
+                              pydial_root=args.pydial_root, progress=args.progress)
     seconds = time.perf_counter() - t0
     paths = _output_paths(args, [t.id for t in tables])
     for t, path in zip(tables, paths):

@@ -17,6 +17,8 @@ from behavsim.cli import main
 from policies.adapters import PyDialAdapter, StateVectorMismatch, load_adapter
 from policies.respond import PolicyFailed, respond, respond_many
 
+pytestmark = pytest.mark.filterwarnings("ignore::policies.respond.PolicyErrorsWarning")
+
 FAKE = Path(__file__).parent / "fake_pydial"
 PACKAGES = ("utils", "ontology", "policy", "semo")
 DOMAIN = "CamRestaurants"
