@@ -752,23 +752,31 @@ def _run_parallel(config, out, trials, names, n_workers, bar) -> dict[str, list[
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     q = ctx.Queue()
     results: dict[str, list[dict[str, Any]]] = {}
-    with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init, initargs=(q,)) as pool:
+    pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init, initargs=(q,))
+    try:
         futures = {pool.submit(_worker, config.to_dict(), r, s, str(out)): name for (r, s), name in zip(trials, names)}
         pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
-                while True:
-                    try:
-                        bar(q.get_nowait())
-                    except queue_mod.Empty:
-                        break
-                for f in done:
-                    results[futures[f]] = f.result()  # re-raises a worker's error
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+            while True:
+                try:
+                    bar(q.get_nowait())
+                except queue_mod.Empty:
+                    break
+            for f in done:
+                results[futures[f]] = f.result()  # re-raises a worker's error
+    except BaseException:
+        # one trial failed (or Ctrl-C): stop the others now instead of waiting for them. That is
+        # safe: every file is written atomically and a new start resumes from the checkpoints.
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
+        raise
+    else:
+        pool.shutdown(wait=True)
     while True:
         try:
             bar(q.get_nowait())

@@ -304,3 +304,18 @@ def test_table1():
     assert [(r["dialogues"], r["reward"], r["n_seeds"]) for r in t] == [(10, "iq", 1), (10, "ts", 2), (20, "ts", 1)]
     assert t[1]["tsr"] == 0.75 and t[1]["aiq"] == 3.5 and t[1]["adl"] == 5.5
     assert [r["dialogues"] for r in table1(rows, at=[20])] == [20]
+
+
+def test_parallel_error_stops_the_other_trials_quickly(reference, tmp_path):
+    d, _ = reference
+    run = tmp_path / "run"
+    shutil.copytree(d, run)
+    (run / "iq-seed0" / "ckpt-000060.npz").write_bytes(b"broken")
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0,), **dict(TINY, dialogues=100_000))  # ts would run long
+    t0 = time.time()
+    with pytest.raises(CheckpointError, match="iq-seed0"):
+        run_training(cfg, run, workers=2, progress=False)
+    assert time.time() - t0 < 30
+    # the interrupted ts trial resumes cleanly afterwards
+    run_training(TrainConfig(rewards=("ts",), seeds=(0,), **dict(TINY, dialogues=80)), run, workers=1, progress=False)
+    assert [n for n, _ in list_checkpoints(run / "ts-seed0")][-1] == 80
