@@ -33,7 +33,8 @@ from behavsim import BehavsimError, ConfigError, ContextSet, ResponseTable, cano
 
 from .adapters import RecordedFailure, as_adapter, parse_spec
 
-__all__ = ["respond", "respond_many", "PolicyFailed", "PolicyErrorsWarning", "register_respond", "cmd_respond"]
+__all__ = ["respond", "respond_many", "check_adapter", "PolicyFailed", "PolicyErrorsWarning", "register_respond",
+           "cmd_respond"]
 
 _PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
 
@@ -171,6 +172,33 @@ def _respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool, policy_
             bar.close()
     return ResponseTable(policy=meta, context_fingerprint=contexts.fingerprint, acts=acts, prompts=prompts,
                          errors=errors, context_ids=list(contexts.ids))
+
+
+def check_adapter(policy_or_spec: Any, contexts: ContextSet, *, pydial_root: str | os.PathLike | None = None) -> int:
+    """Check an adapter on ``contexts`` as :func:`policies.base.check_policy` checks a policy: it
+    answers every context with a parseable act (else :class:`PolicyFailed`), two runs give
+    identical tables, the contexts are left unchanged, and its metadata has string ``id``,
+    ``name`` and ``kind`` (else :class:`policies.base.PolicyCheckError`). Returns the number of
+    contexts."""
+    import json
+
+    from .base import PolicyCheckError
+
+    contexts = _check_contexts(contexts)
+    adapter = as_adapter(policy_or_spec, pydial_root=pydial_root)
+    for key in ("id", "name", "kind"):
+        if not isinstance(adapter.meta.get(key), str) or not adapter.meta[key]:
+            raise PolicyCheckError(f"{adapter!r}: metadata {key!r} must be a non-empty string")
+    before = json.dumps(contexts.beliefs, sort_keys=True)
+    runs = []
+    for _ in range(2):
+        t = _respond(adapter, contexts, strict=True, policy_id=None, pydial_root=pydial_root, progress=False)
+        runs.append(json.dumps([t.header(), t.rows()], sort_keys=True))
+    if runs[0] != runs[1]:
+        raise PolicyCheckError(f"{adapter.id}: two runs on the same contexts gave different tables")
+    if json.dumps(contexts.beliefs, sort_keys=True) != before:
+        raise PolicyCheckError(f"{adapter.id}: the contexts were modified")
+    return len(contexts)
 
 
 # ----------------------------------------------------------------------------- many policies

@@ -263,3 +263,66 @@ def test_pydial_spec_needs_pydial(tmp_path, monkeypatch):
         assert name not in sys.modules or "fake_pydial" not in str(getattr(sys.modules[name], "__path__", ""))
     with pytest.raises(ModelNotAvailable, match="git clone https://github.com/helloric/pydial3"):
         load_adapter("pydial:config.cfg")
+
+
+# ----------------------------------------------------------------------------- common checks
+def _fake_pydial_root(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "fake_pydial_make_root", Path(__file__).parent / "fake_pydial" / "make_root.py")
+    maker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(maker)
+    maker.forget_pydial()
+    return maker, maker.make_fake_root(tmp_path / "pydial3")
+
+
+def _spec_for(kind, run_dir, contexts, tmp_path):
+    """A working spec of each registered kind (the meta-test below makes sure none is forgotten)."""
+    from policies.respond import respond
+
+    if kind == "handcrafted":
+        return "handcrafted:nlg_seed=1"
+    if kind == "checkpoint":
+        return f"checkpoint:{run_dir / 'ts-seed0' / 'ckpt-000020.npz'}"
+    if kind == "callable":
+        return f"callable:{__name__}:answer"
+    if kind == "recorded":
+        from policies.adapters import write_recorded
+
+        return f"recorded:{write_recorded(respond('handcrafted', contexts), tmp_path / 'rec.jsonl')}"
+    if kind == "pydial":
+        return f"pydial:config/gp.cfg:root={_fake_pydial_root(tmp_path)[1]}"
+    raise AssertionError(f"no test spec for adapter kind {kind!r}")
+
+
+@pytest.mark.parametrize("kind", list_adapter_kinds())
+def test_every_kind_passes_check_adapter(kind, run_dir, contexts, tmp_path):
+    from policies.respond import check_adapter
+
+    saved = list(sys.path)
+    try:
+        spec = _spec_for(kind, run_dir, contexts, tmp_path)
+        assert parse_spec(spec).kind == kind
+        assert load_adapter(spec).kind == kind
+        assert check_adapter(spec, contexts) == len(contexts)
+    finally:
+        if kind == "pydial":  # the stand-in's modules have generic names: leave nothing behind
+            sys.path[:] = saved
+            for name in list(sys.modules):
+                if name.split(".")[0] in ("utils", "ontology", "policy", "semo"):
+                    del sys.modules[name]
+
+
+def test_check_adapter_catches_broken_adapters(contexts):
+    import itertools as it
+
+    from policies.base import PolicyCheckError
+    from policies.respond import PolicyFailed, check_adapter
+
+    counter = it.count()
+    with pytest.raises(PolicyCheckError, match="two runs on the same contexts gave different tables"):
+        check_adapter(lambda b: f"request(s{next(counter) % 2})", contexts)
+    with pytest.raises(PolicyFailed, match="ActParseError"):
+        check_adapter(lambda b: "not an act", contexts)

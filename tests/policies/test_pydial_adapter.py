@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from policies.respond import PolicyFailed, respond, respond_many
 pytestmark = pytest.mark.filterwarnings("ignore::policies.respond.PolicyErrorsWarning")
 
 FAKE = Path(__file__).parent / "fake_pydial"
-PACKAGES = ("utils", "ontology", "policy", "semo")
 DOMAIN = "CamRestaurants"
 
 
@@ -35,49 +33,27 @@ def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
     return ContextSet(beliefs)
 
 
-def _forget_pydial() -> None:
-    for name in list(sys.modules):
-        if name.split(".")[0] in PACKAGES:
-            del sys.modules[name]
+def _load_maker():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_pydial_make_root", FAKE / "make_root.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+maker = _load_maker()
 
 
 @pytest.fixture
 def root(tmp_path, monkeypatch):
     """A temporary stand-in PyDial root: fake modules, an ontology, configs, GP policy files."""
-    from policies.domain import Domain
-    from policies.tracker import make_belief
-
-    r = tmp_path / "pydial3"
-    shutil.copytree(FAKE, r)
-    for pkg in PACKAGES:
-        (r / pkg / "__init__.py").write_text("")
-    rules = json.loads((Path(__file__).parents[2] / "policies/data/behavsim-restaurants-rules.json").read_text())
-    (r / "ontology/ontologies").mkdir(parents=True)
-    (r / f"ontology/ontologies/{DOMAIN}-rules.json").write_text(json.dumps(rules))
-    (r / "semo/templates").mkdir(parents=True)
-    (r / "semo/templates/fake.json").write_text(json.dumps({"request": "which $SLOTS would you like?",
-                                                            "inform": "there is a place with $SLOTS"}))
-    d = Domain.builtin()
-    unknown = make_belief(d)
-    known = make_belief(d, {"area": {"centre": 1.0}, "pricerange": {"cheap": 1.0}, "food": {"italian": 1.0}},
-                        method={"byconstraints": 1.0})
-    no_food = make_belief(d, {"area": {"centre": 1.0}, "pricerange": {"cheap": 1.0}}, method={"byconstraints": 0.4})
-    (r / "policies").mkdir()
-    (r / "policies/gp-camrest.dct").write_text(json.dumps([[unknown, "request_area"], [known, "inform"],
-                                                           [no_food, "request_food"]]))
-    (r / "policies/gp-camrest.prm").write_text(json.dumps([3.0, 3.0, 1.0]))
-    (r / "config").mkdir()
-    (r / "config/gp.cfg").write_text(
-        f"[GENERAL]\ndomains = {DOMAIN}\n\n[policy]\npolicytype = gp\nlearning = True\n"
-        "inpolicyfile = policies/gp-camrest\n\n[gpsarsa]\nscale = 3\n\n"
-        f"[semo_{DOMAIN}]\nsemotype = BasicSemO\ntemplatefile = semo/templates/fake.json\n")
-    (r / "config/hdc.cfg").write_text(f"[GENERAL]\ndomains = {DOMAIN}\n\n[policy_{DOMAIN}]\npolicytype = hdc\n")
     monkeypatch.delenv("PYDIAL_ROOT", raising=False)
     saved_path = list(sys.path)
-    _forget_pydial()
-    yield r
+    maker.forget_pydial()
+    yield maker.make_fake_root(tmp_path / "pydial3")
     sys.path[:] = saved_path
-    _forget_pydial()
+    maker.forget_pydial()
 
 
 @pytest.fixture(scope="module")
