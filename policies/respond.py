@@ -312,8 +312,8 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
         "table. Policy specs: handcrafted[:nlg_seed=N] | PATH.npz (GP-SARSA checkpoint) | module:function | "
         "recorded:FILE | pydial:CFG[:domain=D][:nlg=off]. A context on which a policy fails is recorded as an error "
         f"(see --strict). Adapter kinds: {', '.join(list_adapter_kinds())}.")
-    p.add_argument("--policy", action="append", required=True, metavar="SPEC", dest="policies",
-                   help="policy spec (repeatable)")
+    p.add_argument("--policy", action="extend", nargs="+", required=True, metavar="SPEC", dest="policies",
+                   help="policy spec(s); repeatable, and several may follow one --policy (e.g. a shell glob)")
     p.add_argument("--contexts", required=True, metavar="FILE", help="context set (.jsonl or .parquet)")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="one policy: the table file (.jsonl/.parquet); several: a directory receiving <id>.jsonl")

@@ -181,9 +181,8 @@ def test_cli_one_policy(contexts, contexts_file, tmp_path, capsys):
 
 def test_cli_several_policies(contexts, contexts_file, ckpts, tmp_path, capsys):
     out = tmp_path / "tables"
-    args = ["respond", "--contexts", str(contexts_file), "-o", str(out), "--workers", "2", "--format", "parquet"]
-    for s in (ckpts[0], ckpts[1], f"{__name__}:flaky"):
-        args += ["--policy", s]
+    args = ["respond", "--contexts", str(contexts_file), "-o", str(out), "--workers", "2", "--format", "parquet",
+            "--policy", ckpts[0], ckpts[1], "--policy", f"{__name__}:flaky"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "errors 27/81" in printed and "(first: ValueError: no idea)" in printed
