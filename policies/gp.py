@@ -25,7 +25,9 @@ Deviations from PyDial, all of them for speed or reproducibility, none changing 
 1. Per-action bookkeeping. Because of the delta action kernel only points of the same action
    interact, so the inverse Gram matrix is block diagonal: it is kept as one block per action and
    each kernel vector is computed only against the dictionary points of its action.
-2. Preallocated, geometrically growing numpy buffers instead of lists of state objects.
+2. Preallocated, geometrically growing numpy buffers instead of lists of state objects; for
+   decisions the per-action blocks are also kept stacked in zero-padded arrays, so the mean and
+   variance of all actions take a handful of array operations instead of a loop over actions.
 3. Deferred covariance updates. PyDial adds the rank-one term ``c cᵀ / s`` to the dense
    posterior matrix ``C`` after every step (O(m²) each). Here the terms are collected as columns
    of a matrix ``U`` and ``C`` is used as ``C₀ + U diag(1/s) Uᵀ``; ``U`` is folded into ``C₀`` with
@@ -182,6 +184,7 @@ class GPSarsa:
         self._sinv = np.zeros(self.flush_every)
         self._t = 0
         self._blocks = [_ActionBlock(self.dim) for _ in range(self.n_actions)]
+        self._pad = None  # padded per-action copies for vectorised decisions, see _padded()
 
     def _add_point(self, b: np.ndarray, a: int, a_loc: np.ndarray, delta: float) -> int:
         m = self._m
@@ -198,8 +201,17 @@ class GPSarsa:
         self._C0[m, : m + 1] = 0.0
         self._C0[: m + 1, m] = 0.0
         self._U[m] = 0.0
-        self._blocks[a].append(b, m, a_loc, delta)
+        blk = self._blocks[a]
+        blk.append(b, m, a_loc, delta)
         self._m = m + 1
+        pad = self._pad
+        if pad is not None:
+            j = blk.n - 1
+            if j < pad["P"]:  # room in the padded copies: the new point's Cd row/column is 0 anyway
+                pad["X"][a, j] = b
+                pad["g"][a, j] = m
+            else:
+                self._pad = None
         return m
 
     @property
@@ -223,6 +235,8 @@ class GPSarsa:
                 g = blk.gidx[: blk.n]
                 blk.Cd[: blk.n, : blk.n] = self._C0[np.ix_(g, g)]
         self._t = 0
+        if self._pad is not None:
+            self._pad["Cd"] = None
 
     def _push_rank_one(self, c: np.ndarray, s: float) -> None:
         m = self._m
@@ -259,8 +273,54 @@ class GPSarsa:
     def q_mean_var(self, b: Any, actions: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance of Q(b, a) for ``actions`` (default: all)."""
         b = self._check_belief(b)
-        acts = range(self.n_actions) if actions is None else actions
-        return self._mean_var(b, acts)
+        mean, var = self._mean_var_all(b)
+        if actions is None:
+            return mean, var
+        idx = np.asarray(actions, dtype=np.intp)
+        return mean[idx], var[idx]
+
+    def _padded(self) -> dict[str, Any]:
+        """Per-action blocks stacked into zero-padded arrays (actions × P …), P the largest block.
+
+        Rebuilt lazily: the belief vectors and indices when the dictionary grows, the diagonal
+        covariance blocks after a flush. Padding rows are zero, so they add nothing."""
+        pad = self._pad
+        if pad is None:
+            P = 8
+            while P < max(blk.n for blk in self._blocks):
+                P *= 2
+            A = self.n_actions
+            X3 = np.zeros((A, P, self.dim))
+            g3 = np.zeros((A, P), dtype=np.intp)
+            for a, blk in enumerate(self._blocks):
+                X3[a, : blk.n] = blk.X[: blk.n]
+                g3[a, : blk.n] = blk.gidx[: blk.n]
+            pad = self._pad = {"P": P, "X": X3, "g": g3, "Cd": None}
+        if pad["Cd"] is None:
+            P = pad["P"]
+            Cd3 = np.zeros((self.n_actions, P, P))
+            for a, blk in enumerate(self._blocks):
+                Cd3[a, : blk.n, : blk.n] = blk.Cd[: blk.n, : blk.n]
+            pad["Cd"] = Cd3
+        return pad
+
+    def _mean_var_all(self, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of every action at once (a few array operations)."""
+        kxx = float(b @ b)
+        if self._m == 0:
+            return np.zeros(self.n_actions), np.full(self.n_actions, kxx)
+        pad = self._padded()
+        g3 = pad["g"]
+        k3 = pad["X"] @ b  # (A, P); padding gives exactly 0
+        mean = np.einsum("ap,ap->a", k3, self._alpha[g3])
+        q = np.einsum("ap,ap->a", np.matmul(pad["Cd"], k3[:, :, None])[:, :, 0], k3)
+        t = self._t
+        if t:
+            p = np.matmul(k3[:, None, :], self._U[g3, :t])[:, 0, :]  # (A, t)
+            q += (p * p) @ self._sinv[:t]
+        var = kxx - q
+        np.maximum(var, 0.0, out=var)
+        return mean, var
 
     def _mean_var(self, b: np.ndarray, acts: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         kxx = float(b @ b)
@@ -301,7 +361,8 @@ class GPSarsa:
             if allowed.size == 0:
                 raise ValueError("mask: no action is allowed")
         if explore and self.scale > 0.0:
-            mean, var = self._mean_var(b, allowed.tolist())
+            mean, var = self._mean_var_all(b)
+            mean, var = mean[allowed], var[allowed]
             value = mean + self.scale * np.sqrt(var) * self.rng.standard_normal(allowed.size)
         else:
             value = self.q_mean(b)[allowed]

@@ -310,3 +310,28 @@ def test_property_matches_dense_reference(seed, dim, n_actions, n_eps, gamma, fl
         assert mean[a] == pytest.approx(rm, rel=1e-7, abs=1e-7)
         assert var[a] == pytest.approx(rv, rel=1e-6, abs=1e-6)
         assert var[a] >= 0.0
+
+
+def test_vectorised_values_follow_growth_and_flushes():
+    """The padded per-action copies used for decisions stay in sync while the dictionary grows
+    (in place and by reallocation) and covariance terms are flushed."""
+    rng = np.random.default_rng(7)
+    gp = GPSarsa(3, 12, flush_every=4)
+    ref = DenseReference()
+    for _ in range(40):
+        (B, A, R), = random_episodes(rng, 1, dim=12, n_actions=3)
+        gp.learn_episode(B, A, R)
+        ref.episode(B, A, R)
+        b = np.abs(rng.normal(size=12))
+        mean, var = gp.q_mean_var(b)
+        lm, lv = gp._mean_var(b, [0, 1, 2])  # per-action loop
+        np.testing.assert_allclose(mean, lm, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(var, lv, rtol=1e-9, atol=1e-9)
+        for a in range(3):
+            rm, rv = ref.mean_var(b, a)
+            assert mean[a] == pytest.approx(rm, rel=1e-7, abs=1e-7)
+            assert var[a] == pytest.approx(rv, rel=1e-6, abs=1e-6)
+    assert gp.dictionary_sizes().max() > 8  # the padded arrays were reallocated at least once
+    m, v = gp.q_mean_var(np.ones(12), actions=[2, 0])
+    full_m, full_v = gp.q_mean_var(np.ones(12))
+    assert list(m) == [full_m[2], full_m[0]] and list(v) == [full_v[2], full_v[0]]
