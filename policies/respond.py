@@ -60,7 +60,7 @@ def _sorted_copy(obj: Any) -> Any:
     built in memory or loaded, and cannot modify the caller's."""
     if isinstance(obj, dict):
         return {k: _sorted_copy(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):  # a loaded set has lists where memory may hold tuples
         return [_sorted_copy(v) for v in obj]
     return obj
 
