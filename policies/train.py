@@ -683,6 +683,8 @@ def run_training(
     """
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
+    if workers is not None and (not _is_int(workers) or workers < 1):
+        raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
     out = Path(out_dir)
     if out.is_dir() and not (out / "config.json").is_file() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
@@ -726,8 +728,6 @@ def _run_training(config: TrainConfig, out: Path, workers: int | None, progress:
     trials = config.trials()
     names = [trial_name(r, s) for r, s in trials]
     n_workers = min(len(trials), os.cpu_count() or 1) if workers is None else int(workers)
-    if n_workers < 1:
-        raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
     bar = _Progress(config, names, progress)
     results: dict[str, list[dict[str, Any]]] = {}
     try:

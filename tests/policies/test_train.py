@@ -222,6 +222,9 @@ def test_config_json_roundtrip_and_unknown_key():
         TrainConfig.from_dict({"seed": 1})
     with pytest.raises(TypeError):
         run_training({"policy": "gp"}, "/nonexistent", progress=False)
+    with pytest.raises(ConfigError, match="workers: expected a positive integer, got 0"):
+        run_training(TrainConfig(), "/nonexistent/never-created", workers=0, progress=False)
+    assert not Path("/nonexistent").exists()
 
 
 def test_handcrafted_only_evaluates(tmp_path):
