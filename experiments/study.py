@@ -1,0 +1,474 @@
+"""The paper's study, end to end: train, build contexts, respond, compare, analyse, plot, report.
+
+Stages (each resumable; finished work is never recomputed):
+
+1. **train** GP-SARSA trials for every reward and seed, a checkpoint every K dialogues, each
+   evaluated on M dialogues (Table 1) — :mod:`policies.train`, which resumes from checkpoints;
+2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
+   dialogues of the last checkpoint of every trial of that reward), and their union;
+3. **respond**: every checkpoint and the handcrafted policy on every context set;
+4. **compare** (SPEC §6): convergence (checkpoint k−1 vs k of each trial, on C_col of its reward
+   and on C_gen), seeds (every pair of trials of one reward at equal checkpoints, on C_col^all and
+   C_gen), rewards (every TS trial vs every IQ trial at the last checkpoint, on C_col^all);
+5. **analyse**: bootstrap CIs, per-turn TMR/DMR, score correlation and MSE (all and non-matching
+   contexts), the reward-vs-seed permutation test, the most-disagreeing contexts;
+6. **figures** (PNG + SVG) and 7. the self-contained **HTML report**.
+
+The run folder layout is documented in ``docs/report.md``. Every output records the config, the
+code version and the score signatures (``manifest.json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from behavsim import ConfigError, ContextSet, ResponseTable, compare
+from behavsim.scores import ALL_SCORES
+
+__all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything that defines a study (stored in ``RUN_DIR/manifest.json``)."""
+
+    name: str = "custom"
+    rewards: tuple[str, ...] = ("ts", "iq")
+    seeds: tuple[int, ...] = (0, 1, 2)
+    dialogues: int = 10_000
+    checkpoint_every: int = 1_000
+    eval_dialogues: int = 100
+    grid_step: float = 0.2
+    collect_dialogues: int = 10
+    collect_seed: int = 0
+    scores: tuple[str, ...] = ALL_SCORES
+    bootstrap: int = 1000
+    permutations: int = 10_000
+    analysis_seed: int = 0
+    disagreements: int = 15
+    report: bool = True
+
+    def __post_init__(self) -> None:
+        for key in ("dialogues", "checkpoint_every", "eval_dialogues", "collect_dialogues"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"study config {key!r}: expected a positive integer, got {v!r}")
+        if self.dialogues % self.checkpoint_every:
+            raise ConfigError(f"study config: dialogues ({self.dialogues}) must be a multiple of checkpoint_every "
+                              f"({self.checkpoint_every})")
+        if not self.seeds or not self.rewards:
+            raise ConfigError("study config: needs at least one seed and one reward")
+        bad = [s for s in self.scores if s not in ALL_SCORES]
+        if bad:
+            raise ConfigError(f"study config 'scores': unknown {bad}; valid: {list(ALL_SCORES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, source: str = "config") -> "StudyConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            import difflib
+
+            hints = [f"{u!r} (did you mean {difflib.get_close_matches(u, names, 1)[0]!r}?)"
+                     if difflib.get_close_matches(u, names, 1) else repr(u) for u in unknown]
+            raise ConfigError(f"{source}: unknown keys {', '.join(hints)}; valid keys: {sorted(names)}")
+        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        try:
+            return cls(**kw)
+        except TypeError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+
+def list_configs() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))
+
+
+def load_config(name_or_path: str, **overrides: Any) -> StudyConfig:
+    """A config by name (``quick``, ``paper``, ``tiny``; files in ``experiments/configs``) or path (.toml/.json)."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CONFIG_DIR / f"{name_or_path}.toml"
+        if not path.is_file():
+            raise ConfigError(f"unknown study config {name_or_path!r}; built-in configs: {list_configs()} "
+                              "(or pass a .toml/.json file)")
+    if not path.is_file():
+        raise ConfigError(f"study config file {str(path)!r} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read study config: {exc}") from None
+    data.setdefault("name", path.stem)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    return StudyConfig.from_dict(data, source=str(path))
+
+
+def code_version() -> str:
+    from importlib import metadata
+
+    try:
+        v = metadata.version("behavsim")
+    except metadata.PackageNotFoundError:  # pragma: no cover
+        v = "unknown"
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"behavsim {v}" + (f" (git {sha})" if sha else "")
+
+
+# ----------------------------------------------------------------------------------- helpers
+class _State:
+    """Which stages are finished, keyed by a hash of their inputs (RUN_DIR/state.json)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.data: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+
+    def done(self, stage: str, key: str) -> bool:
+        return self.data.get(stage) == key
+
+    def mark(self, stage: str, key: str) -> None:
+        self.data[stage] = key
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, self.path)
+
+
+def _hash(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_csv(tmp, index=False, float_format="%.10g")
+    os.replace(tmp, path)
+
+
+def _trial_dir(run: Path, reward: str, seed: int) -> Path:
+    from policies.train import trial_name
+
+    return run / "train" / trial_name(reward, seed)
+
+
+def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
+    from policies.train import list_checkpoints
+
+    return [p for _, p in list_checkpoints(_trial_dir(run, reward, seed))]
+
+
+# ----------------------------------------------------------------------------------- stages
+def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.DataFrame:
+    from policies.train import TrainConfig, run_training, table1
+
+    tc = TrainConfig(policy="gp", rewards=cfg.rewards, seeds=cfg.seeds, dialogues=cfg.dialogues,
+                     checkpoint_every=cfg.checkpoint_every, eval_dialogues=cfg.eval_dialogues)
+    rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
+    metrics = pd.DataFrame(rows)
+    _write_csv(metrics, run / "results" / "metrics.csv")
+    t1 = pd.DataFrame(table1(rows))
+    _write_csv(t1, run / "results" / "table1.csv")
+    return metrics
+
+
+def _stage_contexts(cfg: StudyConfig, run: Path) -> dict[str, ContextSet]:
+    from contexts import collect, generate_grid
+
+    cdir = run / "contexts"
+    cdir.mkdir(parents=True, exist_ok=True)
+
+    def cached(name: str, build: Callable[[], ContextSet], key: str) -> ContextSet:
+        path = cdir / f"{name}.jsonl"
+        keyfile = cdir / f"{name}.key"
+        if path.exists() and keyfile.exists() and keyfile.read_text() == key:
+            return ContextSet.load(path)
+        cs = build()
+        cs.save(path)
+        keyfile.write_text(key)
+        return ContextSet.load(path)
+
+    sets = {"cgen": cached("cgen", lambda: generate_grid(step=cfg.grid_step), _hash("grid", cfg.grid_step))}
+    parts = []
+    for reward in cfg.rewards:
+        last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
+        key = _hash("collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed)
+        cs = cached(f"ccol-{reward}", lambda last=last: collect(last, dialogues=cfg.collect_dialogues,
+                                                                seed=cfg.collect_seed), key)
+        sets[f"ccol-{reward}"] = cs
+        parts.append(cs)
+    if len(parts) > 1:
+        sets["ccol-all"] = cached("ccol-all", lambda: ContextSet.concat(parts, description="union of C_col of every reward"),
+                                  _hash("union", [p.fingerprint for p in parts]))
+    else:
+        sets["ccol-all"] = parts[0]
+    return sets
+
+
+def _stage_respond(specs: Sequence[str], cs: ContextSet, rdir: Path) -> dict[str, ResponseTable]:
+    from policies.respond import respond_many
+
+    rdir.mkdir(parents=True, exist_ok=True)
+    index_path = rdir / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    if index.get("__fingerprint__") != cs.fingerprint:
+        index = {"__fingerprint__": cs.fingerprint}
+    todo = [s for s in specs if s not in index or not (rdir / index[s]).exists()]
+    if todo:
+        for spec, table in zip(todo, respond_many(todo, cs)):
+            name = f"{table.id}.jsonl"
+            table.save(rdir / name)
+            index[spec] = name
+        tmp = index_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, index_path)
+    return {s: ResponseTable.load(rdir / index[s]) for s in specs}
+
+
+def _pair_label(a: dict, b: dict) -> str:
+    return f"{a.get('seed')} vs {b.get('seed')}"
+
+
+def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str, dict[str, ResponseTable]],
+                 trials: dict[tuple[str, int], list[str]]):
+    """Yield (kind, context_set, extra-columns, Comparison) for every comparison of SPEC §6."""
+    scores = list(cfg.scores)
+    for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
+        for (reward, seed), specs in trials.items():
+            if name != "cgen" and name != f"ccol-{reward}":
+                continue
+            if len(specs) < 2:
+                continue
+            group = [tables[name][s] for s in specs]
+            comp = compare(group, "consecutive", scores=scores)
+            checkpoints = [comp.policies[b]["checkpoint"] for b in comp.means["b"]]
+            yield "convergence", name, {"reward": reward, "seed": seed, "checkpoint": checkpoints}, comp
+    for name in ("ccol-all", "cgen"):
+        for reward in cfg.rewards:
+            n_ck = min(len(v) for (r, _), v in trials.items() if r == reward)
+            for k in range(n_ck):
+                group = [tables[name][trials[(reward, s)][k]] for s in cfg.seeds]
+                if len(group) < 2:
+                    continue
+                comp = compare(group, "all", scores=scores)
+                ck = group[0].policy["checkpoint"]
+                labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
+                yield "seeds", name, {"reward": reward, "checkpoint": ck, "pair": labels}, comp
+    if len(cfg.rewards) == 2:
+        ra, rb = cfg.rewards
+        group = [tables["ccol-all"][trials[(r, s)][-1]] for r in (ra, rb) for s in cfg.seeds]
+        comp = compare(group, "cross", by="reward", scores=scores)
+        labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
+        yield "rewards", "ccol-all", {"pair": labels}, comp
+
+
+def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[str], None] | None = None) -> Path:
+    """Run (or resume) the study ``cfg`` in ``run_dir``; returns the run folder."""
+    from behavsim import analysis, plots
+
+    log = log or (lambda m: print(m, flush=True))
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "results").mkdir(exist_ok=True)
+    (run / "figures").mkdir(exist_ok=True)
+    cfg_path = run / "config.json"
+    cfg_json = json.dumps(cfg.to_dict(), indent=2, sort_keys=True) + "\n"
+    if cfg_path.exists() and cfg_path.read_text() != cfg_json:
+        raise ConfigError(f"{run} holds a study with another configuration (see {cfg_path}); use another folder")
+    cfg_path.write_text(cfg_json)
+    state = _State(run / "state.json")
+    t0 = time.perf_counter()
+    scores = list(cfg.scores)
+
+    log(f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
+        f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues")
+    metrics = _stage_train(cfg, run, log)
+
+    log("[2/7] context sets")
+    sets = _stage_contexts(cfg, run)
+    for name, cs in sets.items():
+        log(f"      {name}: {len(cs):,} contexts")
+
+    log("[3/7] responses of every checkpoint on every context set")
+    trials = {(r, s): [str(p) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
+    specs = [p for v in trials.values() for p in v] + ["handcrafted"]
+    tables = {name: _stage_respond(specs, cs, run / "responses" / name) for name, cs in sets.items()}
+
+    key = _hash(cfg.to_dict(), {n: cs.fingerprint for n, cs in sets.items()},
+                {n: sorted(t.id for t in tb.values()) for n, tb in tables.items()})
+    results = run / "results"
+    per_dir = results / "per_context"
+    if not state.done("compare", key):
+        log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
+        per_dir.mkdir(exist_ok=True)
+        frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
+        signatures: dict[str, str] = {}
+        per_turn_frames, agreement_frames, disagreement_frames = [], [], []
+        for kind, name, extra, comp in _comparisons(cfg, sets, tables, trials):
+            signatures = comp.signatures
+            m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
+            m = m.drop(columns=["pair"], errors="ignore")
+            for col, val in reversed([("context_set", name), *extra.items()]):
+                m.insert(0, col, val)
+            frames[kind].append(m)
+            per = comp.per_context.copy()
+            per.insert(0, "kind", kind)
+            per.insert(1, "context_set", name)
+            agreement_frames.append(per)
+            if kind == "seeds" and name.startswith("ccol"):
+                turns = [meta.get("turn") for meta in sets[name].metas]
+                pt = analysis.per_turn(comp.per_context, turns, scores=[s for s in ("TMR", "DMR") if s in scores])
+                pt.insert(0, "context_set", name)
+                pt.insert(1, "reward", extra["reward"])
+                pt.insert(2, "checkpoint", extra["checkpoint"])
+                per_turn_frames.append(pt)
+            if kind == "rewards" or (kind == "seeds" and extra["checkpoint"] == cfg.dialogues):
+                table_list = [tables[name][sp] for sp in specs if tables[name][sp].id in set(comp.means["a"]) | set(comp.means["b"])]
+                for p in range(len(comp.means)):
+                    d = analysis.disagreements(comp, sets[name], table_list, pair=p, top=cfg.disagreements,
+                                               by="CMR" if "CMR" in scores else scores[0])
+                    d.insert(0, "comparison", f"{kind}/{name}/{comp.means['a'].iloc[p]} vs {comp.means['b'].iloc[p]}")
+                    disagreement_frames.append(d)
+        for kind, fr in frames.items():
+            if fr:
+                _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
+        if per_turn_frames:
+            _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
+        if disagreement_frames:
+            _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
+        allper = pd.concat(agreement_frames, ignore_index=True)
+        _write_csv(allper, per_dir / "all.csv")
+        log("[5/7] analysis: score agreement, reward-vs-seed test")
+        for suffix, only in (("", False), ("_mismatch", True)):
+            corr, mse = analysis.score_agreement(allper, scores, only_mismatch=only)
+            _write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
+            _write_csv(mse.rename_axis("score").reset_index(), results / f"score_mse{suffix}.csv")
+        tests = []
+        if len(cfg.rewards) == 2 and len(cfg.seeds) >= 2:
+            rew = allper[(allper["kind"] == "rewards") & (allper["context_set"] == "ccol-all")]
+            last = {trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds}
+            last_ids = {tables["ccol-all"][sp].id for sp in last}
+            seeds_df = allper[(allper["kind"] == "seeds") & (allper["context_set"] == "ccol-all")
+                              & allper["a"].isin(last_ids) & allper["b"].isin(last_ids)]
+            for score in [s for s in ("TMR", "DMR", "CMR") if s in scores]:
+                x = rew.groupby("context")[score].mean()
+                y = seeds_df.groupby("context")[score].mean()
+                common = x.index.intersection(y.index)
+                r = analysis.paired_permutation_test(x.loc[common].to_numpy(), y.loc[common].to_numpy(),
+                                                     n_permutations=cfg.permutations, seed=cfg.analysis_seed)
+                tests.append({"name": "reward vs seed", "score": score, "context_set": "ccol-all",
+                              "mean_x": r.mean_x, "mean_y": r.mean_y, "diff": r.diff, "p_value": r.p_value, "n": r.n,
+                              "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
+                                             f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
+                                             f"sign-flip permutation test, {cfg.permutations} permutations"})
+        (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
+        (results / "signatures.json").write_text(json.dumps(signatures, indent=2, sort_keys=True) + "\n")
+        state.mark("compare", key)
+    else:
+        log("[4/7] comparisons: up to date")
+        log("[5/7] analysis: up to date")
+
+    log("[6/7] figures")
+    figures = _stage_figures(cfg, run, metrics)
+
+    manifest = {
+        "config_name": cfg.name, "config": cfg.to_dict(), "code_version": code_version(),
+        "created": _created(run), "signatures": json.loads((results / "signatures.json").read_text()),
+        "context_sets": {n: {"fingerprint": cs.fingerprint, "size": len(cs), "meta": _short_meta(cs.meta)}
+                         for n, cs in sets.items()},
+        "figures": figures,
+    }
+    wall = time.perf_counter() - t0
+    prev = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
+    manifest["wall_seconds"] = round(prev.get("wall_seconds", 0.0) + wall, 1)
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    if cfg.report:
+        log("[7/7] report")
+        from behavsim.report import build_report
+
+        out = build_report(run, run / "report.html")
+        log(f"report: {out}")
+    log(f"done in {wall:.0f} s; run folder {run}")
+    return run
+
+
+def _created(run: Path) -> str:
+    p = run / "manifest.json"
+    if p.exists():
+        try:
+            return json.loads(p.read_text())["created"]
+        except (KeyError, json.JSONDecodeError):
+            pass
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _short_meta(meta: dict) -> dict:
+    return {k: v for k, v in meta.items() if k not in ("indices", "parts")}
+
+
+def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[dict[str, str]]:
+    from behavsim import plots
+
+    res, fig = run / "results", run / "figures"
+    out: list[dict[str, str]] = []
+
+    def add(paths, title: str, section: str) -> None:
+        for p in paths:
+            if str(p).endswith(".svg"):
+                out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
+
+    add(plots.learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "table1")
+    conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
+    if conv is not None:
+        conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
+        for name, df in conv.groupby("context_set", sort=True):
+            add(plots.convergence_curves(df, fig / f"convergence_{name}", score="TMR", x="checkpoint", hue="trial"),
+                f"Convergence (TMR of checkpoint k vs k-1) on {name}", "convergence")
+    seeds = pd.read_csv(res / "seeds.csv") if (res / "seeds.csv").exists() else None
+    if seeds is not None:
+        for (name, reward), df in seeds.groupby(["context_set", "reward"], sort=True):
+            add(plots.pair_curves(df, fig / f"seeds_{name}_{reward}", scores=list(cfg.scores), x="checkpoint", hue="pair"),
+                f"Seeds: all scores of trial pairs, {reward} on {name}", "seeds")
+    if (res / "per_turn.csv").exists():
+        pt = pd.read_csv(res / "per_turn.csv")
+        for reward, df in pt.groupby("reward", sort=True):
+            last = df[df["checkpoint"] == df["checkpoint"].max()]
+            add(plots.per_turn_plot(last, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]),
+                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint", "seeds")
+    if (res / "rewards.csv").exists() and seeds is not None:
+        rew = pd.read_csv(res / "rewards.csv")
+        last_ck = seeds["checkpoint"].max()
+        within = seeds[(seeds["context_set"] == "ccol-all") & (seeds["checkpoint"] == last_ck)].copy()
+        within["group"] = "within " + within["reward"]
+        rew = rew.assign(group="TS vs IQ")
+        both = pd.concat([within, rew], ignore_index=True)
+        for score in [s for s in ("TMR", "DMR") if s in cfg.scores]:
+            add(plots.pair_bars(both, fig / f"rewards_{score}", score=score, group="group"),
+                f"{score}: TS vs IQ trials next to trials of one reward (last checkpoint, C_col^all)", "rewards")
+    for suffix, label in (("", "all contexts"), ("_mismatch", "contexts whose acts differ")):
+        for kind, title in (("corr", "Pearson correlation"), ("mse", "Mean squared error")):
+            p = res / f"score_{kind}{suffix}.csv"
+            if p.exists():
+                m = pd.read_csv(p).set_index("score")
+                add(plots.heatmap(m, fig / f"score_{kind}{suffix}", f"{title} between scores ({label})",
+                                  vmin=-1 if kind == "corr" else 0, vmax=1 if kind == "corr" else None),
+                    f"{title} between scores ({label})", "scores")
+    return out

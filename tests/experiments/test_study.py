@@ -1,0 +1,77 @@
+import json
+
+import pandas as pd
+import pytest
+
+from behavsim import ConfigError
+from behavsim.cli import main as cli_main
+from experiments.study import StudyConfig, load_config, run_study
+
+SCORES = ["TMR", "DMR", "CER", "CMR", "BLEU4"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study") / "run"
+    run_study(load_config("tiny"), out, log=lambda m: None)
+    return out
+
+
+def test_every_table_and_figure_is_produced(tiny_run):
+    res = tiny_run / "results"
+    for name in ("table1", "metrics", "convergence", "seeds", "rewards", "per_turn", "score_corr", "score_mse",
+                 "score_corr_mismatch", "score_mse_mismatch", "disagreements"):
+        assert (res / f"{name}.csv").stat().st_size > 0, name
+    tests = json.loads((res / "tests.json").read_text())
+    assert {t["score"] for t in tests} == {"TMR", "DMR", "CMR"}
+    manifest = json.loads((tiny_run / "manifest.json").read_text())
+    assert manifest["config"]["dialogues"] == 300 and manifest["code_version"].startswith("behavsim")
+    assert set(manifest["signatures"]) == set(SCORES)
+    for f in manifest["figures"]:
+        assert (tiny_run / f["file"]).stat().st_size > 0
+        assert (tiny_run / f["file"]).with_suffix(".png").stat().st_size > 0
+    assert (tiny_run / "report.html").stat().st_size > 0
+
+
+def test_tables_have_the_papers_structure(tiny_run):
+    res = tiny_run / "results"
+    conv = pd.read_csv(res / "convergence.csv")
+    # per trial: checkpoints 100, 200, 300 -> 2 consecutive pairs; TS trials on C_col^TS, IQ on C_col^IQ, all on C_gen
+    assert len(conv) == 2 * 2 * 2 + 4 * 2
+    assert set(conv["checkpoint"]) == {200, 300}
+    seeds = pd.read_csv(res / "seeds.csv")
+    assert len(seeds) == 2 * 2 * 3  # 2 sets x 2 rewards x 3 checkpoints, 1 pair of seeds each
+    rewards = pd.read_csv(res / "rewards.csv")
+    assert sorted(rewards["pair"]) == ["0 vs 0", "0 vs 1", "1 vs 0", "1 vs 1"]
+    for s in SCORES:
+        assert (rewards[f"{s}_lo"] <= rewards[s] + 1e-12).all() and (rewards[s] <= rewards[f"{s}_hi"] + 1e-12).all()
+
+
+def test_means_equal_the_per_context_values(tiny_run):
+    res = tiny_run / "results"
+    per = pd.read_csv(res / "per_context" / "all.csv")
+    rewards = pd.read_csv(res / "rewards.csv")
+    got = per[per["kind"] == "rewards"].groupby(["a", "b"])["TMR"].mean()
+    want = rewards.set_index(["a", "b"])["TMR"]
+    assert got.sort_index().to_numpy() == pytest.approx(want.sort_index().to_numpy(), abs=1e-12)
+
+
+def test_resume_recomputes_nothing(tiny_run):
+    watched = [p for p in tiny_run.rglob("*") if p.is_file() and p.suffix in (".npz", ".jsonl", ".csv")]
+    before = {p: p.stat().st_mtime_ns for p in watched}
+    run_study(load_config("tiny"), tiny_run, log=lambda m: None)
+    changed = [p for p in watched if p.stat().st_mtime_ns != before[p]]
+    assert changed == [], changed
+
+
+def test_configs_and_errors(tmp_path, capsys):
+    assert load_config("paper").dialogues == 40_000 and load_config("quick").seeds == (0, 1, 2)
+    with pytest.raises(ConfigError, match="did you mean 'seeds'"):
+        StudyConfig.from_dict({"seedz": [1]})
+    with pytest.raises(ConfigError, match="multiple of checkpoint_every"):
+        StudyConfig(dialogues=1500, checkpoint_every=1000)
+    (tmp_path / "config.json").write_text(json.dumps(StudyConfig().to_dict()))
+    with pytest.raises(ConfigError, match="another configuration"):
+        run_study(load_config("tiny"), tmp_path, log=lambda m: None)
+    assert cli_main(["reproduce", "--config", "nope", "-o", str(tmp_path / "x")]) == 2
+    assert "built-in configs" in capsys.readouterr().err
