@@ -1,0 +1,601 @@
+"""Watching training: the convergence scenario (paper §4.2.1, Figure 2) while a policy learns.
+
+A :class:`ConvergenceMonitor` plugs into any training loop through one small callback API::
+
+    monitor = ConvergenceMonitor(contexts, every=1000, out_dir="runs/mine/monitor")
+    for n in range(1, 40_001):
+        train_one_dialogue(policy)
+        monitor.maybe_snapshot(policy, n)      # acts only every `every` dialogues
+        if monitor.should_stop:                # only with a stop_rule; the trainer decides
+            break
+
+Each snapshot takes the policy's responses on the fixed context set, scores them against the
+previous snapshot with :func:`behavsim.compare` (snapshot k against k−1: SPEC §6.1) and writes
+
+* ``out_dir/convergence.csv`` — one row per compared pair: ``dialogues, prev_dialogues``, one
+  column per score (the mean over the contexts, full precision; empty where undefined), ``n``
+  (contexts);
+* ``out_dir/snapshots/responses-<dialogues:06d>.jsonl`` — the snapshot's response table;
+* ``out_dir/convergence.png`` — the scores against training dialogues (matplotlib, Agg);
+* ``out_dir/monitor.json`` — the settings (context-set fingerprint, scores and their
+  signatures, ``every``, stop rule), checked when a monitor is opened again.
+
+Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the last saved
+snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a
+restarted training loop can replay its counts without duplicate rows. Outputs are
+deterministic (same responses → byte-identical files). This module is toolkit-independent:
+policies are asked directly (``act(belief)`` or a callable), or through the ``respond``
+hook, e.g. ``policies.respond.respond`` for spec strings and adapters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import numbers
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ._acts import canonical_act
+from ._contexts import ContextSet
+from ._engine import compare
+from ._errors import ConfigError, ContextSetMismatch, TableFormatError
+from ._tables import ResponseTable
+from .scores import SEMANTIC_SCORES, get_score, scores as score_registry
+
+__all__ = ["ConvergenceMonitor", "SnapshotResult", "StopRule", "plot_convergence", "read_convergence",
+           "MONITOR_FORMAT", "MONITOR_VERSION"]
+
+MONITOR_FORMAT = "behavsim-monitor"
+MONITOR_VERSION = 1
+_CSV = "convergence.csv"
+_PNG = "convergence.png"
+_META = "monitor.json"
+_SNAPDIR = "snapshots"
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _fmt_float(v: float) -> str:
+    return "" if v is None or math.isnan(v) else repr(float(v))
+
+
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+# ----------------------------------------------------------------------------- stop rule
+@dataclass(frozen=True)
+class StopRule:
+    """Convergence criterion: ``score`` ≥ ``threshold`` in each of the last ``patience``
+    comparisons (snapshot k vs k−1). The paper uses TMR as the main criterion (§4.2.1).
+
+    The rule only *advises*: :attr:`ConvergenceMonitor.should_stop` turns true, the training
+    loop decides whether to stop. A missing (NaN) value never satisfies it.
+    """
+
+    score: str = "TMR"
+    threshold: float = 0.99
+    patience: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.score, str):
+            raise ConfigError(f"stop_rule.score: expected a score name, got {self.score!r}")
+        object.__setattr__(self, "score", score_registry.canonical(self.score))
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= float(t) <= 1.0:
+            raise ConfigError(f"stop_rule.threshold: expected a number in [0, 1], got {t!r}")
+        object.__setattr__(self, "threshold", float(t))
+        if not _is_int(self.patience) or self.patience < 1:
+            raise ConfigError(f"stop_rule.patience: expected a positive integer, got {self.patience!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> "StopRule":
+        """``"TMR:0.99:3"`` (score, threshold, patience; the last two optional)."""
+        parts = str(text).split(":")
+        if not 1 <= len(parts) <= 3 or not parts[0]:
+            raise ConfigError(f"stop rule {text!r}: expected SCORE[:THRESHOLD[:PATIENCE]], e.g. TMR:0.99:3")
+        kw: dict[str, Any] = {"score": parts[0]}
+        try:
+            if len(parts) > 1:
+                kw["threshold"] = float(parts[1])
+            if len(parts) > 2:
+                kw["patience"] = int(parts[2])
+        except ValueError:
+            raise ConfigError(f"stop rule {text!r}: threshold must be a number and patience an integer, "
+                              "e.g. TMR:0.99:3") from None
+        return cls(**kw)
+
+    def met_at(self, rows: Sequence[Mapping[str, Any]]) -> list[bool]:
+        """For each row (in order): is the rule met with that row as the latest?"""
+        out, run = [], 0
+        for r in rows:
+            v = r.get(self.score)
+            ok = v is not None and not math.isnan(float(v)) and float(v) >= self.threshold
+            run = run + 1 if ok else 0
+            out.append(run >= self.patience)
+        return out
+
+    def met(self, rows: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether the last ``patience`` rows all satisfy the rule."""
+        flags = self.met_at(rows)
+        return bool(flags and flags[-1])
+
+    def first_met(self, rows: Sequence[Mapping[str, Any]]) -> int | None:
+        """Training dialogues of the first row at which the rule was met (``None``: never)."""
+        for r, ok in zip(rows, self.met_at(rows)):
+            if ok:
+                return int(r["dialogues"])
+        return None
+
+    def describe(self) -> str:
+        return f"{self.score} >= {self.threshold:g} in {self.patience} consecutive comparisons"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": self.score, "threshold": self.threshold, "patience": self.patience}
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class SnapshotResult:
+    """What one snapshot produced. ``prev_dialogues`` is ``None`` (and ``scores`` empty) for the
+    first snapshot, which has nothing to be compared with."""
+
+    dialogues: int
+    prev_dialogues: int | None
+    scores: dict[str, float]
+    n: int
+    table_path: Path
+    n_errors: int = 0
+    converged: bool = False
+
+    @property
+    def compared(self) -> bool:
+        return self.prev_dialogues is not None
+
+    def line(self) -> str:
+        """``2000 vs 1000: TMR 0.978 DMR 0.989 CER 0.978 CMR 0.980``."""
+        if not self.compared:
+            text = f"{self.dialogues}: first snapshot ({self.n} contexts)"
+        else:
+            vals = " ".join(f"{k} {'n/a' if math.isnan(v) else f'{v:.3f}'}" for k, v in self.scores.items())
+            text = f"{self.dialogues} vs {self.prev_dialogues}: {vals}"
+        if self.n_errors:
+            text += f"  ({self.n_errors} contexts failed)"
+        if self.converged:
+            text += "  [converged]"
+        return text
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+# ----------------------------------------------------------------------------- responding
+def _sorted_copy(obj: Any) -> Any:
+    # as policies.respond does: keys in file order (sorted), lists for tuples, a private copy
+    if isinstance(obj, dict):
+        return {k: _sorted_copy(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [_sorted_copy(v) for v in obj]
+    return obj
+
+
+def _coerce(out: Any) -> tuple[str, str | None]:
+    if isinstance(out, str):
+        return out, None
+    if isinstance(out, (tuple, list)) and len(out) == 2 and isinstance(out[0], str) \
+            and (out[1] is None or isinstance(out[1], str)):
+        return out[0], out[1]
+    act = getattr(out, "act", None)
+    prompt = getattr(out, "prompt", None)
+    if isinstance(act, str) and (prompt is None or isinstance(prompt, str)):
+        return act, prompt
+    raise TypeError(f"expected an act string, an (act, prompt) pair or an object with .act/.prompt, "
+                    f"got {type(out).__name__}: {out!r:.80}")
+
+
+def _builtin_respond(policy: Any, contexts: ContextSet) -> ResponseTable:
+    """Ask a policy object (``act(belief)``) or a callable ``belief -> act | (act, prompt)`` on
+    every context. A policy with a boolean ``learning`` attribute is made greedy for the
+    snapshot (``learning=False``) and restored afterwards. A context on which it raises is
+    recorded as an error of that context (act ``None``), as ``policies.respond`` does."""
+    if isinstance(policy, (str, os.PathLike)):
+        raise ConfigError(f"policy {os.fspath(policy)!r}: spec strings and paths need a respond function; create "
+                          "the monitor with respond=policies.respond.respond")
+    act_fn = getattr(policy, "act", None)
+    if callable(act_fn):
+        fn, name = act_fn, str(getattr(policy, "name", type(policy).__name__))
+    elif callable(policy):
+        fn = policy
+        name = f"{getattr(policy, '__module__', None) or 'python'}.{getattr(policy, '__qualname__', type(policy).__name__)}"
+    else:
+        raise ConfigError(f"policy: expected a ResponseTable, a policy object with act(belief) or a callable "
+                          f"belief -> act, got {type(policy).__name__}")
+    learning = getattr(policy, "learning", None)
+    if isinstance(learning, bool):
+        policy.learning = False
+    n = len(contexts)
+    acts: list[str | None] = [None] * n
+    prompts: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    try:
+        for i, belief in enumerate(contexts.beliefs):
+            try:
+                act, prompt = _coerce(fn(_sorted_copy(belief)))
+                acts[i], prompts[i] = canonical_act(act), prompt
+            except Exception as exc:  # recorded per context
+                msg = str(exc).strip().splitlines()
+                errors[i] = f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
+                acts[i] = prompts[i] = None
+    finally:
+        if isinstance(learning, bool):
+            policy.learning = learning
+    return ResponseTable(policy={"id": name, "name": name}, context_fingerprint=contexts.fingerprint, acts=acts,
+                         prompts=prompts, errors=errors, context_ids=list(contexts.ids))
+
+
+# ----------------------------------------------------------------------------- CSV and plot
+def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Rows of a ``convergence.csv`` (``dialogues``/``prev_dialogues``/``n`` as int, scores as
+    float, NaN where empty)."""
+    path = Path(path)
+    rows = []
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            cols = reader.fieldnames or []
+            if cols[:2] != ["dialogues", "prev_dialogues"] or cols[-1:] != ["n"]:
+                raise TableFormatError(f"{path}: not a convergence table (columns {cols})")
+            for k, raw in enumerate(reader, 2):
+                row: dict[str, Any] = {}
+                for c in cols:
+                    v = raw.get(c)
+                    if c in ("dialogues", "prev_dialogues", "n"):
+                        row[c] = int(v)
+                    else:
+                        row[c] = float(v) if v not in (None, "") else math.nan
+                rows.append(row)
+    except (ValueError, TypeError, csv.Error) as exc:
+        raise TableFormatError(f"{path}: damaged convergence table ({exc})") from None
+    return rows
+
+
+def _csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["dialogues", "prev_dialogues", *scores, "n"])
+    for r in rows:
+        w.writerow([int(r["dialogues"]), int(r["prev_dialogues"]), *(_fmt_float(r[s]) for s in scores), int(r["n"])])
+    return buf.getvalue()
+
+
+def plot_convergence(series: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.PathLike, *,
+                     score: str | None = None, title: str | None = None,
+                     threshold: float | None = None) -> Path:
+    """Draw convergence curves to a PNG (matplotlib, Agg; no global state is touched).
+
+    ``series`` maps a label to convergence rows. With ``score=None`` every label is a score
+    name plotted from its rows (one trial, several scores); with ``score="TMR"`` every label is
+    a trial and that score is plotted for each (the paper's Figure 2). ``threshold``: a dashed
+    line (a stop rule's). Deterministic bytes for the same input.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    fig = Figure(figsize=(7.0, 4.2), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot(1, 1, 1)
+    lowest = 1.0
+    for label, rows in series.items():
+        col = label if score is None else score
+        xs = [int(r["dialogues"]) for r in rows]
+        ys = [float(r[col]) for r in rows]
+        ok = [y for y in ys if not math.isnan(y)]
+        if ok:
+            lowest = min(lowest, min(ok))
+        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=label)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g}")
+        lowest = min(lowest, threshold)
+    ax.set_ylim(max(0.0, math.floor((lowest - 0.02) * 20) / 20), 1.005)
+    ax.set_xlabel("training dialogues")
+    ax.set_ylabel(f"{score} vs previous snapshot" if score else "similarity to the previous snapshot")
+    ax.set_title(title or "Convergence: snapshot k vs k-1")
+    ax.grid(True, linewidth=0.3)
+    if series:
+        ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, buf.getvalue())
+    return path
+
+
+# ----------------------------------------------------------------------------- the monitor
+@dataclass
+class _State:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    prev: ResponseTable | None = None
+    prev_dialogues: int | None = None
+
+
+class ConvergenceMonitor:
+    """Follows one policy while it trains: snapshot k against snapshot k−1 on a fixed context set.
+
+    ``contexts``: the :class:`~behavsim.ContextSet` every snapshot answers. ``every``: training
+    dialogues between snapshots for :meth:`maybe_snapshot`. ``scores``: score names (default the
+    four semantic ones; text scores need their models). ``out_dir``: where the CSV, snapshots,
+    PNG and settings go (created at the first snapshot; resumed if it holds a monitor).
+    ``respond(policy, contexts) -> ResponseTable``: how a policy is asked (default: a policy
+    object's ``act(belief)`` or a callable ``belief -> act | (act, prompt)``; pass
+    ``policies.respond.respond`` for spec strings, checkpoint paths and adapters).
+    ``stop_rule``: a :class:`StopRule` (or ``"TMR:0.99:3"``) behind :attr:`should_stop`.
+    ``plot``: redraw ``convergence.png`` after each comparison. ``progress``: ``True`` prints a
+    line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
+    ``name``: label in lines and plot titles (default: the folder name).
+    """
+
+    def __init__(self, contexts: ContextSet, *, every: int = 1000, scores: Sequence[str] = SEMANTIC_SCORES,
+                 out_dir: str | os.PathLike, respond: Callable[[Any, ContextSet], ResponseTable] | None = None,
+                 stop_rule: StopRule | str | None = None, plot: bool = True,
+                 progress: bool | Callable[[SnapshotResult], Any] = False,
+                 score_options: Mapping[str, Mapping[str, Any]] | None = None, name: str | None = None) -> None:
+        if not isinstance(contexts, ContextSet):
+            raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
+        if len(contexts) == 0:
+            raise ConfigError("contexts: the context set is empty")
+        if not _is_int(every) or every < 1:
+            raise ConfigError(f"every: expected a positive integer (training dialogues), got {every!r}")
+        if isinstance(scores, str):
+            scores = [scores]
+        names = [score_registry.canonical(s) for s in scores]
+        if not names:
+            raise ConfigError("scores: expected at least one score name")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"scores: a score is listed twice: {names}")
+        if respond is not None and not callable(respond):
+            raise ConfigError(f"respond: expected a function (policy, contexts) -> ResponseTable, got {type(respond).__name__}")
+        if isinstance(stop_rule, str):
+            stop_rule = StopRule.parse(stop_rule)
+        if stop_rule is not None and not isinstance(stop_rule, StopRule):
+            raise ConfigError(f"stop_rule: expected a StopRule or 'SCORE:THRESHOLD:PATIENCE', got {stop_rule!r}")
+        if stop_rule is not None and stop_rule.score not in names:
+            raise ConfigError(f"stop_rule: score {stop_rule.score!r} is not among the monitored scores {names}")
+        if not (isinstance(progress, bool) or callable(progress)):
+            raise ConfigError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
+        self.contexts = contexts
+        self.every = every
+        self.scores = names
+        self.score_options = {k: dict(v) for k, v in (score_options or {}).items()}
+        self.out_dir = Path(out_dir)
+        self.name = name or self.out_dir.resolve().name
+        self.respond = respond
+        self.stop_rule = stop_rule
+        self.plot = bool(plot)
+        self.progress = progress
+        self._signatures = {n: get_score(n, **self.score_options.get(n, {})).signature for n in names}
+        self._state = _State()
+        self._load()
+
+    # -------------------------------------------------------------- files
+    @property
+    def csv_path(self) -> Path:
+        return self.out_dir / _CSV
+
+    @property
+    def png_path(self) -> Path:
+        return self.out_dir / _PNG
+
+    def snapshot_path(self, dialogues: int) -> Path:
+        return self.out_dir / _SNAPDIR / f"responses-{int(dialogues):06d}.jsonl"
+
+    def _settings(self) -> dict[str, Any]:
+        return {"format": MONITOR_FORMAT, "version": MONITOR_VERSION, "name": self.name,
+                "context_set": {"fingerprint": self.contexts.fingerprint, "size": len(self.contexts)},
+                "scores": self.scores, "signatures": self._signatures, "every": self.every,
+                "stop_rule": self.stop_rule.to_dict() if self.stop_rule else None}
+
+    def _snapshots_on_disk(self) -> list[tuple[int, Path]]:
+        d = self.out_dir / _SNAPDIR
+        if not d.is_dir():
+            return []
+        out = []
+        for p in d.iterdir():
+            stem = p.name
+            if stem.startswith("responses-") and stem.endswith(".jsonl") and stem[10:-6].isdigit():
+                out.append((int(stem[10:-6]), p))
+        return sorted(out)
+
+    def _load(self) -> None:
+        meta_path = self.out_dir / _META
+        if not meta_path.is_file():
+            if self.csv_path.exists() or self._snapshots_on_disk():
+                raise ConfigError(f"{self.out_dir}: holds convergence files but no {_META}; refusing to mix runs")
+            return
+        try:
+            old = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise TableFormatError(f"{meta_path}: damaged monitor settings ({exc})") from None
+        if not isinstance(old, dict) or old.get("format") != MONITOR_FORMAT:
+            raise TableFormatError(f"{meta_path}: not a behavsim monitor settings file")
+        fp = (old.get("context_set") or {}).get("fingerprint")
+        if fp != self.contexts.fingerprint:
+            raise ContextSetMismatch(f"{self.out_dir} was written with another context set ({fp}, now "
+                                     f"{self.contexts.fingerprint}); use the same contexts or another out_dir")
+        if old.get("scores") != self.scores or old.get("signatures") != self._signatures:
+            raise ConfigError(f"{self.out_dir} was written with scores {old.get('scores')} "
+                              f"({old.get('signatures')}), now {self.scores} ({self._signatures}); "
+                              "use the same scores or another out_dir")
+        rows = read_convergence(self.csv_path) if self.csv_path.is_file() else []
+        cols = ["dialogues", "prev_dialogues", *self.scores, "n"]
+        if rows and list(rows[0]) != cols:
+            raise TableFormatError(f"{self.csv_path}: columns {list(rows[0])}, expected {cols}")
+        snaps = self._snapshots_on_disk()
+        done = {r["dialogues"] for r in rows}
+        last_row = rows[-1]["dialogues"] if rows else None
+        # a snapshot saved just before a stop, whose row was not yet written: score it now
+        # (snapshots are written before the CSV row, so the tables are authoritative)
+        prev_table: ResponseTable | None = None
+        prev_d: int | None = None
+        for d, p in snaps:
+            if last_row is not None and d < last_row:
+                continue
+            table = self._load_table(p)
+            if prev_table is not None and d not in done:
+                rows.append(self._row(prev_table, prev_d, table, d))
+            prev_table, prev_d = table, d
+        if last_row is not None and (prev_d is None or prev_d < last_row):
+            raise TableFormatError(f"{self.out_dir}: the last row of {_CSV} ({last_row} dialogues) has no saved "
+                                   f"snapshot in {_SNAPDIR}/; cannot continue from it")
+        self._state = _State(rows=rows, prev=prev_table, prev_dialogues=prev_d)
+        if rows and len(rows) != len(done):
+            _atomic_write(self.csv_path, _csv_text(rows, self.scores))
+
+    def _load_table(self, path: Path) -> ResponseTable:
+        t = ResponseTable.load(path)
+        if t.context_fingerprint != self.contexts.fingerprint:
+            raise ContextSetMismatch(f"{path}: snapshot of another context set")
+        return t
+
+    # -------------------------------------------------------------- state
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The comparisons so far (as in ``convergence.csv``), oldest first."""
+        return [dict(r) for r in self._state.rows]
+
+    @property
+    def last_dialogues(self) -> int | None:
+        """Training dialogues of the last snapshot (``None`` before the first)."""
+        return self._state.prev_dialogues
+
+    @property
+    def converged(self) -> bool:
+        """The stop rule (or, without one, the default ``StopRule()``: TMR ≥ 0.99 in 3
+        consecutive comparisons) is met at the latest comparison."""
+        return (self.stop_rule or StopRule()).met(self._state.rows)
+
+    @property
+    def should_stop(self) -> bool:
+        """``True`` when a ``stop_rule`` was given and is met. Advice only."""
+        return self.stop_rule is not None and self.stop_rule.met(self._state.rows)
+
+    def due(self, dialogues: int) -> bool:
+        """Whether :meth:`maybe_snapshot` would act at ``dialogues``: a multiple of ``every`` was
+        reached or passed since the last snapshot (the first at ``every``)."""
+        self._check_dialogues(dialogues)
+        last = self._state.prev_dialogues
+        return int(dialogues) // self.every > (last if last is not None else 0) // self.every
+
+    @staticmethod
+    def _check_dialogues(dialogues: Any) -> None:
+        if not isinstance(dialogues, numbers.Integral) or isinstance(dialogues, bool) or dialogues < 0:
+            raise ConfigError(f"dialogues: expected a non-negative integer (training dialogues so far), got {dialogues!r}")
+
+    # -------------------------------------------------------------- snapshots
+    def maybe_snapshot(self, policy: Any, dialogues: int) -> SnapshotResult | None:
+        """:meth:`snapshot` when :meth:`due`, else nothing (``None``) — call it after every
+        training dialogue (or batch)."""
+        if not self.due(dialogues):
+            return None
+        return self.snapshot(policy, dialogues)
+
+    def snapshot(self, policy: Any, dialogues: int) -> SnapshotResult | None:
+        """Take the policy's responses now and compare them with the previous snapshot.
+
+        ``policy``: a :class:`~behavsim.ResponseTable` on the monitor's contexts (e.g. from
+        your own batched ``contexts -> table`` function), a policy object with
+        ``act(belief)``, a callable ``belief -> act | (act, prompt)``, or whatever the
+        ``respond`` hook accepts. ``dialogues``: training dialogues so far. Returns ``None``
+        (and writes nothing) when a snapshot at ``dialogues`` or later is already recorded.
+        """
+        self._check_dialogues(dialogues)
+        dialogues = int(dialogues)
+        st = self._state
+        if st.prev_dialogues is not None and dialogues <= st.prev_dialogues:
+            return None
+        if isinstance(policy, ResponseTable):
+            table = policy
+        elif self.respond is not None:
+            table = self.respond(policy, self.contexts)
+            if not isinstance(table, ResponseTable):
+                raise ConfigError(f"respond: expected a ResponseTable, got {type(table).__name__}")
+        else:
+            table = _builtin_respond(policy, self.contexts)
+        if table.context_fingerprint != self.contexts.fingerprint or len(table) != len(self.contexts):
+            raise ContextSetMismatch(f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
+                                     f"not made on the monitor's contexts ({self.contexts.fingerprint})")
+        meta = dict(table.policy)
+        meta["policy_id"] = meta.get("id")
+        meta["id"] = f"snapshot-{dialogues:06d}"
+        meta["checkpoint"] = dialogues
+        table = ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=list(table.acts),
+                              prompts=list(table.prompts), errors=list(table.errors),
+                              context_ids=list(table.context_ids))
+        # files: settings, then the snapshot table, then the CSV row (a stop in between is
+        # repaired on resume from the saved tables), then the plot
+        (self.out_dir / _SNAPDIR).mkdir(parents=True, exist_ok=True)
+        meta_path = self.out_dir / _META
+        if not meta_path.is_file():
+            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
+        path = self.snapshot_path(dialogues)
+        table.save(path)
+        prev, prev_d = st.prev, st.prev_dialogues
+        scores: dict[str, float] = {}
+        if prev is not None:
+            row = self._row(prev, prev_d, table, dialogues)
+            st.rows.append(row)
+            _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+            scores = {s: row[s] for s in self.scores}
+        st.prev, st.prev_dialogues = table, dialogues
+        if self.plot and st.rows:
+            self.redraw()
+        result = SnapshotResult(dialogues=dialogues, prev_dialogues=prev_d, scores=scores, n=len(table),
+                                table_path=path, n_errors=table.n_errors,
+                                converged=prev is not None and self.converged)
+        if self.progress is True:
+            print(f"{self.name}  {result.line()}", file=sys.stderr, flush=True)
+        elif callable(self.progress):
+            self.progress(result)
+        return result
+
+    def _row(self, prev: ResponseTable, prev_d: int | None, table: ResponseTable, dialogues: int) -> dict[str, Any]:
+        a = _with_id(prev, "prev")
+        b = _with_id(table, "this")
+        comp = compare([a, b], [(0, 1)], scores=self.scores, score_options=self.score_options, progress=False)
+        m = comp.means.iloc[0]
+        return {"dialogues": int(dialogues), "prev_dialogues": int(prev_d), **{s: float(m[s]) for s in self.scores},
+                "n": int(m["n"])}
+
+    def redraw(self) -> Path | None:
+        """Redraw ``convergence.png`` from the rows (``None`` while there are none)."""
+        if not self._state.rows:
+            return None
+        thr = self.stop_rule.threshold if self.stop_rule else None
+        series = {s: self._state.rows for s in self.scores}
+        return plot_convergence(series, self.png_path, title=f"Convergence of {self.name}: snapshot k vs k-1",
+                                threshold=thr)
+
+    def __repr__(self) -> str:
+        return (f"ConvergenceMonitor(name={self.name!r}, out_dir={str(self.out_dir)!r}, every={self.every}, "
+                f"scores={self.scores}, snapshots_to={self.last_dialogues}, comparisons={len(self._state.rows)})")
+
+
+def _with_id(table: ResponseTable, pid: str) -> ResponseTable:
+    meta = dict(table.policy)
+    meta["id"] = pid
+    return ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=table.acts,
+                         prompts=table.prompts, errors=table.errors, context_ids=table.context_ids)
