@@ -1,0 +1,285 @@
+"""``behavsim monitor``: follow the checkpoints of a training run as they appear (paper §4.2.1).
+
+Registered through the entry-point group ``behavsim.commands`` (``monitor =
+policies.monitor_cli:register_monitor``); a thin layer over :class:`behavsim.monitor.ConvergenceMonitor`::
+
+    behavsim monitor runs/paper --contexts grid.jsonl                 # every trial, what is there now
+    behavsim monitor runs/paper/ts-seed0 --contexts grid.jsonl --follow --interval 30
+
+``DIR`` is a trial folder (``<reward>-seed<S>/`` holding ``ckpt-NNNNNN.npz``) or a run folder
+holding trial folders; each trial gets its own monitor with outputs under ``OUT/<trial>/``
+(default ``OUT``: ``<run folder>/monitor``) plus, for several trials, ``OUT/convergence.png``
+(the first score of every trial, as the paper's Figure 2). Checkpoints are processed in
+training order; only complete ``ckpt-*.npz`` files are listed (the trainer writes them under a
+temporary name and renames them), and a file that cannot be read yet is retried at the next
+poll when following. Running the command again continues where the outputs end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from behavsim import BehavsimError, ConfigError, ContextSet
+
+__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials"]
+
+_TRIAL_RE = re.compile(r"^[A-Za-z0-9_]+-seed\d+$")
+_CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
+
+
+def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``monitor`` sub-command (entry point ``behavsim.commands``)."""
+    p = subparsers.add_parser(
+        "monitor", help="follow a training run: each checkpoint against the previous one (convergence)",
+        description="Score each checkpoint of a training run against the previous one on a fixed context set "
+        "(paper §4.2.1, Figure 2): one row per pair in OUT/<trial>/convergence.csv, the snapshot's responses, "
+        "and a plot. DIR is a trial folder (<reward>-seed<S>/ with ckpt-NNNNNN.npz) or a run folder holding "
+        "trial folders. With --follow, new checkpoints are picked up as the trainer writes them.")
+    p.add_argument("dir", metavar="DIR", help="trial folder or run folder of `behavsim train`")
+    p.add_argument("--contexts", required=True, metavar="F", help="context set (.jsonl or .parquet)")
+    p.add_argument("--scores", nargs="+", metavar="NAME", default=None,
+                   help="scores (default: TMR DMR CER CMR; text scores need their models)")
+    p.add_argument("--every", type=int, default=1, metavar="K",
+                   help="use only checkpoints at which a multiple of K dialogues was reached (default: every one)")
+    p.add_argument("--stop-rule", metavar="SCORE:T:P", default=None,
+                   help="mark convergence: SCORE >= T in P consecutive comparisons (e.g. TMR:0.99:3); advice only")
+    p.add_argument("--follow", action="store_true", help="keep polling DIR for new checkpoints")
+    p.add_argument("--interval", type=float, default=None, metavar="S", help="seconds between polls (default 10)")
+    p.add_argument("--stop-after", type=float, default=None, metavar="N",
+                   help="with --follow: stop after N seconds without a new checkpoint (default: never; the command "
+                        "also stops once every trial reached the run's last checkpoint)")
+    p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
+    p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
+    p.set_defaults(func=cmd_monitor)
+    return p
+
+
+# ----------------------------------------------------------------------------- layout
+def _has_checkpoints(d: Path) -> bool:
+    try:
+        return any(_CKPT_RE.match(p.name) for p in d.iterdir())
+    except OSError:
+        return False
+
+
+def _is_trial_dir(d: Path) -> bool:
+    return bool(_TRIAL_RE.match(d.resolve().name)) or _has_checkpoints(d)
+
+
+def find_trials(root: Path, single: bool) -> dict[str, Path]:
+    """Trial name → folder: ``root`` itself when ``single``, else its trial sub-folders."""
+    if single:
+        return {root.resolve().name: root}
+    out = {}
+    for d in sorted(root.iterdir()):
+        if d.is_dir() and (_TRIAL_RE.match(d.name) or _has_checkpoints(d)):
+            out[d.name] = d
+    return out
+
+
+def _checkpoints(trial_dir: Path) -> list[tuple[int, Path]]:
+    try:
+        names = [p for p in trial_dir.iterdir() if _CKPT_RE.match(p.name)]
+    except OSError:
+        return []
+    return sorted((int(_CKPT_RE.match(p.name).group(1)), p) for p in names)
+
+
+def _run_target(run_dir: Path) -> tuple[int, list[str]] | None:
+    """(last checkpoint, trial names) from a run's ``config.json``; ``None`` without one."""
+    try:
+        cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        if cfg.get("policy", "gp") != "gp":
+            return None
+        trials = [f"{r}-seed{int(s)}" for r in cfg["rewards"] for s in cfg["seeds"]]
+        return int(cfg["dialogues"]), trials
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class _Lock:
+    """Advisory lock on ``OUT/<trial>/.lock``: two monitors never write one folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = None
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(path, "a+")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.close()
+            self.fh = None
+            raise ConfigError(f"{path.parent} is in use by another behavsim monitor (lock {path})") from None
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+# ----------------------------------------------------------------------------- command
+def cmd_monitor(args: argparse.Namespace) -> int:
+    """Run the ``monitor`` command; returns the exit code (bad input raises BehavsimError → 2)."""
+    import warnings
+
+    from behavsim.monitor import ConvergenceMonitor, StopRule, plot_convergence
+    from behavsim.scores import SEMANTIC_SCORES
+
+    from .respond import PolicyErrorsWarning, respond
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise ConfigError(f"DIR {args.dir!r}: no such folder (a trial folder <reward>-seed<S>/ or a run folder)")
+    if args.interval is not None and not (args.interval > 0):
+        raise ConfigError(f"--interval: expected a positive number of seconds, got {args.interval}")
+    if args.stop_after is not None and not (args.stop_after >= 0):
+        raise ConfigError(f"--stop-after: expected a non-negative number of seconds, got {args.stop_after}")
+    if not args.follow and (args.interval is not None or args.stop_after is not None):
+        raise ConfigError("--interval and --stop-after only make sense with --follow")
+    if args.every < 1:
+        raise ConfigError(f"--every: expected a positive integer, got {args.every}")
+    interval = args.interval if args.interval is not None else 10.0
+    stop_rule = StopRule.parse(args.stop_rule) if args.stop_rule else None
+    from behavsim.scores import scores as registry
+
+    score_names = [registry.canonical(s) for v in (args.scores or SEMANTIC_SCORES) for s in v.split(",") if s.strip()]
+    if stop_rule is not None and stop_rule.score not in score_names:
+        raise ConfigError(f"--stop-rule: score {stop_rule.score!r} is not among --scores {score_names}")
+    contexts = ContextSet.load(args.contexts)
+    single = _is_trial_dir(root)
+    run_dir = root.parent if single else root
+    out = Path(args.output) if args.output else run_dir / "monitor"
+
+    monitors: dict[str, ConvergenceMonitor] = {}
+    locks: list[_Lock] = []
+    handled: dict[str, int] = {}      # highest checkpoint dealt with (snapshot or skipped by --every)
+    noted: set[str] = set()
+    width = [8]
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    def monitor_for(trial: str) -> ConvergenceMonitor:
+        if trial not in monitors:
+            # created only when the trial has a checkpoint: by then the trainer has written its
+            # config.json, so OUT inside the run folder never makes `behavsim train` refuse it
+            locks.append(_Lock(out / trial / ".lock"))
+            m = ConvergenceMonitor(contexts, every=args.every, scores=score_names, out_dir=out / trial,
+                                   respond=respond, stop_rule=stop_rule, plot=args.plot, name=trial)
+            monitors[trial] = m
+            if m.last_dialogues is not None:
+                handled[trial] = m.last_dialogues
+                say(f"{trial:<{width[0]}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
+                    f"{m.csv_path})")
+        return monitors[trial]
+
+    def poll() -> int:
+        news = 0
+        trials = find_trials(root, single)
+        width[0] = max([width[0], *map(len, trials)])
+        for trial, tdir in trials.items():
+            ckpts = _checkpoints(tdir)
+            if not ckpts:
+                continue
+            m = monitor_for(trial)
+            for d, path in ckpts:
+                last = handled.get(trial)
+                if last is not None and d <= last:
+                    continue  # processed (or older than what was): nothing to do
+                if m.last_dialogues is not None and not m.due(d):
+                    handled[trial] = d
+                    continue
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", PolicyErrorsWarning)
+                        table = respond(str(path), contexts)
+                except ConfigError as exc:
+                    if not args.follow:
+                        raise
+                    if str(path) not in noted:  # e.g. a file copied in non-atomically: retried
+                        noted.add(str(path))
+                        say(f"{trial:<{width[0]}}  cannot read {path.name} yet ({exc}); retrying")
+                    break
+                res = m.snapshot(table, d)
+                handled[trial] = d
+                if res is not None:
+                    news += 1
+                    say(f"{trial:<{width[0]}}  {res.line()}")
+        if news and len(monitors) > 1 and args.plot:
+            series = {t: m.rows for t, m in sorted(monitors.items()) if m.rows}
+            if series:
+                plot_convergence(series, out / "convergence.png", score=score_names[0],
+                                 title=f"Convergence of every trial ({score_names[0]}, checkpoint k vs k-1)",
+                                 threshold=stop_rule.threshold if stop_rule and stop_rule.score == score_names[0]
+                                 else None)
+        return news
+
+    def finished() -> bool:
+        target = _run_target(run_dir)
+        if target is None:
+            return False
+        last, trials = target
+        if single:
+            trials = [t for t in trials if t == root.resolve().name]
+        return bool(trials) and all(handled.get(t, -1) >= last for t in trials)
+
+    try:
+        poll()
+        if not monitors and not args.follow:
+            raise ConfigError(f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
+                              + ("" if single else " in any trial folder") + "; use --follow to wait for them")
+        if args.follow:
+            quiet_since = time.monotonic()
+            while not finished():
+                if args.stop_after is not None and time.monotonic() - quiet_since >= args.stop_after:
+                    say(f"no new checkpoint for {args.stop_after:g} s; stopping")
+                    break
+                time.sleep(interval)
+                if poll():
+                    quiet_since = time.monotonic()
+            else:
+                say("every trial reached the run's last checkpoint; stopping")
+    except KeyboardInterrupt:
+        say("interrupted; run the same command again to continue")
+    finally:
+        for lock in locks:
+            lock.close()
+    for trial, m in sorted(monitors.items()):
+        rows = m.rows
+        status = ""
+        if stop_rule is not None:
+            at = stop_rule.first_met(rows)
+            status = f"; {stop_rule.describe()}: " + ("met now" if m.should_stop else
+                                                      f"first met at {at}, not now" if at else "not met")
+        say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry (``python -m policies.monitor_cli DIR ...``) for use without the entry point."""
+    parser = argparse.ArgumentParser(prog="behavsim")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register_monitor(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] != "monitor":
+        argv = ["monitor", *argv]
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except BehavsimError as exc:
+        print(f"behavsim monitor: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))
