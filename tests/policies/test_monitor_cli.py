@@ -1,0 +1,193 @@
+"""``behavsim monitor`` on checkpoints of a tiny training run: rows, plots, --follow, resume, errors;
+and the runnable examples of docs/monitor.md."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+import warnings
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from behavsim import compare
+from behavsim.monitor import read_convergence
+from contexts import generate_grid
+from policies.monitor_cli import _Lock, main
+from policies.respond import PolicyErrorsWarning, respond
+from policies.train import TrainConfig, list_checkpoints, run_training
+
+SCORES = ["TMR", "DMR", "CER", "CMR"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("run")
+    cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0,), dialogues=300, checkpoint_every=100, eval_dialogues=5)
+    run_training(cfg, d / "run", workers=2, progress=False)
+    grid = generate_grid(step=0.5)
+    grid.save(d / "grid.jsonl")
+    return d / "run", d / "grid.jsonl"
+
+
+def _line_re(trial: str, d: int, prev: int) -> re.Pattern:
+    return re.compile(rf"^{trial}\s+{d} vs {prev}: TMR \d\.\d{{3}} DMR \d\.\d{{3}} CER \d\.\d{{3}} CMR \d\.\d{{3}}",
+                      re.M)
+
+
+def test_run_folder_one_row_per_consecutive_pair(run, tmp_path, capsys):
+    run_dir, grid = run
+    out = tmp_path / "out"
+    assert main([str(run_dir), "--contexts", str(grid), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    for trial in ("iq-seed0", "ts-seed0"):
+        assert re.search(rf"^{trial}\s+100: first snapshot \(81 contexts\)", text, re.M)
+        assert _line_re(trial, 200, 100).search(text) and _line_re(trial, 300, 200).search(text)
+        rows = read_convergence(out / trial / "convergence.csv")
+        assert [(r["dialogues"], r["prev_dialogues"], r["n"]) for r in rows] == [(200, 100, 81), (300, 200, 81)]
+        assert (out / trial / "convergence.png").read_bytes()[:4] == b"\x89PNG"
+        assert len(list((out / trial / "snapshots").glob("responses-*.jsonl"))) == 3
+        # the monitor's numbers are those of a direct compare of the checkpoints' tables
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyErrorsWarning)
+            tables = [respond(str(p), generate_grid(step=0.5)) for _, p in list_checkpoints(run_dir / trial)]
+        means = compare(tables, "consecutive", scores=SCORES).means
+        assert [[r[s] for s in SCORES] for r in rows] == means[SCORES].values.tolist()
+    assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"   # every trial's TMR (Figure 2)
+    # again: resumes, nothing new, no duplicate rows
+    before = (out / "ts-seed0" / "convergence.csv").read_bytes()
+    assert main([str(run_dir), "--contexts", str(grid), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ts-seed0  resuming after 300 (2 comparisons" in text and " vs " not in text
+    assert (out / "ts-seed0" / "convergence.csv").read_bytes() == before
+
+
+def test_trial_folder_default_output_and_follow_stops_when_run_is_complete(run, tmp_path, capsys):
+    run_dir, grid = run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    t0 = time.monotonic()
+    assert main([str(copy / "ts-seed0"), "--contexts", str(grid), "--follow", "--interval", "0.1",
+                 "--stop-rule", "DMR:0.5:1"]) == 0
+    assert time.monotonic() - t0 < 20
+    text = capsys.readouterr().out
+    assert "every trial reached the run's last checkpoint; stopping" in text
+    assert "DMR >= 0.5 in 1 consecutive comparisons" in text
+    assert len(read_convergence(copy / "monitor" / "ts-seed0" / "convergence.csv")) == 2   # <run>/monitor/<trial>
+    assert not (copy / "monitor" / "iq-seed0").exists()
+
+
+def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys):
+    run_dir, grid = run
+    trial = tmp_path / "watch" / "ts-seed0"          # no config.json above: only --stop-after ends it
+    trial.mkdir(parents=True)
+    ckpts = dict(list_checkpoints(run_dir / "ts-seed0"))
+    for d in (100, 200):
+        shutil.copy(ckpts[d], trial / ckpts[d].name)
+    data = ckpts[300].read_bytes()
+
+    def writer():
+        time.sleep(0.5)
+        (trial / ckpts[300].name).write_bytes(data[: len(data) // 2])    # a half-copied file first
+        time.sleep(0.6)
+        tmp = trial / f".{ckpts[300].name}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, trial / ckpts[300].name)                           # then complete, atomically
+
+    th = threading.Thread(target=writer)
+    th.start()
+    try:
+        rc = main([str(trial), "--contexts", str(grid), "--follow", "--interval", "0.1", "--stop-after", "1.5",
+                   "-o", str(tmp_path / "out")])
+    finally:
+        th.join()
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert _line_re("ts-seed0", 300, 200).search(text)
+    assert "cannot read ckpt-000300.npz yet" in text
+    assert "no new checkpoint for 1.5 s; stopping" in text
+    rows = read_convergence(tmp_path / "out" / "ts-seed0" / "convergence.csv")
+    assert [r["dialogues"] for r in rows] == [200, 300]
+
+
+def test_every_skips_checkpoints(run, tmp_path, capsys):
+    run_dir, grid = run
+    assert main([str(run_dir / "iq-seed0"), "--contexts", str(grid), "--every", "200", "-o", str(tmp_path / "o")]) == 0
+    rows = read_convergence(tmp_path / "o" / "iq-seed0" / "convergence.csv")
+    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(200, 100)]
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--scores", "TMX"], "Did you mean 'TMR'"),
+    (["--stop-rule", "TMR:high"], "threshold must be a number"),
+    (["--stop-rule", "BLEU4:0.9:2"], "not among --scores"),
+    (["--stop-after", "5"], "only make sense with --follow"),
+    (["--follow", "--interval", "0"], "--interval: expected a positive number"),
+    (["--every", "0"], "--every: expected a positive integer"),
+])
+def test_bad_arguments_exit_2(run, tmp_path, capsys, extra, match):
+    run_dir, grid = run
+    assert main([str(run_dir), "--contexts", str(grid), "-o", str(tmp_path / "o"), *extra]) == 2
+    err = _err(capsys)
+    assert err.startswith("behavsim monitor: error: ") and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_inputs_exit_2(run, tmp_path, capsys):
+    run_dir, grid = run
+    assert main([str(tmp_path / "nope"), "--contexts", str(grid)]) == 2
+    assert "no such folder" in _err(capsys)
+    assert main([str(run_dir), "--contexts", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such context-set file" in _err(capsys)
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty"), "--contexts", str(grid)]) == 2
+    assert "no checkpoints" in _err(capsys) and not (tmp_path / "empty" / "monitor").exists()
+    out = tmp_path / "o"
+    assert main([str(run_dir / "ts-seed0"), "--contexts", str(grid), "-o", str(out)]) == 0
+    generate_grid(step=1.0).save(tmp_path / "other.jsonl")
+    capsys.readouterr()
+    assert main([str(run_dir / "ts-seed0"), "--contexts", str(tmp_path / "other.jsonl"), "-o", str(out)]) == 2
+    assert "another context set" in _err(capsys)
+    lock = _Lock(out / "ts-seed0" / ".lock")
+    try:
+        assert main([str(run_dir / "ts-seed0"), "--contexts", str(grid), "-o", str(out)]) == 2
+        assert "in use by another behavsim monitor" in _err(capsys)
+    finally:
+        lock.close()
+    with pytest.raises(SystemExit) as exc:
+        main([str(run_dir)])                                      # --contexts is required (argparse)
+    assert exc.value.code == 2
+
+
+def test_entry_point_when_registered(run, tmp_path):
+    eps = {e.name for e in metadata.entry_points(group="behavsim.commands")}
+    if "monitor" not in eps:
+        pytest.skip("entry point behavsim.commands:monitor not registered yet (setup.cfg, reinstall)")
+    from behavsim.cli import main as behavsim_main
+
+    run_dir, grid = run
+    assert behavsim_main(["monitor", str(run_dir / "ts-seed0"), "--contexts", str(grid), "-o", str(tmp_path)]) == 0
+    assert behavsim_main(["monitor", str(tmp_path / "nope"), "--contexts", str(grid)]) == 2
+
+
+def _python_blocks(md: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", md.read_text(encoding="utf-8"), re.S)
+
+
+def test_docs_examples_run(tmp_path, monkeypatch, capsys):
+    blocks = [b for b in _python_blocks(ROOT / "docs" / "monitor.md") if "# not run in tests" not in b]
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    for b in blocks:
+        exec(compile(b, "docs/monitor.md", "exec"), {"__name__": "__docs__"})
+    out = capsys.readouterr().out
+    assert "toy 200 vs 100: TMR 0.920 DMR 0.920" in out and "1300 True 1.0" in out   # as the comments say
+    assert "ts-seed0 200 vs 100: TMR 0.679 DMR 0.679" in out
