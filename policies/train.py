@@ -295,6 +295,14 @@ def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False,
     decide = getattr(policy, "decide", None)
     if decide is not None:
         policy.learning = explore
+    choose = getattr(policy, "summary_action", None)
+    if decide is None and choose is None:  # any protocol policy whose Response names a summary action
+        def choose(b: dict) -> str:
+            summary = policy.act(b).summary_action
+            if summary is None:
+                raise TypeError(f"policy {getattr(policy, 'name', policy)!r} gives no summary action; "
+                                "the environment needs one")
+            return summary
     while True:
         if beliefs is not None:
             beliefs.append(belief)
@@ -304,7 +312,7 @@ def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False,
             acts.append(a)
             summary = env.actions[a]
         else:
-            summary = policy.summary_action(belief)
+            summary = choose(belief)
         belief, r, terminated, truncated, info = env.step(summary)
         total += r
         mask = info["action_mask"]

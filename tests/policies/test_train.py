@@ -321,3 +321,29 @@ def test_parallel_error_stops_the_other_trials_quickly(reference, tmp_path):
     # the interrupted ts trial resumes cleanly afterwards
     run_training(TrainConfig(rewards=("ts",), seeds=(0,), **dict(TINY, dialogues=80)), run, workers=1, progress=False)
     assert [n for n, _ in list_checkpoints(run / "ts-seed0")][-1] == 80
+
+
+def test_evaluate_any_protocol_policy():
+    from policies.base import Response
+    from policies.handcrafted import HandcraftedPolicy
+
+    hc = HandcraftedPolicy(nlg_seed=None)
+
+    class ActOnly:
+        name = "act-only"
+
+        def act(self, belief):
+            return hc.act(belief)
+
+    a = evaluate_policy(ActOnly(), 5)
+    b = evaluate_policy(hc, 5)
+    assert (a.tsr, a.aiq, a.adl) == (b.tsr, b.aiq, b.adl)
+
+    class NoSummary:
+        name = "no-summary"
+
+        def act(self, belief):
+            return Response(act="bye()")
+
+    with pytest.raises(TypeError, match="no summary action"):
+        evaluate_policy(NoSummary(), 1)
