@@ -10,11 +10,10 @@ computed from the grid beliefs — so each context is ``make_belief(domain,
 overhead (14,641 contexts in well under a second of belief construction).
 
 Every mapping is stored with its keys in sorted order, as a saved set holds them and as
-``policies.respond`` hands beliefs to policies, and the features are computed on that order.
-This matters only at an exact tie between the chosen value and ``**NONE**`` (p = 0.5, e.g. at
-step 0.1): the built-in policies take the first of equal probabilities as the top value, and
-``**NONE**`` sorts first, so the value is *not* an accepted constraint there (``make_belief``'s
-ontology order would accept it); the stored features agree with what every policy sees.
+``policies.respond`` hands beliefs to policies. Key order does not change what the built-in
+policies do or the features (ties between equal probabilities follow the domain's order, see
+:mod:`policies.actions`): at an exact tie between the chosen value and ``**NONE**`` (p = 0.5,
+e.g. at step 0.1) the value wins and is an accepted constraint, as in ``make_belief``.
 """
 
 from __future__ import annotations

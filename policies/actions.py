@@ -15,13 +15,23 @@ Summary actions (PyDial's ``SummaryAction``)
 ``inform_alternatives``, ``bye``, ``repeat``, ``reqmore``, ``restart`` — 16 actions for a
 three-slot domain (``SUMMARY_ACTIONS`` is that tuple for the built-in domain).
 
-Deterministic tie rules (PyDial relies on dict order and on ``Settings.random``):
+Deterministic tie rules (PyDial relies on dict order and on ``Settings.random``). Every
+choice is a pure function of the belief's *content*: a belief gives the same mask, master act
+and policy decision whatever the order of the keys in its dicts (e.g. after a JSON round trip
+with sorted keys).
 
 * the *top* value of a distribution is the one with the highest probability; ties go to the
-  value listed first in the belief dict (the tracker lists ontology values in rules order,
-  then ``dontcare``, then ``**NONE**``);
+  value that comes first in the **domain's order** (:func:`value_rank`): for a slot, its
+  ontology values in rules order, then values unknown to the ontology (alphabetically), then
+  ``dontcare``, then ``**NONE**`` — so a value at p = 0.5 beats ``**NONE**`` at 0.5; for
+  ``method`` and ``discourseAct`` the domain's lists (``none`` first, as the tracker lists
+  them). This is the order in which the tracker and ``make_belief`` list the keys, so
+  dialogues in the environment choose exactly as with "first in dict order";
+* ``confirm_s`` confirms the top value other than ``**NONE**``, ``select_s`` offers the top two
+  (same tie rule);
 * accepted constraints are ordered by belief, ties by the domain's ``system_requestable``
   order;
+* requested slots (p > 0.5) are informed in the domain's ``requestable`` order;
 * ``inform`` offers the last informed venue if it still matches, otherwise the matching
   venue that comes first in database order; ``inform_alternatives`` the first matching venue
   (database order) not yet offered since the last ``name=none``;
@@ -40,14 +50,14 @@ been informed.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 import numpy as np
 
 from .domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = ["DiaAct", "parse_act", "ActParseError", "summary_actions", "SUMMARY_ACTIONS",
-           "action_mask", "to_master_act", "accepted_constraints", "top_value",
+           "action_mask", "to_master_act", "accepted_constraints", "top_value", "value_rank",
            "UnknownSummaryAction"]
 
 INFORM_COUNT_ACCEPTED = 4
@@ -168,29 +178,77 @@ SUMMARY_ACTIONS: tuple[str, ...] = _actions_for(("area", "food", "pricerange"))
 
 
 # ---------------------------------------------------------------- belief summaries
-def top_value(dist: dict) -> tuple[str, float]:
-    """Highest-probability key of a distribution (ties: first in dict order)."""
-    best_k, best_p = NONE_VALUE, -1.0
-    for k, p in dist.items():
-        if p > best_p:
-            best_k, best_p = k, p
-    return best_k, best_p
+_UNKNOWN_RANK = 1 << 40                 # values the domain does not list: after its own values
+_TAIL_RANK = {DONTCARE: _UNKNOWN_RANK + 1, NONE_VALUE: _UNKNOWN_RANK + 2}
 
 
-def _top_two_excluding_none(dist: dict) -> tuple[tuple[str, float], tuple[str, float]]:
-    k1, p1, k2, p2 = "", 0.0, "", 0.0
-    first = True
+def value_rank(values: Iterable[str] = ()) -> dict[str, int]:
+    """Tie-break ranks (lower wins) for a distribution whose known keys are ``values`` in
+    order; keys not listed rank after them (alphabetically, see :func:`top_value`), then
+    ``dontcare``, then ``**NONE**``."""
+    rank = dict(_TAIL_RANK)
+    for i, v in enumerate(values):
+        if v not in _TAIL_RANK:
+            rank[v] = i
+    return rank
+
+
+_DEFAULT_RANK = value_rank()
+
+
+@lru_cache(maxsize=64)
+def _ranks(domain: Domain) -> dict[str, dict[str, int]]:
+    """Per distribution of a belief (informable slots, ``method``, ``discourseAct``,
+    ``requested``): the domain's tie-break ranks (see module doc)."""
+    out = {slot: value_rank(values) for slot, values in domain.informable.items()}
+    out["method"] = value_rank(domain.method)
+    out["discourseAct"] = value_rank(domain.discourse_act)
+    out["requested"] = value_rank(domain.requestable)
+    return out
+
+
+def _tie_key(rank: dict[str, int]):
+    return lambda k: (rank.get(k, _UNKNOWN_RANK), k)
+
+
+def top_value(dist: dict, rank: dict[str, int] | None = None) -> tuple[str, float]:
+    """Highest-probability key of a distribution and its probability; ties go to the key with
+    the lowest ``rank`` (:func:`value_rank`; keys without a rank: alphabetically, before
+    ``dontcare`` and ``**NONE**``). Independent of the dict's key order. An empty
+    distribution gives ``("**NONE**", -1.0)``."""
+    if not dist:
+        return NONE_VALUE, -1.0
+    best = max(dist.values())
+    found = None
     for k, p in dist.items():
-        if k == NONE_VALUE:
-            continue
-        if first or p > p1:
-            if not first:
-                k2, p2 = k1, p1
-            k1, p1 = k, p
-            first = False
-        elif k2 == "" or p > p2:
-            k2, p2 = k, p
-    return (k1, p1), (k2, p2)
+        if p == best:
+            if found is not None:  # a tie: decide by rank, never by dict order
+                ties = [k2 for k2, p2 in dist.items() if p2 == best]
+                return min(ties, key=_tie_key(_DEFAULT_RANK if rank is None else rank)), best
+            found = k
+    return found, best
+
+
+def _top_two_excluding_none(dist: dict, rank: dict[str, int] | None = None
+                            ) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The two most probable keys other than ``**NONE**`` (ties by rank); ``("", 0.0)`` fills
+    in for missing ones."""
+    key = _tie_key(_DEFAULT_RANK if rank is None else rank)
+    ranked = sorted(((k, p) for k, p in dist.items() if k != NONE_VALUE), key=lambda kp: (-kp[1], key(kp[0])))
+    ranked += [("", 0.0)] * (2 - len(ranked))
+    return ranked[0], ranked[1]
+
+
+def _n_positive_values(dist: dict) -> int:
+    """How many keys other than ``**NONE**`` have positive probability, capped at 2 (the top
+    two are both positive iff there are two)."""
+    n = 0
+    for k, p in dist.items():
+        if p > 0 and k != NONE_VALUE:
+            n += 1
+            if n == 2:
+                break
+    return n
 
 
 @lru_cache(maxsize=64)
@@ -203,12 +261,13 @@ def accepted_constraints(belief: dict, domain: Domain) -> list[tuple[str, str, f
     whose top value is not ``**NONE**`` and whose belief exceeds 1/(|values| − 0.1); domain
     order (callers sort by belief when they need it)."""
     beliefs = belief["beliefs"]
+    ranks = _ranks(domain)
     out = []
     for slot, thres in _thresholds(domain):
         dist = beliefs.get(slot)
         if not dist:
             continue
-        v, p = top_value(dist)
+        v, p = top_value(dist, ranks[slot])
         if v != NONE_VALUE and p > thres:
             out.append((slot, v, p))
     return out
@@ -218,11 +277,11 @@ def _by_belief(accepted: list[tuple[str, str, float]]) -> list[tuple[str, str, f
     return sorted(accepted, key=lambda x: -x[2])
 
 
-def _method_flags(belief: dict) -> str:
+def _method_flags(belief: dict, domain: Domain) -> str:
     """PyDial's global method summary: one of byalternatives, byname, finished, restart,
     byconstraints."""
     method = belief["beliefs"].get("method") or {"none": 1.0}
-    top, p = top_value(method)
+    top, p = top_value(method, _ranks(domain)["method"])
     if top == "byalternatives":
         return "byalternatives"
     if top == "byname":
@@ -234,9 +293,9 @@ def _method_flags(belief: dict) -> str:
     return "byconstraints"
 
 
-def _thanks_or_ack(belief: dict) -> bool:
+def _thanks_or_ack(belief: dict, domain: Domain) -> bool:
     da = belief["beliefs"].get("discourseAct") or {}
-    top, p = top_value(da) if da else ("none", 1.0)
+    top, p = top_value(da, _ranks(domain)["discourseAct"]) if da else ("none", 1.0)
     return top in ("thankyou", "ack") and p > 0.5
 
 
@@ -262,11 +321,11 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
     beliefs = belief["beliefs"]
     feats = belief.get("features") or {}
     last_venue = feats.get("lastInformedVenue", "") or ""
-    method = _method_flags(belief)
+    method = _method_flags(belief, domain)
     tops = {}
     for slot in domain.system_requestable:
-        (_, p1), (_, p2) = _top_two_excluding_none(beliefs.get(slot) or {})
-        tops[slot] = (p1 > 0, p1 > 0 and p2 > 0)
+        n = _n_positive_values(beliefs.get(slot) or {})
+        tops[slot] = (n >= 1, n >= 2)
     out = []
     for kind, slot in _mask_plan(domain):
         if kind == "request":
@@ -283,10 +342,10 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
                         tuple((s, v) for s, v, _ in accepted)):
                     ok = False
         elif kind == "inform_byname":
-            ok = method == "byname" and (
-                last_venue != "" or top_value(beliefs.get("name") or {NONE_VALUE: 1.0})[0] != NONE_VALUE)
+            ok = method == "byname" and (last_venue != "" or top_value(
+                beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])[0] != NONE_VALUE)
         elif kind == "inform_alternatives":
-            ok = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief)
+            ok = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief, domain)
         elif kind == "bye":
             ok = method == "finished"
         elif kind == "reqmore":
@@ -326,11 +385,11 @@ def master_act(summary: str, belief: dict, domain: Domain,
         return DiaAct("request", ((summary[8:], None),))
     if summary.startswith("confirm_"):
         slot = summary[8:]
-        (v, _), _ = _top_two_excluding_none(beliefs[slot])
+        (v, _), _ = _top_two_excluding_none(beliefs[slot], _ranks(domain).get(slot))
         return DiaAct("confirm", ((slot, v),))
     if summary.startswith("select_"):
         slot = summary[7:]
-        (v1, _), (v2, _) = _top_two_excluding_none(beliefs[slot])
+        (v1, _), (v2, _) = _top_two_excluding_none(beliefs[slot], _ranks(domain).get(slot))
         return DiaAct("select", ((slot, v1), (slot, v2)))
     if summary == "inform":
         accepted = accepted_constraints(belief, domain)
@@ -341,8 +400,9 @@ def master_act(summary: str, belief: dict, domain: Domain,
         pick = last if last is not None and last in idx else idx[0]
         return _entity_act(domain, accepted, domain.venues[pick])
     if summary == "inform_byname":
-        requested = [s for s, p in beliefs.get("requested", {}).items() if p > 0.5]
-        name, _ = top_value(beliefs.get("name") or {NONE_VALUE: 1.0})
+        requested = sorted((s for s, p in (beliefs.get("requested") or {}).items() if p > 0.5),
+                           key=_tie_key(_ranks(domain)["requested"]))
+        name, _ = top_value(beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])
         if name == NONE_VALUE:
             name = feats.get("lastInformedVenue", "") or ""
         i = domain.venue_index(name)

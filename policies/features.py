@@ -14,10 +14,12 @@ Length: ``sum(len(values) + 2) + |discourseAct| + |method| + 2·|requestable| + 
 **220** for the built-in domain (area 7 + food 19 + name 104 + pricerange 5, 7, 6, 18, 54) and
 305 for PyDial's CamRestaurants, the figure PyDial's GP policy uses. Missing entries (sparse
 distributions, absent ``features``) count as 0; a distribution without ``**NONE**`` gets
-1 − Σ. The kernel PyDial uses on it is the dot product (``polysort``).
+1 − Σ. The vector depends only on the belief's content, not on the order of the keys in its
+dicts. The kernel PyDial uses on it is the dot product (``polysort``).
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -66,7 +68,7 @@ def belief_vector(belief: dict, domain: Domain) -> np.ndarray:
             rest = [p for k, p in d.items() if k != NONE_VALUE]
         else:
             rest = list(d.values())
-            none = 1.0 - sum(rest)
+            none = 1.0 - math.fsum(rest)  # exact: the same whatever the key order
         rest.sort(reverse=True)
         out.append(none)
         if len(rest) >= n:

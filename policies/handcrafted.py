@@ -16,7 +16,9 @@ Rules, first that applies (only executable actions under :func:`policies.actions
    again (``inform``, else ``inform_byname``, else ``reqmore``); with no venue offered,
    ``inform`` if executable, else request the first slot.
 
-The policy is a pure function of the belief (deterministic on any belief state).
+The policy is a pure function of the belief's content (deterministic on any belief state, and
+independent of the order of the keys in its dicts: ties follow the rules of
+:mod:`policies.actions`).
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ class HandcraftedPolicy:
     def summary_action(self, belief: dict) -> str:
         mask = action_mask(belief, self.domain)
         ok = {a for a, m in zip(self.actions, mask) if m}
-        method = _method_flags(belief)
+        method = _method_flags(belief, self.domain)
         feats = belief.get("features") or {}
         offered = bool(feats.get("lastInformedVenue"))
         requested = [s for s, p in belief["beliefs"].get("requested", {}).items() if p > 0.5]
@@ -63,7 +65,7 @@ class HandcraftedPolicy:
             if s not in accepted:
                 return f"request_{s}"
         if offered:  # nothing asked: after thanks ask for more, else offer again
-            order = ("reqmore", "inform", "inform_byname") if _thanks_or_ack(belief) \
+            order = ("reqmore", "inform", "inform_byname") if _thanks_or_ack(belief, self.domain) \
                 else ("inform", "inform_byname", "reqmore")
             for a in order:
                 if a in ok:

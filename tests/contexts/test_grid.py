@@ -75,8 +75,7 @@ def test_values_can_be_given():
 
 
 def test_each_context_is_make_belief_of_its_grid_point(cgen):
-    """At step 0.2 there is no tie (p = 0.5) between a value and **NONE**: every context is
-    exactly make_belief of its grid point (up to key order)."""
+    """Every context is exactly make_belief of its grid point (up to key order)."""
     d = Domain.builtin()
     vals = cgen.meta["values"]
     for b, m in zip(cgen.beliefs, cgen.metas):
@@ -93,16 +92,22 @@ def test_features_follow_the_beliefs(cgen):
     assert all(len(b["features"]["inform_info"]) == 25 for b in cgen.beliefs)
 
 
-def test_features_consistent_with_the_stored_key_order():
-    """Features are those of the belief as stored (sorted keys, as in a file): at p = 0.5 the
-    tie with **NONE** goes to **NONE** (sorted first), so the value is not accepted."""
+def test_ties_at_one_half_go_to_the_value():
+    """Features agree with the stored belief, and ties do not depend on key order: at p = 0.5
+    the value beats **NONE** (policies.actions' rule: ontology values, then dontcare, then
+    **NONE**), so the value is accepted and every context, ties included, is make_belief of its
+    grid point."""
     d = Domain.builtin()
     cs = generate_grid(step=0.1)
-    for b in cs.beliefs:
+    vals = cs.meta["values"]
+    for b, m in zip(cs.beliefs, cs.metas):
         assert (b["features"]["inform_info"], b["features"]["dbMatches"]) == tuple(inform_info(b, d))
+        g = m["grid"]
+        if 0.5 in g.values():
+            assert b == make_belief(d, {s: {vals[s]: g[s]} for s in GRID_SLOTS}, method={"byconstraints": g["method"]})
     tie = [b for b, m in zip(cs.beliefs, cs.metas)
            if m["grid"] == {"area": 0.0, "pricerange": 0.0, "food": 0.5, "method": 1.0}]
-    assert len(tie) == 1 and tie[0]["features"]["dbMatches"] == len(d.venues)
+    assert len(tie) == 1 and tie[0]["features"]["dbMatches"] == d.count({"food": vals["food"]}) < len(d.venues)
 
 
 def test_in_memory_set_equals_its_file_key_order_included(tmp_path):

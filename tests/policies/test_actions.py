@@ -85,7 +85,7 @@ def test_inform_none_and_ties():
     foods = [f for f in D.informable["food"] if D.count({"food": f, "area": "north", "pricerange": "cheap"}) == 0]
     b = t.update([(f'inform(area="north",food="{foods[0]}",pricerange="cheap")', 1.0)])
     assert to_master_act("inform", b, D) == f'inform(name=none,area="north",food="{foods[0]}",pricerange="cheap")'
-    # a tie between two values: the first in the belief (ontology order) wins
+    # a tie between two values: the first in ontology order wins (whatever the key order)
     a1, a2 = D.informable["area"][:2]
     b = t.update([(f'inform(area="{a2}")', 0.5), (f'inform(area="{a1}")', 0.5)], "request(area)")
     assert to_master_act("confirm_area", b, D) == f'confirm(area="{a1}")'
@@ -129,3 +129,118 @@ def test_alternatives_exhausted():
     assert act.items[0] == ("name", "none")
     assert [v for s, v in act.items if s == "name!"] == names
     assert {s: v for s, v in act.items if s in c} == c
+
+
+# ---------------------------------------------------------------- ties: content, not key order
+def _reorder(obj, order):
+    """A deep copy with every dict's keys re-ordered by ``order(keys)``."""
+    if isinstance(obj, dict):
+        return {k: _reorder(obj[k], order) for k in order(list(obj))}
+    if isinstance(obj, (list, tuple)):
+        return [_reorder(v, order) for v in obj]
+    return obj
+
+
+def _tie_beliefs(n, seed=0):
+    """make_belief beliefs full of exact ties: value vs **NONE**, value vs value, value vs
+    dontcare, method and discourseAct ties, several requested slots, offered venues."""
+    import numpy as np
+
+    from policies.tracker import make_belief
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        slots = {}
+        for s in D.system_requestable:
+            vals = D.informable[s]
+            a, b = (vals[int(i)] for i in rng.choice(len(vals), 2, replace=False))
+            slots[s] = [{a: 0.5}, {a: 0.4, b: 0.4}, {a: 0.5, "dontcare": 0.5}, {"dontcare": 0.5}, {b: 1.0},
+                        {}, {a: 0.25, b: 0.25}][int(rng.integers(7))]
+        method = [{"byconstraints": 0.5}, {"byalternatives": 0.5}, {"finished": 0.5, "byname": 0.5},
+                  {"byconstraints": 1.0}, {"byname": 0.5}, {"restart": 0.5}][int(rng.integers(6))]
+        da = [{}, {"thankyou": 0.5}, {"ack": 0.5, "thankyou": 0.5}][int(rng.integers(3))]
+        req = {r: 0.6 for r in D.requestable if rng.random() < 0.3}
+        feats = {}
+        if rng.random() < 0.5:
+            v = D.venues[int(rng.integers(len(D.venues)))]["name"]
+            feats = {"lastInformedVenue": v, "informedVenueSinceNone": [v], "offerHappened": True}
+        if rng.random() < 0.3:
+            n1, n2 = (D.venues[int(i)]["name"] for i in rng.choice(len(D.venues), 2, replace=False))
+            slots["name"] = {n1: 0.5, n2: 0.5}
+        out.append(make_belief(D, slots, method=method, discourse_act=da, requested=req, features=feats))
+    return out
+
+
+def _env_beliefs(n_dialogues):
+    from policies.env import DialogueEnv
+    from policies.handcrafted import HandcraftedPolicy
+    from policies.tracker import ErrorModel
+
+    out = []
+    for env in (DialogueEnv(hello=True), DialogueEnv(error_model=ErrorModel(0.3, 3))):
+        pol = HandcraftedPolicy(env.domain, nlg_seed=None)
+        for seed in range(n_dialogues):
+            b, info = env.reset(seed=seed)
+            done = False
+            while not done:
+                out.append(b)
+                b, _, t, tr, info = env.step(pol.summary_action(b))
+                done = t or tr
+            out.append(b)
+    return out
+
+
+def _everything(b):
+    from policies.features import belief_vector
+    from policies.handcrafted import HandcraftedPolicy
+    from policies.tracker import inform_info
+    from policies.actions import accepted_constraints
+
+    pol = HandcraftedPolicy(D)
+    return (tuple(action_mask(b, D)), tuple(to_master_act(a, b, D) for a in SUMMARY_ACTIONS if a != "repeat"),
+            pol.act(b), pol.summary_action(b), tuple(belief_vector(b, D)), inform_info(b, D),
+            accepted_constraints(b, D))
+
+
+def test_decisions_do_not_depend_on_key_order():
+    import random
+
+    rnd = random.Random(0)
+    beliefs = _tie_beliefs(300) + _env_beliefs(15)
+    orders = (sorted, lambda ks: sorted(ks, reverse=True), lambda ks: rnd.sample(ks, len(ks)))
+    for b in beliefs:
+        ref = _everything(b)
+        for order in orders:
+            assert _everything(_reorder(b, order)) == ref
+
+
+def test_ties_follow_the_domain_order():
+    """A value at p = 0.5 beats **NONE** at 0.5 (ontology order, then dontcare, then **NONE**),
+    also after a JSON round trip with sorted keys (the review's case)."""
+    import json
+
+    from policies.actions import accepted_constraints, top_value, value_rank
+    from policies.handcrafted import HandcraftedPolicy
+    from policies.tracker import make_belief
+
+    food = D.informable["food"]
+    b = make_belief(D, {"food": {food[3]: 0.5}}, method={"byconstraints": 1.0})
+    loaded = json.loads(json.dumps(b, sort_keys=True))
+    assert list(loaded["beliefs"]["food"])[0] == "**NONE**"
+    pol = HandcraftedPolicy(D)
+    assert pol.act(b) == pol.act(loaded)
+    assert [c[:2] for c in accepted_constraints(loaded, D)] == [("food", food[3])]
+    assert to_master_act("confirm_food", loaded, D) == f'confirm(food="{food[3]}")'
+    # value vs value: ontology order; value vs dontcare: the value; unknown keys alphabetically
+    d = {food[5]: 0.4, food[2]: 0.4, "**NONE**": 0.2}
+    rank = value_rank(food)
+    assert top_value(d, rank) == top_value(dict(reversed(d.items())), rank) == (food[2], 0.4)
+    assert top_value({"dontcare": 0.5, food[9]: 0.5}, rank)[0] == food[9]
+    assert top_value({"**NONE**": 0.5, "dontcare": 0.5}, rank)[0] == "dontcare"
+    assert top_value({"zz": 0.5, "aa": 0.5, "**NONE**": 0.5}, rank)[0] == "aa"
+    assert top_value({"zz": 0.5, food[-1]: 0.5}, rank)[0] == food[-1]
+    assert top_value({}) == ("**NONE**", -1.0)
+    b = make_belief(D, {"area": {D.informable["area"][4]: 0.3, D.informable["area"][1]: 0.3}})
+    assert to_master_act("select_area", _reorder(b, sorted), D) == \
+        f'select(area="{D.informable["area"][1]}",area="{D.informable["area"][4]}")'
