@@ -135,6 +135,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     from behavsim.monitor import ConvergenceMonitor, StopRule, plot_convergence
     from behavsim.scores import SEMANTIC_SCORES
 
+    from .checkpoint import CheckpointError, read_meta
     from .respond import PolicyErrorsWarning, respond
 
     root = Path(args.dir)
@@ -196,20 +197,21 @@ def cmd_monitor(args: argparse.Namespace) -> int:
                 last = handled.get(trial)
                 if last is not None and d <= last:
                     continue  # processed (or older than what was): nothing to do
-                if m.last_dialogues is not None and not m.due(d):
+                if not m.due(d):
                     handled[trial] = d
                     continue
                 try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", PolicyErrorsWarning)
-                        table = respond(str(path), contexts)
-                except ConfigError as exc:
+                    read_meta(path)  # an unreadable file (e.g. still being copied) is retried when following
+                except CheckpointError as exc:
                     if not args.follow:
                         raise
-                    if str(path) not in noted:  # e.g. a file copied in non-atomically: retried
+                    if str(path) not in noted:
                         noted.add(str(path))
                         say(f"{trial:<{width[0]}}  cannot read {path.name} yet ({exc}); retrying")
                     break
+                with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
+                    warnings.simplefilter("ignore", PolicyErrorsWarning)
+                    table = respond(str(path), contexts)
                 res = m.snapshot(table, d)
                 handled[trial] = d
                 if res is not None:

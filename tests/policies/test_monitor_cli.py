@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -117,9 +119,29 @@ def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys):
 
 def test_every_skips_checkpoints(run, tmp_path, capsys):
     run_dir, grid = run
-    assert main([str(run_dir / "iq-seed0"), "--contexts", str(grid), "--every", "200", "-o", str(tmp_path / "o")]) == 0
+    assert main([str(run_dir / "iq-seed0"), "--contexts", str(grid), "--every", "150", "-o", str(tmp_path / "o")]) == 0
     rows = read_convergence(tmp_path / "o" / "iq-seed0" / "convergence.csv")
-    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(200, 100)]
+    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]   # 100 < 150: not taken
+
+
+def test_follow_while_training_in_another_process(run, tmp_path, capsys):
+    _, grid = run
+    run_dir = tmp_path / "live"
+    run_dir.mkdir()                      # the monitor may start before the trainer
+    code = ("from policies.train import TrainConfig, run_training; "
+            "run_training(TrainConfig(dialogues=300, checkpoint_every=100, eval_dialogues=5), "
+            f"{str(run_dir)!r}, workers=1, progress=False)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        rc = main([str(run_dir), "--contexts", str(grid), "--follow", "--interval", "0.1", "--stop-after", "60"])
+    finally:
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "every trial reached the run's last checkpoint; stopping" in text
+    rows = read_convergence(run_dir / "monitor" / "ts-seed0" / "convergence.csv")
+    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(200, 100), (300, 200)]
 
 
 def _err(capsys) -> str:
