@@ -2,6 +2,7 @@
 
     python benchmarks/training.py                 # ~1 minute
     python benchmarks/training.py --long 10000    # also continue one trial to 10,000 dialogues
+    python benchmarks/training.py --tables runs/paper   # markdown tables of a finished run
 
 Measures, in one process with BLAS limited to one thread (as the training runner does):
 
@@ -92,6 +93,52 @@ def _cost_vs_size(sizes, dim: int, n_actions: int, reps: int = 300) -> list[dict
     return out
 
 
+# the paper's Table 1 (R_TS, R_IQ) for comparison
+PAPER_TABLE1 = {
+    1000: (0.98, 0.99, 3.78, 3.85, 4.46, 4.44), 5000: (0.99, 0.98, 3.78, 3.81, 4.41, 4.51),
+    10000: (1.00, 0.98, 3.81, 3.80, 4.32, 4.47), 15000: (1.00, 0.99, 3.79, 3.81, 4.36, 4.43),
+    20000: (1.00, 0.97, 3.86, 3.73, 4.15, 4.62), 25000: (1.00, 0.98, 3.77, 3.85, 4.37, 4.30),
+    30000: (1.00, 0.96, 3.71, 3.87, 4.49, 4.41), 35000: (0.99, 0.96, 3.73, 3.84, 4.42, 4.46),
+    40000: (1.00, 0.94, 3.77, 3.77, 4.35, 4.75),
+}
+
+
+def tables(run_dir: str) -> str:
+    """Markdown tables of a run folder (as in docs/training.md): per checkpoint the TSR of every
+    seed and the means; Table 1 beside the paper's values when the checkpoints exist."""
+    from pathlib import Path
+
+    from policies.train import read_metrics, table1
+
+    rows = read_metrics(Path(run_dir) / "metrics.csv")
+    out = ["| dialogues | TSR R_TS per seed | mean | TSR R_IQ per seed | mean | AIQ R_TS | AIQ R_IQ | ADL R_TS | ADL R_IQ |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    t1 = {(r["dialogues"], r["reward"]): r for r in table1(rows)}
+    for n in sorted({r["dialogues"] for r in rows}):
+        per = {rw: " / ".join(f"{r['tsr']:.2f}" for r in sorted(rows, key=lambda x: x["seed"])
+                              if r["reward"] == rw and r["dialogues"] == n) for rw in ("ts", "iq")}
+        ts, iq = t1.get((n, "ts")), t1.get((n, "iq"))
+        if ts is None or iq is None:
+            continue
+        out.append(f"| {n:,} | {per['ts']} | {ts['tsr']:.3f} | {per['iq']} | {iq['tsr']:.3f} | {ts['aiq']:.2f} | "
+                   f"{iq['aiq']:.2f} | {ts['adl']:.2f} | {iq['adl']:.2f} |")
+    if any((n, "ts") in t1 and (n, "iq") in t1 for n in PAPER_TABLE1):
+        out += ["", "| training dialogues | TSR R_TS | TSR R_IQ | AIQ R_TS | AIQ R_IQ | ADL R_TS | ADL R_IQ | paper TSR | paper AIQ | paper ADL |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for n, p in PAPER_TABLE1.items():
+            ts, iq = t1.get((n, "ts")), t1.get((n, "iq"))
+            if ts is None or iq is None:
+                continue
+            out.append(f"| {n:,} | {ts['tsr']:.2f} | {iq['tsr']:.2f} | {ts['aiq']:.2f} | {iq['aiq']:.2f} | {ts['adl']:.2f} | "
+                       f"{iq['adl']:.2f} | {p[0]:.2f} / {p[1]:.2f} | {p[2]:.2f} / {p[3]:.2f} | {p[4]:.2f} / {p[5]:.2f} |")
+    for rw in ("ts", "iq"):
+        xs = [r["tsr"] for r in rows if r["reward"] == rw]
+        if xs:
+            out.append(f"\nmin TSR {rw}: {min(xs):.2f} over {len(xs)} checkpoints; final dictionary sizes "
+                       f"{[r['dictionary_size'] for r in rows if r['reward'] == rw and r['dialogues'] == max(x['dialogues'] for x in rows)]}")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialogues", type=int, default=1000, help="first training dialogues timed (default 1000)")
@@ -99,7 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000], help="dictionary sizes for the cost curve")
     ap.add_argument("--cores", type=int, default=2, help="cores for the projection (default 2)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON too")
+    ap.add_argument("--tables", metavar="RUN_DIR", help="only print the markdown tables of a finished run folder")
     args = ap.parse_args(argv)
+    if args.tables:
+        print(tables(args.tables))
+        return 0
 
     from threadpoolctl import threadpool_limits
 
