@@ -27,7 +27,7 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 
-__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials"]
+__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials", "OutputLock"]
 
 _TRIAL_RE = re.compile(r"^[A-Za-z0-9_]+-seed\d+$")
 _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
@@ -103,7 +103,7 @@ def _run_target(run_dir: Path) -> tuple[int, list[str]] | None:
         return None
 
 
-class _Lock:
+class OutputLock:
     """Advisory lock on ``OUT/<trial>/.lock``: two monitors never write one folder."""
 
     def __init__(self, path: Path) -> None:
@@ -162,7 +162,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else run_dir / "monitor"
 
     monitors: dict[str, ConvergenceMonitor] = {}
-    locks: list[_Lock] = []
+    locks: list[OutputLock] = []
     handled: dict[str, int] = {}      # highest checkpoint dealt with (snapshot or skipped by --every)
     noted: set[str] = set()
     width = [8]
@@ -174,7 +174,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         if trial not in monitors:
             # created only when the trial has a checkpoint: by then the trainer has written its
             # config.json, so OUT inside the run folder never makes `behavsim train` refuse it
-            locks.append(_Lock(out / trial / ".lock"))
+            locks.append(OutputLock(out / trial / ".lock"))
             m = ConvergenceMonitor(contexts, every=args.every, scores=score_names, out_dir=out / trial,
                                    respond=respond, stop_rule=stop_rule, plot=args.plot, name=trial)
             monitors[trial] = m
