@@ -2,11 +2,18 @@
 
 Dialogue acts
 -------------
-``DiaAct(type, items)`` is a light named tuple: ``items`` is a tuple of ``(slot, value)``
-pairs; ``value`` is ``None`` for a bare slot (``request(food)``). A negated item
-(``name!="x"``, used by PyDial's "no more venues" inform) is stored with the slot ``"name!"``.
-``str(act)`` gives PyDial's string form (values quoted, ``none`` unquoted);
-``parse_act`` reads such strings back (quotes optional).
+Acts are parsed by the core's one parser, :func:`behavsim.parse_act` (re-exported here with
+:class:`behavsim.ActParseError`), which gives the canonical :class:`behavsim.DialogueAct`:
+items sorted, values keeping their case. The environment *builds* acts as ``DiaAct(type,
+items)``, a light named tuple whose ``items`` keep PyDial's order (``inform(name=...,area=...,
+...)``, the denied item of ``deny`` first); ``value`` is ``None`` for a bare slot
+(``request(food)``), and a negated item (``name!="x"``, used by PyDial's "no more venues"
+inform) has the slot ``"name!"``. ``str(act)`` gives PyDial's string form (values quoted,
+``none`` unquoted), which ``parse_act`` reads back to ``act.canonical()``.
+``DiaAct.from_act(x)`` turns an act string or ``DialogueAct`` into a ``DiaAct`` (canonical item
+order, values lower-cased as the domain stores them); the tracker, user and generator accept
+any of the three and convert once, at their boundary — the environment itself hands
+``DiaAct`` objects around and never re-parses its own strings.
 
 Summary actions (PyDial's ``SummaryAction``)
 --------------------------------------------
@@ -54,6 +61,8 @@ from typing import Iterable, NamedTuple
 
 import numpy as np
 
+from behavsim import ActParseError, DialogueAct, parse_act
+
 from .domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = ["DiaAct", "parse_act", "ActParseError", "summary_actions", "SUMMARY_ACTIONS",
@@ -64,10 +73,6 @@ INFORM_COUNT_ACCEPTED = 4
 MAX_INFORM_SLOTS = 5
 
 
-class ActParseError(ValueError):
-    """A dialogue-act string is malformed."""
-
-
 class UnknownSummaryAction(ValueError):
     """A summary-action name is not one of the domain's actions."""
 
@@ -75,14 +80,18 @@ class UnknownSummaryAction(ValueError):
 def _fmt_item(slot: str, value: str | None) -> str:
     if value is None:
         return slot
+    if '"' in value or "\\" in value:  # escaped as behavsim.parse_act reads it
+        value = value.replace("\\", "\\\\").replace('"', '\\"')
+    elif value == "none":
+        return f"{slot}=none" if not slot.endswith("!") else f'{slot[:-1]}!="none"'
     if slot.endswith("!"):
         return f'{slot[:-1]}!="{value}"'
-    if value == "none":
-        return f"{slot}=none"
     return f'{slot}="{value}"'
 
 
 class DiaAct(NamedTuple):
+    """An act as the environment builds it: ``items`` in PyDial's order (see module doc)."""
+
     type: str
     items: tuple = ()
 
@@ -98,60 +107,25 @@ class DiaAct(NamedTuple):
                 return v
         return default
 
+    @classmethod
+    def from_act(cls, act: "DiaAct | DialogueAct | str") -> "DiaAct":
+        """The environment's form of any act: a :class:`DiaAct` is returned as it is; a string
+        is parsed with :func:`behavsim.parse_act` (the one act parser); a
+        :class:`behavsim.DialogueAct` keeps its canonical (sorted) item order, with bare slots
+        as ``None`` and values lower-cased like the domain's ontology and database."""
+        if isinstance(act, DiaAct):
+            return act
+        return _from_canonical(parse_act(act))
 
-@lru_cache(maxsize=4096)
-def parse_act(text: str) -> DiaAct:
-    """Parse ``type(slot="value",slot,slot!=value,...)``; quotes optional, values lower-cased."""
-    s = text.strip()
-    open_ = s.find("(")
-    if open_ <= 0 or not s.endswith(")"):
-        raise ActParseError(f"malformed dialogue act {text!r}: expected 'type(...)'")
-    act_type = s[:open_].strip().lower()
-    if not act_type.replace("-", "").replace("_", "").isalnum():
-        raise ActParseError(f"malformed dialogue act {text!r}: bad act type {act_type!r}")
-    body = s[open_ + 1:-1]
-    items: list[tuple[str, str | None]] = []
-    i, n = 0, len(body)
-    while i < n:
-        while i < n and body[i] in " ,":
-            i += 1
-        if i >= n:
-            break
-        j = i
-        while j < n and body[j] not in "=!,":
-            j += 1
-        slot = body[i:j].strip().lower()
-        if not slot:
-            raise ActParseError(f"malformed dialogue act {text!r}: empty slot at position "
-                                f"{open_ + 1 + i}")
-        if j >= n or body[j] == ",":
-            items.append((slot, None))
-            i = j + 1
-            continue
-        neg = body[j] == "!"
-        if neg:
-            if j + 1 >= n or body[j + 1] != "=":
-                raise ActParseError(f"malformed dialogue act {text!r}: '!' without '=' at "
-                                    f"position {open_ + 1 + j}")
-            j += 1
-        k = j + 1
-        while k < n and body[k] == " ":
-            k += 1
-        if k < n and body[k] in "\"'":
-            q = body[k]
-            end = body.find(q, k + 1)
-            if end < 0:
-                raise ActParseError(f"malformed dialogue act {text!r}: unclosed quote at "
-                                    f"position {open_ + 1 + k}")
-            value = body[k + 1:end]
-            i = end + 1
-        else:
-            end = body.find(",", k)
-            end = n if end < 0 else end
-            value = body[k:end].strip()
-            i = end
-        items.append((slot + ("!" if neg else ""), value.strip().lower()))
-    return DiaAct(act_type, tuple(items))
+    def canonical(self) -> DialogueAct:
+        """The core's canonical act (:class:`behavsim.DialogueAct`, items sorted)."""
+        return DialogueAct.create(self.type, self.items)
+
+
+@lru_cache(maxsize=8192)
+def _from_canonical(act: DialogueAct) -> DiaAct:
+    return DiaAct(act.act_type, tuple((s, None if v == "" and not s.endswith("!") else v.lower())
+                                      for s, v in act.items))
 
 
 @lru_cache(maxsize=64)
@@ -216,17 +190,17 @@ def top_value(dist: dict, rank: dict[str, int] | None = None) -> tuple[str, floa
     the lowest ``rank`` (:func:`value_rank`; keys without a rank: alphabetically, before
     ``dontcare`` and ``**NONE**``). Independent of the dict's key order. An empty
     distribution gives ``("**NONE**", -1.0)``."""
-    if not dist:
-        return NONE_VALUE, -1.0
-    best = max(dist.values())
-    found = None
+    best_k, best_p, tie = NONE_VALUE, -1.0, False
     for k, p in dist.items():
-        if p == best:
-            if found is not None:  # a tie: decide by rank, never by dict order
-                ties = [k2 for k2, p2 in dist.items() if p2 == best]
-                return min(ties, key=_tie_key(_DEFAULT_RANK if rank is None else rank)), best
-            found = k
-    return found, best
+        if p >= best_p:
+            if p > best_p:
+                best_k, best_p, tie = k, p, False
+            else:
+                tie = True
+    if tie:  # decide by rank, never by dict order
+        ties = [k for k, p in dist.items() if p == best_p]
+        best_k = min(ties, key=_tie_key(_DEFAULT_RANK if rank is None else rank))
+    return best_k, best_p
 
 
 def _top_two_excluding_none(dist: dict, rank: dict[str, int] | None = None
@@ -252,8 +226,10 @@ def _n_positive_values(dist: dict) -> int:
 
 
 @lru_cache(maxsize=64)
-def _thresholds(domain: Domain) -> tuple[tuple[str, float], ...]:
-    return tuple((s, 1.0 / (len(domain.informable[s]) - 0.1)) for s in domain.system_requestable)
+def _accept_plan(domain: Domain) -> tuple[tuple[str, float, dict[str, int]], ...]:
+    """Per system-requestable slot: (slot, acceptance threshold, tie-break ranks)."""
+    ranks = _ranks(domain)
+    return tuple((s, 1.0 / (len(domain.informable[s]) - 0.1), ranks[s]) for s in domain.system_requestable)
 
 
 def accepted_constraints(belief: dict, domain: Domain) -> list[tuple[str, str, float]]:
@@ -261,13 +237,12 @@ def accepted_constraints(belief: dict, domain: Domain) -> list[tuple[str, str, f
     whose top value is not ``**NONE**`` and whose belief exceeds 1/(|values| − 0.1); domain
     order (callers sort by belief when they need it)."""
     beliefs = belief["beliefs"]
-    ranks = _ranks(domain)
     out = []
-    for slot, thres in _thresholds(domain):
+    for slot, thres, rank in _accept_plan(domain):
         dist = beliefs.get(slot)
         if not dist:
             continue
-        v, p = top_value(dist, ranks[slot])
+        v, p = top_value(dist, rank)
         if v != NONE_VALUE and p > thres:
             out.append((slot, v, p))
     return out
@@ -375,8 +350,9 @@ def _none_act(constraints: list[tuple[str, str]]) -> DiaAct:
 
 
 def master_act(summary: str, belief: dict, domain: Domain,
-               last_system_act: str | None = None) -> DiaAct:
-    """Like :func:`to_master_act` but returns a :class:`DiaAct`."""
+               last_system_act: "DiaAct | DialogueAct | str | None" = None) -> DiaAct:
+    """Like :func:`to_master_act` but returns a :class:`DiaAct`. ``last_system_act`` (any act
+    form) is what ``repeat`` says again; given as a ``DiaAct`` it keeps its item order."""
     if summary not in _action_set(domain.system_requestable):
         raise UnknownSummaryAction(_unknown_msg(summary, domain))
     beliefs = belief["beliefs"]
@@ -438,7 +414,7 @@ def master_act(summary: str, belief: dict, domain: Domain,
     if summary == "reqmore":
         return DiaAct("reqmore")
     if summary == "repeat":
-        return parse_act(last_system_act) if last_system_act else DiaAct("null")
+        return DiaAct.from_act(last_system_act) if last_system_act else DiaAct("null")
     if summary == "restart":
         return DiaAct("null")
     raise UnknownSummaryAction(_unknown_msg(summary, domain))
@@ -453,7 +429,7 @@ def _unknown_msg(summary: str, domain: Domain) -> str:
 
 
 def to_master_act(summary: str, belief: dict, domain: Domain,
-                  last_system_act: str | None = None) -> str:
+                  last_system_act: "DiaAct | DialogueAct | str | None" = None) -> str:
     """PyDial-style master act string for a summary action in a belief state, e.g.
     ``inform(name="the olive",area="centre",food="italian",pricerange="cheap")``."""
     return str(master_act(summary, belief, domain, last_system_act))

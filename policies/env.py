@@ -121,7 +121,7 @@ class DialogueEnv:
         self.turns += 1
         if self._closing:
             return self._closing_step(summary_action, masked)
-        sys_act = master_act(summary_action, belief, self.domain, self.last_system_act)
+        sys_act = master_act(summary_action, belief, self.domain, self._last_sys)
         user_act = self.user.respond(sys_act)
         new_belief, conf = self._observe(user_act, sys_act)
         ex = self._log(sys_act, user_act, conf, new_belief)
@@ -156,7 +156,7 @@ class DialogueEnv:
         """PyDial's last turn after the user's bye: the policy acts on the final belief, the
         agent replaces whatever it chose by ``bye()``, and the dialogue ends."""
         belief = self.belief
-        chosen = master_act(summary_action, belief, self.domain, self.last_system_act)
+        chosen = master_act(summary_action, belief, self.domain, self._last_sys)
         sys_act = DiaAct("bye")
         user_act = DiaAct("null")
         ex = self._log(sys_act, user_act, 1.0, belief)

@@ -22,7 +22,7 @@ independent of the order of the keys in its dicts: ties follow the rules of
 """
 from __future__ import annotations
 
-from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, summary_actions, to_master_act
+from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, master_act, summary_actions
 from .base import Response
 from .domain import Domain
 from .nlg import TemplateNLG
@@ -85,6 +85,6 @@ class HandcraftedPolicy:
 
     def act(self, belief: dict) -> Response:
         summary = self.summary_action(belief)
-        act = to_master_act(summary, belief, self.domain)
+        act = master_act(summary, belief, self.domain)
         prompt = self.nlg.generate(act) if self.nlg is not None else None
-        return Response(act=act, prompt=prompt, summary_action=summary)
+        return Response(act=str(act), prompt=prompt, summary_action=summary)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 
-from .actions import DiaAct, parse_act
+from behavsim import DialogueAct
+
+from .actions import DiaAct
 
 __all__ = ["TemplateNLG"]
 
@@ -90,7 +92,8 @@ _FIXED = {
 
 
 class TemplateNLG:
-    """Template generator; ``generate(act)`` accepts a :class:`DiaAct` or an act string."""
+    """Template generator; ``generate(act)`` accepts a :class:`DiaAct`, a
+    :class:`behavsim.DialogueAct` or an act string (parsed by :func:`behavsim.parse_act`)."""
 
     name = "template"
 
@@ -106,12 +109,11 @@ class TemplateNLG:
         h = hashlib.blake2b(f"{self.nlg_seed}\x1f{key}\x1f{part}".encode(), digest_size=8).digest()
         return int.from_bytes(h, "big") % n
 
-    def generate(self, act: DiaAct | str) -> str:
+    def generate(self, act: DiaAct | DialogueAct | str) -> str:
         text = act if isinstance(act, str) else str(act)
         out = self._cache.get(text)
         if out is None:
-            a = parse_act(text) if isinstance(act, str) else act
-            out = self._generate(a)
+            out = self._generate(DiaAct.from_act(act))
             if len(self._cache) < 50_000:
                 self._cache[text] = out
         return out

@@ -1,8 +1,9 @@
 """PyDial's focus belief tracker and a semantic error model.
 
 ``FocusTracker(domain).update(nbest, system_act)`` takes the user's N-best list of semantic
-hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.actions.DiaAct`, an act
-string, or a sequence of acts for one hypothesis) and the system act that preceded it, and
+hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.actions.DiaAct`, a
+:class:`behavsim.DialogueAct`, an act string, or a sequence of acts for one hypothesis) and the
+system act that preceded it (the same forms), and
 returns a belief dict in PyDial's layout::
 
     {"beliefs": {<informable slot>: {value: p, ..., "dontcare": p, "**NONE**": p},
@@ -40,7 +41,9 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .actions import DiaAct, accepted_constraints, parse_act
+from behavsim import DialogueAct
+
+from .actions import DiaAct, accepted_constraints
 from .domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = ["FocusTracker", "ErrorModel", "inform_info", "make_belief"]
@@ -141,12 +144,27 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
     return belief
 
 
-def _as_acts(hyp) -> tuple[DiaAct, ...]:
+def _convert(act, sys_act: DiaAct | None) -> DiaAct:
+    """An act string or :class:`behavsim.DialogueAct` as a :class:`DiaAct` (canonical item
+    order). PyDial's ``deny(s=wrong,s=right)`` names the denied item first; canonical order may
+    not, so the item the system act stated is moved to the front."""
+    a = DiaAct.from_act(act)
+    if a.type == "deny" and len(a.items) > 1 and sys_act is not None:
+        said = set(sys_act.items)
+        for i, item in enumerate(a.items):
+            if item in said:
+                if i:
+                    a = DiaAct(a.type, (item,) + a.items[:i] + a.items[i + 1:])
+                break
+    return a
+
+
+def _as_acts(hyp, sys_act: DiaAct | None) -> tuple[DiaAct, ...]:
     if isinstance(hyp, DiaAct):
         return (hyp,)
-    if isinstance(hyp, str):
-        return (parse_act(hyp),)
-    return tuple(parse_act(h) if isinstance(h, str) else h for h in hyp)
+    if isinstance(hyp, (str, DialogueAct)):
+        return (_convert(hyp, sys_act),)
+    return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_act) for h in hyp)
 
 
 class FocusTracker:
@@ -255,14 +273,18 @@ class FocusTracker:
         return informed, requested, method, da
 
     # ------------------------------------------------------------------ update
-    def update(self, nbest: Iterable, system_act: DiaAct | str | None = None) -> dict:
+    def update(self, nbest: Iterable, system_act: DiaAct | DialogueAct | str | None = None) -> dict:
         """Fold one user turn into the belief and return the new belief dict (a fresh dict
-        each call, safe to mutate)."""
-        sys_act = parse_act(system_act) if isinstance(system_act, str) else system_act
+        each call, safe to mutate). Acts may be :class:`DiaAct` objects (the environment's,
+        used as they are), :class:`behavsim.DialogueAct` objects or strings (parsed by
+        :func:`behavsim.parse_act`; a malformed one raises :class:`behavsim.ActParseError`)."""
+        sys_act = system_act
+        if sys_act is not None and not isinstance(sys_act, DiaAct):
+            sys_act = DiaAct.from_act(sys_act)
         # merge + normalise the N-best list
         merged: dict[tuple, float] = {}
         for hyp, prob in nbest:
-            key = _as_acts(hyp)
+            key = _as_acts(hyp, sys_act)
             p = min(1.0, float(prob))
             if p < 0:
                 p = float(np.exp(p))

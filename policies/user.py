@@ -54,6 +54,8 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from behavsim import DialogueAct
+
 from .actions import DiaAct
 from .domain import DONTCARE, Domain
 
@@ -566,13 +568,18 @@ class SimulatedUser:
                     break
         return DiaAct(t, tuple(items))
 
-    def respond(self, system_act: DiaAct | None) -> DiaAct:
-        """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first)."""
+    def respond(self, system_act: "DiaAct | DialogueAct | str | None") -> DiaAct:
+        """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first).
+        The environment passes :class:`DiaAct` objects (used as they are); an act string or a
+        :class:`behavsim.DialogueAct` is converted with :meth:`DiaAct.from_act` (canonical item
+        order, values lower-cased like the domain's)."""
         if self.goal is None:
             raise RuntimeError("SimulatedUser.respond() before reset()")
         if self.finished:
             return DiaAct("bye")
         if system_act is not None:
+            if not isinstance(system_act, DiaAct):
+                system_act = DiaAct.from_act(system_act)
             if system_act.type in ("null", "badact") or (
                     self.last_sys is not None and self.last_user is not None
                     and self.last_user.type != "repeat" and system_act == self.last_sys):

@@ -1,7 +1,10 @@
+import numpy as np
 import pytest
 
+import behavsim
+from behavsim import DialogueAct
 from policies.actions import (SUMMARY_ACTIONS, ActParseError, DiaAct, UnknownSummaryAction,
-                              action_mask, parse_act, summary_actions, to_master_act)
+                              action_mask, master_act, parse_act, summary_actions, to_master_act)
 from policies.domain import Domain
 from policies.tracker import FocusTracker
 
@@ -24,21 +27,40 @@ def test_summary_action_names():
 
 @pytest.mark.parametrize("text,act", [
     ("request(food)", DiaAct("request", (("food", None),))),
-    ('inform(name="pizza palace",area=centre)', DiaAct("inform", (("name", "pizza palace"), ("area", "centre")))),
+    ('inform(name="pizza palace",area="centre")', DiaAct("inform", (("name", "pizza palace"), ("area", "centre")))),
     ('select(area="north",area="south")', DiaAct("select", (("area", "north"), ("area", "south")))),
     ('inform(name=none,name!="x, y",food="thai")', DiaAct("inform", (("name", "none"), ("name!", "x, y"), ("food", "thai")))),
+    ('inform(name="a \\"b\\" c")', DiaAct("inform", (("name", 'a "b" c'),))),
     ("bye()", DiaAct("bye")),
 ])
-def test_parse_and_format(text, act):
-    assert parse_act(text) == act
-    assert parse_act(str(act)) == act
+def test_pydial_form_and_the_core_parser(text, act):
+    """One parser: policies.actions re-exports behavsim's; DiaAct prints PyDial's form, which
+    the core parser reads back to the act's canonical form."""
+    assert parse_act is behavsim.parse_act and ActParseError is behavsim.ActParseError
+    assert str(act) == text
+    assert parse_act(text) == parse_act(str(act)) == act.canonical()
+    assert act.canonical() == DialogueAct.create(act.type, [(s, v or "") for s, v in act.items])
+    back = DiaAct.from_act(text)  # canonical item order, bare slots as None
+    assert back == DiaAct.from_act(act.canonical()) == DiaAct(act.type, tuple(sorted(act.items, key=lambda x: (x[0], x[1] or ""))))
+    assert DiaAct.from_act(act) is act
+    assert DiaAct.from_act('INFORM(Name = "Pizza Palace")') == DiaAct("inform", (("name", "pizza palace"),))
 
 
-@pytest.mark.parametrize("bad,where", [("inform(food=\"thai)", "unclosed quote"), ("inform", "expected"),
-                                        ("(food)", "expected"), ("inform(=x)", "empty slot")])
-def test_parse_errors(bad, where):
-    with pytest.raises(ActParseError, match=where):
-        parse_act(bad)
+@pytest.mark.parametrize("bad,where", [("inform(food=\"thai)", "unterminated quoted value"),
+                                        ("inform", "expected '\\('"), ("(food)", "expected a dialogue-act type"),
+                                        ("inform(=x)", "expected a slot name")])
+def test_act_strings_are_parsed_by_the_core(bad, where):
+    from policies.nlg import TemplateNLG
+    from policies.user import SimulatedUser
+
+    for call in (lambda: FocusTracker(D).update([(bad, 1.0)]), lambda: FocusTracker(D).update([("null()", 1.0)], bad),
+                 lambda: TemplateNLG(0).generate(bad), lambda: DiaAct.from_act(bad)):
+        with pytest.raises(behavsim.ActParseError, match=where):
+            call()
+    u = SimulatedUser(D)
+    u.reset(np.random.default_rng(0))
+    with pytest.raises(behavsim.ActParseError, match=where):
+        u.respond(bad)
 
 
 def test_masks_through_a_dialogue():
@@ -110,7 +132,7 @@ def test_generated_context_without_features():
     for a, ok in zip(SUMMARY_ACTIONS, m):
         if ok:
             act = parse_act(to_master_act(a, b, D))
-            assert act.type in ("request", "confirm", "select", "inform", "reqmore", "bye")
+            assert act.act_type in ("request", "confirm", "select", "inform", "reqmore", "bye")
     assert to_master_act("confirm_area", b, D) == f'confirm(area="{D.informable["area"][0]}")'
 
 
@@ -125,7 +147,8 @@ def test_alternatives_exhausted():
     assert to_master_act("inform_alternatives", b, D).startswith(f'inform(name="{names[1]}"')
     b = t.update([("reqalts()", 1.0)], f'inform(name="{names[1]}")')
     assert b["features"]["informedVenueSinceNone"] == names
-    act = parse_act(to_master_act("inform_alternatives", b, D))
+    act = master_act("inform_alternatives", b, D)
+    assert str(act) == to_master_act("inform_alternatives", b, D)
     assert act.items[0] == ("name", "none")
     assert [v for s, v in act.items if s == "name!"] == names
     assert {s: v for s, v in act.items if s in c} == c

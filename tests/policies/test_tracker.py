@@ -221,3 +221,20 @@ def test_make_belief_for_generated_contexts():
         make_belief(D, {"colour": {"red": 0.5}})
     with pytest.raises(ValueError, match="unknown method"):
         make_belief(D, method={"bycolour": 0.5})
+
+
+def test_act_strings_and_core_acts_canonical_order():
+    """Strings are parsed by behavsim.parse_act (items sorted, values lower-cased for the
+    domain); deny's denied item is the one the system act stated, wherever it sorts."""
+    from behavsim import parse_act
+
+    a_late, a_early = sorted(D.informable["area"])[-1], sorted(D.informable["area"])[0]
+    for act in (f'deny(area="{a_late}",area="{a_early}")', parse_act(f'deny(area="{a_late}",area="{a_early}")')):
+        t = FocusTracker(D)
+        b = t.update([(act, 1.0)], parse_act(f'confirm(area="{a_late}")'))
+        assert b["beliefs"]["area"][a_early] == 1.0 and b["beliefs"]["area"][a_late] == 0.0
+    t = FocusTracker(D)
+    b = t.update([(f'deny(area="{a_early}",area="{a_late}")', 1.0)], f'confirm(area="{a_early}")')
+    assert b["beliefs"]["area"][a_late] == 1.0
+    b = FocusTracker(D).update([('inform(food="Indian")', 0.5), (parse_act('inform( FOOD = indian )'), 0.5)])
+    assert b["beliefs"]["food"]["indian"] == 1.0
