@@ -663,9 +663,10 @@ td.key.same { color: #b0b0b5; }
 span.ci { display: block; font-size: 10.5px; color: var(--muted); }
 body:has(#show-ci:not(:checked)) span.ci { display: none; }
 label.toggle { font-size: 13px; color: var(--muted); }
-table.heatmap td { min-width: 3.4rem; text-align: center; border: 1px solid #fff;
+table.heatmap td { min-width: 3rem; text-align: center; border: 1px solid #fff;
                    -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-.heatmaps { display: grid; grid-template-columns: repeat(auto-fit, minmax(480px, 1fr)); gap: 1rem; }
+.heatmaps { display: flex; flex-wrap: wrap; gap: 1rem 2rem; align-items: flex-start; }
+.heat { max-width: 100%; overflow-x: auto; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption, .file { color: var(--muted); font-size: 13px; }
 table.disagree td.summary { max-width: 22rem; font-size: 12px; }
@@ -681,6 +682,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 12px; }
   h2 { break-after: avoid; } table, figure { break-inside: avoid; }
   table.data { font-size: 10px; }
   a { color: inherit; text-decoration: none; }
+  details::details-content { content-visibility: visible; display: block; }  /* full tables print */
 }
 """
 

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -415,6 +416,14 @@ def test_renders_in_headless_chromium(report, run_dir, tmp_path):
     assert img.shape[0] >= 1000 and img.shape[1] >= 1200
     assert img.std() > 0.05  # not blank
     assert (img.min(axis=2) < 0.5).mean() > 0.005  # some dark text on the page
+
+    # printed: the full tables folded in <details> are printed too (7 pages without them)
+    pdf = tmp_path / "report.pdf"
+    r = _chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", url, cwd=tmp_path)
+    assert r.returncode == 0 and pdf.is_file(), r.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 10
+
     keep = os.environ.get("BEHAVSIM_REPORT_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
