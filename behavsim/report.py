@@ -203,8 +203,8 @@ def _section_of(text: str) -> str:
     m = re.search(r"(?:fig(?:ure)?)_?(\d)", t)
     if m and m.group(1) in "23456":
         return {"2": "convergence", "3": "seeds", "4": "per_turn", "5": "rewards", "6": "scores"}[m.group(1)]
-    for words, sec in ((("turn",), "per_turn"), (("conver",), "convergence"), (("seed",), "seeds"),
-                       (("reward",), "rewards"), (("corr", "mse", "heatmap", "score"), "scores"),
+    for words, sec in ((("turn",), "per_turn"), (("conver",), "convergence"), (("reward",), "rewards"),
+                       (("seed",), "seeds"), (("corr", "mse", "heatmap", "score"), "scores"),
                        (("table1", "performance", "learning", "tsr", "metric"), "performance"),
                        (("disagree",), "disagreements")):
         if any(w in t for w in words):

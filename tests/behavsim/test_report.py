@@ -384,6 +384,28 @@ def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
             build_report(broken(name, content))
 
 
+@pytest.mark.parametrize("text, section", [
+    ("convergence", "convergence"), ("Figure 3", "seeds"), ("fig4_per_turn", "per_turn"), ("per-turn", "per_turn"),
+    ("reward_vs_seed_tmr", "rewards"), ("pair_curves_seeds_ccol", "seeds"), ("heatmap_corr", "scores"),
+    ("score_mse_mismatch", "scores"), ("learning_curves", "performance"), ("misc", "other"),
+])
+def test_figure_sections(text, section):
+    from behavsim.report import _section_of
+    assert _section_of(text) == section
+
+
+def test_unlisted_and_damaged_figures(run_dir, tmp_path):
+    run = shutil.copytree(run_dir, tmp_path / "figs")
+    shutil.copy(run / "figures" / "per_turn.png", run / "figures" / "heatmap_corr.png")  # unlisted: inferred
+    (run / "figures" / "seeds_broken.png").write_bytes(b"not a png")
+    text = build_report(run).read_text(encoding="utf-8")
+    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
+    assert scores.count('src="data:image/png;base64,') == 1 and "figures/heatmap_corr.png" in scores
+    seeds = text[text.index('<section id="seeds">'):text.index('<section id="per_turn">')]
+    assert "Figure figures/seeds_broken.png could not be shown: not a PNG file" in " ".join(
+        "".join(parse(seeds).text).split())
+
+
 # ---------------------------------------------------------------------------- real browser
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=cwd)
