@@ -360,8 +360,7 @@ def _milestones(values: Sequence[float], k: int = 4) -> list[float]:
     return picked
 
 
-def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], group: Sequence[str],
-              table_id: str, what: str) -> str:
+def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id: str, what: str) -> str:
     if df is None:
         return _note(f"No <code>results/{name}</code> in this run: the {what} were not computed "
                      "(e.g. a run with a single reward or a single seed).")
@@ -714,14 +713,14 @@ def _render(run: _Run) -> str:
         "run": _header(run),
         "performance": with_figs("performance", _table1(run)),
         "convergence": with_figs("convergence", _scenario(
-            sc("convergence.csv"), "convergence.csv", ["context_set", "reward", "seed", "checkpoint"], [],
+            sc("convergence.csv"), "convergence.csv", ["context_set", "reward", "seed", "checkpoint"],
             "convergence", "convergence of each trial (checkpoint k vs k−1)")),
         "seeds": with_figs("seeds", _scenario(
-            sc("seeds.csv"), "seeds.csv", ["context_set", "reward", "pair", "checkpoint"], [],
+            sc("seeds.csv"), "seeds.csv", ["context_set", "reward", "pair", "checkpoint"],
             "seeds", "seed comparisons (trials of one reward at the same checkpoint)")),
         "per_turn": with_figs("per_turn", _per_turn(run)),
         "rewards": with_figs("rewards", _scenario(
-            sc("rewards.csv"), "rewards.csv", ["context_set", "pair"], [],
+            sc("rewards.csv"), "rewards.csv", ["context_set", "pair"],
             "rewards", "reward comparisons (TS trial vs IQ trial at the last checkpoint)")),
         "scores": with_figs("scores", heat),
         "tests": with_figs("tests", _tests(run)),

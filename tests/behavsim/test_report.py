@@ -345,6 +345,10 @@ def test_missing_optional_files_give_notes(tmp_path):
                  "records no configuration", "Figure figures/per_turn.png could not be shown: the file is missing"):
         assert note in plain, note
     check_tables(parse(text), run)  # what is there is still right
+    # a header-only CSV is a note too
+    (run / "results" / "seeds.csv").write_text("context_set,reward,checkpoint,pair,a,b,n,TMR,TMR_lo,TMR_hi\n")
+    plain = " ".join("".join(parse(build_report(run).read_text()).text).split())
+    assert "results/seeds.csv has no rows." in plain
     # a bare run: only the manifest
     bare = tmp_path / "bare"
     bare.mkdir()
