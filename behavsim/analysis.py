@@ -1,0 +1,568 @@
+"""Analysis of a comparison: per-context values first, aggregates second.
+
+Every function here starts from the per-context table of :func:`behavsim.compare`
+(``Comparison.per_context``: one row per (pair, context) with ``pair, a, b, context, context_id``
+and one float column per score, NaN = missing), so means, bootstrap intervals, paired tests,
+score agreement (paper Figure 6), per-turn breakdowns (Figure 4) and the list of contexts two
+policies disagree on all come from the same numbers.
+
+Randomness is explicit: every resampling function takes a ``seed`` and draws from its own
+``np.random.Generator``; the seed and the settings are stored in the result (``DataFrame.attrs``
+or the result's fields).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._contexts import ContextSet
+from ._engine import Comparison
+from ._errors import ConfigError, ContextSetMismatch, UnknownScore
+from ._tables import ResponseTable
+from .scores import ALL_SCORES
+
+__all__ = [
+    "bootstrap_ci", "means_with_ci", "PermutationResult", "paired_permutation_test", "reward_vs_seed_test",
+    "score_agreement", "per_turn", "disagreements", "pair_table", "ALTERNATIVES",
+]
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+_KEY_COLUMNS = ("pair", "a", "b", "context", "context_id")
+_CHUNK = 4_000_000  # floats per resampling block (memory bound, not a statistical setting)
+
+
+# ---------------------------------------------------------------------------- validation
+def _check_int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _check_confidence(confidence: Any) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
+    return float(confidence)
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
+    if isinstance(obj, Comparison):
+        obj = obj.per_context
+    if not isinstance(obj, pd.DataFrame):
+        raise ConfigError(f"{name} must be a Comparison or its per_context DataFrame, got {type(obj).__name__}")
+    missing = [c for c in ("pair", "context") if c not in obj.columns]
+    if missing:
+        raise ConfigError(f"{name} lacks the column(s) {missing}; expected the per-context table of "
+                          f"behavsim.compare (columns {list(_KEY_COLUMNS)} + one per score), got {list(obj.columns)}")
+    return obj
+
+
+def _score_columns(df: pd.DataFrame) -> list[str]:
+    """The score columns of a per-context table: registered names first (SPEC order), then others."""
+    known = [s for s in ALL_SCORES if s in df.columns]
+    extra = [c for c in df.columns if c not in known and c not in _KEY_COLUMNS
+             and not str(c).startswith("n_") and c != "n" and pd.api.types.is_float_dtype(df[c])]
+    return known + extra
+
+
+def _resolve_scores(df: pd.DataFrame, scores: str | Iterable[str] | None, name: str = "scores") -> list[str]:
+    available = _score_columns(df)
+    if scores is None:
+        if not available:
+            raise ConfigError(f"the table has no score columns; columns: {list(df.columns)}")
+        return available
+    if isinstance(scores, str):
+        scores = [scores]
+    out = []
+    lower = {s.lower(): s for s in available}
+    for s in scores:
+        if not isinstance(s, str):
+            raise ConfigError(f"{name} must be score names, got {s!r}")
+        if s in available:
+            out.append(s)
+        elif s.lower() in lower:
+            out.append(lower[s.lower()])
+        else:
+            close = difflib.get_close_matches(s, available, n=1)
+            raise UnknownScore("score", s, available, close[0] if close else None)
+    if len(set(out)) != len(out):
+        raise ConfigError(f"{name} lists a score twice: {out}")
+    if not out:
+        raise ConfigError(f"{name} is empty")
+    return out
+
+
+# ---------------------------------------------------------------------------- bootstrap
+def _resample_counts(m: int, n_resamples: int, seed: int) -> np.ndarray:
+    """How often each of ``m`` items is drawn in each of ``n_resamples`` resamples (R x m).
+
+    Depends only on (seed, m), so a vector gets the same resamples wherever it is bootstrapped.
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, m, size=(n_resamples, m))
+    flat = idx + (np.arange(n_resamples)[:, None] * m)
+    return np.bincount(flat.ravel(), minlength=n_resamples * m).reshape(n_resamples, m).astype(np.float64)
+
+
+def _bootstrap_rows(values: np.ndarray, n_resamples: int, confidence: float, seed: int) -> np.ndarray:
+    """Percentile intervals for the mean of each row of a (k x m) matrix without NaN -> (k x 2)."""
+    k, m = values.shape
+    out = np.empty((k, 2))
+    alpha = (1.0 - confidence) / 2.0
+    counts = _resample_counts(m, n_resamples, seed)
+    means = values @ counts.T / m  # (k x R): resample means of every row at once
+    out[:] = np.quantile(means, [alpha, 1.0 - alpha], axis=1).T
+    return out
+
+
+def bootstrap_ci(values: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95,
+                 seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (per-context scores), NaN ignored.
+
+    ``n_resamples`` resamples of the non-NaN values (with replacement, same size) are drawn with
+    ``np.random.default_rng(seed)``; the interval is the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` quantiles of their means. No value left -> ``(nan, nan)``; one value
+    (or all equal) -> a zero-width interval.
+    """
+    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    confidence = _check_confidence(confidence)
+    seed = _check_seed(seed)
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError("values must be a one-dimensional sequence of numbers") from None
+    if v.ndim != 1:
+        raise ConfigError(f"values must be one-dimensional, got shape {v.shape}")
+    v = v[~np.isnan(v)]
+    if v.size == 0:
+        return (math.nan, math.nan)
+    lo, hi = _bootstrap_rows(v[None, :], n_resamples, confidence, seed)[0]
+    return (float(lo), float(hi))
+
+
+def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
+    keys = [c for c in ("pair", "a", "b") if c in per.columns]
+    g = per.groupby(keys, sort=True, dropna=False)
+    out = g.size().rename("n").reset_index()
+    means = g[scores].mean().reset_index(drop=True)
+    missing = g[scores].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
+    missing.columns = [f"n_missing_{s}" for s in scores]
+    return pd.concat([out, means, missing], axis=1)
+
+
+def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
+                  n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """The means table with a bootstrap interval per pair and score.
+
+    Returns one row per pair (``pair, a, b, n``, one mean column per score, ``n_missing_<score>``)
+    plus ``<score>_lo`` and ``<score>_hi``: the :func:`bootstrap_ci` of that pair's per-context
+    values (NaN ignored). Vectorised: all (pair, score) vectors with the same number of values share
+    one resample matrix, so each row gets exactly what ``bootstrap_ci(values, seed=seed)`` gives.
+    The settings are in ``result.attrs["bootstrap"]``.
+    """
+    n_resamples = _check_int(n_resamples, "n_resamples", 1)
+    confidence = _check_confidence(confidence)
+    seed = _check_seed(seed)
+    per = _as_per_context(comparison_or_per_context_df, "comparison_or_per_context_df")
+    names = _resolve_scores(per, scores)
+    if isinstance(comparison_or_per_context_df, Comparison) and \
+            all(s in comparison_or_per_context_df.means.columns for s in names):
+        base = comparison_or_per_context_df.means.copy()
+    else:
+        base = _means_from_per_context(per, names)
+    pairs = base["pair"].tolist()
+    groups = {p: g for p, g in per.groupby("pair", sort=False)}
+    lo = np.full((len(pairs), len(names)), np.nan)
+    hi = np.full_like(lo, np.nan)
+    # collect the non-NaN vectors, grouped by length
+    by_len: dict[int, list[tuple[int, int, np.ndarray]]] = {}
+    for r, p in enumerate(pairs):
+        g = groups.get(p)
+        if g is None:
+            continue
+        mat = g[names].to_numpy(dtype=np.float64)
+        for c in range(len(names)):
+            v = mat[:, c]
+            v = v[~np.isnan(v)]
+            if v.size:
+                by_len.setdefault(v.size, []).append((r, c, v))
+    for m, items in by_len.items():
+        block = max(1, _CHUNK // max(1, n_resamples))
+        for start in range(0, len(items), block):
+            part = items[start:start + block]
+            ci = _bootstrap_rows(np.stack([v for _, _, v in part]), n_resamples, confidence, seed)
+            for (r, c, _), (l_, h_) in zip(part, ci):
+                lo[r, c], hi[r, c] = l_, h_
+    out = base.copy()
+    for c, s in enumerate(names):
+        out[f"{s}_lo"] = lo[:, c]
+        out[f"{s}_hi"] = hi[:, c]
+    out.attrs["bootstrap"] = {"method": "percentile", "n_resamples": n_resamples, "confidence": confidence,
+                              "seed": seed, "scores": names}
+    return out
+
+
+# ---------------------------------------------------------------------------- permutation test
+@dataclass(frozen=True)
+class PermutationResult:
+    """Result of :func:`paired_permutation_test`.
+
+    ``diff = mean_x - mean_y`` over the ``n`` contexts where both values exist. ``exact`` says
+    whether all 2**n sign flips were enumerated (then ``p_value`` is exact) or ``n_permutations``
+    random flips were drawn (then ``p_value = (k + 1) / (n_permutations + 1)``).
+    """
+
+    mean_x: float
+    mean_y: float
+    diff: float
+    p_value: float
+    n: int
+    n_permutations: int = 0
+    alternative: str = "two-sided"
+    seed: int = 0
+    exact: bool = False
+
+
+def _count_extreme(stats: np.ndarray, observed: float, alternative: str, tol: float) -> int:
+    if alternative == "two-sided":
+        return int(np.count_nonzero(np.abs(stats) >= abs(observed) - tol))
+    if alternative == "greater":
+        return int(np.count_nonzero(stats >= observed - tol))
+    return int(np.count_nonzero(stats <= observed + tol))
+
+
+def paired_permutation_test(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
+                            n_permutations: int = 10000, seed: int = 0,
+                            alternative: str = "two-sided") -> PermutationResult:
+    """Paired sign-flip permutation test of ``mean(x - y) == 0`` over contexts.
+
+    ``x[i]`` and ``y[i]`` are the values of two comparisons on the same context ``i`` (e.g. the TMR
+    of a TS-vs-IQ pair and the TMR of a seed-vs-seed pair); pairs with a NaN are dropped. Under the
+    null hypothesis the sign of each difference is exchangeable; the statistic is the mean
+    difference. ``alternative``: ``"two-sided"`` (|stat| >= |observed|), ``"greater"`` (x larger)
+    or ``"less"`` (x smaller). If ``2**n <= n_permutations`` all sign vectors are enumerated and the
+    p-value is exact; otherwise ``n_permutations`` random sign vectors are drawn from
+    ``np.random.default_rng(seed)`` and ``p = (k + 1) / (n_permutations + 1)`` (k = random flips at
+    least as extreme), which is never 0 and keeps the test valid.
+    """
+    n_permutations = _check_int(n_permutations, "n_permutations", 1)
+    seed = _check_seed(seed)
+    if alternative not in ALTERNATIVES:
+        raise ConfigError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    try:
+        xa = np.asarray(x, dtype=np.float64)
+        ya = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ConfigError("x and y must be one-dimensional sequences of numbers") from None
+    if xa.ndim != 1 or ya.ndim != 1:
+        raise ConfigError(f"x and y must be one-dimensional, got shapes {xa.shape} and {ya.shape}")
+    if xa.shape != ya.shape:
+        raise ConfigError(f"x and y must have one value per context each (paired), got {xa.size} and {ya.size} "
+                          "values")
+    ok = ~(np.isnan(xa) | np.isnan(ya))
+    xa, ya = xa[ok], ya[ok]
+    n = int(xa.size)
+    if n == 0:
+        raise ConfigError("no context has a value in both x and y (all pairs contain NaN)")
+    d = xa - ya
+    observed = float(d.mean())
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
+    exact = n < 63 and 2 ** n <= n_permutations
+    if exact:
+        total = 2 ** n
+        k = 0
+        block = max(1, _CHUNK // n)
+        for start in range(0, total, block):
+            codes = np.arange(start, min(total, start + block), dtype=np.int64)
+            bits = (codes[:, None] >> np.arange(n, dtype=np.int64)) & 1
+            stats = (1 - 2 * bits).astype(np.float64) @ d / n
+            k += _count_extreme(stats, observed, alternative, tol)
+        p = k / total
+        used = total
+    else:
+        rng = np.random.default_rng(seed)
+        k = 0
+        block = max(1, _CHUNK // n)
+        for start in range(0, n_permutations, block):
+            rows = min(block, n_permutations - start)
+            signs = 1.0 - 2.0 * rng.integers(0, 2, size=(rows, n), dtype=np.int8)
+            stats = signs @ d / n
+            k += _count_extreme(stats, observed, alternative, tol)
+        p = (k + 1) / (n_permutations + 1)
+        used = n_permutations
+    return PermutationResult(mean_x=float(xa.mean()), mean_y=float(ya.mean()), diff=observed, p_value=float(p),
+                             n=n, n_permutations=used, alternative=alternative, seed=seed, exact=exact)
+
+
+def _select_pairs(per: pd.DataFrame, pairs: Iterable[Any], name: str) -> pd.DataFrame:
+    """Rows of the given pairs: pair indices, or (a, b) policy-id tuples (either order)."""
+    pairs = list(pairs)
+    if not pairs:
+        raise ConfigError(f"{name} is empty")
+    known = set(per["pair"].unique().tolist())
+    mask = np.zeros(len(per), dtype=bool)
+    for p in pairs:
+        if isinstance(p, (int, np.integer)) and not isinstance(p, bool):
+            if int(p) not in known:
+                raise ConfigError(f"{name}: pair index {p!r} is not in the table (pairs: {sorted(known)})")
+            mask |= (per["pair"] == int(p)).to_numpy()
+        elif isinstance(p, (tuple, list)) and len(p) == 2 and {"a", "b"} <= set(per.columns):
+            a, b = str(p[0]), str(p[1])
+            hit = (((per["a"] == a) & (per["b"] == b)) | ((per["a"] == b) & (per["b"] == a))).to_numpy()
+            if not hit.any():
+                raise ConfigError(f"{name}: no pair of policies {a!r} and {b!r} in the table")
+            mask |= hit
+        else:
+            raise ConfigError(f"{name}: each pair must be a pair index or an (a, b) tuple of policy ids, got {p!r}")
+    return per[mask]
+
+
+def _context_means(rows: pd.DataFrame, score: str) -> pd.Series:
+    return rows.groupby("context", sort=True)[score].mean()
+
+
+def reward_vs_seed_test(per_context_df: Comparison | pd.DataFrame, reward_pairs: Iterable[Any],
+                        seed_pairs: Iterable[Any], score: str = "TMR", *, n_permutations: int = 10000,
+                        seed: int = 0, alternative: str = "two-sided") -> PermutationResult:
+    """Does switching the reward change behaviour more than switching the seed?
+
+    For each context, ``score`` is averaged over the ``reward_pairs`` (x) and over the
+    ``seed_pairs`` (y) (NaN ignored), then :func:`paired_permutation_test` compares x and y on the
+    contexts both groups cover. Pairs are pair indices or ``(a, b)`` policy-id tuples; both groups
+    must have been scored on the same context set (the ``context_id`` of each context index must
+    agree). With a similarity score, ``alternative="less"`` asks whether cross-reward pairs are
+    less similar than seed pairs.
+    """
+    per = _as_per_context(per_context_df)
+    name = _resolve_scores(per, [score], "score")[0]
+    if "context_id" in per.columns:
+        ids_per_ctx = per.groupby("context")["context_id"].nunique()
+        if (ids_per_ctx > 1).any():
+            raise ContextSetMismatch("per_context_df mixes context sets: some context index has several context "
+                                     "ids; compare both groups of pairs on the same context set")
+    x = _context_means(_select_pairs(per, reward_pairs, "reward_pairs"), name)
+    y = _context_means(_select_pairs(per, seed_pairs, "seed_pairs"), name)
+    both = x.index.intersection(y.index)
+    return paired_permutation_test(x.loc[both].to_numpy(), y.loc[both].to_numpy(), n_permutations=n_permutations,
+                                   seed=seed, alternative=alternative)
+
+
+# ---------------------------------------------------------------------------- score agreement
+def score_agreement(per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
+                    only_mismatch: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Pearson correlation and mean squared error between every two scores (paper Figure 6).
+
+    Computed over all (pair, context) rows of the table; rows where any of ``scores`` is NaN are
+    dropped. With ``only_mismatch=True`` only rows whose acts do not match (``TMR == 0``) are used —
+    matches make every score 1 and dominate the correlation. Returns ``(corr, mse)``, square
+    DataFrames indexed by score; a constant column (or fewer than two rows) gives NaN correlations.
+    Both carry ``attrs``: ``n_rows`` (rows used), ``n_dropped_nan`` (rows dropped for a NaN),
+    ``n_dropped_match`` (rows dropped as matches), ``only_mismatch``.
+    """
+    per = _as_per_context(per_context_df)
+    names = _resolve_scores(per, scores)
+    if len(names) < 2:
+        raise ConfigError(f"score_agreement needs at least two scores, got {names}")
+    if only_mismatch and "TMR" not in per.columns:
+        raise ConfigError("only_mismatch=True needs the TMR column (acts match <=> TMR == 1) in the table")
+    cols = names + (["TMR"] if only_mismatch and "TMR" not in names else [])
+    mat = per[cols].to_numpy(dtype=np.float64)
+    keep = ~np.isnan(mat).any(axis=1)
+    n_nan = int((~keep).sum())
+    n_match = 0
+    if only_mismatch:
+        tmr = mat[:, cols.index("TMR")]
+        match = keep & (tmr != 0)
+        n_match = int(match.sum())
+        keep &= tmr == 0
+    x = mat[keep][:, :len(names)]
+    n = x.shape[0]
+    k = len(names)
+    if n >= 2:
+        xc = x - x.mean(axis=0)
+        ss = np.sqrt((xc * xc).sum(axis=0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = (xc.T @ xc) / np.outer(ss, ss)
+        corr[:, ss == 0] = np.nan
+        corr[ss == 0, :] = np.nan
+        corr = np.clip(corr, -1.0, 1.0)
+    else:
+        corr = np.full((k, k), np.nan)
+    if n >= 1:
+        mse = np.stack([((x - x[:, [i]]) ** 2).mean(axis=0) for i in range(k)])
+    else:
+        mse = np.full((k, k), np.nan)
+    attrs = {"n_rows": n, "n_dropped_nan": n_nan, "n_dropped_match": n_match, "only_mismatch": bool(only_mismatch)}
+    out = []
+    for m in (corr, mse):
+        df = pd.DataFrame(m, index=pd.Index(names, name="score"), columns=names)
+        df.attrs.update(attrs)
+        out.append(df)
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------------------- per turn
+def _turn_lookup(turns: Any, contexts: np.ndarray) -> np.ndarray:
+    if isinstance(turns, ContextSet):
+        turns = [m.get("turn") for m in turns.metas]
+    if isinstance(turns, Mapping):
+        vals = [turns.get(int(c), turns.get(str(c))) for c in contexts]
+    elif isinstance(turns, (Sequence, np.ndarray, pd.Series)) and not isinstance(turns, str):
+        seq = list(turns)
+        if contexts.size and (contexts.min() < 0 or contexts.max() >= len(seq)):
+            raise ConfigError(f"turns has {len(seq)} entries but the table refers to context {int(contexts.max())}")
+        vals = [seq[int(c)] for c in contexts]
+    else:
+        raise ConfigError("turns must map context index -> turn (a mapping, a sequence indexed by context, "
+                          f"or a ContextSet), got {type(turns).__name__}")
+    out = np.full(len(vals), np.nan)
+    for i, v in enumerate(vals):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise ConfigError(f"turn of context {int(contexts[i])} must be a number, got {v!r}") from None
+    return out
+
+
+def per_turn(per_context_df: Comparison | pd.DataFrame, turns: Any,
+             scores: Iterable[str] = ("TMR", "DMR")) -> pd.DataFrame:
+    """Mean of each score per (pair, turn) (paper Figure 4).
+
+    ``turns`` maps context index -> turn index: a mapping, a sequence indexed by context (e.g.
+    ``[m.get("turn") for m in contexts.metas]``) or a :class:`ContextSet` (its ``metas[i]["turn"]``).
+    Contexts without a turn (generated contexts) are left out; ``result.attrs["n_without_turn"]``
+    counts them. Columns: ``pair, a, b, turn, n`` (contexts in the cell), one mean per score (NaN
+    ignored) and ``n_missing_<score>``; sorted by pair and turn.
+    """
+    per = _as_per_context(per_context_df)
+    names = _resolve_scores(per, scores)
+    t = _turn_lookup(turns, per["context"].to_numpy())
+    has = ~np.isnan(t)
+    rows = per.loc[has, [c for c in ("pair", "a", "b") if c in per.columns] + names].copy()
+    rows["turn"] = t[has].astype(np.int64)
+    keys = [c for c in ("pair", "a", "b") if c in per.columns] + ["turn"]
+    g = rows.groupby(keys, sort=True)
+    out = g.size().rename("n").reset_index()
+    means = g[names].mean().reset_index(drop=True)
+    miss = g[names].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
+    miss.columns = [f"n_missing_{s}" for s in names]
+    out = pd.concat([out, means, miss], axis=1)
+    out.attrs["n_without_turn"] = int((~has).sum())
+    return out
+
+
+# ---------------------------------------------------------------------------- disagreements
+def _pick_pair(comparison: Comparison, pair: Any) -> int:
+    means = comparison.means
+    if isinstance(pair, (int, np.integer)) and not isinstance(pair, bool):
+        if int(pair) not in set(means["pair"].tolist()):
+            raise ConfigError(f"pair must be one of the pair indices {means['pair'].tolist()}, got {pair!r}")
+        return int(pair)
+    if isinstance(pair, (tuple, list)) and len(pair) == 2:
+        a, b = str(pair[0]), str(pair[1])
+        hit = means[((means.a == a) & (means.b == b)) | ((means.a == b) & (means.b == a))]
+        if hit.empty:
+            raise ConfigError(f"no compared pair of policies {a!r} and {b!r}; pairs: "
+                              f"{list(zip(means.a, means.b))}")
+        return int(hit["pair"].iloc[0])
+    raise ConfigError(f"pair must be a pair index or an (a, b) tuple of policy ids, got {pair!r}")
+
+
+def disagreements(comparison: Comparison, contexts: ContextSet, tables: Sequence[ResponseTable] |
+                  Mapping[str, ResponseTable], *, pair: Any = 0, top: int | None = 20,
+                  by: str = "CMR") -> pd.DataFrame:
+    """The contexts on which the two policies of one compared pair disagree most.
+
+    Rows of ``pair`` (a pair index or an ``(a, b)`` tuple of policy ids) sorted by ``by``
+    ascending (least similar first; NaN last), ties broken by the other scores (ascending, in the
+    comparison's order) and then by context index, so the order is deterministic; the first
+    ``top`` rows (``None``: all). Columns: ``rank, context, context_id, summary`` (from
+    ``contexts.summary(i)``), ``turn, origin`` and, when present, ``dialogue, source_policy``
+    (context metadata), ``act_a, act_b, prompt_a, prompt_b`` and every score.
+    """
+    if not isinstance(comparison, Comparison):
+        raise ConfigError(f"comparison must be a behavsim.Comparison, got {type(comparison).__name__}")
+    if not isinstance(contexts, ContextSet):
+        raise ConfigError(f"contexts must be a behavsim.ContextSet, got {type(contexts).__name__}")
+    if top is not None:
+        top = _check_int(top, "top", 1)
+    per = comparison.per_context
+    names = [s for s in comparison.score_names if s in per.columns] or _score_columns(per)
+    by = _resolve_scores(per, [by], "by")[0]
+    k = _pick_pair(comparison, pair)
+    if contexts.fingerprint != comparison.context_fingerprint:
+        raise ContextSetMismatch(f"contexts ({contexts.fingerprint}) is not the context set the comparison was "
+                                 f"made on ({comparison.context_fingerprint})")
+    if isinstance(tables, Mapping):
+        by_id = {str(i): t for i, t in tables.items()}
+    else:
+        by_id = {t.id: t for t in tables}
+    rows = per[per["pair"] == k]
+    a, b = str(rows["a"].iloc[0]), str(rows["b"].iloc[0])
+    for pid in (a, b):
+        if pid not in by_id:
+            raise ConfigError(f"tables has no response table of policy {pid!r}; got {sorted(by_id)}")
+        if by_id[pid].context_fingerprint != comparison.context_fingerprint:
+            raise ContextSetMismatch(f"the response table of {pid!r} was made on another context set "
+                                     f"({by_id[pid].context_fingerprint})")
+    order = [by] + [s for s in names if s != by]
+    rows = rows.sort_values(order + ["context"], ascending=True, na_position="last", kind="mergesort")
+    if top is not None:
+        rows = rows.head(top)
+    ta, tb = by_id[a], by_id[b]
+    ctx = rows["context"].to_numpy(dtype=np.int64)
+    out = pd.DataFrame({"rank": np.arange(1, len(rows) + 1), "context": ctx,
+                        "context_id": [contexts.ids[i] for i in ctx],
+                        "summary": [contexts.summary(int(i)) for i in ctx]})
+    metas = [contexts.metas[i] for i in ctx]
+    out["turn"] = [m.get("turn") for m in metas]
+    out["origin"] = [m.get("origin") for m in metas]
+    for key in ("dialogue", "source_policy"):
+        if any(key in m for m in contexts.metas):
+            out[key] = [m.get(key) for m in metas]
+    out["a"] = a
+    out["b"] = b
+    out["act_a"] = [ta.acts[i] for i in ctx]
+    out["act_b"] = [tb.acts[i] for i in ctx]
+    out["prompt_a"] = [ta.prompts[i] for i in ctx]
+    out["prompt_b"] = [tb.prompts[i] for i in ctx]
+    for s in names:
+        out[s] = rows[s].to_numpy()
+    out.attrs.update({"pair": k, "by": by, "top": top})
+    return out
+
+
+# ---------------------------------------------------------------------------- plotting input
+def pair_table(comparison: Comparison, keys: Sequence[str] = ("reward", "seed", "checkpoint"), *,
+               table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``table`` (default ``comparison.means``) with the policies' metadata joined on.
+
+    For each key adds ``a_<key>`` and ``b_<key>`` (None where a policy lacks it), and ``<key>``
+    itself when both policies agree on it — e.g. ``checkpoint`` for seed pairs, ``reward`` for
+    within-reward pairs — which is what the plots use as ``x``/``group``.
+    """
+    if not isinstance(comparison, Comparison):
+        raise ConfigError(f"comparison must be a behavsim.Comparison, got {type(comparison).__name__}")
+    out = (comparison.means if table is None else table).copy()
+    for key in keys:
+        av = [comparison.policies.get(str(p), {}).get(key) for p in out["a"]]
+        bv = [comparison.policies.get(str(p), {}).get(key) for p in out["b"]]
+        out[f"a_{key}"] = av
+        out[f"b_{key}"] = bv
+        if key not in out.columns:
+            out[key] = [x if x == y else None for x, y in zip(av, bv)]
+    return out

@@ -1,0 +1,376 @@
+"""Figures of the paper from analysis tables (matplotlib, no display needed).
+
+Every function takes a table (usually from :mod:`behavsim.analysis`), writes the figure to
+``<path>.png`` and ``<path>.svg`` (a ``.png``/``.svg`` suffix on ``path`` is replaced) and returns
+the two paths. Figures are built on :class:`matplotlib.figure.Figure` with the Agg canvas — pyplot
+and the global backend are never touched — and the SVG is deterministic: fixed ``svg.hashsalt``,
+no date or software metadata, so the same data gives a byte-identical file.
+
+* :func:`convergence_curves` — Figure 2: score of checkpoint k vs k−1, one line per trial.
+* :func:`pair_curves` — Figure 3: every score of the seed pairs over checkpoints (small multiples).
+* :func:`per_turn_plot` — Figure 4: TMR/DMR per dialogue turn, one panel per pair.
+* :func:`pair_bars` — Figure 5: cross-reward pairs next to within-reward pairs.
+* :func:`heatmap` — Figure 6: correlation or MSE between scores.
+* :func:`learning_curves` — TSR/AIQ/ADL over training dialogues per reward (mean, min–max band).
+
+If a ``<score>_lo``/``<score>_hi`` column is present (from :func:`behavsim.analysis.means_with_ci`)
+curves get a band and bars an error bar.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ._errors import ConfigError
+from .scores import ALL_SCORES
+
+__all__ = ["convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap", "learning_curves",
+           "save_figure", "RC"]
+
+#: Matplotlib settings used for every figure (readable in a paper and an HTML report).
+RC: dict[str, Any] = {
+    "svg.hashsalt": "behavsim",
+    "svg.fonttype": "path",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "path.simplify": True,
+}
+_WIDTH = 6.4  # inches: one column of a report / a two-column paper figure
+_MANY = 6  # more legend entries than this -> legend outside the axes
+
+LABELS = {"TMR": "total match rate (TMR)", "DMR": "dialogue act match rate (DMR)",
+          "CER": "concept error rate similarity (CER)", "CMR": "concept match rate (CMR)",
+          "USE_cos": "USE cosine similarity", "USE_ang": "USE angular similarity", "BLEU4": "BLEU-4",
+          "BERTScore": "BERTScore", "tsr": "task success rate (TSR)", "aiq": "average interaction quality (AIQ)",
+          "adl": "average dialogue length (ADL, turns)", "checkpoint": "training dialogues",
+          "dialogues": "training dialogues", "turn": "system turn"}
+
+
+def _label(name: str) -> str:
+    return LABELS.get(str(name), str(name))
+
+
+def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
+    p = Path(path)
+    if p.suffix.lower() in (".png", ".svg"):
+        p = p.with_suffix("")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p.with_name(p.name + ".png"), p.with_name(p.name + ".svg")
+
+
+def _figure(width: float, height: float):
+    import matplotlib
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context(RC):
+        fig = Figure(figsize=(width, height), layout="constrained")
+        FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig, path: str | os.PathLike) -> tuple[Path, Path]:
+    """Write ``fig`` to ``<path>.png`` and ``<path>.svg`` deterministically; return both paths."""
+    import matplotlib
+
+    png, svg = _paths(path)
+    with matplotlib.rc_context(RC):
+        fig.savefig(png, format="png", metadata={"Software": None})
+        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    return png, svg
+
+
+def _draw(fn):
+    """Run a drawing function under the figure settings (fonts etc. are read while drawing)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import matplotlib
+
+        with matplotlib.rc_context(RC):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def _need(df: Any, columns: Iterable[str], fn: str) -> pd.DataFrame:
+    if not isinstance(df, pd.DataFrame):
+        raise ConfigError(f"{fn}: expected a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ConfigError(f"{fn}: the table lacks column(s) {missing}; columns: {list(df.columns)}")
+    if df.empty:
+        raise ConfigError(f"{fn}: the table is empty")
+    return df
+
+
+def _sort_key(v: Any):
+    try:
+        return (0, float(v), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(v))
+
+
+def _legend(ax, n: int, title: str | None = None) -> None:
+    if n == 0:
+        return
+    if n > _MANY:
+        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.legend(title=title, frameon=False)
+
+
+def _scores_in(df: pd.DataFrame, scores: Sequence[str] | str | None) -> list[str]:
+    if scores is None:
+        found = [s for s in ALL_SCORES if s in df.columns]
+        if not found:
+            raise ConfigError(f"no score columns in the table; columns: {list(df.columns)}")
+        return found
+    if isinstance(scores, str):
+        scores = [scores]
+    missing = [s for s in scores if s not in df.columns]
+    if missing:
+        raise ConfigError(f"score column(s) {missing} not in the table; columns: {list(df.columns)}")
+    return list(scores)
+
+
+def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str = "o") -> int:
+    """One line per hue value (sorted by x), a band if ``<y>_lo``/``<y>_hi`` exist; returns #lines."""
+    band = f"{y}_lo" in df.columns and f"{y}_hi" in df.columns
+    groups = [(None, df)] if hue is None else sorted(df.groupby(hue, sort=False), key=lambda kv: _sort_key(kv[0]))
+    for key, g in groups:
+        g = g.sort_values(x, key=lambda s: s.map(_sort_key), kind="mergesort")
+        xs = g[x].to_numpy()
+        (line,) = ax.plot(xs, g[y].to_numpy(dtype=float), marker=marker, markersize=3, linewidth=1.2,
+                          label=None if key is None else str(key))
+        if band:
+            ax.fill_between(xs, g[f"{y}_lo"].to_numpy(dtype=float), g[f"{y}_hi"].to_numpy(dtype=float),
+                            color=line.get_color(), alpha=0.15, linewidth=0)
+    return 0 if hue is None else len(groups)
+
+
+@_draw
+def convergence_curves(df: pd.DataFrame, path: str | os.PathLike, *, score: str = "TMR", x: str = "checkpoint",
+                       hue: str | None = "trial", title: str | None = None) -> tuple[Path, Path]:
+    """Figure 2: ``score`` of checkpoint k against k−1 over training, one line per ``hue`` (trial).
+
+    ``df``: one row per consecutive pair with columns ``x`` (e.g. the later checkpoint), ``hue``
+    and ``score`` (e.g. :func:`behavsim.analysis.pair_table` of a ``pairs="consecutive"``
+    comparison, with a trial label added).
+    """
+    _need(df, [x, score] + ([hue] if hue else []), "convergence_curves")
+    fig = _figure(_WIDTH, 3.4)
+    ax = fig.add_subplot()
+    n = _lines(ax, df, x, score, hue)
+    ax.set_xlabel(_label(x))
+    ax.set_ylabel(_label(score))
+    ax.set_title(title or f"Convergence: {score} of checkpoint k vs k−1")
+    _legend(ax, n, hue)
+    return save_figure(fig, path)
+
+
+@_draw
+def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] | None = None, *,
+                x: str = "checkpoint", hue: str | None = "pair", title: str | None = None,
+                ncols: int = 4) -> tuple[Path, Path]:
+    """Figure 3: every score of the compared pairs over ``x``, one small panel per score.
+
+    ``df``: one row per (pair, x), e.g. the means of seed-vs-seed pairs at each checkpoint with a
+    ``checkpoint`` column (:func:`behavsim.analysis.pair_table`). ``scores``: default all score
+    columns present, in SPEC order.
+    """
+    _need(df, [x] + ([hue] if hue else []), "pair_curves")
+    names = _scores_in(df, scores)
+    ncols = max(1, min(ncols, len(names)))
+    nrows = math.ceil(len(names) / ncols)
+    fig = _figure(_WIDTH * (1.0 if ncols <= 4 else ncols / 4), 1.9 * nrows + 0.6)
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
+    n = 0
+    for k, s in enumerate(names):
+        ax = axes[k // ncols][k % ncols]
+        n = _lines(ax, df, x, s, hue, marker=".")
+        ax.set_title(s)
+        if k // ncols == nrows - 1:
+            ax.set_xlabel(_label(x))
+    for k in range(len(names), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    if n:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, title=hue, loc="outside lower center", ncols=min(n, 4), frameon=False)
+    fig.suptitle(title or "All similarity scores per compared pair")
+    return save_figure(fig, path)
+
+
+@_draw
+def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[str] = "TMR", *,
+              group: str = "group", label: str | None = None, title: str | None = None) -> tuple[Path, Path]:
+    """Figure 5: one bar per pair, pairs grouped (and coloured) by ``group``, one panel per score.
+
+    ``df``: one row per pair with a ``group`` column (e.g. ``"TS vs IQ"``, ``"TS seeds"``,
+    ``"IQ seeds"``) and the score columns. ``label``: a column naming each bar (default
+    ``"<a> vs <b>"`` if ``a``/``b`` exist, else the row number). Error bars from
+    ``<score>_lo``/``<score>_hi`` when present.
+    """
+    names = [score] if isinstance(score, str) else list(score)
+    _need(df, [group] + names, "pair_bars")
+    if label is not None:
+        _need(df, [label], "pair_bars")
+        labels = df[label].astype(str).tolist()
+    elif {"a", "b"} <= set(df.columns):
+        labels = [f"{a} vs {b}" for a, b in zip(df["a"], df["b"])]
+    else:
+        labels = [str(i) for i in range(len(df))]
+    groups = list(dict.fromkeys(df[group].astype(str)))  # order of first appearance
+    g_of = df[group].astype(str).tolist()
+    order = sorted(range(len(df)), key=lambda i: (groups.index(g_of[i]), i))
+    pos, x = [], 0.0
+    for j, i in enumerate(order):
+        if j and g_of[i] != g_of[order[j - 1]]:
+            x += 0.6  # gap between groups
+        pos.append(x)
+        x += 1.0
+    import matplotlib
+
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    width = max(_WIDTH, 0.28 * len(df) + 1.5)
+    fig = _figure(width, 2.6 * len(names) + 0.8)
+    axes = fig.subplots(len(names), 1, squeeze=False, sharex=True)
+    for k, s in enumerate(names):
+        ax = axes[k][0]
+        vals = df[s].to_numpy(dtype=float)[order]
+        err = None
+        if f"{s}_lo" in df.columns and f"{s}_hi" in df.columns:
+            lo = df[f"{s}_lo"].to_numpy(dtype=float)[order]
+            hi = df[f"{s}_hi"].to_numpy(dtype=float)[order]
+            err = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
+        cols = [colors[groups.index(g_of[i]) % len(colors)] for i in order]
+        ax.bar(pos, vals, color=cols, yerr=err, capsize=2, width=0.8)
+        ax.set_ylabel(_label(s) if len(names) == 1 else s)
+        ax.set_ylim(0, max(1.0, float(np.nanmax(vals)) if np.isfinite(vals).any() else 1.0) * 1.05)
+        ax.grid(axis="x", visible=False)
+    axes[-1][0].set_xticks(pos, [labels[i] for i in order], rotation=60, ha="right", fontsize=7)
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=colors[k % len(colors)], label=g) for k, g in enumerate(groups)]
+    axes[0][0].legend(handles=handles, title=group, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(title or f"{' and '.join(names)} per compared pair")
+    return save_figure(fig, path)
+
+
+@_draw
+def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] = ("TMR", "DMR"), *,
+                  pair: str = "pair", title: str | None = None) -> tuple[Path, Path]:
+    """Figure 4: mean score per system turn; one row of panels per score, one column per pair.
+
+    ``df``: the output of :func:`behavsim.analysis.per_turn` (``pair, a, b, turn, n`` + scores).
+    """
+    names = _scores_in(df, scores)
+    _need(df, [pair, "turn"] + names, "per_turn_plot")
+    pairs = sorted(df[pair].unique().tolist(), key=_sort_key)
+    ncols = len(pairs)
+    fig = _figure(max(_WIDTH, 2.0 * ncols), 1.9 * len(names) + 0.7)
+    axes = fig.subplots(len(names), ncols, squeeze=False, sharex=True, sharey=True)
+    for c, p in enumerate(pairs):
+        g = df[df[pair] == p].sort_values("turn", kind="mergesort")
+        if {"a", "b"} <= set(g.columns):
+            head = f"{g['a'].iloc[0]} vs {g['b'].iloc[0]}"
+        else:
+            head = f"{pair} {p}"
+        for r, s in enumerate(names):
+            ax = axes[r][c]
+            ax.bar(g["turn"].to_numpy(), g[s].to_numpy(dtype=float), width=0.8)
+            ax.set_ylim(0, 1.05)
+            ax.grid(axis="x", visible=False)
+            if r == 0:
+                ax.set_title(head, fontsize=8)
+            if c == 0:
+                ax.set_ylabel(s)
+            if r == len(names) - 1:
+                ax.set_xlabel(_label("turn"))
+    fig.suptitle(title or f"{' and '.join(names)} per dialogue turn")
+    return save_figure(fig, path)
+
+
+@_draw
+def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt: str = ".2f",
+            vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> tuple[Path, Path]:
+    """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
+    :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–"."""
+    if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:
+        raise ConfigError("heatmap: matrix_df must be a non-empty DataFrame")
+    m = matrix_df.to_numpy(dtype=float)
+    nr, nc = m.shape
+    side = min(max(3.2, 0.55 * max(nr, nc) + 1.6), 9.0)
+    fig = _figure(side + 0.8, side)
+    ax = fig.add_subplot()
+    ax.grid(False)
+    im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal",
+                   interpolation="nearest")
+    ax.set_xticks(range(nc), [str(c) for c in matrix_df.columns], rotation=45, ha="right")
+    ax.set_yticks(range(nr), [str(i) for i in matrix_df.index])
+    finite = m[np.isfinite(m)]
+    lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
+    hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
+    mid = (lo + hi) / 2
+    for i in range(nr):
+        for j in range(nc):
+            v = m[i, j]
+            text = "–" if not np.isfinite(v) else format(v, fmt)
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="black" if (np.isfinite(v) and v > mid) else ("white" if np.isfinite(v) else "grey"))
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    n = matrix_df.attrs.get("n_rows")
+    ax.set_title(title if n is None else f"{title} (n = {n})")
+    return save_figure(fig, path)
+
+
+_METRICS = ("tsr", "aiq", "adl")
+
+
+@_draw
+def learning_curves(metrics_df: pd.DataFrame, path: str | os.PathLike, *, metrics: Sequence[str] = _METRICS,
+                    x: str = "dialogues", hue: str = "reward", title: str | None = None) -> tuple[Path, Path]:
+    """TSR / AIQ / ADL over training dialogues, one line per reward: mean over seeds, min–max band.
+
+    ``metrics_df``: the training runner's ``metrics.csv`` (``policy, reward, seed, dialogues, tsr,
+    aiq, adl, ...``). Metrics absent from the table are skipped.
+    """
+    _need(metrics_df, [x, hue], "learning_curves")
+    names = [m for m in metrics if m in metrics_df.columns]
+    if not names:
+        raise ConfigError(f"learning_curves: none of the metrics {list(metrics)} is in the table; "
+                          f"columns: {list(metrics_df.columns)}")
+    fig = _figure(_WIDTH * max(1.0, len(names) / 3), 2.6)
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    keys = sorted(metrics_df[hue].unique().tolist(), key=_sort_key)
+    for ax, mname in zip(axes, names):
+        for key in keys:
+            g = metrics_df[metrics_df[hue] == key].groupby(x, sort=True)[mname]
+            stats = g.agg(["mean", "min", "max"])
+            xs = stats.index.to_numpy()
+            (line,) = ax.plot(xs, stats["mean"].to_numpy(dtype=float), linewidth=1.2, label=str(key))
+            ax.fill_between(xs, stats["min"].to_numpy(dtype=float), stats["max"].to_numpy(dtype=float),
+                            color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xlabel(_label(x))
+        ax.set_title(_label(mname), fontsize=9)
+    _legend(axes[-1], len(keys), hue)
+    fig.suptitle(title or "Learning curves (mean over seeds, min–max band)")
+    return save_figure(fig, path)
