@@ -56,12 +56,13 @@ been informed.
 """
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from behavsim import ActParseError, DialogueAct, parse_act
+from behavsim import ActParseError, DialogueAct, UnknownName, parse_act
 
 from .domain import DONTCARE, NONE_VALUE, Domain
 
@@ -73,8 +74,9 @@ INFORM_COUNT_ACCEPTED = 4
 MAX_INFORM_SLOTS = 5
 
 
-class UnknownSummaryAction(ValueError):
-    """A summary-action name is not one of the domain's actions."""
+class UnknownSummaryAction(UnknownName, ValueError):
+    """A summary-action name is not one of the domain's actions (a :class:`behavsim.UnknownName`;
+    the message names the closest valid action)."""
 
 
 def _fmt_item(slot: str, value: str | None) -> str:
@@ -354,7 +356,7 @@ def master_act(summary: str, belief: dict, domain: Domain,
     """Like :func:`to_master_act` but returns a :class:`DiaAct`. ``last_system_act`` (any act
     form) is what ``repeat`` says again; given as a ``DiaAct`` it keeps its item order."""
     if summary not in _action_set(domain.system_requestable):
-        raise UnknownSummaryAction(_unknown_msg(summary, domain))
+        raise _unknown_action(summary, domain)
     beliefs = belief["beliefs"]
     feats = _features(belief)
     if summary.startswith("request_"):
@@ -417,15 +419,13 @@ def master_act(summary: str, belief: dict, domain: Domain,
         return DiaAct.from_act(last_system_act) if last_system_act else DiaAct("null")
     if summary == "restart":
         return DiaAct("null")
-    raise UnknownSummaryAction(_unknown_msg(summary, domain))
+    raise _unknown_action(summary, domain)
 
 
-def _unknown_msg(summary: str, domain: Domain) -> str:
-    import difflib
-    names = summary_actions(domain)
+def _unknown_action(summary: object, domain: Domain) -> UnknownSummaryAction:
+    names = list(summary_actions(domain))
     close = difflib.get_close_matches(str(summary), names, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return f"unknown summary action {summary!r}; valid: {list(names)}.{hint}"
+    return UnknownSummaryAction("summary action", summary, names, close[0] if close else None)
 
 
 def to_master_act(summary: str, belief: dict, domain: Domain,

@@ -11,6 +11,8 @@ import copy
 from dataclasses import dataclass
 from typing import Iterable, Protocol, runtime_checkable
 
+from behavsim import BehavsimError
+
 __all__ = ["Response", "Policy", "check_policy", "PolicyCheckError"]
 
 
@@ -28,7 +30,7 @@ class Policy(Protocol):
     def act(self, belief: dict) -> Response: ...
 
 
-class PolicyCheckError(AssertionError):
+class PolicyCheckError(BehavsimError, AssertionError):
     """A policy broke the protocol in :func:`check_policy`."""
 
 

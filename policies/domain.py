@@ -20,6 +20,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from behavsim import BehavsimError
+
 __all__ = ["Domain", "DomainError", "DONTCARE", "NONE_VALUE", "DATA_DIR"]
 
 DONTCARE = "dontcare"
@@ -31,7 +33,7 @@ _REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "me
                   "discourseAct")
 
 
-class DomainError(ValueError):
+class DomainError(BehavsimError, ValueError):
     """A rules file or database is missing, unreadable or inconsistent."""
 
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .actions import DiaAct, accepted_constraints, action_mask, master_act, summary_actions, _unknown_msg, UnknownSummaryAction
+from behavsim import BehavsimError, ConfigError
+
+from .actions import DiaAct, accepted_constraints, action_mask, master_act, summary_actions, _unknown_action
 from .domain import Domain
 from .nlg import TemplateNLG
 from .tracker import ErrorModel, FocusTracker
@@ -42,7 +44,7 @@ EXCHANGE_KEYS = ("turn", "system_act", "system_act_type", "user_act", "user_act_
                  "informed_venue", "success_so_far")
 
 
-class EnvError(RuntimeError):
+class EnvError(BehavsimError, RuntimeError):
     """The environment was used out of protocol (e.g. ``step`` after the end)."""
 
 
@@ -56,7 +58,7 @@ class DialogueEnv:
                  user_config: UserConfig | dict | None = None, nlg_seed: int = 0,
                  final_system_turn: bool = True) -> None:
         if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
+            raise ConfigError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
         if error_model is not None and not isinstance(error_model, ErrorModel):
             raise TypeError(f"DialogueEnv: error_model must be an ErrorModel or None, got "
                             f"{type(error_model).__name__}")
@@ -115,7 +117,7 @@ class DialogueEnv:
             raise EnvError("DialogueEnv.step() called after the dialogue ended; call reset()")
         idx = self._action_index.get(summary_action)
         if idx is None:
-            raise UnknownSummaryAction(_unknown_msg(summary_action, self.domain))
+            raise _unknown_action(summary_action, self.domain)
         belief = self.belief
         masked = not bool(self._mask[idx])
         self.turns += 1

@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from behavsim import DialogueAct
+from behavsim import ConfigError, DialogueAct
 
 from .actions import DiaAct, accepted_constraints
 from .domain import DONTCARE, NONE_VALUE, Domain
@@ -86,13 +86,13 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
     gets ``**NONE**`` = 1 − Σ of the given values, ``method`` ``none`` and ``discourseAct``
     ``none`` likewise take the remaining mass. ``features`` default to a dialogue start
     (no venue offered); ``inform_info`` and ``dbMatches`` are computed from the beliefs unless
-    given. Unknown slots or values raise ``ValueError``."""
+    given. Unknown slots or values raise :class:`behavsim.ConfigError` (a ``ValueError``)."""
     t = FocusTracker(domain)
     beliefs: dict[str, dict] = {}
     slots = slots or {}
     for s in slots:
         if s not in domain.informable:
-            raise ValueError(f"make_belief: unknown informable slot {s!r}; known: {sorted(domain.informable)}")
+            raise ConfigError(f"make_belief: unknown informable slot {s!r}; known: {sorted(domain.informable)}")
     for s in domain.informable:
         given = slots.get(s)
         if not given:
@@ -104,11 +104,11 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
             if v == NONE_VALUE:
                 continue
             if v not in d:
-                raise ValueError(f"make_belief: {v!r} is not a value of slot {s!r}")
+                raise ConfigError(f"make_belief: {v!r} is not a value of slot {s!r}")
             d[v] = float(p)
             mass += float(p)
         if mass > 1.0 + 1e-9:
-            raise ValueError(f"make_belief: probabilities of slot {s!r} sum to {mass} > 1")
+            raise ConfigError(f"make_belief: probabilities of slot {s!r} sum to {mass} > 1")
         d[NONE_VALUE] = max(0.0, 1.0 - mass)
         beliefs[s] = d
 
@@ -117,7 +117,7 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
         mass = 0.0
         for k, p in (given or {}).items():
             if k not in out:
-                raise ValueError(f"make_belief: unknown {what} {k!r}; known: {list(keys)}")
+                raise ConfigError(f"make_belief: unknown {what} {k!r}; known: {list(keys)}")
             if k != rest:
                 out[k] = float(p)
                 mass += float(p)
@@ -129,7 +129,7 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
     req = dict.fromkeys(domain.requestable, 0.0)
     for k, p in (requested or {}).items():
         if k not in req:
-            raise ValueError(f"make_belief: unknown requestable slot {k!r}")
+            raise ConfigError(f"make_belief: unknown requestable slot {k!r}")
         req[k] = float(p)
     beliefs["requested"] = req
     belief = {"beliefs": beliefs}
@@ -429,11 +429,11 @@ class ErrorModel:
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.error_rate) <= 1.0:
-            raise ValueError(f"ErrorModel: error_rate must be in [0, 1], got {self.error_rate!r}")
+            raise ConfigError(f"ErrorModel: error_rate must be in [0, 1], got {self.error_rate!r}")
         if int(self.nbest) < 1:
-            raise ValueError(f"ErrorModel: nbest must be >= 1, got {self.nbest!r}")
+            raise ConfigError(f"ErrorModel: nbest must be >= 1, got {self.nbest!r}")
         if self.confusion != "uniform":
-            raise ValueError(f"ErrorModel: confusion must be 'uniform', got {self.confusion!r}")
+            raise ConfigError(f"ErrorModel: confusion must be 'uniform', got {self.confusion!r}")
 
     def _corrupt(self, act: DiaAct, domain: Domain, rng: np.random.Generator,
                  rate: float) -> DiaAct:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from behavsim import DialogueAct
+from behavsim import ConfigError, DialogueAct
 
 from .actions import DiaAct
 from .domain import DONTCARE, Domain
@@ -89,8 +89,8 @@ DEFAULT_PROBS: dict[str, tuple[float, float]] = {
 }
 
 
-class UserConfigError(ValueError):
-    """Invalid simulated-user configuration."""
+class UserConfigError(ConfigError):
+    """Invalid simulated-user configuration (a :class:`behavsim.ConfigError`, so a ``ValueError``)."""
 
 
 @dataclass(frozen=True)

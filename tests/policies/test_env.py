@@ -106,6 +106,46 @@ def test_bad_arguments():
         DialogueEnv(error_model=0.1)
 
 
+def test_errors_derive_from_the_core_hierarchy(tmp_path):
+    """Errors on bad input are behavsim errors (the CLI prints them on one line) and keep their
+    built-in bases."""
+    import behavsim
+    from policies.base import PolicyCheckError, check_policy
+    from policies.domain import Domain, DomainError
+    from policies.tracker import make_belief
+    from policies.user import UserConfig, UserConfigError
+
+    for cls, core, builtin in ((DomainError, behavsim.BehavsimError, ValueError),
+                               (UserConfigError, behavsim.ConfigError, ValueError),
+                               (EnvError, behavsim.BehavsimError, RuntimeError),
+                               (UnknownSummaryAction, behavsim.UnknownName, ValueError),
+                               (PolicyCheckError, behavsim.BehavsimError, AssertionError)):
+        assert issubclass(cls, core) and issubclass(cls, builtin)
+    env = DialogueEnv()
+    env.reset(seed=0)
+    with pytest.raises(UnknownSummaryAction) as err:
+        env.step("request_fod")
+    assert err.value.valid == list(env.actions) and err.value.name == "request_fod"
+    assert str(err.value).startswith("unknown summary action 'request_fod'. Did you mean 'request_food'?")
+    D = env.domain
+    bad = [lambda: Domain.from_pydial(tmp_path / "none.json", tmp_path / "none.db"),
+           lambda: UserConfig(patience=0), lambda: UserConfig(probs={"InformCombo": 0.5}),
+           lambda: DialogueEnv(max_turns=0), lambda: ErrorModel(error_rate=2.0),
+           lambda: make_belief(D, {"area": {"atlantis": 0.5}}),
+           lambda: check_policy(object(), []), lambda: env.step(3)]
+    for call in bad:
+        with pytest.raises(behavsim.BehavsimError) as err:
+            call()
+        assert "\n" not in str(err.value)
+    with pytest.raises(behavsim.ConfigError, match="Did you mean 'InformCombination'"):
+        UserConfig(probs={"InformCombo": 0.5})
+    env2 = DialogueEnv(max_turns=1)
+    env2.reset(seed=0)
+    env2.step("request_food")
+    with pytest.raises(EnvError, match="reset"):
+        env2.step("request_food")
+
+
 def test_noisy_environment_runs():
     env = DialogueEnv(error_model=ErrorModel(error_rate=0.3, nbest=3))
     succ = 0
