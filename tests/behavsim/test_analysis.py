@@ -236,3 +236,16 @@ def test_pair_table_joins_metadata():
     out = pair_table(_comparison())
     assert out.loc[0, "a_reward"] == "P" and out.loc[0, "b_reward"] == "Q"
     assert out.loc[0, "reward"] is None and out.loc[0, "checkpoint"] == 1000
+
+
+def test_docs_snippet_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
+    if not doc.is_file():
+        pytest.skip("docs/analysis.md not present")
+    code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    exec(compile(code, str(doc), "exec"), {})
+    assert list(tmp_path.glob("*/fig6_corr.svg"))
