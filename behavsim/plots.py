@@ -284,6 +284,8 @@ def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[st
     """
     names = _scores_in(df, scores)
     _need(df, [pair, "turn"] + names, "per_turn_plot")
+    from matplotlib.ticker import MaxNLocator
+
     pairs = sorted(df[pair].unique().tolist(), key=_sort_key)
     ncols = len(pairs)
     fig = _figure(max(_WIDTH, 2.0 * ncols), 1.9 * len(names) + 0.7)
@@ -305,6 +307,7 @@ def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[st
                 ax.set_ylabel(s)
             if r == len(names) - 1:
                 ax.set_xlabel(_label("turn"))
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title or f"{' and '.join(names)} per dialogue turn")
     return save_figure(fig, path)
 
