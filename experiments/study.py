@@ -160,7 +160,7 @@ def _hash(*parts: Any) -> str:
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False, float_format="%.10g")
+    df.to_csv(tmp, index=False)  # shortest round-trip repr: the CSVs hold the exact values
     os.replace(tmp, path)
 
 
@@ -178,12 +178,13 @@ def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
 
 # ----------------------------------------------------------------------------------- stages
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.DataFrame:
-    from policies.train import TrainConfig, run_training, table1
+    from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
     tc = TrainConfig(policy="gp", rewards=cfg.rewards, seeds=cfg.seeds, dialogues=cfg.dialogues,
                      checkpoint_every=cfg.checkpoint_every, eval_dialogues=cfg.eval_dialogues)
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
     metrics = pd.DataFrame(rows)
+    metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics] + [c for c in metrics if c not in METRIC_COLUMNS]]
     _write_csv(metrics, run / "results" / "metrics.csv")
     t1 = pd.DataFrame(table1(rows))
     _write_csv(t1, run / "results" / "table1.csv")
@@ -435,7 +436,7 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[d
             if str(p).endswith(".svg"):
                 out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
 
-    add(plots.learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "table1")
+    add(plots.learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
     conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
     if conv is not None:
         conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
@@ -452,7 +453,7 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[d
         for reward, df in pt.groupby("reward", sort=True):
             last = df[df["checkpoint"] == df["checkpoint"].max()]
             add(plots.per_turn_plot(last, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]),
-                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint", "seeds")
+                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint", "per_turn")
     if (res / "rewards.csv").exists() and seeds is not None:
         rew = pd.read_csv(res / "rewards.csv")
         last_ck = seeds["checkpoint"].max()
