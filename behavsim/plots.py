@@ -57,8 +57,8 @@ _MANY = 6  # more legend entries than this -> legend outside the axes
 LABELS = {"TMR": "total match rate (TMR)", "DMR": "dialogue act match rate (DMR)",
           "CER": "concept error rate similarity (CER)", "CMR": "concept match rate (CMR)",
           "USE_cos": "USE cosine similarity", "USE_ang": "USE angular similarity", "BLEU4": "BLEU-4",
-          "BERTScore": "BERTScore", "tsr": "task success rate (TSR)", "aiq": "average interaction quality (AIQ)",
-          "adl": "average dialogue length (ADL, turns)", "checkpoint": "training dialogues",
+          "BERTScore": "BERTScore", "tsr": "task success (TSR)", "aiq": "interaction quality (AIQ)",
+          "adl": "dialogue length (ADL)", "checkpoint": "training dialogues",
           "dialogues": "training dialogues", "turn": "system turn"}
 
 

@@ -422,7 +422,8 @@ def _created(run: Path) -> str:
 
 
 def _short_meta(meta: dict) -> dict:
-    return {k: v for k, v in meta.items() if k not in ("indices", "parts")}
+    """The builder parameters of a context set, without the bulky provenance (kept in its file)."""
+    return {k: v for k, v in meta.items() if len(json.dumps(v, default=str)) <= 120}
 
 
 def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[dict[str, str]]:
