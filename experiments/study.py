@@ -61,6 +61,7 @@ class StudyConfig:
     permutations: int = 10_000
     analysis_seed: int = 0
     disagreements: int = 15
+    nlg: str = "per-trial"
     report: bool = True
 
     def __post_init__(self) -> None:
@@ -73,6 +74,8 @@ class StudyConfig:
                               f"({self.checkpoint_every})")
         if not self.seeds or not self.rewards:
             raise ConfigError("study config: needs at least one seed and one reward")
+        if self.nlg not in ("per-trial", "shared"):
+            raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         bad = [s for s in self.scores if s not in ALL_SCORES]
         if bad:
             raise ConfigError(f"study config 'scores': unknown {bad}; valid: {list(ALL_SCORES)}")
@@ -309,7 +312,13 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
         log(f"      {name}: {len(cs):,} contexts")
 
     log("[3/7] responses of every checkpoint on every context set")
-    trials = {(r, s): [str(p) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
+    # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
+    # generator seeded with the trial's seed), so two trials may say one act differently, as the
+    # paper's generator did (Appendix A row 3); "shared": one generator seed for every policy.
+    def spec(path: Path, seed: int) -> str:
+        return f"checkpoint:{path}:nlg_seed={seed}" if cfg.nlg == "per-trial" else str(path)
+
+    trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
     tables = {name: _stage_respond(specs, cs, run / "responses" / name) for name, cs in sets.items()}
 
