@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ._errors import TableFormatError
-from ._tables import _canonical_json, context_fingerprint
+from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._tables import context_fingerprint
 
 __all__ = ["ContextSet", "CONTEXTS_FORMAT", "CONTEXTS_VERSION"]
 
@@ -128,49 +129,34 @@ class ContextSet:
         """Write as JSONL or Parquet (by suffix), atomically."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
         try:
             if path.suffix == ".parquet":
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-
-                tbl = pa.table({"i": list(range(len(self))), "id": self.ids,
-                                "belief": [_canonical_json(b) for b in self.beliefs],
-                                "meta": [_canonical_json(m) for m in self.metas]})
-                tbl = tbl.replace_schema_metadata({"behavsim": _canonical_json(self.header())})
-                pq.write_table(tbl, tmp)
-            else:
-                with open(tmp, "w", encoding="utf-8") as f:
-                    f.write(_canonical_json(self.header()) + "\n")
-                    for i, (cid, b, m) in enumerate(zip(self.ids, self.beliefs, self.metas)):
-                        f.write(_canonical_json({"i": i, "id": cid, "belief": b, "meta": m}) + "\n")
+                return write_parquet(path, self.header(), {
+                    "i": list(range(len(self))), "id": self.ids,
+                    "belief": [canonical_json(b) for b in self.beliefs],
+                    "meta": [canonical_json(m) for m in self.metas]})
+            return write_jsonl(path, self.header(), ({"i": i, "id": cid, "belief": b, "meta": m} for i, (cid, b, m)
+                                                     in enumerate(zip(self.ids, self.beliefs, self.metas))))
         except ValueError as exc:  # NaN/inf are not JSON
-            tmp.unlink(missing_ok=True)
             raise TableFormatError(f"{path}: cannot save context set: {exc}") from None
-        os.replace(tmp, path)
-        return path
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ContextSet":
         """Read a set written by :meth:`save`; any problem raises :class:`TableFormatError`."""
         path = Path(path)
-        if not path.is_file():
-            raise TableFormatError(f"{path}: no such context-set file")
-        if path.suffix == ".parquet":
-            header, rows = cls._read_parquet(path)
-        else:
-            header, rows = cls._read_jsonl(path)
-        if not isinstance(header, dict) or header.get("format") != CONTEXTS_FORMAT:
-            raise TableFormatError(f"{path}: not a behavsim context set (header format must be {CONTEXTS_FORMAT!r})")
-        if header.get("version") != CONTEXTS_VERSION:
-            raise TableFormatError(f"{path}: context-set format version {header.get('version')!r} is not supported "
-                                   f"(this behavsim reads version {CONTEXTS_VERSION})")
+        header, rows = read_rows(path, "context set")
+        check_header(header, str(path), CONTEXTS_FORMAT, CONTEXTS_VERSION, "context set")
         if header.get("size") != len(rows):
             raise TableFormatError(f"{path}: header says {header.get('size')} contexts but the file has {len(rows)} "
                                    "(truncated or damaged file?)")
         beliefs, metas, ids = [], [], []
         for k, (where, r) in enumerate(rows):
-            if not isinstance(r, dict) or r.get("i") != k:
+            if path.suffix == ".parquet":
+                try:
+                    r = {**r, "belief": json.loads(r["belief"]), "meta": json.loads(r["meta"]) if r.get("meta") else {}}
+                except (KeyError, TypeError, json.JSONDecodeError) as exc:
+                    raise TableFormatError(f"{path}:{where}: damaged belief/meta column ({exc})") from None
+            if r.get("i") != k:
                 raise TableFormatError(f"{path}:{where}: expected context index i={k}")
             if not isinstance(r.get("belief"), dict):
                 raise TableFormatError(f"{path}:{where}: 'belief' must be an object")
@@ -183,42 +169,6 @@ class ContextSet:
             raise TableFormatError(f"{path}: content does not match the fingerprint in its header "
                                    f"({header.get('fingerprint')} != {cs.fingerprint}); the file was edited or damaged")
         return cs
-
-    @staticmethod
-    def _read_jsonl(path: Path) -> tuple[Any, list[tuple[Any, Any]]]:
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            raise TableFormatError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
-        if not lines:
-            raise TableFormatError(f"{path}: empty file")
-        parsed = []
-        for n, line in enumerate(lines, 1):
-            try:
-                parsed.append((n, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise TableFormatError(f"{path}:{n}: invalid JSON ({exc})") from None
-        return parsed[0][1], parsed[1:]
-
-    @staticmethod
-    def _read_parquet(path: Path) -> tuple[Any, list[tuple[Any, Any]]]:
-        import pyarrow.parquet as pq
-
-        try:
-            tbl = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            raise TableFormatError(f"{path}: cannot read Parquet file ({exc})") from None
-        raw = (tbl.schema.metadata or {}).get(b"behavsim")
-        if raw is None:
-            raise TableFormatError(f"{path}: Parquet file without behavsim header metadata")
-        rows = []
-        for k, r in enumerate(tbl.to_pylist()):
-            try:
-                rows.append((f"row {k}", {"i": r.get("i"), "id": r.get("id"), "belief": json.loads(r["belief"]),
-                                          "meta": json.loads(r["meta"]) if r.get("meta") else {}}))
-            except (KeyError, TypeError, json.JSONDecodeError) as exc:
-                raise TableFormatError(f"{path}: row {k}: damaged belief/meta column ({exc})") from None
-        return json.loads(raw), rows
 
     def summary(self, i: int) -> str:
         """A one-line summary of context ``i``: top value and belief per informable slot, method."""

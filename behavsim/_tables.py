@@ -20,7 +20,6 @@ canonical form. Loading validates everything and names the file and line of any 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
+from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -35,8 +35,6 @@ FORMAT_NAME = "behavsim-responses"
 FORMAT_VERSION = 1
 
 
-def _canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def context_fingerprint(contexts: Iterable[Mapping[str, Any]]) -> str:
@@ -48,7 +46,7 @@ def context_fingerprint(contexts: Iterable[Mapping[str, Any]]) -> str:
     h = hashlib.sha256()
     n = 0
     for ctx in contexts:
-        h.update(_canonical_json(ctx).encode("utf-8"))
+        h.update(canonical_json(ctx).encode("utf-8"))
         h.update(b"\n")
         n += 1
     return f"sha256:{h.hexdigest()[:32]}:{n}"
@@ -120,44 +118,27 @@ class ResponseTable:
     def save(self, path: str | os.PathLike) -> Path:
         """Write as JSONL or Parquet (by suffix), atomically."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
         if path.suffix == ".parquet":
             import pyarrow as pa
-            import pyarrow.parquet as pq
 
             rows = self.rows()
-            tbl = pa.table({k: [r[k] for r in rows] for k in ("i", "context_id", "act", "prompt", "error")},
-                           schema=pa.schema([("i", pa.int64()), ("context_id", pa.string()), ("act", pa.string()),
-                                             ("prompt", pa.string()), ("error", pa.string())]))
-            tbl = tbl.replace_schema_metadata({"behavsim": _canonical_json(self.header())})
-            pq.write_table(tbl, tmp)
-        else:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(_canonical_json(self.header()) + "\n")
-                for r in self.rows():
-                    f.write(_canonical_json(r) + "\n")
-        os.replace(tmp, path)
-        return path
+            cols = ("i", "context_id", "act", "prompt", "error")
+            schema = pa.schema([("i", pa.int64())] + [(c, pa.string()) for c in cols[1:]])
+            return write_parquet(path, self.header(), {k: [r[k] for r in rows] for k in cols}, schema)
+        return write_jsonl(path, self.header(), self.rows())
 
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ResponseTable":
         """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`."""
         path = Path(path)
-        if not path.is_file():
-            raise TableFormatError(f"{path}: no such response-table file")
-        if path.suffix == ".parquet":
-            return cls._load_parquet(path)
-        return cls._load_jsonl(path)
+        header, rows = read_rows(path, "response table")
+        header = cls._check_header(header, f"{path}:1" if path.suffix != ".parquet" else str(path))
+        return cls._from_rows(header, rows, path)
 
     @staticmethod
     def _check_header(header: Any, where: str) -> dict[str, Any]:
-        if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-            raise TableFormatError(f"{where}: not a behavsim response table (the header must have "
-                                   f"format={FORMAT_NAME!r})")
-        if header.get("version") != FORMAT_VERSION:
-            raise TableFormatError(f"{where}: response-table format version {header.get('version')!r} is not "
-                                   f"supported (this behavsim reads version {FORMAT_VERSION})")
+        check_header(header, where, FORMAT_NAME, FORMAT_VERSION, "response table")
         cs = header.get("context_set")
         if not isinstance(cs, dict) or not isinstance(cs.get("fingerprint"), str) or not isinstance(cs.get("size"), int):
             raise TableFormatError(f"{where}: header needs context_set.fingerprint (string) and .size (integer)")
@@ -166,14 +147,14 @@ class ResponseTable:
         return header
 
     @classmethod
-    def _from_rows(cls, header: dict, rows: Sequence[dict], path: Path, line_of) -> "ResponseTable":
+    def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path) -> "ResponseTable":
         size = header["context_set"]["size"]
         if len(rows) != size:
             raise TableFormatError(f"{path}: header says {size} contexts but the file has {len(rows)} rows "
                                    "(truncated or damaged file?)")
         acts, prompts, errors, ids = [], [], [], []
-        for k, r in enumerate(rows):
-            where = f"{path}:{line_of(k)}"
+        for k, (line, r) in enumerate(rows):
+            where = f"{path}:{line}"
             if r.get("i") != k:
                 raise TableFormatError(f"{where}: expected context index i={k}, found {r.get('i')!r}")
             for key in ("act", "prompt", "error"):
@@ -191,50 +172,3 @@ class ResponseTable:
             ids.append(str(r.get("context_id", k)))
         return cls(policy=dict(header["policy"]), context_fingerprint=header["context_set"]["fingerprint"],
                    acts=acts, prompts=prompts, errors=errors, context_ids=ids, source=str(path))
-
-    @classmethod
-    def _load_jsonl(cls, path: Path) -> "ResponseTable":
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            raise TableFormatError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
-        if not lines:
-            raise TableFormatError(f"{path}: empty file")
-        parsed = []
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                raise TableFormatError(f"{path}:{n}: blank line inside a response table")
-            try:
-                parsed.append(json.loads(line, parse_constant=_reject_constant))
-            except (json.JSONDecodeError, ValueError) as exc:
-                raise TableFormatError(f"{path}:{n}: invalid JSON ({exc})") from None
-        header = cls._check_header(parsed[0], f"{path}:1")
-        if not all(isinstance(r, dict) for r in parsed[1:]):
-            raise TableFormatError(f"{path}: every line after the header must be a JSON object")
-        return cls._from_rows(header, parsed[1:], path, lambda k: k + 2)
-
-    @classmethod
-    def _load_parquet(cls, path: Path) -> "ResponseTable":
-        import pyarrow.parquet as pq
-
-        try:
-            tbl = pq.read_table(path)
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            raise TableFormatError(f"{path}: cannot read Parquet file ({exc})") from None
-        meta = (tbl.schema.metadata or {}).get(b"behavsim")
-        if meta is None:
-            raise TableFormatError(f"{path}: Parquet file without behavsim header metadata")
-        try:
-            header = json.loads(meta)
-        except json.JSONDecodeError as exc:
-            raise TableFormatError(f"{path}: damaged header metadata ({exc})") from None
-        header = cls._check_header(header, str(path))
-        missing = {"i", "act", "prompt", "error"} - set(tbl.column_names)
-        if missing:
-            raise TableFormatError(f"{path}: missing columns {sorted(missing)}")
-        rows = tbl.to_pylist()
-        return cls._from_rows(header, rows, path, lambda k: f"row {k}")
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"non-standard JSON constant {name}")

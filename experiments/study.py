@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
 from behavsim import ConfigError, ContextSet, ResponseTable, compare
@@ -286,7 +285,7 @@ def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str
 
 def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[str], None] | None = None) -> Path:
     """Run (or resume) the study ``cfg`` in ``run_dir``; returns the run folder."""
-    from behavsim import analysis, plots
+    from behavsim import analysis
 
     log = log or (lambda m: print(m, flush=True))
     run = Path(run_dir)

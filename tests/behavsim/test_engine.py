@@ -1,7 +1,5 @@
-import json
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from behavsim import (ConfigError, ContextSetMismatch, ResponseTable, TableFormatError, compare,

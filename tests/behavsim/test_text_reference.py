@@ -125,7 +125,7 @@ def test_bertscore_idf_equals_bert_score_package():
 
 def test_token_embeddings_do_not_depend_on_the_batch():
     """Determinism: a text's BERTScore embeddings are bitwise the same alone or in a batch."""
-    from behavsim._encoders import HFTokenEncoder, get_token_encoder
+    from behavsim._encoders import get_token_encoder
 
     enc = get_token_encoder("minilm", cache=False)
     texts = [f"what kind of food would you like in area {w}" for w in ("north", "south", "east", "west", "centre")]
