@@ -299,16 +299,25 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
     cfg_path.write_text(cfg_json)
     state = _State(run / "state.json")
     t0 = time.perf_counter()
+    stages: dict[str, float] = {}
+    mark = [t0]
+
+    def lap(stage: str) -> None:
+        now = time.perf_counter()
+        stages[stage] = round(now - mark[0], 2)
+        mark[0] = now
     scores = list(cfg.scores)
 
     log(f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
         f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues")
     metrics = _stage_train(cfg, run, log)
+    lap("train")
 
     log("[2/7] context sets")
     sets = _stage_contexts(cfg, run)
     for name, cs in sets.items():
         log(f"      {name}: {len(cs):,} contexts")
+    lap("contexts")
 
     log("[3/7] responses of every checkpoint on every context set")
     # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
@@ -320,6 +329,7 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
     tables = {name: _stage_respond(specs, cs, run / "responses" / name) for name, cs in sets.items()}
+    lap("respond")
 
     key = _hash(cfg.to_dict(), {n: cs.fingerprint for n, cs in sets.items()},
                 {n: sorted(t.id for t in tb.values()) for n, tb in tables.items()})
@@ -395,8 +405,10 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
         log("[4/7] comparisons: up to date")
         log("[5/7] analysis: up to date")
 
+    lap("compare+analyse")
     log("[6/7] figures")
     figures = _stage_figures(cfg, run, metrics)
+    lap("figures")
 
     manifest = {
         "config_name": cfg.name, "config": cfg.to_dict(), "code_version": code_version(),
@@ -415,6 +427,8 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
 
         out = build_report(run, run / "report.html")
         log(f"report: {out}")
+        lap("report")
+    (run / "timings.json").write_text(json.dumps({"stage_seconds": stages}, indent=2) + "\n")
     log(f"done in {wall:.0f} s; run folder {run}")
     return run
 
