@@ -352,9 +352,11 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
             per.insert(0, "kind", kind)
             per.insert(1, "context_set", name)
             agreement_frames.append(per)
-            if kind == "seeds" and name.startswith("ccol"):
+            if kind == "seeds" and name.startswith("ccol") and extra["checkpoint"] == cfg.dialogues:
+                # Figure 4: TMR/DMR per system turn of the trial pairs at the last checkpoint
                 turns = [meta.get("turn") for meta in sets[name].metas]
                 pt = analysis.per_turn(comp.per_context, turns, scores=[s for s in ("TMR", "DMR") if s in scores])
+                pt["pair"] = pt["pair"].map(dict(enumerate(extra["pair"])))
                 pt.insert(0, "context_set", name)
                 pt.insert(1, "reward", extra["reward"])
                 pt.insert(2, "checkpoint", extra["checkpoint"])
@@ -474,8 +476,7 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[d
     if (res / "per_turn.csv").exists():
         pt = pd.read_csv(res / "per_turn.csv")
         for reward, df in pt.groupby("reward", sort=True):
-            last = df[df["checkpoint"] == df["checkpoint"].max()]
-            add(plots.per_turn_plot(last, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]),
+            add(plots.per_turn_plot(df, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]),
                 f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint", "per_turn")
     if (res / "rewards.csv").exists() and seeds is not None:
         rew = pd.read_csv(res / "rewards.csv")

@@ -7,7 +7,7 @@ from behavsim import ConfigError
 from behavsim.cli import main as cli_main
 from experiments.study import StudyConfig, load_config, run_study
 
-SCORES = ["TMR", "DMR", "CER", "CMR", "BLEU4"]
+SCORES = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"]
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +80,33 @@ def test_configs_and_errors(tmp_path, capsys):
         run_study(load_config("tiny"), tmp_path, log=lambda m: None)
     assert cli_main(["reproduce", "--config", "nope", "-o", str(tmp_path / "x")]) == 2
     assert "built-in configs" in capsys.readouterr().err
+
+
+def _report_checks():
+    """The report tests' own parser and table checks (tests/behavsim/test_report.py)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "behavsim" / "test_report.py"
+    spec = importlib.util.spec_from_file_location("_report_checks", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
+    import os
+
+    checks = _report_checks()
+    html = (tiny_run / "report.html").read_text(encoding="utf-8")
+    checks.check_tables(checks.parse(html), tiny_run)  # every table equals the run's CSVs
+    if not os.path.exists(checks.CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing but CI is set")
+        pytest.skip("chromium not installed")
+    r = checks._chromium("--dump-dom", (tiny_run / "report.html").resolve().as_uri(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = checks.parse(r.stdout)
+    n_figures = len(json.loads((tiny_run / "manifest.json").read_text())["figures"])
+    assert dom.body_attrs.get("data-figures-loaded") == f"{n_figures}/{n_figures}"
+    checks.check_tables(dom, tiny_run)
