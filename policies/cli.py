@@ -14,6 +14,7 @@ it when ``--dialogues`` grew); a folder holding a run with other settings is ref
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from typing import Any
 
@@ -45,6 +46,11 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, metavar="W", help="parallel processes (default: min(trials, cores))")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="progress bars on a terminal, one line per checkpoint otherwise (default on)")
+    p.add_argument("--monitor", metavar="CONTEXTS",
+                   help="watch convergence while training: snapshot every checkpoint's responses on this context "
+                        "set and score it against the previous one (runs `behavsim monitor DIR --follow` beside the "
+                        "training; outputs in DIR/monitor/<trial>/)")
+    p.add_argument("--monitor-scores", nargs="+", metavar="NAME", help="scores of --monitor (default TMR DMR CER CMR)")
     g = p.add_argument_group("GP-SARSA hyper-parameters (PyDial defaults)")
     g.add_argument("--gamma", type=float, default=1.0, help="discount (default 1.0)")
     g.add_argument("--sigma", type=float, default=5.0, help="noise standard deviation (default 5.0)")
@@ -72,6 +78,22 @@ def _config_from_args(args: argparse.Namespace):
     )
 
 
+def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
+    """``behavsim monitor OUTPUT --contexts F --follow`` in a process of its own, beside the trials."""
+    from pathlib import Path
+
+    from .train import ConfigError
+
+    if not Path(args.monitor).is_file():
+        raise ConfigError(f"--monitor: context-set file {args.monitor!r} not found "
+                          "(make one with `behavsim contexts generate -o cgen.jsonl`)")
+    cmd = [sys.executable, "-m", "behavsim.cli", "monitor", str(args.output), "--contexts", str(args.monitor),
+           "--follow", "--interval", "1", "--stop-after", "900"]
+    if args.monitor_scores:
+        cmd += ["--scores", *args.monitor_scores]
+    return subprocess.Popen(cmd)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
     from pathlib import Path
@@ -79,12 +101,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .checkpoint import CheckpointError
     from .train import ConfigError, run_training
 
+    monitor = None
     try:
         config = _config_from_args(args)
+        if args.monitor:
+            monitor = _start_monitor(args)
         rows = run_training(config, args.output, workers=args.workers, progress=args.progress)
     except (ConfigError, CheckpointError) as exc:
         print(f"behavsim train: error: {exc}", file=sys.stderr)
+        if monitor is not None:
+            monitor.terminate()
         return 2
+    if monitor is not None:
+        try:  # it stops by itself once every trial's last checkpoint is scored
+            code = monitor.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            monitor.terminate()
+            code = 1
+        if code:
+            print(f"behavsim train: warning: the convergence monitor ended with exit code {code}", file=sys.stderr)
+        print(f"convergence: {Path(args.output) / 'monitor'}")
     last: dict[tuple[str, int], dict] = {}
     for r in rows:
         last[(r["reward"], r["seed"])] = r
