@@ -5,7 +5,7 @@ Times (best of ``--repeat`` runs, wall clock, one process): generating C_gen at 
 and collecting C_col from ``--dialogues`` handcrafted dialogues (and from a GP checkpoint if
 ``--checkpoint`` is given).
 
-    python benchmarks/contexts.py [--dialogues 30] [--repeat 3] [--checkpoint CKPT]
+    python benchmarks/context_sets.py [--dialogues 30] [--repeat 3] [--checkpoint CKPT]
 """
 
 from __future__ import annotations
