@@ -33,9 +33,14 @@ ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "
 
 
 def dialogue_seed(seed: int, j: int) -> int:
-    """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``."""
-    words = np.random.SeedSequence([int(seed), 3, int(j)]).generate_state(1, np.uint64)
-    return int(words[0] >> np.uint64(1))
+    """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``.
+
+    The training runner's evaluation seeding (:func:`policies.train.eval_dialogue_seed`), so a
+    collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
+    """
+    from policies.train import eval_dialogue_seed
+
+    return eval_dialogue_seed(int(j), int(seed))
 
 
 def resolve_policy(spec: Any, domain: Any, where: str = "policies") -> tuple[Any, dict[str, Any]]:

@@ -44,8 +44,8 @@ def domain_meta(domain: Any) -> dict[str, Any]:
 def copy_belief(obj: Any) -> Any:
     """A deep copy of a JSON-like belief (dicts, lists, scalars) with every mapping's keys in
     sorted order — the order a context-set file stores them in and the order
-    ``policies.respond`` hands beliefs to policies, so a set behaves the same in memory and
-    loaded (the built-in policies break ties between equal probabilities by dict order)."""
+    ``policies.respond`` hands beliefs to policies, so a set in memory and the same set read
+    back are equal key for key."""
     if isinstance(obj, dict):
         return {k: copy_belief(obj[k]) for k in sorted(obj)}
     if isinstance(obj, (list, tuple)):
