@@ -2,43 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 import textwrap
 
 import pytest
 
-from behavsim import ConfigError, ContextSet, ContextSetMismatch, TableFormatError, UnknownName
+from behavsim import ConfigError, ContextSetMismatch, TableFormatError, UnknownName
 from policies.adapters import (Adapter, CallableAdapter, PolicyAdapter, RecordedAdapter, adapter_kinds, as_adapter,
                                list_adapter_kinds, load_adapter, parse_spec)
 from policies.base import Response, check_policy
 
 
-def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
-    from policies.domain import Domain
-    from policies.tracker import make_belief
-
-    d = Domain.builtin()
-    beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
-                           method={"byconstraints": m})
-               for a, p, f, m in itertools.product(levels, repeat=4)]
-    return ContextSet(beliefs, meta={"builder": "test-grid", "levels": list(levels)})
-
-
-@pytest.fixture(scope="module")
-def contexts() -> ContextSet:
-    return grid()
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    from policies.train import TrainConfig, run_training
-
-    out = tmp_path_factory.mktemp("run")
-    run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
-                 out, workers=1, progress=False)
-    return out
+from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
 
 
 # ----------------------------------------------------------------------------- spec strings

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import subprocess
 import sys
@@ -18,30 +17,7 @@ from policies.respond import PolicyErrorsWarning, PolicyFailed, respond, respond
 pytestmark = pytest.mark.filterwarnings("ignore::policies.respond.PolicyErrorsWarning")
 
 
-def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
-    from policies.domain import Domain
-    from policies.tracker import make_belief
-
-    d = Domain.builtin()
-    beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
-                           method={"byconstraints": m})
-               for a, p, f, m in itertools.product(levels, repeat=4)]
-    return ContextSet(beliefs, meta={"builder": "test-grid", "levels": list(levels)})
-
-
-@pytest.fixture(scope="module")
-def contexts() -> ContextSet:
-    return grid()
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    from policies.train import TrainConfig, run_training
-
-    out = tmp_path_factory.mktemp("run")
-    run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
-                 out, workers=1, progress=False)
-    return out
+from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
 
 
 @pytest.fixture(scope="module")
