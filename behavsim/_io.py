@@ -13,11 +13,22 @@ from typing import Any, Iterable
 
 from ._errors import TableFormatError
 
-__all__ = ["canonical_json", "write_jsonl", "write_parquet", "read_rows", "check_header"]
+__all__ = ["canonical_json", "canonical_copy", "write_jsonl", "write_parquet", "read_rows", "check_header"]
 
 
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def canonical_copy(obj: Any) -> Any:
+    """A deep copy of a JSON-like object (a belief state) in the form a saved file holds it:
+    every mapping's keys sorted, tuples as lists. A set built in memory and the same set read
+    back are then equal key for key, and a policy given the copy cannot change the original."""
+    if isinstance(obj, dict):
+        return {k: canonical_copy(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [canonical_copy(v) for v in obj]
+    return obj
 
 
 def _reject_constant(name: str):

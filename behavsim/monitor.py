@@ -45,6 +45,7 @@ from ._acts import canonical_act
 from ._contexts import ContextSet
 from ._engine import compare
 from ._errors import ConfigError, ContextSetMismatch, TableFormatError
+from ._io import canonical_copy
 from ._tables import ResponseTable
 from .scores import SEMANTIC_SCORES, get_score, scores as score_registry
 
@@ -183,15 +184,6 @@ class SnapshotResult:
 
 
 # ----------------------------------------------------------------------------- responding
-def _sorted_copy(obj: Any) -> Any:
-    # as policies.respond does: keys in file order (sorted), lists for tuples, a private copy
-    if isinstance(obj, dict):
-        return {k: _sorted_copy(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, (list, tuple)):
-        return [_sorted_copy(v) for v in obj]
-    return obj
-
-
 def _coerce(out: Any) -> tuple[str, str | None]:
     if isinstance(out, str):
         return out, None
@@ -233,7 +225,7 @@ def _builtin_respond(policy: Any, contexts: ContextSet) -> ResponseTable:
     try:
         for i, belief in enumerate(contexts.beliefs):
             try:
-                act, prompt = _coerce(fn(_sorted_copy(belief)))
+                act, prompt = _coerce(fn(canonical_copy(belief)))
                 acts[i], prompts[i] = canonical_act(act), prompt
             except Exception as exc:  # recorded per context
                 msg = str(exc).strip().splitlines()

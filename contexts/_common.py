@@ -8,6 +8,7 @@ import math
 from typing import Any, Iterable
 
 from behavsim import ConfigError
+from behavsim import canonical_copy as copy_belief  # the form a saved context set holds a belief in
 
 __all__ = ["closest_hint", "resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
 
@@ -39,18 +40,6 @@ def domain_meta(domain: Any) -> dict[str, Any]:
 
     return {"domain": domain.name, "domain_rules": os.path.basename(str(domain.source)),
             "domain_venues": len(domain.venues)}
-
-
-def copy_belief(obj: Any) -> Any:
-    """A deep copy of a JSON-like belief (dicts, lists, scalars) with every mapping's keys in
-    sorted order — the order a context-set file stores them in and the order
-    ``policies.respond`` hands beliefs to policies, so a set in memory and the same set read
-    back are equal key for key."""
-    if isinstance(obj, dict):
-        return {k: copy_belief(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, (list, tuple)):
-        return [copy_belief(v) for v in obj]
-    return obj
 
 
 def jsonable(obj: Any) -> Any:

@@ -29,7 +29,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
-from behavsim import BehavsimError, ConfigError, ContextSet, ResponseTable, canonical_act
+from behavsim import BehavsimError, ConfigError, ContextSet, ResponseTable, canonical_act, canonical_copy
 
 from .adapters import RecordedFailure, as_adapter, parse_spec
 
@@ -52,17 +52,6 @@ def _error_text(exc: BaseException) -> str:
         return str(exc)
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
-
-
-def _sorted_copy(obj: Any) -> Any:
-    """A copy of a belief with every mapping's keys in sorted order — the order a context-set
-    file stores them in — so that a policy sees the same belief whether the context set was
-    built in memory or loaded, and cannot modify the caller's."""
-    if isinstance(obj, dict):
-        return {k: _sorted_copy(obj[k]) for k in sorted(obj)}
-    if isinstance(obj, (list, tuple)):  # a loaded set has lists where memory may hold tuples
-        return [_sorted_copy(v) for v in obj]
-    return obj
 
 
 def _context_domains(meta: Any) -> set[str]:
@@ -153,7 +142,7 @@ def _respond(policy_or_spec: Any, contexts: ContextSet, *, strict: bool, policy_
         with adapter.session():
             for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
                 try:
-                    r = adapter.respond_one(_sorted_copy(belief), context_id=cid, context_meta=dict(cmeta))
+                    r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
                     act = canonical_act(r.act)
                     prompt = r.prompt
                     if prompt is not None and not isinstance(prompt, str):

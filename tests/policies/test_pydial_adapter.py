@@ -116,7 +116,7 @@ def test_method_and_discourse_act_in_ontology_order(on_path, contexts):
     adapter must restore the ontology's order (else the GP vectors are silently permuted)."""
     import numpy as np
 
-    from policies.respond import _sorted_copy
+    from behavsim import canonical_copy as _sorted_copy
 
     a = load_adapter("pydial:config/gp.cfg:nlg=off")
     assert a.meta["nlg"] is None
