@@ -15,12 +15,15 @@ from ._contexts import ContextSet
 from ._io import canonical_copy
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._tables import ResponseTable, context_fingerprint
-from .scores import ALL_SCORES, get_score, list_scores
+from .scores import ALL_SCORES, get_score, list_scores, score_info
+from ._registry import Registry
+from ._util import closest_name, did_you_mean, package_version
 
 __all__ = [
     "DialogueAct", "ActLike", "parse_act", "format_act", "canonical_act",
     "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
     "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
-    "get_score", "list_scores", "ALL_SCORES",
+    "get_score", "list_scores", "score_info", "ALL_SCORES",
+    "Registry", "closest_name", "did_you_mean", "package_version",
     "ContextSet", "ResponseTable", "context_fingerprint", "canonical_copy", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
 ]

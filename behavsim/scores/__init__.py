@@ -21,7 +21,7 @@ __all__ = [
     "TMR", "DMR", "CER", "CMR", "USECos", "USEAng", "BLEU4", "BERTScore",
     "total_match", "act_match", "concept_error", "symmetric_concept_error", "concept_match",
     "sentence_bleu", "symmetric_bleu",
-    "scores", "get_score", "list_scores", "SEMANTIC_SCORES", "TEXT_SCORES", "ALL_SCORES",
+    "scores", "get_score", "score_info", "list_scores", "SEMANTIC_SCORES", "TEXT_SCORES", "ALL_SCORES",
 ]
 
 scores: Registry[Score] = Registry("score", UnknownScore)
@@ -38,6 +38,14 @@ def get_score(name: str | Score, **options) -> Score:
     if isinstance(name, Score):
         return name
     return scores.create(name, **options)
+
+
+def score_info(name: str | Score) -> ScoreInfo:
+    """The frozen metadata of a score (name, title, level, bounds, symmetry, model needs) by name
+    (case-insensitive) or object; unknown names raise :class:`~behavsim.UnknownScore`."""
+    if isinstance(name, Score):
+        return name.info
+    return scores.get(name).info
 
 
 def list_scores() -> list[str]:

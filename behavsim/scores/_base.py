@@ -31,6 +31,7 @@ class ScoreInfo:
     symmetric: bool = True
     higher_is_better: bool = True
     needs_model: bool = False
+    title: str = ""  # the human label of plots and table headers (the name when empty)
 
 
 class Score:

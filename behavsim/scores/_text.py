@@ -6,6 +6,7 @@ once per model (the encoders memoise, in memory and on disk).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sys
@@ -102,7 +103,7 @@ class BLEU4(TextScore):
     (0.07, 0.07, 1.00, 0.80, 0.00); ``method0`` (none) gives 0.00 for rows 0 and 1.
     """
 
-    info = ScoreInfo("BLEU4", "sentence BLEU-4, mean of both directions (NLTK, smoothing method1)", "text")
+    info = ScoreInfo("BLEU4", "sentence BLEU-4, mean of both directions (NLTK, smoothing method1)", "text", title="BLEU-4")
 
     def __init__(self, max_n: int = 4, smoothing: str = "method1", epsilon: float = 0.1, lowercase: bool = True):
         if smoothing not in _SMOOTHINGS:
@@ -183,7 +184,7 @@ class USECos(_USEBase):
     real prompt pairs.
     """
 
-    info = ScoreInfo("USE_cos", "cosine similarity of USE embeddings", "text", lower=-1.0, needs_model=True)
+    info = ScoreInfo("USE_cos", "cosine similarity of USE embeddings", "text", lower=-1.0, needs_model=True, title="USE cosine similarity")
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         return self.cosines(a, b)
@@ -192,7 +193,7 @@ class USECos(_USEBase):
 class USEAng(_USEBase):
     """Angular similarity of the USE embeddings: 1 − arccos(cos)/π."""
 
-    info = ScoreInfo("USE_ang", "angular similarity of USE embeddings: 1 - arccos(cos)/pi", "text", needs_model=True)
+    info = ScoreInfo("USE_ang", "angular similarity of USE embeddings: 1 - arccos(cos)/pi", "text", needs_model=True, title="USE angular similarity")
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         return 1.0 - np.arccos(self.cosines(a, b)) / np.pi
@@ -215,7 +216,7 @@ class BERTScore(TextScore):
     """
 
     info = ScoreInfo("BERTScore", "BERTScore F1 (greedy matching of contextual token embeddings)", "text",
-                     needs_model=True)
+                     needs_model=True, title="BERTScore")
 
     def __init__(self, model: str | HFTokenEncoder = "minilm", num_layers: int | None = None,
                  model_path: str | None = None, idf: bool = False, idf_corpus: Sequence[str] | None = None,
@@ -236,7 +237,7 @@ class BERTScore(TextScore):
         self._options = {"model": model if isinstance(model, str) else model.label, "num_layers": self.encoder.num_layers,
                          "model_path": model_path, "idf": self.idf, "rescale_with_baseline": self.rescale_with_baseline}
         if self.rescale_with_baseline:
-            self.info = ScoreInfo(self.info.name, self.info.description, "text", lower=-math.inf, needs_model=True)
+            self.info = dataclasses.replace(self.info, lower=-math.inf)
 
     def options(self) -> dict[str, Any]:
         return dict(self._options)
