@@ -113,17 +113,36 @@ class DialogueEnv:
         return belief, info
 
     def step(self, summary_action: str):
+        """One exchange on a summary action (mapped to its master act as PyDial does)."""
         if self._done:
             raise EnvError("DialogueEnv.step() called after the dialogue ended; call reset()")
         idx = self._action_index.get(summary_action)
         if idx is None:
             raise _unknown_action(summary_action, self.domain)
-        belief = self.belief
         masked = not bool(self._mask[idx])
         self.turns += 1
         if self._closing:
-            return self._closing_step(summary_action, masked)
-        sys_act = master_act(summary_action, belief, self.domain, self._last_sys)
+            return self._closing_step(summary_action, masked, None)
+        sys_act = master_act(summary_action, self.belief, self.domain, self._last_sys)
+        return self._exchange(sys_act, summary_action, masked)
+
+    def step_act(self, act: "DiaAct | str | object"):
+        """One exchange on a system act given directly (a string such as ``request(food)``, a
+        :class:`behavsim.DialogueAct` or a :class:`DiaAct`), for policies without summary actions
+        (e.g. a callable or a toolkit's policy). ``info["summary_action"]`` is ``None`` and
+        ``info["masked_action"]`` is False: there is no summary action to check against the mask."""
+        if self._done:
+            raise EnvError("DialogueEnv.step_act() called after the dialogue ended; call reset()")
+        try:
+            sys_act = DiaAct.from_act(act)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"DialogueEnv.step_act: not a system act: {act!r:.80} ({exc})") from None
+        self.turns += 1
+        if self._closing:
+            return self._closing_step(None, False, sys_act)
+        return self._exchange(sys_act, None, False)
+
+    def _exchange(self, sys_act: DiaAct, summary_action: str | None, masked: bool):
         user_act = self.user.respond(sys_act)
         new_belief, conf = self._observe(user_act, sys_act)
         ex = self._log(sys_act, user_act, conf, new_belief)
@@ -154,11 +173,12 @@ class DialogueEnv:
         }
         return new_belief, -1.0, terminated, truncated, info
 
-    def _closing_step(self, summary_action: str, masked: bool):
+    def _closing_step(self, summary_action: str | None, masked: bool, chosen: DiaAct | None):
         """PyDial's last turn after the user's bye: the policy acts on the final belief, the
         agent replaces whatever it chose by ``bye()``, and the dialogue ends."""
         belief = self.belief
-        chosen = master_act(summary_action, belief, self.domain, self._last_sys)
+        if chosen is None:
+            chosen = master_act(summary_action, belief, self.domain, self._last_sys)  # type: ignore[arg-type]
         sys_act = DiaAct("bye")
         user_act = DiaAct("null")
         ex = self._log(sys_act, user_act, 1.0, belief)
