@@ -15,6 +15,9 @@ from ._contexts import ContextSet
 from ._io import canonical_copy
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._tables import ResponseTable, context_fingerprint
+from .policy import (Adapter, Policy, PolicyCheckError, PolicyErrorsWarning, PolicyFailed, PolicySpec, Response,
+                     UnknownPolicyKind, as_adapter, check_policy, list_policy_kinds, load_policy, parse_spec,
+                     policy_kinds, respond, respond_many)
 from .scores import ALL_SCORES, get_score, list_scores, score_info
 from ._registry import Registry
 from ._util import closest_name, did_you_mean, package_version
@@ -24,6 +27,9 @@ __all__ = [
     "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
     "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
     "get_score", "list_scores", "score_info", "ALL_SCORES",
+    "Response", "Policy", "Adapter", "PolicySpec", "parse_spec", "load_policy", "as_adapter", "policy_kinds",
+    "list_policy_kinds", "respond", "respond_many", "check_policy", "PolicyFailed", "PolicyCheckError",
+    "PolicyErrorsWarning", "UnknownPolicyKind",
     "Registry", "closest_name", "did_you_mean", "package_version",
     "ContextSet", "ResponseTable", "context_fingerprint", "canonical_copy", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
 ]

@@ -24,8 +24,9 @@ Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the 
 snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a
 restarted training loop can replay its counts without duplicate rows. Outputs are
 deterministic (same responses → byte-identical files). This module is toolkit-independent:
-policies are asked directly (``act(belief)`` or a callable), or through the ``respond``
-hook, e.g. ``policies.respond.respond`` for spec strings and adapters.
+a snapshot's policy is anything :func:`behavsim.respond` accepts (a policy object, a callable, an
+adapter or a policy spec string of any registered kind), or a ready response table, or whatever
+a ``respond`` hook of your own accepts.
 """
 
 from __future__ import annotations
@@ -37,16 +38,17 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ._acts import canonical_act
 from ._contexts import ContextSet
 from ._engine import compare
 from ._errors import ConfigError, ContextSetMismatch, TableFormatError
-from ._io import canonical_copy
 from ._tables import ResponseTable
+from .policy import PolicyErrorsWarning
+from .policy import respond as respond_table
 from .scores import SEMANTIC_SCORES, get_score, scores as score_registry
 
 __all__ = ["ConvergenceMonitor", "SnapshotResult", "StopRule", "plot_convergence", "read_convergence",
@@ -183,61 +185,6 @@ class SnapshotResult:
         return self.line()
 
 
-# ----------------------------------------------------------------------------- responding
-def _coerce(out: Any) -> tuple[str, str | None]:
-    if isinstance(out, str):
-        return out, None
-    if isinstance(out, (tuple, list)) and len(out) == 2 and isinstance(out[0], str) \
-            and (out[1] is None or isinstance(out[1], str)):
-        return out[0], out[1]
-    act = getattr(out, "act", None)
-    prompt = getattr(out, "prompt", None)
-    if isinstance(act, str) and (prompt is None or isinstance(prompt, str)):
-        return act, prompt
-    raise TypeError(f"expected an act string, an (act, prompt) pair or an object with .act/.prompt, "
-                    f"got {type(out).__name__}: {out!r:.80}")
-
-
-def _builtin_respond(policy: Any, contexts: ContextSet) -> ResponseTable:
-    """Ask a policy object (``act(belief)``) or a callable ``belief -> act | (act, prompt)`` on
-    every context. A policy with a boolean ``learning`` attribute is made greedy for the
-    snapshot (``learning=False``) and restored afterwards. A context on which it raises is
-    recorded as an error of that context (act ``None``), as ``policies.respond`` does."""
-    if isinstance(policy, (str, os.PathLike)):
-        raise ConfigError(f"policy {os.fspath(policy)!r}: spec strings and paths need a respond function; create "
-                          "the monitor with respond=policies.respond.respond")
-    act_fn = getattr(policy, "act", None)
-    if callable(act_fn):
-        fn, name = act_fn, str(getattr(policy, "name", type(policy).__name__))
-    elif callable(policy):
-        fn = policy
-        name = f"{getattr(policy, '__module__', None) or 'python'}.{getattr(policy, '__qualname__', type(policy).__name__)}"
-    else:
-        raise ConfigError(f"policy: expected a ResponseTable, a policy object with act(belief) or a callable "
-                          f"belief -> act, got {type(policy).__name__}")
-    learning = getattr(policy, "learning", None)
-    if isinstance(learning, bool):
-        policy.learning = False
-    n = len(contexts)
-    acts: list[str | None] = [None] * n
-    prompts: list[str | None] = [None] * n
-    errors: list[str | None] = [None] * n
-    try:
-        for i, belief in enumerate(contexts.beliefs):
-            try:
-                act, prompt = _coerce(fn(canonical_copy(belief)))
-                acts[i], prompts[i] = canonical_act(act), prompt
-            except Exception as exc:  # recorded per context
-                msg = str(exc).strip().splitlines()
-                errors[i] = f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
-                acts[i] = prompts[i] = None
-    finally:
-        if isinstance(learning, bool):
-            policy.learning = learning
-    return ResponseTable(policy={"id": name, "name": name}, context_fingerprint=contexts.fingerprint, acts=acts,
-                         prompts=prompts, errors=errors, context_ids=list(contexts.ids))
-
-
 # ----------------------------------------------------------------------------- CSV and plot
 def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Rows of a ``convergence.csv`` (``dialogues``/``prev_dialogues``/``n`` as int, scores as
@@ -332,9 +279,9 @@ class ConvergenceMonitor:
     dialogues between snapshots for :meth:`maybe_snapshot`. ``scores``: score names (default the
     four semantic ones; text scores need their models). ``out_dir``: where the CSV, snapshots,
     PNG and settings go (created at the first snapshot; resumed if it holds a monitor).
-    ``respond(policy, contexts) -> ResponseTable``: how a policy is asked (default: a policy
-    object's ``act(belief)`` or a callable ``belief -> act | (act, prompt)``; pass
-    ``policies.respond.respond`` for spec strings, checkpoint paths and adapters).
+    ``respond(policy, contexts) -> ResponseTable``: how a policy is asked (default:
+    :func:`behavsim.respond`, which takes policy objects, callables, adapters and spec strings of
+    every registered kind; a policy with a boolean ``learning`` answers greedily).
     ``stop_rule``: a :class:`StopRule` (or ``"TMR:0.99:3"``) behind :attr:`should_stop`.
     ``plot``: redraw ``convergence.png`` after each comparison. ``progress``: ``True`` prints a
     line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
@@ -521,12 +468,8 @@ class ConvergenceMonitor:
             return None
         if isinstance(policy, ResponseTable):
             table = policy
-        elif self.respond is not None:
-            table = self.respond(policy, self.contexts)
-            if not isinstance(table, ResponseTable):
-                raise ConfigError(f"respond: expected a ResponseTable, got {type(table).__name__}")
         else:
-            table = _builtin_respond(policy, self.contexts)
+            table = self._respond(policy)
         if table.context_fingerprint != self.contexts.fingerprint or len(table) != len(self.contexts):
             raise ContextSetMismatch(f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
                                      f"not made on the monitor's contexts ({self.contexts.fingerprint})")
@@ -563,6 +506,18 @@ class ConvergenceMonitor:
         elif callable(self.progress):
             self.progress(result)
         return result
+
+    def _respond(self, policy: Any) -> ResponseTable:
+        """The policy's table on the monitor's contexts, through the ``respond`` hook or
+        :func:`behavsim.respond` (errors are recorded per context; the snapshot line counts them)."""
+        if self.respond is not None:
+            table = self.respond(policy, self.contexts)
+            if not isinstance(table, ResponseTable):
+                raise ConfigError(f"respond: expected a ResponseTable, got {type(table).__name__}")
+            return table
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyErrorsWarning)
+            return respond_table(policy, self.contexts, progress=False)
 
     def _row(self, prev: ResponseTable, prev_d: int | None, table: ResponseTable, dialogues: int) -> dict[str, Any]:
         a = _with_id(prev, "prev")

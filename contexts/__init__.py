@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from behavsim import ContextSet
 
-from ._collect import ENV_OPTIONS, collect, dialogue_seed, resolve_policy
+from ._collect import ENV_OPTIONS, collect, dialogue_seed
 from ._grid import default_values, generate_grid, grid_levels
 from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
 from ._select import select, top_belief
 
 __all__ = [
     "ContextSet", "generate_grid", "grid_levels", "default_values",
-    "collect", "dialogue_seed", "resolve_policy", "ENV_OPTIONS",
+    "collect", "dialogue_seed", "ENV_OPTIONS",
     "ContextRecorder", "from_jsonl", "LogFormatError", "check_belief",
     "select", "top_belief",
 ]

@@ -1,8 +1,8 @@
 """Collected context sets (C_col, SPEC §4): the belief states policies meet in seeded dialogues.
 
-Each source policy plays ``dialogues`` dialogues with the simulated user of
-:class:`policies.env.DialogueEnv`, greedily (a GP policy's exploration is switched off for the
-run), and the belief state in front of the policy at every system turn is recorded — the
+Each source policy — any policy behavsim can ask (:func:`behavsim.as_adapter`) — plays
+``dialogues`` dialogues with the simulated user of :class:`policies.env.DialogueEnv`, greedily (a
+GP policy's exploration is switched off for the run), and the belief state in front of the policy at every system turn is recorded — the
 closing turn after the user's ``bye()`` included (the policy acts on the final belief there,
 as in PyDial; ``meta["closing_turn"]`` marks it). So a dialogue of T turns gives T contexts.
 
@@ -22,11 +22,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from behavsim import BehavsimError, ConfigError, ContextSet
+from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
+from behavsim.policy import Adapter, as_adapter, error_text
 
 from ._common import closest_hint, domain_meta, copy_belief, jsonable, resolve_domain
 
-__all__ = ["collect", "dialogue_seed", "resolve_policy", "ENV_OPTIONS"]
+__all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
 #: Keys of ``env_options`` (keyword arguments of :class:`policies.env.DialogueEnv`).
 ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "final_system_turn")
@@ -43,58 +44,41 @@ def dialogue_seed(seed: int, j: int) -> int:
     return eval_dialogue_seed(int(j), int(seed))
 
 
-def resolve_policy(spec: Any, domain: Any, where: str = "policies") -> tuple[Any, dict[str, Any]]:
-    """``(policy, description)`` for ``"handcrafted"``, a checkpoint path or a policy object."""
-    if isinstance(spec, (str, os.PathLike)):
-        text = os.fspath(spec)
-        if text.lower() == "handcrafted":
-            from policies.handcrafted import HandcraftedPolicy
-
-            return HandcraftedPolicy(domain), {"kind": "handcrafted", "name": "handcrafted"}
-        path = Path(text)
-        if not path.is_file():
-            hint = closest_hint(text, ["handcrafted"]) if os.sep not in text else ""
-            raise ConfigError(f"{where}: {text!r} is neither 'handcrafted' nor an existing checkpoint file.{hint}")
-        from policies.checkpoint import load_checkpoint, read_checkpoint
-
-        policy = load_checkpoint(path, domain=domain)
-        _, meta = read_checkpoint(path)
-        return policy, {"kind": "checkpoint", "name": policy.name, "path": text,
-                        "training": jsonable(meta.get("training", {}))}
-    if not callable(getattr(spec, "act", None)) or not isinstance(getattr(spec, "name", None), str):
-        raise ConfigError(f"{where}: expected 'handcrafted', a checkpoint path or a policy object with a "
-                          f"string 'name' and an act(belief) method, got {type(spec).__name__}")
-    pdom = getattr(spec, "domain", None)
+def _source(spec: Any, domain: Any, where: str) -> Adapter:
+    """The adapter of one source: a policy spec string (any registered kind), a path, an adapter,
+    a policy object or a callable — built on the collection's ``domain``."""
+    try:
+        adapter = as_adapter(spec, domain=domain)
+    except (UnknownName, ConfigError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    pdom = getattr(getattr(adapter, "policy", None), "domain", None)
     if pdom is not None and getattr(pdom, "name", None) != domain.name:
-        raise ConfigError(f"{where}: policy {spec.name!r} is for domain {getattr(pdom, 'name', pdom)!r}, "
+        raise ConfigError(f"{where}: policy {adapter.name!r} is for domain {getattr(pdom, 'name', pdom)!r}, "
                           f"the environment's is {domain.name!r}")
-    return spec, {"kind": "object", "name": spec.name, "type": type(spec).__name__}
+    return adapter
 
 
-def _sources(policies: Any, domain: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+def _sources(policies: Any, domain: Any) -> list[tuple[str, Adapter, dict[str, Any]]]:
     if isinstance(policies, Mapping):
         items = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
     else:
-        if isinstance(policies, (str, os.PathLike)) or callable(getattr(policies, "act", None)):
+        if isinstance(policies, (str, os.PathLike)) or callable(policies) or not isinstance(policies, Sequence):
             policies = [policies]
-        if not isinstance(policies, Sequence):
-            raise ConfigError(f"policies: expected a list of policies, checkpoint paths or 'handcrafted', "
-                              f"got {type(policies).__name__}")
         items = [(None, v, f"policies[{i}]") for i, v in enumerate(policies)]
     if not items:
         raise ConfigError("policies: expected at least one policy, got none")
     out = []
     seen: dict[str, int] = {}
     for label, spec, where in items:
-        policy, desc = resolve_policy(spec, domain, where)
+        adapter = _source(spec, domain, where)
         if label is None:
-            label = desc["name"]
+            label = adapter.label
             if label in seen:  # two sources with one name: number them
                 seen[label] += 1
                 label = f"{label}#{seen[label]}"
             else:
                 seen[label] = 1
-        out.append((label, policy, dict(desc, label=label)))
+        out.append((label, adapter, jsonable(dict(adapter.meta, label=label))))
     labels = [lab for lab, _, _ in out]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"policies: duplicate labels {labels}")
@@ -121,13 +105,23 @@ def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
         raise ConfigError(f"env_options: {exc}") from None
 
 
-def _summary_action(policy: Any, belief: dict) -> str:
-    fn = getattr(policy, "summary_action", None)
-    summary = fn(belief) if callable(fn) else policy.act(belief).summary_action
-    if not isinstance(summary, str):
-        raise ConfigError(f"policies: policy {policy.name!r} gives no summary action (got {summary!r}); "
-                          "only policies over the environment's summary actions can be run in it")
-    return summary
+def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str):
+    """One system turn: the source answers the belief; the environment takes its summary action
+    when it has one the environment knows (PyDial's mapping to a master act), else its act."""
+    try:
+        r = adapter.respond_one(copy_belief(belief))
+    except BehavsimError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"policies: policy {label!r} failed {where}: {error_text(exc)}") from None
+    summary = r.summary_action if r.summary_action in env.actions else None
+    try:
+        out = env.step(summary) if summary is not None else env.step_act(r.act)
+    except BehavsimError:
+        raise
+    except ValueError as exc:  # e.g. an act the environment cannot take
+        raise ConfigError(f"policies: policy {label!r}: {exc}") from None
+    return summary, out
 
 
 def _progress(total: int, progress: bool | None):
@@ -149,10 +143,13 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
             progress: bool | None = None) -> ContextSet:
     """The collected context set C_col of SPEC §4 (see the module doc).
 
-    ``policies``: a list of sources — policy objects obeying :class:`policies.base.Policy` whose
-    responses carry a summary action, checkpoint paths (:func:`policies.checkpoint.load_checkpoint`)
-    or ``"handcrafted"`` — or a mapping ``label -> source``; a single source is accepted too.
-    Sources are labelled by their policy name unless a mapping gives labels.
+    ``policies``: a list of sources — anything :func:`behavsim.respond` takes: policy spec strings
+    of any registered kind (``handcrafted``, a checkpoint path, ``module:function``, ``pydial:CFG``),
+    adapters, policy objects or callables ``belief -> act`` — or a mapping ``label -> source``; a
+    single source is accepted too. Sources are labelled by their adapter's label (a checkpoint's
+    ``gp-<reward>-seed<seed>-<dialogues>``, else the policy id) unless a mapping gives labels. A
+    source's summary action drives the environment when it has one the environment knows (PyDial's
+    mapping to a master act); otherwise its act is played as it is.
 
     Every context's ``meta``: ``origin="collected"``, ``source_policy`` (label), ``dialogue``
     (0-based index), ``dialogue_seed``, ``turn`` (1-based system turn, the environment's
@@ -176,11 +173,8 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
     removed = 0
     bar = _progress(len(sources) * int(dialogues), progress)
     try:
-        for label, policy, _ in sources:
-            learning = getattr(policy, "learning", None)
-            if learning is not None:
-                policy.learning = False  # greedy: no exploration
-            try:
+        for label, adapter, _ in sources:
+            with adapter.session():  # greedy: a learner's exploration is off for the run
                 for j in range(int(dialogues)):
                     dseed = dialogue_seed(seed, j)
                     belief, info = env.reset(seed=dseed)
@@ -188,13 +182,8 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
                     done = False
                     while not done:
                         record = copy_belief(belief)
-                        summary = _summary_action(policy, belief)
-                        try:
-                            belief, _, terminated, truncated, info = env.step(summary)
-                        except BehavsimError:
-                            raise
-                        except ValueError as exc:  # e.g. an action unknown to the environment
-                            raise ConfigError(f"policies: policy {label!r}: {exc}") from None
+                        summary, step = _step(env, adapter, label, belief, f"in dialogue {j}")
+                        belief, _, terminated, truncated, info = step
                         done = terminated or truncated
                         turn = int(info["turns"])
                         if dedupe:
@@ -213,9 +202,6 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
                         m["dialogue_success"] = bool(info["success"])
                     if bar is not None:
                         bar.update(1)
-            finally:
-                if learning is not None:
-                    policy.learning = learning
     finally:
         if bar is not None:
             bar.close()

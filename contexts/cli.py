@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -89,6 +90,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return _save(cs, out)
 
 
+_LABEL_RE = re.compile(r"^[A-Za-z0-9_.#-]+$")  # LABEL=SPEC; a spec option (kind:key=value) has a colon
+
+
 def cmd_collect(args: argparse.Namespace) -> int:
     from ._collect import collect
 
@@ -97,7 +101,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     plain: list[str] = []
     for item in args.policy:
         label, sep, spec = item.partition("=")
-        if sep and not Path(item).exists() and label.strip() and spec.strip():
+        if sep and not Path(item).exists() and _LABEL_RE.match(label) and spec.strip():
             if label in specs:
                 raise ConfigError(f"--policy: label {label!r} given twice")
             specs[label.strip()] = spec.strip()
@@ -215,8 +219,9 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     c = sub.add_parser("collect", help="C_col: belief states met by policies in seeded dialogues",
                        description="Collected contexts: each policy plays N seeded dialogues greedily with the "
                        "simulated user; the belief at every system turn is recorded.")
-    c.add_argument("--policy", action="append", required=True, metavar="[LABEL=]CKPT|handcrafted",
-                   help="a checkpoint file or 'handcrafted' (repeatable); LABEL= names the source")
+    c.add_argument("--policy", action="extend", nargs="+", required=True, metavar="[LABEL=]SPEC",
+                   help="policy spec(s) as for 'behavsim respond' (handcrafted, a checkpoint .npz, module:function, "
+                   "pydial:CFG, ...); repeatable, and several may follow one --policy; LABEL= names the source")
     c.add_argument("--dialogues", type=int, default=10, help="dialogues per policy (default 10)")
     c.add_argument("--seed", type=int, default=0, help="seed of the dialogues (default 0)")
     c.add_argument("--dedupe", action="store_true", help="drop exact duplicate beliefs (kept by default)")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from behavsim._errors import BehavsimError
+from behavsim import BehavsimError
 
 __all__ = [
     "FORMAT",

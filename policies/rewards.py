@@ -24,8 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from behavsim._errors import UnknownName
-from behavsim._registry import Registry
+from behavsim import Registry, UnknownName
 
 __all__ = [
     "Reward",

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from behavsim._errors import ConfigError as _BehavsimConfigError
+from behavsim import ConfigError as _BehavsimConfigError
 
 __all__ = [
     "TrainConfig",

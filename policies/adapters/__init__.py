@@ -17,6 +17,8 @@ spec                                   adapter
 ``pydial:CFG[:domain=D][:nlg=off]``    a policy trained by PyDial3 (GP-SARSA or handcrafted)
 =====================================  ==========================================================
 
+The protocol and the registry live in the core (:mod:`behavsim.policy`); the kinds above are
+contributed from here through the entry-point group ``behavsim.policy_kinds``.
 ``adapter_kinds`` is the registry (listable, case-insensitive; an unknown kind is rejected
 with the closest valid one). Each adapter's ``meta`` is the policy metadata stored in the
 response table: ``id``, ``name``, ``kind`` and where known ``reward``, ``seed``,
@@ -27,13 +29,13 @@ groups the checkpoints of one trial).
 
 from __future__ import annotations
 
-from ._base import (Adapter, CallableAdapter, PolicyAdapter, PolicySpec, UnknownAdapterKind, adapter_kinds,
-                    as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec, source_info)
+from ._base import (Adapter, CallableAdapter, DomainPolicyAdapter, PolicyAdapter, PolicySpec, UnknownAdapterKind,
+                    adapter_kinds, as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec, source_info)
 from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
 from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
 
 __all__ = [
-    "Adapter", "PolicyAdapter", "CallableAdapter", "RecordedAdapter", "PyDialAdapter",
+    "Adapter", "PolicyAdapter", "CallableAdapter", "DomainPolicyAdapter", "RecordedAdapter", "PyDialAdapter",
     "PolicySpec", "parse_spec", "load_adapter", "as_adapter", "adapter_kinds", "list_adapter_kinds",
     "UnknownAdapterKind", "RecordedFailure", "StateVectorMismatch", "write_recorded", "find_pydial_root",
     "file_sha256", "source_info", "RECORDED_FORMAT", "RECORDED_VERSION", "PYDIAL_HINT",

@@ -34,8 +34,7 @@ from typing import Any, Iterator
 
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
 
-from ..base import Response
-from ._base import Adapter, PolicySpec, adapter_kinds, file_sha256, source_info
+from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_info
 
 __all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
 
@@ -305,8 +304,7 @@ class PyDialAdapter(Adapter):
             return Response(act=act, prompt=prompt, summary_action=summary if isinstance(summary, str) else None)
 
 
-@adapter_kinds.register("pydial")
-def _pydial(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = None, **_: Any) -> Adapter:
+def pydial_kind(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = None, **_: Any) -> Adapter:
     spec.check_options(("domain", "nlg", "seed", "root"))
     if not spec.target:
         raise ConfigError(f"policy spec {spec.text!r}: expected pydial:CONFIG.cfg")

@@ -28,8 +28,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError
 
-from ..base import Response
-from ._base import Adapter, PolicySpec, adapter_kinds, source_info
+from behavsim.policy import Adapter, PolicySpec, Response, source_info
 
 __all__ = ["RecordedAdapter", "RecordedFailure", "write_recorded", "RECORDED_FORMAT", "RECORDED_VERSION"]
 
@@ -40,6 +39,8 @@ _TABLE_FORMAT = "behavsim-responses"
 
 class RecordedFailure(Exception):
     """The recorded system failed on this context (the file's ``error``, verbatim)."""
+
+    recorded = True  # behavsim.respond records the message as it is
 
 
 def _canonical_json(obj: Any) -> str:
@@ -163,8 +164,7 @@ def write_recorded(table: Any, path: str | os.PathLike, *, fingerprint: bool = T
     return path
 
 
-@adapter_kinds.register("recorded")
-def _recorded(spec: PolicySpec, **_: Any) -> Adapter:
+def recorded_kind(spec: PolicySpec, **_: Any) -> Adapter:
     spec.check_options(())
     if not spec.target:
         raise ConfigError(f"policy spec {spec.text!r}: expected recorded:FILE (a JSONL file of act/prompt per context id)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from behavsim._registry import Registry
+from behavsim import Registry
 
 from ._errors import IQModelError, UnknownIQEstimator
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from behavsim import ConfigError, ContextSet, ContextSetMismatch, ResponseTable, UnknownScore, compare
+from behavsim import ConfigError, ContextSet, ContextSetMismatch, ResponseTable, UnknownName, UnknownScore, compare
 from behavsim.monitor import ConvergenceMonitor, SnapshotResult, StopRule, read_convergence
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
@@ -230,8 +230,8 @@ def test_bad_parameters(tmp_path, kwargs, match):
 def test_bad_snapshots(tmp_path):
     cs = _contexts(5)
     mon = ConvergenceMonitor(cs, out_dir=tmp_path / "m", plot=False)
-    with pytest.raises(ConfigError, match="respond=policies.respond.respond"):
-        mon.snapshot("handcrafted", 1000)
+    with pytest.raises(UnknownName, match="unknown policy kind 'handcraftd'"):
+        mon.snapshot("handcraftd", 1000)                            # spec strings of every kind are taken
     with pytest.raises(ConfigError, match="dialogues: expected a non-negative integer"):
         mon.snapshot(_stage_policy(0), -1)
     with pytest.raises(ConfigError, match="dialogues"):

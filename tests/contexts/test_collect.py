@@ -33,7 +33,7 @@ def test_gp_checkpoint_same_seed_same_set(ckpt):
     b = collect([str(ckpt)], dialogues=5, seed=1)
     assert len(a) >= 5 and a.fingerprint == b.fingerprint
     src = a.meta["sources"][0]
-    assert src["kind"] == "checkpoint" and src["training"]["dialogues"] == 20
+    assert src["kind"] == "checkpoint" and src["checkpoint"] == 20
     assert {m["source_policy"] for m in a.metas} == {src["label"]}
 
 
@@ -106,10 +106,10 @@ def test_env_options():
 
 
 @pytest.mark.parametrize("kwargs,pattern", [
-    (dict(policies=["handcraftd"]), r"policies\[0\]: 'handcraftd' is neither.*Did you mean 'handcrafted'"),
-    (dict(policies=["/no/such/ckpt.npz"]), r"policies\[0\]: '/no/such/ckpt.npz' is neither"),
+    (dict(policies=["handcraftd"]), r"policies\[0\]: unknown policy kind 'handcraftd'.*Did you mean 'handcrafted'"),
+    (dict(policies=["/no/such/ckpt.npz"]), r"policies\[0\]: .*checkpoint file '/no/such/ckpt.npz' not found"),
     (dict(policies=[]), r"policies: expected at least one"),
-    (dict(policies=[object()]), r"policies\[0\]: expected 'handcrafted', a checkpoint path or a policy object"),
+    (dict(policies=[object()]), r"policies\[0\]: policy: expected a policy spec string, an Adapter, a policy object"),
     (dict(policies="handcrafted", dialogues=0), r"dialogues: expected a positive integer"),
     (dict(policies="handcrafted", seed=-1), r"seed: expected a non-negative integer"),
     (dict(policies="handcrafted", env_options={"max_turn": 3}), r"env_options: unknown option 'max_turn'.*'max_turns'"),
@@ -138,9 +138,26 @@ class _NoSummary:
         return Response("hello()", "hi", None)
 
 
-def test_policy_without_summary_actions_refused():
-    with pytest.raises(ConfigError, match=r"'text-only' gives no summary action"):
-        collect([_NoSummary()], dialogues=1)
+def test_policy_without_summary_actions_plays_its_acts():
+    """A policy that gives only acts (a callable, another toolkit's policy) is collected from: the
+    environment plays its act as it is."""
+    cs = collect([_NoSummary()], dialogues=1)
+    assert len(cs) >= 1 and {m["summary_action"] for m in cs.metas} == {None}
+    assert cs.meta["sources"][0]["label"] == "text-only" and cs.ids[0] == "text-only/d0/t1"
+
+
+def _request_area(belief):
+    return "request(area)"
+
+
+def test_callable_and_spec_sources(tmp_path):
+    """Every policy kind is a source: a callable object, a module:function spec, a recorded file fails cleanly."""
+    by_fn = collect([_request_area], dialogues=2, seed=1)
+    by_spec = collect([f"{__name__}:_request_area"], dialogues=2, seed=1)
+    assert by_fn.fingerprint == by_spec.fingerprint
+    assert by_fn.metas[0]["turn"] == 1 and all(m["summary_action"] is None for m in by_fn.metas)
+    with pytest.raises(ConfigError, match="unknown policy kind 'handcraftd'"):
+        collect(["handcraftd"], dialogues=1)
 
 
 def test_every_builtin_policy_answers_every_generated_context(ckpt):

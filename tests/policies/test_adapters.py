@@ -36,11 +36,11 @@ def test_parse_spec(text, kind, target, options):
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert list_adapter_kinds() == ["handcrafted", "checkpoint", "callable", "recorded", "pydial"]
+    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "handcrafted", "pydial", "recorded"]
     assert "HANDCRAFTED" in adapter_kinds
-    with pytest.raises(UnknownName, match=r"unknown adapter kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
+    with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
-    with pytest.raises(UnknownName, match="Valid adapter kinds: handcrafted, checkpoint, callable, recorded, pydial"):
+    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, handcrafted, pydial, recorded"):
         parse_spec("nonsense spec")
 
 
@@ -59,7 +59,7 @@ def test_bad_specs_have_clear_messages(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ConfigError, match="exists but is not a GP-SARSA checkpoint"):
         parse_spec(str(tmp_path / "notes.txt"))
-    with pytest.raises(ConfigError, match="cannot import module 'recorde' \\(did you mean the adapter kind 'recorded:'"):
+    with pytest.raises(ConfigError, match="cannot import module 'recorde' \\(did you mean the policy kind 'recorded:'"):
         load_adapter("recorde:answers.jsonl")
     with pytest.raises(ConfigError, match="has no attribute 'nope'"):
         load_adapter("policies.base:nope")

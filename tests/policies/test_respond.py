@@ -169,7 +169,7 @@ def test_cli_several_policies(contexts, contexts_file, ckpts, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--policy", "handcraftd"], "unknown adapter kind 'handcraftd'. Did you mean 'handcrafted'?"),
+    (["--policy", "handcraftd"], "unknown policy kind 'handcraftd'. Did you mean 'handcrafted'?"),
     (["--policy", "handcrafted:nlg_seed=-1"], "option nlg_seed must be non-negative"),
     (["--policy", "nothere.npz"], "checkpoint file 'nothere.npz' not found"),
     (["--policy", "recorded:nothere.jsonl"], "recorded responses: file 'nothere.jsonl' not found"),

@@ -1,0 +1,184 @@
+"""What a policy is to behavsim: a belief state in, a system act (and optionally a prompt) out.
+
+Two levels, one contract:
+
+* a **policy object** obeys :class:`Policy` — a string ``name`` and ``act(belief) -> Response``;
+  a plain callable ``belief -> act | (act, prompt) | Response`` is accepted wherever a policy is;
+* an :class:`Adapter` wraps any behaviour model (a policy object, a callable, a checkpoint file,
+  a toolkit's policy, recorded answers) with the metadata that goes into its response table
+  (``meta``: at least ``id``, ``name``, ``kind``) and answers one context at a time with
+  :meth:`Adapter.respond_one`.
+
+Answers must be deterministic: the same belief always gives the same :class:`Response`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
+
+from .._errors import ConfigError
+
+__all__ = ["Response", "Policy", "Adapter", "PolicyAdapter", "CallableAdapter", "coerce_response", "file_sha256",
+           "source_info"]
+
+
+@dataclass(frozen=True)
+class Response:
+    """A policy's answer to one belief state: the system act string, the prompt (``None``
+    without a generator) and the summary action (``None`` for policies without one)."""
+
+    act: str
+    prompt: str | None = None
+    summary_action: str | None = None
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A policy object: a string ``name`` and a deterministic ``act(belief) -> Response``."""
+
+    name: str
+
+    def act(self, belief: dict) -> Response: ...
+
+
+def coerce_response(out: Any) -> Response:
+    """A :class:`Response` from what a policy or callable returned: a ``Response``, an act string,
+    an ``(act, prompt)`` pair, or any object with string ``act`` (and optional ``prompt``,
+    ``summary_action``) attributes; ``TypeError`` otherwise."""
+    if isinstance(out, Response):
+        return out
+    if isinstance(out, str):
+        return Response(act=out)
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        act, prompt = out
+        if isinstance(act, str) and (prompt is None or isinstance(prompt, str)):
+            return Response(act=act, prompt=prompt)
+    act = getattr(out, "act", None)
+    if isinstance(act, str):
+        prompt = getattr(out, "prompt", None)
+        if prompt is None or isinstance(prompt, str):
+            return Response(act=act, prompt=prompt, summary_action=getattr(out, "summary_action", None))
+    raise TypeError(f"expected an act string, an (act, prompt) pair of strings or a Response, "
+                    f"got {type(out).__name__}: {out!r:.80}")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """``sha256:<hex>`` of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def source_info(path: str | os.PathLike, **extra: Any) -> dict[str, Any]:
+    """The ``path`` entry of an adapter's metadata: ``{"file": ..., "sha256": ...}`` plus ``extra``.
+
+    Everything specific to one file lives under ``path`` because :func:`behavsim.compare` groups the
+    checkpoints of one trial by all metadata except ``id``, ``checkpoint`` and ``path``.
+    """
+    return {"file": os.fspath(path), "sha256": file_sha256(path), **extra}
+
+
+class Adapter:
+    """One behaviour model answering belief states deterministically.
+
+    Subclasses set ``kind`` and implement :meth:`respond_one`; ``meta`` holds at least ``id``,
+    ``name`` and ``kind``. :func:`behavsim.respond` hands each call a fresh copy of the belief
+    (keys sorted), so an adapter may modify what it is given. ``label`` names the adapter where a
+    short human label is wanted (e.g. the source of collected contexts); it defaults to the id.
+    """
+
+    kind: str = "adapter"
+
+    def __init__(self, meta: Mapping[str, Any], *, label: str | None = None):
+        meta = dict(meta)
+        for key in ("id", "name"):
+            if not isinstance(meta.get(key), str) or not meta[key]:
+                raise ConfigError(f"adapter metadata: {key!r} must be a non-empty string, got {meta.get(key)!r}")
+        meta["kind"] = meta.get("kind") or self.kind
+        self.kind = meta["kind"]
+        self.meta = meta
+        self._label = label
+
+    @property
+    def id(self) -> str:
+        return self.meta["id"]
+
+    @property
+    def name(self) -> str:
+        return self.meta["name"]
+
+    @property
+    def label(self) -> str:
+        return self._label or self.id
+
+    def check_contexts(self, contexts: Any) -> None:
+        """Refuse, before the first context, a context set this model cannot answer (e.g. built on
+        another domain): raise a :class:`behavsim.ConfigError` naming both. Default: accept."""
+
+    def prepare(self, contexts: Any) -> None:
+        """Called once before a run over ``contexts`` (a :class:`behavsim.ContextSet`)."""
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """Context in which :meth:`respond_one` runs (working directory, globals, ...)."""
+        yield
+
+    def respond_one(self, belief: dict, *, context_id: str | None = None,
+                    context_meta: Mapping[str, Any] | None = None) -> Response:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r}, kind={self.kind!r})"
+
+
+class PolicyAdapter(Adapter):
+    """Any object of the :class:`Policy` protocol (``name``, ``act(belief)``).
+
+    A policy with a boolean ``learning`` attribute answers greedily: ``learning`` is set to False
+    for the run (:meth:`session`) and restored afterwards.
+    """
+
+    kind = "policy"
+
+    def __init__(self, policy: Any, meta: Mapping[str, Any] | None = None, *, label: str | None = None):
+        if not callable(getattr(policy, "act", None)):
+            raise ConfigError(f"policy: expected an object with an act(belief) method, got {type(policy).__name__}")
+        name = str(getattr(policy, "name", type(policy).__name__))
+        super().__init__({"id": name, "name": name, "kind": self.kind, **(meta or {})}, label=label)
+        self.policy = policy
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        learning = getattr(self.policy, "learning", None)
+        if isinstance(learning, bool):
+            self.policy.learning = False
+        try:
+            yield
+        finally:
+            if isinstance(learning, bool):
+                self.policy.learning = learning
+
+    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
+        return coerce_response(self.policy.act(belief))
+
+
+class CallableAdapter(Adapter):
+    """A Python callable ``belief -> act string | (act, prompt) | Response``."""
+
+    kind = "callable"
+
+    def __init__(self, fn: Callable[[dict], Any], meta: Mapping[str, Any] | None = None, *, label: str | None = None):
+        if not callable(fn):
+            raise ConfigError(f"callable: expected a function belief -> act, got {type(fn).__name__}")
+        name = f"{getattr(fn, '__module__', None) or 'python'}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+        super().__init__({"id": name, "name": name, "kind": self.kind, **(meta or {})}, label=label)
+        self.fn = fn
+
+    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
+        return coerce_response(self.fn(belief))

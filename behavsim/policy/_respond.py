@@ -1,0 +1,264 @@
+"""Step 2 of the method: run a policy deterministically on every context of a context set.
+
+``respond(policy, contexts)`` → :class:`behavsim.ResponseTable` (acts in canonical form, prompts,
+per-context errors); ``respond_many(policies, contexts)`` runs many policies in parallel processes
+and returns the same tables as a serial run, in input order; ``check_policy`` is the protocol
+checker every policy kind passes.
+
+Each adapter is given a copy of each belief with its keys in sorted order, as context-set files
+store them: a table depends only on what the context-set fingerprint covers (a policy that
+breaks ties by dict order answers the same on a set built in memory and on the same set loaded
+from disk), and no policy can modify the caller's beliefs.
+
+A policy that raises on a context does not stop the run: ``errors[i]`` records the exception
+type and message, ``acts[i]`` is ``None``, and the count is reported (``strict=True`` turns the
+first failure into an error). An act string that does not parse is an error for that context too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Iterable, Sequence
+
+from .._acts import canonical_act
+from .._contexts import ContextSet
+from .._errors import BehavsimError, ConfigError
+from .._io import canonical_copy
+from .._tables import ResponseTable
+from ._specs import as_adapter, parse_spec
+
+__all__ = ["respond", "respond_many", "check_policy", "PolicyFailed", "PolicyErrorsWarning", "PolicyCheckError",
+           "error_text"]
+
+_PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
+
+
+class PolicyFailed(BehavsimError, RuntimeError):
+    """A policy raised on a context while ``strict=True``."""
+
+
+class PolicyCheckError(BehavsimError, AssertionError):
+    """A policy broke the protocol in :func:`check_policy`."""
+
+
+class PolicyErrorsWarning(UserWarning):
+    """A policy failed on some contexts (recorded in the table's ``errors``)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """How a policy's exception is recorded in a table: ``Type: first line of the message``.
+    An exception with ``recorded = True`` (a failure recorded elsewhere) keeps its message alone."""
+    if getattr(exc, "recorded", False):
+        return str(exc)
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
+
+
+def _as_contexts(contexts: Any) -> ContextSet:
+    if not isinstance(contexts, ContextSet):
+        raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
+    return contexts
+
+
+def _progress_bar(total: int, desc: str, progress: bool | None):
+    show = progress if progress is not None else (total >= _PROGRESS_MIN and sys.stderr.isatty())
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="ctx", leave=False, file=sys.stderr)
+
+
+def _warn_errors(table: ResponseTable) -> None:
+    failed = [e for e in table.errors if e is not None]
+    if failed:
+        warnings.warn(f"policy {table.id!r} failed on {len(failed)} of {len(table)} contexts (recorded in the "
+                      f"table's errors; first: {failed[0]})", PolicyErrorsWarning, stacklevel=3)
+
+
+def respond(policy: Any, contexts: ContextSet, *, strict: bool = False, policy_id: str | None = None,
+            progress: bool | None = None, **options: Any) -> ResponseTable:
+    """Run one policy on every context of ``contexts``; returns its :class:`~behavsim.ResponseTable`.
+
+    ``policy``: a policy spec string (``behavsim.list_policy_kinds()``), an
+    :class:`~behavsim.Adapter`, a policy object (``act(belief) -> Response``) or a callable
+    ``belief -> act | (act, prompt) | Response``. ``policy_id`` overrides the table's policy id.
+    A context on which the policy raises (or returns an unparseable act) is recorded as an error
+    for that context — ``errors[i]`` = exception type and message, act ``None`` — unless
+    ``strict``, which raises :class:`PolicyFailed`; the count is reported with a
+    :class:`PolicyErrorsWarning` (and is ``table.n_errors``). ``progress``: a progress bar
+    (default: for long runs on a terminal). ``options`` go to the policy kind's factory (e.g.
+    ``pydial_root``, ``domain``).
+    """
+    table = _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options)
+    _warn_errors(table)
+    return table
+
+
+def _respond(policy: Any, contexts: ContextSet, *, strict: bool, policy_id: str | None, progress: bool | None,
+             options: dict[str, Any]) -> ResponseTable:
+    contexts = _as_contexts(contexts)
+    if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
+        raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
+    adapter = as_adapter(policy, **options)
+    meta = dict(adapter.meta)
+    if policy_id is not None:
+        meta["id"] = policy_id
+    adapter.check_contexts(contexts)
+    adapter.prepare(contexts)
+    n = len(contexts)
+    acts: list[str | None] = [None] * n
+    prompts: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    bar = _progress_bar(n, meta["id"], progress)
+    try:
+        with adapter.session():
+            for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
+                try:
+                    r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
+                    act = canonical_act(r.act)
+                    prompt = r.prompt
+                    if prompt is not None and not isinstance(prompt, str):
+                        raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+                except Exception as exc:  # a failing policy is recorded per context
+                    if strict:
+                        raise PolicyFailed(f"policy {meta['id']!r} failed on context {i} (id {cid!r}): "
+                                           f"{error_text(exc)}") from exc
+                    errors[i] = error_text(exc)
+                else:
+                    acts[i], prompts[i] = act, prompt
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return ResponseTable(policy=meta, context_fingerprint=contexts.fingerprint, acts=acts, prompts=prompts,
+                         errors=errors, context_ids=list(contexts.ids))
+
+
+def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: Any) -> int:
+    """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
+    :class:`~behavsim.ContextSet` or belief states) the policy answers every context with a
+    parseable act (else :class:`PolicyFailed`), two runs give identical tables, the beliefs are
+    left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
+    :class:`PolicyCheckError`). Returns the number of contexts checked."""
+    if not isinstance(contexts, ContextSet):
+        contexts = ContextSet(list(contexts))
+    adapter = as_adapter(policy, **options)
+    for key in ("id", "name", "kind"):
+        if not isinstance(adapter.meta.get(key), str) or not adapter.meta[key]:
+            raise PolicyCheckError(f"{adapter!r}: metadata {key!r} must be a non-empty string")
+    before = json.dumps(contexts.beliefs, sort_keys=True)
+    runs = []
+    for _ in range(2):
+        t = _respond(adapter, contexts, strict=True, policy_id=None, progress=False, options={})
+        runs.append(json.dumps([t.header(), t.rows()], sort_keys=True))
+    if runs[0] != runs[1]:
+        raise PolicyCheckError(f"{adapter.id}: two runs on the same contexts gave different tables")
+    if json.dumps(contexts.beliefs, sort_keys=True) != before:
+        raise PolicyCheckError(f"{adapter.id}: the contexts were modified")
+    return len(contexts)
+
+
+# ----------------------------------------------------------------------------- many policies
+_WORKER_CONTEXTS: ContextSet | None = None
+
+
+def _worker_init(contexts: ContextSet) -> None:
+    global _WORKER_CONTEXTS
+    _WORKER_CONTEXTS = contexts
+
+
+def _picklable(obj: Any) -> bool:
+    if isinstance(obj, (str, os.PathLike)):
+        return True
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[str, Any]) -> tuple[str, Any]:
+    assert _WORKER_CONTEXTS is not None
+    try:
+        return "ok", _respond(policy, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, progress=False,
+                              options=options)
+    except BehavsimError as exc:
+        try:  # exceptions with custom constructors do not always survive pickling
+            pickle.loads(pickle.dumps(exc))
+            return "error", exc
+        except Exception:
+            return "error", ConfigError(str(exc))
+
+
+def respond_many(policies: Sequence[Any], contexts: ContextSet, *, workers: int | None = None, strict: bool = False,
+                 policy_ids: Sequence[str | None] | None = None, progress: bool | None = None,
+                 **options: Any) -> list[ResponseTable]:
+    """:func:`respond` for many policies on one context set, in parallel processes.
+
+    ``workers`` defaults to ``min(len(policies), os.cpu_count())``; with one worker everything runs
+    in this process. Results come in input order and equal a serial run's. Spec strings are
+    checked (kind, options) before any process starts. ``policy_ids``: one id (or ``None``) per
+    policy. Items that are not spec strings (adapters, policy objects, callables) run in other
+    processes when they can be pickled, else in this one. ``options`` go to every kind's factory.
+    """
+    contexts = _as_contexts(contexts)
+    specs = list(policies)
+    if not specs:
+        raise ConfigError("policies: expected at least one policy")
+    ids = list(policy_ids) if policy_ids is not None else [None] * len(specs)
+    if len(ids) != len(specs):
+        raise ConfigError(f"policy_ids: expected {len(specs)} entries (one per policy), got {len(ids)}")
+    for s in specs:
+        if isinstance(s, str):
+            parse_spec(s)  # fail fast on bad specs
+    n_workers = min(len(specs), os.cpu_count() or 1) if workers is None else workers
+    if not isinstance(n_workers, int) or isinstance(n_workers, bool) or n_workers < 1:
+        raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
+    bar = _progress_bar(len(specs) * len(contexts), "respond", progress)
+
+    def one(i: int) -> ResponseTable:
+        return _respond(specs[i], contexts, strict=strict, policy_id=ids[i], progress=False, options=options)
+
+    def done(table: ResponseTable | None) -> None:
+        if bar is not None:
+            bar.update(len(contexts))
+
+    try:
+        results: list[ResponseTable | None] = [None] * len(specs)
+        if n_workers == 1 or len(specs) == 1:
+            for i in range(len(specs)):
+                results[i] = one(i)
+                done(results[i])
+        else:
+            local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
+            with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
+                futures = {i: ex.submit(_worker_run, s, strict, pid, options)
+                           for i, (s, pid) in enumerate(zip(specs, ids)) if i not in local}
+                try:
+                    for i in local:
+                        results[i] = one(i)
+                        done(results[i])
+                    for i, f in futures.items():
+                        status, value = f.result()
+                        if status == "error":
+                            raise value
+                        results[i] = value
+                        done(value)
+                except BaseException:
+                    for f in futures.values():
+                        f.cancel()
+                    raise
+        tables = [t for t in results if t is not None]
+        for t in tables:
+            _warn_errors(t)
+        return tables
+    finally:
+        if bar is not None:
+            bar.close()
