@@ -474,7 +474,12 @@ class ConvergenceMonitor:
             raise ContextSetMismatch(f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
                                      f"not made on the monitor's contexts ({self.contexts.fingerprint})")
         meta = dict(table.policy)
-        meta["policy_id"] = meta.get("id")
+        # what differs from snapshot to snapshot (the policy's own id, its file) goes under "path",
+        # which behavsim.compare ignores with "id" and "checkpoint" when it groups one run's
+        # snapshots: `behavsim compare snapshots/*.jsonl --pairs consecutive` pairs them in order
+        path = meta.get("path")
+        meta["path"] = {**(path if isinstance(path, dict) else {"file": path} if path else {}),
+                        "policy_id": meta.get("id")}
         meta["id"] = f"snapshot-{dialogues:06d}"
         meta["checkpoint"] = dialogues
         table = ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=list(table.acts),

@@ -248,3 +248,20 @@ def test_core_does_not_import_toolkits():
             "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_snapshots_of_checkpoints_compare_consecutively(tmp_path):
+    """Snapshots of a checkpoint run (each table with its own policy id and file) form one run for
+    ``compare(..., "consecutive")``: snapshot k against k+1, in training order."""
+    cs = _contexts(30)
+    mon = ConvergenceMonitor(cs, out_dir=tmp_path / "m", plot=False)
+    for k in (1, 2, 3):
+        t = _table(_stage_policy(k), cs, f"ts-seed0-{k * 100:06d}")
+        t.policy.update(kind="checkpoint", path={"file": f"ckpt-{k}.npz", "sha256": f"sha256:{k}"}, checkpoint=k * 100)
+        mon.snapshot(t, k * 100)
+    tables = [ResponseTable.load(p) for p in sorted((tmp_path / "m" / "snapshots").glob("*.jsonl"))]
+    assert [t.policy["path"]["policy_id"] for t in tables] == ["ts-seed0-000100", "ts-seed0-000200", "ts-seed0-000300"]
+    comp = compare(tables, "consecutive", scores=["TMR"], progress=False)
+    assert [tuple(r) for r in comp.means[["a", "b"]].itertuples(index=False)] == [
+        ("snapshot-000100", "snapshot-000200"), ("snapshot-000200", "snapshot-000300")]
+    assert list(comp.means["TMR"]) == [r["TMR"] for r in mon.rows]
