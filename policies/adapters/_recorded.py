@@ -129,7 +129,8 @@ class RecordedAdapter(Adapter):
 
     def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
         if context_id is None:
-            raise ConfigError("recorded responses are looked up by context id; none was given")
+            raise ConfigError("recorded responses are looked up by context id, and none was given: a recorded policy "
+                              "answers only the contexts it was recorded on and cannot play new dialogues")
         row = self.rows.get(str(context_id))
         if row is None:
             raise KeyError(f"no recorded response for context id {context_id!r}")

@@ -274,7 +274,13 @@ def _spec_for(kind, run_dir, contexts, tmp_path):
 
 
 @pytest.mark.parametrize("kind", list_adapter_kinds())
-def test_every_kind_passes_check_adapter(kind, run_dir, contexts, tmp_path):
+def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
+    """Every registered policy kind passes the policy checker and is taken, as a spec string, by
+    respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
+    it was recorded on, so it cannot play dialogues: a clear error says so)."""
+    from behavsim import check_policy as core_check_policy, respond as core_respond
+    from behavsim.monitor import ConvergenceMonitor
+    from contexts import collect
     from policies.respond import check_adapter
 
     saved = list(sys.path)
@@ -282,7 +288,20 @@ def test_every_kind_passes_check_adapter(kind, run_dir, contexts, tmp_path):
         spec = _spec_for(kind, run_dir, contexts, tmp_path)
         assert parse_spec(spec).kind == kind
         assert load_adapter(spec).kind == kind
-        assert check_adapter(spec, contexts) == len(contexts)
+        assert check_adapter(spec, contexts) == core_check_policy(spec, contexts) == len(contexts)
+        table = core_respond(spec, contexts)
+        assert table.n_errors == 0 and len(table) == len(contexts)
+        mon = ConvergenceMonitor(contexts, out_dir=tmp_path / "monitor", plot=False)
+        mon.snapshot(spec, 100)
+        second = mon.snapshot(spec, 200)
+        assert second.n_errors == 0 and second.scores["TMR"] == 1.0          # a fixed policy: no change
+        if kind == "recorded":
+            with pytest.raises(ConfigError, match="cannot play new dialogues"):
+                collect([spec], dialogues=1)
+        else:
+            cs = collect([spec], dialogues=2, seed=0)
+            assert len(cs) >= 2 and cs.meta["sources"][0]["kind"] == kind
+            assert cs.fingerprint == collect([spec], dialogues=2, seed=0).fingerprint
     finally:
         if kind == "pydial":  # the stand-in's modules have generic names: leave nothing behind
             sys.path[:] = saved
