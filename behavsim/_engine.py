@@ -1,7 +1,8 @@
 """The matrix engine: all scores for many policy pairs on one context set.
 
 Work is done once per distinct item: acts and prompts are interned, each score is computed on
-the distinct unordered (act, act') / (prompt, prompt') pairs met in any compared pair, each
+the distinct (act, act') / (prompt, prompt') pairs met in any compared pair (unordered pairs for
+a symmetric score, ordered pairs otherwise, as ``ScoreInfo.symmetric`` says), each
 distinct prompt is embedded once per model (the encoders also keep an on-disk cache), and the
 per-context values are gathered back with numpy indexing.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ import pandas as pd
 from ._errors import ConfigError, ContextSetMismatch
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score, get_score
+from .scores._base import intern, unique_pairs
 
 __all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES"]
 
@@ -97,29 +99,15 @@ class Comparison:
         return pd.DataFrame(rows)
 
 
-def _intern(values: Iterable[str | None], index: dict[str, int]) -> np.ndarray:
-    out = []
-    for v in values:
-        if v is None:
-            out.append(-1)
-        else:
-            out.append(index.setdefault(v, len(index)))
-    return np.asarray(out, dtype=np.int64)
-
-
 def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items: list[str]) -> np.ndarray:
-    """Score values for aligned code arrays, computing each distinct unordered pair once."""
+    """Score values for aligned code arrays (-1: missing -> NaN), computing each distinct pair once
+    (unordered pairs for a symmetric score, ordered pairs otherwise)."""
     out = np.full(codes_a.shape, np.nan)
     valid = (codes_a >= 0) & (codes_b >= 0)
     if not valid.any():
         return out
-    lo = np.minimum(codes_a[valid], codes_b[valid])
-    hi = np.maximum(codes_a[valid], codes_b[valid])
-    keys = lo * (len(items) + 1) + hi
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    ua = (uniq // (len(items) + 1)).tolist()
-    ub = (uniq % (len(items) + 1)).tolist()
-    vals = score.pairwise([items[i] for i in ua], [items[j] for j in ub])
+    first, second, inverse = unique_pairs(codes_a[valid], codes_b[valid], symmetric=score.info.symmetric)
+    vals = score.pairwise([items[i] for i in first.tolist()], [items[j] for j in second.tolist()])
     out[valid] = vals[inverse]
     return out
 
@@ -185,8 +173,8 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     t0 = time.perf_counter()
     act_index: dict[str, int] = {}
     prompt_index: dict[str, int] = {}
-    act_codes = np.stack([_intern(t.acts, act_index) for t in tables])
-    prompt_codes = np.stack([_intern(t.prompts, prompt_index) for t in tables])
+    act_codes = np.stack([intern(t.acts, act_index) for t in tables])
+    prompt_codes = np.stack([intern(t.prompts, prompt_index) for t in tables])
     acts = list(act_index)
     prompts = list(prompt_index)
     ia = np.array([p[0] for p in plan])

@@ -1,7 +1,7 @@
 """The four text scores of SPEC §3: USE cosine, USE angular, BLEU-4, BERTScore.
 
-Every class computes each distinct unordered prompt pair once and embeds each distinct prompt
-once per model (the encoders memoise, in memory and on disk).
+Every class computes each distinct unordered prompt pair once (the four are symmetric) and embeds
+each distinct prompt once per model (the encoders memoise, in memory and on disk).
 """
 
 from __future__ import annotations
@@ -22,16 +22,6 @@ from .._errors import ConfigError
 from ._base import ScoreInfo, TextScore
 
 __all__ = ["BLEU4", "USECos", "USEAng", "BERTScore", "sentence_bleu", "symmetric_bleu"]
-
-
-def _unique_pairs(a: Sequence[str], b: Sequence[str]):
-    """Distinct unordered pairs and, per input position, the index of its pair."""
-    index: dict[tuple[str, str], int] = {}
-    where = np.empty(len(a), dtype=np.int64)
-    for i, (x, y) in enumerate(zip(a, b)):
-        key = (x, y) if x <= y else (y, x)
-        where[i] = index.setdefault(key, len(index))
-    return list(index), where
 
 
 # --------------------------------------------------------------------------- BLEU-4
@@ -127,7 +117,7 @@ class BLEU4(TextScore):
                 f"nltk:{_version('nltk')}"]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         grams: dict[str, _NGrams] = {}
 
         def ng(t: str) -> _NGrams:
@@ -166,7 +156,7 @@ class _USEBase(TextScore):
         return [f"model:{self.encoder.signature}"]
 
     def cosines(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         texts = list(dict.fromkeys(t for p in pairs for t in p))
         emb = self.encoder.encode(texts).astype(np.float64)
         idx = {t: i for i, t in enumerate(texts)}
@@ -272,7 +262,7 @@ class BERTScore(TextScore):
         return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()} | {"__default__": math.log(m + 1)}
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         texts = list(dict.fromkeys(t for p in pairs for t in p))
         embs = dict(zip(texts, self.encoder.embed(texts)))
         weights: dict[str, np.ndarray] = {}
