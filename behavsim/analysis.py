@@ -13,7 +13,6 @@ or the result's fields).
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from ._contexts import ContextSet
 from ._engine import Comparison
 from ._errors import ConfigError, ContextSetMismatch, UnknownScore
 from ._tables import ResponseTable
+from ._util import closest_name
 from .scores import ALL_SCORES
 
 __all__ = [
@@ -95,8 +95,7 @@ def _resolve_scores(df: pd.DataFrame, scores: str | Iterable[str] | None, name: 
         elif s.lower() in lower:
             out.append(lower[s.lower()])
         else:
-            close = difflib.get_close_matches(s, available, n=1)
-            raise UnknownScore("score", s, available, close[0] if close else None)
+            raise UnknownScore("score", s, available, closest_name(s, available, cutoff=0.6))
     if len(set(out)) != len(out):
         raise ConfigError(f"{name} lists a score twice: {out}")
     if not out:

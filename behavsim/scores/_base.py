@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, ClassVar, Hashable, Iterable, Sequence
 
 import numpy as np
+
+from .._util import package_version
 
 __all__ = ["ScoreInfo", "Score", "SemanticScore", "TextScore", "behavsim_version", "intern", "unique_pairs"]
 
 
 def behavsim_version() -> str:
-    try:
-        return metadata.version("behavsim")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
+    """The installed behavsim version, ``"0+unknown"`` when running from a source tree."""
+    return package_version("behavsim", "0+unknown")
 
 
 def intern(values: Iterable[Hashable | None], index: dict[Any, int]) -> np.ndarray:

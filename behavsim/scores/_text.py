@@ -11,7 +11,6 @@ import math
 import os
 import sys
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from .._encoders import HFTokenEncoder, SentenceEncoder, get_sentence_encoder, get_token_encoder
 from .._errors import ConfigError
+from .._util import package_version
 from ._base import ScoreInfo, TextScore
 
 __all__ = ["BLEU4", "USECos", "USEAng", "BERTScore", "sentence_bleu", "symmetric_bleu"]
@@ -114,7 +114,7 @@ class BLEU4(TextScore):
         smooth = f"nltk-{self.smoothing}" + (f"(eps={self.epsilon:g})" if self.smoothing == "method1" else "")
         return [f"n:{self.max_n}", "w:uniform", f"smooth:{smooth}", "tok:whitespace",
                 f"case:{'lower' if self.lowercase else 'mixed'}", "sym:mean-of-directions",
-                f"nltk:{_version('nltk')}"]
+                f"nltk:{package_version('nltk')}"]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         pairs, where = self._distinct_pairs(a, b)
@@ -134,13 +134,6 @@ class BLEU4(TextScore):
             vals[k] = (_bleu_direction(gx, gy.length, ov, w, self.smoothing, self.epsilon)
                        + _bleu_direction(gy, gx.length, ov, w, self.smoothing, self.epsilon)) / 2.0
         return vals[where]
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 # --------------------------------------------------------------------------- USE
