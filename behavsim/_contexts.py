@@ -8,7 +8,7 @@ File format ``behavsim-contexts`` version 1, JSON Lines (``.jsonl``) or Parquet 
 * JSONL: a header line ``{"format": "behavsim-contexts", "version": 1, "size": N,
   "fingerprint": "...", "meta": {...}}`` (``meta``: how the set was built — builder name,
   parameters, seeds), then exactly N lines ``{"i": k, "id": "...", "belief": {...}, "meta": {...}}``.
-  ``belief`` is a SPEC §4 belief state (``beliefs`` with the informable slots, ``method``,
+  ``belief`` is a belief state in PyDial's layout (``beliefs`` with the informable slots, ``method``,
   ``discourseAct``, ``requested``; ``features`` as the policy needs); the per-context ``meta``
   holds ``origin`` (``collected``/``generated``/``logged``), and for collected contexts
   ``dialogue``, ``turn``, ``source_policy``.

@@ -89,15 +89,6 @@ class Comparison:
     def score_names(self) -> list[str]:
         return list(self.signatures)
 
-    def means_long(self) -> pd.DataFrame:
-        """Means in long form: ``pair, a, b, score, mean, n``."""
-        rows = []
-        for _, r in self.means.iterrows():
-            for s in self.score_names:
-                rows.append({"pair": r["pair"], "a": r["a"], "b": r["b"], "score": s, "mean": r[s],
-                             "n": int(r["n"] - r[f"n_missing_{s}"])})
-        return pd.DataFrame(rows)
-
 
 def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items: list[str]) -> np.ndarray:
     """Score values for aligned code arrays (-1: missing -> NaN), computing each distinct pair once

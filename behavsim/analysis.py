@@ -70,7 +70,7 @@ def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
 
 
 def _score_columns(df: pd.DataFrame) -> list[str]:
-    """The score columns of a per-context table: registered names first (SPEC order), then others."""
+    """The score columns of a per-context table: registered names first (registry order), then others."""
     known = [s for s in ALL_SCORES if s in df.columns]
     extra = [c for c in df.columns if c not in known and c not in _KEY_COLUMNS
              and not str(c).startswith("n_") and c != "n" and pd.api.types.is_float_dtype(df[c])]

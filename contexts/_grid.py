@@ -1,4 +1,4 @@
-"""Generated context sets (C_gen, SPEC §4): a grid over the belief in one value per slot.
+"""Generated context sets (C_gen): a grid over the belief in one value per slot.
 
 For each chosen slot (default ``area``, ``pricerange``, ``food``) one value gets probability
 p ∈ {0, step, 2·step, …, 1} and ``**NONE**`` the rest; the method ``byconstraints`` gets
@@ -136,7 +136,7 @@ def _check_values(domain: Any, slots: tuple[str, ...], values: Any) -> tuple[dic
 
 def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str] = ("area", "pricerange", "food"),
                   method: str = "byconstraints", values: Mapping[str, str] | None = None) -> ContextSet:
-    """The generated context set C_gen of SPEC §4.
+    """The generated context set C_gen: a grid of beliefs from a dialogue start.
 
     ``len(slots) + 1`` grid dimensions (the slots, then the method), each with the levels
     ``0, step, …, 1`` (:func:`grid_levels`): 6^4 = 1,296 contexts at ``step=0.2`` (the paper's

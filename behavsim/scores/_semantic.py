@@ -1,4 +1,4 @@
-"""The four semantic scores of SPEC §3: TMR, DMR, CER, CMR.
+"""The four semantic scores, on dialogue acts: TMR, DMR, CER, CMR.
 
 Functional forms (``total_match``, ``act_match``, ``concept_error``, ``symmetric_concept_error``,
 ``concept_match``) and score classes share the same core. The classes compute each distinct

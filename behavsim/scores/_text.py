@@ -1,4 +1,4 @@
-"""The four text scores of SPEC §3: USE cosine, USE angular, BLEU-4, BERTScore.
+"""The four text scores, on prompts: USE cosine, USE angular, BLEU-4, BERTScore.
 
 Every class computes each distinct unordered prompt pair once (the four are symmetric) and embeds
 each distinct prompt once per model (the encoders memoise, in memory and on disk).
@@ -80,7 +80,8 @@ def sentence_bleu(hypothesis: str, reference: str, *, max_n: int = 4, smoothing:
 
 
 def symmetric_bleu(p: str, q: str, **options) -> float:
-    """The BLEU-4 score of SPEC §3 for one pair (with its NaN/identity/empty rules)."""
+    """The BLEU-4 score of one prompt pair: the mean of both directions, with the text scores'
+    rules (missing -> NaN, identical -> 1.0, empty against non-empty -> 0.0)."""
     return BLEU4(**options).score(p, q)
 
 
