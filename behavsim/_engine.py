@@ -31,14 +31,16 @@ def _trial_key(policy: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in policy.items() if k not in ("id", "checkpoint", "path")))
 
 
-def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str = "reward") -> list[tuple[int, int]]:
+def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
+               by: str | None = None) -> list[tuple[int, int]]:
     """Index pairs of ``tables`` to compare.
 
     * ``all``: every unordered pair, in input order.
     * ``consecutive``: within each trial (tables whose metadata agree on everything but ``id`` and
       ``checkpoint``), checkpoint k−1 against checkpoint k, in checkpoint order.
-    * ``cross``: the tables split into exactly two groups by the metadata key ``by`` (default
-      ``reward``), every table of the first group against every table of the second.
+    * ``cross``: the tables split into exactly two groups by the metadata key ``by`` (required,
+      e.g. ``"reward"`` or ``"seed"``), every table of the first group against every table of the
+      second, the groups in order of first appearance.
     """
     if mode not in PAIR_MODES:
         raise ConfigError(f"pairs must be one of {PAIR_MODES} or a list of (a, b) pairs, got {mode!r}")
@@ -57,6 +59,9 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str = 
             idx.sort(key=lambda i: float(tables[i].policy["checkpoint"]))
             out.extend(zip(idx, idx[1:]))
         return out
+    if by is None:
+        raise ConfigError("pairs='cross' needs by=<the policy metadata key that splits the tables into two "
+                          "groups>, e.g. by='reward'; got by=None")
     values: dict[str, list[int]] = {}
     for i, t in enumerate(tables):
         if by not in t.policy:
@@ -105,12 +110,13 @@ def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items:
 
 def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, Any]] = "all", *,
             scores: Sequence[str | Score] = ALL_SCORES, score_options: Mapping[str, Mapping[str, Any]] | None = None,
-            by: str = "reward", progress: bool | None = None) -> Comparison:
+            by: str | None = None, progress: bool | None = None) -> Comparison:
     """Compare policies' response tables context by context.
 
     ``tables``: response tables produced on the same context set (same fingerprint; else
     :class:`ContextSetMismatch`). ``pairs``: ``"all"``, ``"consecutive"``, ``"cross"`` (see
-    :func:`plan_pairs`) or explicit pairs of table indices or policy ids. ``scores``: names or
+    :func:`plan_pairs`; ``"cross"`` needs ``by``, the metadata key that splits the tables into
+    two groups) or explicit pairs of table indices or policy ids. ``scores``: names or
     score objects; ``score_options`` maps a score name to its constructor options.
     """
     tables = list(tables)

@@ -169,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--pairs", default="all", choices=PAIR_MODES,
                    help="all pairs; consecutive checkpoints of each trial; or cross (group A x group B, see --by)")
     c.add_argument("--pair", action="append", metavar="ID_A,ID_B", help="an explicit pair of policy ids (repeatable)")
-    c.add_argument("--by", default="reward", help="metadata key that splits tables into two groups for --pairs cross")
+    c.add_argument("--by", metavar="KEY", help="for --pairs cross (required there): the policy metadata key that splits "
+                                            "the tables into two groups, e.g. reward or seed")
     c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     c.add_argument("-o", "--output", required=True, help="CSV of per-context values (means and signatures beside it)")
     c.add_argument("--json", action="store_true", help="print the means as JSON")

@@ -78,7 +78,13 @@ def test_pair_modes():
           make("p2", reward="iq", seed=0, checkpoint=2000)]
     assert plan_pairs(ts, "all") == [(0, 1), (0, 2), (1, 2)]
     assert plan_pairs(ts, "consecutive") == [(0, 1)]
-    assert plan_pairs(ts, "cross") == [(0, 2), (1, 2)]
+    assert plan_pairs(ts, "cross", by="reward") == [(0, 2), (1, 2)]
+    with pytest.raises(ConfigError, match=r"pairs='cross' needs by=.*got by=None"):
+        plan_pairs(ts, "cross")
+    with pytest.raises(ConfigError, match=r"needs by="):
+        compare(ts, "cross", scores=["TMR"])
+    assert compare(ts, "cross", by="reward", scores=["TMR"]).means[["a", "b"]].values.tolist() == [["p0", "p2"],
+                                                                                                   ["p1", "p2"]]
     with pytest.raises(ConfigError, match="exactly two groups"):
         plan_pairs(ts, "cross", by="seed")
     with pytest.raises(ConfigError, match="pairs must be one of"):
