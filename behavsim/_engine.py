@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -119,6 +119,27 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     two groups) or explicit pairs of table indices or policy ids. ``scores``: names or
     score objects; ``score_options`` maps a score name to its constructor options.
     """
+    tables = _validate_tables(tables)
+    plan = _plan(tables, pairs, by)
+    objs = _make_scores(scores, score_options)
+    n_ctx = len(tables[0])
+    show = progress if progress is not None else (len(plan) * n_ctx > 200_000)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    items = _intern(tables, plan)
+    timings["intern"] = time.perf_counter() - t0
+    columns = _score_all(objs, items, show, timings)
+    ids = [t.id for t in tables]
+    per_context = _gather(plan, ids, n_ctx, tables[0].context_ids, columns)
+    means = _aggregate(plan, ids, n_ctx, columns)
+    timings["total"] = time.perf_counter() - t0
+    return Comparison(per_context=per_context, means=means, signatures={o.name: o.signature for o in objs},
+                      context_fingerprint=tables[0].context_fingerprint,
+                      policies={t.id: dict(t.policy) for t in tables}, timings=timings)
+
+
+def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
+    """At least two tables, all of one context set, with distinct policy ids."""
     tables = list(tables)
     if len(tables) < 2:
         raise ConfigError(f"compare needs at least two response tables, got {len(tables)}")
@@ -134,9 +155,16 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"policy ids must be unique among the compared tables; repeated: {dupes}")
+    return tables
+
+
+def _plan(tables: list[ResponseTable], pairs: str | Sequence[tuple[Any, Any]], by: str | None) -> list[tuple[int, int]]:
+    """The index pairs to compare: a :func:`plan_pairs` mode, or explicit pairs of table indices
+    or policy ids."""
     if isinstance(pairs, str):
         plan = plan_pairs(tables, pairs, by=by)
     else:
+        ids = [t.id for t in tables]
         pos = {pid: k for k, pid in enumerate(ids)}
         plan = []
         for p in pairs:
@@ -153,35 +181,52 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
             plan.append((idx[0], idx[1]))
     if not plan:
         raise ConfigError("no pairs to compare (check the pairs mode and the tables' metadata)")
+    return plan
 
-    score_options = dict(score_options or {})
+
+def _make_scores(scores: Sequence[str | Score], score_options: Mapping[str, Mapping[str, Any]] | None) -> list[Score]:
+    """Score objects from names (with their options) or objects; each score at most once."""
+    options = dict(score_options or {})
     objs: list[Score] = []
     for s in scores:
         name = s if isinstance(s, str) else s.name
-        opts = score_options.get(name, {}) if isinstance(s, str) else {}
+        opts = options.get(name, {}) if isinstance(s, str) else {}
         objs.append(get_score(s, **opts))
     names = [o.name for o in objs]
     if len(set(names)) != len(names):
         raise ConfigError(f"a score is listed twice: {names}")
+    return objs
 
-    n_ctx = len(ref)
-    show = progress if progress is not None else (len(plan) * n_ctx > 200_000)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+
+@dataclass
+class _Interned:
+    """The distinct acts and prompts of all tables, and for every (pair, context) the codes of
+    both sides' act and prompt (-1: missing), pair-major."""
+
+    acts: list[str]
+    prompts: list[str]
+    a_act: np.ndarray
+    b_act: np.ndarray
+    a_prompt: np.ndarray
+    b_prompt: np.ndarray
+
+
+def _intern(tables: list[ResponseTable], plan: list[tuple[int, int]]) -> _Interned:
     act_index: dict[str, int] = {}
     prompt_index: dict[str, int] = {}
     act_codes = np.stack([intern(t.acts, act_index) for t in tables])
     prompt_codes = np.stack([intern(t.prompts, prompt_index) for t in tables])
-    acts = list(act_index)
-    prompts = list(prompt_index)
     ia = np.array([p[0] for p in plan])
     ib = np.array([p[1] for p in plan])
-    a_act, b_act = act_codes[ia].ravel(), act_codes[ib].ravel()
-    a_pr, b_pr = prompt_codes[ia].ravel(), prompt_codes[ib].ravel()
-    timings["intern"] = time.perf_counter() - t0
+    return _Interned(acts=list(act_index), prompts=list(prompt_index),
+                     a_act=act_codes[ia].ravel(), b_act=act_codes[ib].ravel(),
+                     a_prompt=prompt_codes[ia].ravel(), b_prompt=prompt_codes[ib].ravel())
 
+
+def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[str, float]) -> dict[str, np.ndarray]:
+    """One column of per-(pair, context) values per score; each score's time into ``timings``."""
     columns: dict[str, np.ndarray] = {}
-    it = objs
+    it: Iterable[Score] = objs
     if show:
         from tqdm.auto import tqdm
 
@@ -189,35 +234,41 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     for s in it:
         t1 = time.perf_counter()
         if s.info.level == "semantic":
-            columns[s.name] = _score_unique(s, a_act, b_act, acts)
+            columns[s.name] = _score_unique(s, items.a_act, items.b_act, items.acts)
         else:
-            if hasattr(getattr(s, "encoder", None), "progress"):
-                s.encoder.progress = show
-            columns[s.name] = _score_unique(s, a_pr, b_pr, prompts)
+            encoder = getattr(s, "encoder", None)
+            if hasattr(encoder, "progress"):
+                encoder.progress = show
+            columns[s.name] = _score_unique(s, items.a_prompt, items.b_prompt, items.prompts)
         timings[s.name] = time.perf_counter() - t1
+    return columns
 
+
+def _gather(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, context_ids: Sequence[str],
+            columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The per-context table: one row per (pair, context), pair-major."""
     n_pairs = len(plan)
-    per = pd.DataFrame({
+    return pd.DataFrame({
         "pair": np.repeat(np.arange(n_pairs), n_ctx),
-        "a": np.repeat(np.array([ids[i] for i in ia], dtype=object), n_ctx),
-        "b": np.repeat(np.array([ids[j] for j in ib], dtype=object), n_ctx),
+        "a": np.repeat(np.array([ids[i] for i, _ in plan], dtype=object), n_ctx),
+        "b": np.repeat(np.array([ids[j] for _, j in plan], dtype=object), n_ctx),
         "context": np.tile(np.arange(n_ctx), n_pairs),
-        "context_id": np.tile(np.array(ref.context_ids, dtype=object), n_pairs),
+        "context_id": np.tile(np.array(context_ids, dtype=object), n_pairs),
         **columns,
     })
+
+
+def _aggregate(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The means table: per pair the mean of each score over its defined values and the counts."""
     mean_rows = []
     for k, (i, j) in enumerate(plan):
         sl = slice(k * n_ctx, (k + 1) * n_ctx)
         row: dict[str, Any] = {"pair": k, "a": ids[i], "b": ids[j], "n": n_ctx}
-        for name in names:
-            v = columns[name][sl]
+        for name, values in columns.items():
+            v = values[sl]
             ok = ~np.isnan(v)
             row[name] = float(v[ok].mean()) if ok.any() else float("nan")
-        for name in names:
-            row[f"n_missing_{name}"] = int(np.isnan(columns[name][sl]).sum())
+        for name, values in columns.items():
+            row[f"n_missing_{name}"] = int(np.isnan(values[sl]).sum())
         mean_rows.append(row)
-    timings["total"] = time.perf_counter() - t0
-    return Comparison(per_context=per, means=pd.DataFrame(mean_rows),
-                      signatures={o.name: o.signature for o in objs},
-                      context_fingerprint=ref.context_fingerprint,
-                      policies={t.id: dict(t.policy) for t in tables}, timings=timings)
+    return pd.DataFrame(mean_rows)
