@@ -54,7 +54,7 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
                 raise ConfigError(f"pairs='consecutive' needs a 'checkpoint' in every table's policy metadata; "
                                   f"table {t.id!r} has none")
             groups.setdefault(_trial_key(t.policy), []).append(i)
-        out = []
+        out: list[tuple[int, int]] = []
         for idx in groups.values():
             idx.sort(key=lambda i: float(tables[i].policy["checkpoint"]))
             out.extend(zip(idx, idx[1:]))
@@ -236,7 +236,7 @@ def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[st
         if s.info.level == "semantic":
             columns[s.name] = _score_unique(s, items.a_act, items.b_act, items.acts)
         else:
-            encoder = getattr(s, "encoder", None)
+            encoder: Any = getattr(s, "encoder", None)  # model scores show the encoder's progress
             if hasattr(encoder, "progress"):
                 encoder.progress = show
             columns[s.name] = _score_unique(s, items.a_prompt, items.b_prompt, items.prompts)

@@ -151,14 +151,23 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, n_resamples: int = 200
     return (float(lo), float(hi))
 
 
-def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
-    keys = [c for c in ("pair", "a", "b") if c in per.columns]
-    g = per.groupby(keys, sort=True, dropna=False)
+def _n_missing(values: pd.Series) -> int:
+    return int(values.isna().sum())
+
+
+def _group_means(rows: pd.DataFrame, keys: list[str], scores: list[str], *, dropna: bool = True) -> pd.DataFrame:
+    """Per group of ``keys`` (sorted): ``n`` (rows), the mean of each score (NaN ignored) and
+    ``n_missing_<score>``."""
+    g = rows.groupby(keys, sort=True, dropna=dropna)
     out = g.size().rename("n").reset_index()
     means = g[scores].mean().reset_index(drop=True)
-    missing = g[scores].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
+    missing = g[scores].agg(_n_missing).reset_index(drop=True)
     missing.columns = [f"n_missing_{s}" for s in scores]
     return pd.concat([out, means, missing], axis=1)
+
+
+def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
+    return _group_means(per, [c for c in ("pair", "a", "b") if c in per.columns], scores, dropna=False)
 
 
 def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
@@ -454,12 +463,7 @@ def per_turn(per_context_df: Comparison | pd.DataFrame, turns: Any,
     rows = per.loc[has, [c for c in ("pair", "a", "b") if c in per.columns] + names].copy()
     rows["turn"] = t[has].astype(np.int64)
     keys = [c for c in ("pair", "a", "b") if c in per.columns] + ["turn"]
-    g = rows.groupby(keys, sort=True)
-    out = g.size().rename("n").reset_index()
-    means = g[names].mean().reset_index(drop=True)
-    miss = g[names].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
-    miss.columns = [f"n_missing_{s}" for s in names]
-    out = pd.concat([out, means, miss], axis=1)
+    out = _group_means(rows, keys, names)
     out.attrs["n_without_turn"] = int((~has).sum())
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Hashable, Iterable, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -72,7 +72,9 @@ class Score:
     elements (``None``) give NaN. ``score(a, b)`` gives the value of a single pair.
     """
 
-    info: ClassVar[ScoreInfo]
+    #: Set on each class; an instance may refine it for its options (a rescaled BERTScore has
+    #: no lower bound).
+    info: ScoreInfo
 
     @property
     def name(self) -> str:

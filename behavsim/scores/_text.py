@@ -247,13 +247,14 @@ class BERTScore(TextScore):
         return [f"model:{self.encoder.signature}", f"idf:{'yes' if self.idf else 'no'}",
                 f"rescale:{'yes' if self.rescale_with_baseline else 'no'}", "F1"]
 
-    def _idf_weights(self, texts: list[str]) -> dict[int, float]:
+    def _idf_weights(self, texts: list[str]) -> tuple[dict[int, float], float]:
+        """The idf of each word piece of the corpus, and the idf of a word piece outside it."""
         corpus = self.idf_corpus if self.idf_corpus is not None else texts
         df: Counter = Counter()
         for t in dict.fromkeys(corpus):
             df.update(set(self.encoder.token_ids(t)))
         m = len(dict.fromkeys(corpus))
-        return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()} | {"__default__": math.log(m + 1)}
+        return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()}, math.log(m + 1)
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         pairs, where = self._distinct_pairs(a, b)
@@ -267,7 +268,8 @@ class BERTScore(TextScore):
                 w = (~special).astype(np.float64)
             else:
                 ids = self.encoder.token_ids(t)
-                w = np.array([0.0 if s else idf.get(tok, idf["__default__"]) for tok, s in zip(ids, special)])
+                idf_of, idf_unseen = idf
+                w = np.array([0.0 if s else idf_of.get(tok, idf_unseen) for tok, s in zip(ids, special)])
             total = w.sum()
             weights[t] = w / total if total > 0 else w
         # Greedy matching, vectorised over pairs whose two sentences have the same token counts.
