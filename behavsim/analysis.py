@@ -206,7 +206,7 @@ def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, score
             v = v[~np.isnan(v)]
             if v.size:
                 by_len.setdefault(v.size, []).append((r, c, v))
-    for m, items in by_len.items():
+    for items in by_len.values():
         block = max(1, _CHUNK // max(1, n_resamples))
         for start in range(0, len(items), block):
             part = items[start:start + block]
