@@ -4,7 +4,7 @@ import pytest
 
 from behavsim import (ConfigError, ContextSetMismatch, ResponseTable, TableFormatError, compare,
                       context_fingerprint, plan_pairs)
-from behavsim.scores import ScoreInfo, SemanticScore, concept_error, get_score
+from behavsim.scores import ScoreInfo, SemanticScore, TextScore, concept_error, get_score
 from behavsim.scores._base import unique_pairs
 
 CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
@@ -182,3 +182,24 @@ def test_unique_pairs_symmetric_and_ordered():
     first, second, inverse = unique_pairs(a, b, symmetric=False)
     assert list(zip(first.tolist(), second.tolist())) == [(0, 1), (1, 0), (1, 1), (2, 0)]
     assert inverse.tolist() == [0, 1, 2, 3, 0]
+
+
+class _LengthShare(TextScore):
+    """A toy asymmetric text score: the share of a's words in the words of both prompts."""
+
+    info = ScoreInfo("LengthShare", "len(a) / (len(a) + len(b)) in words", "text", symmetric=False)
+
+    def _text_pairs(self, a, b):
+        pairs, where = self._distinct_pairs(a, b)
+        vals = np.array([len(x.split()) / (len(x.split()) + len(y.split())) for x, y in pairs])
+        return vals[where]
+
+
+def test_asymmetric_text_score_keeps_each_order():
+    s = _LengthShare()
+    np.testing.assert_array_equal(s.pairwise(["a b", "a b c d", "a b", None], ["a b c d", "a b", "a b c d", "x"]),
+                                  [1 / 3, 2 / 3, 1 / 3, np.nan])
+    t0 = ResponseTable(policy={"id": "u"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b"] * 6)
+    t1 = ResponseTable(policy={"id": "v"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b c d"] * 6)
+    comp = compare([t0, t1], [("u", "v"), ("v", "u")], scores=[s])
+    assert comp.means["LengthShare"].tolist() == pytest.approx([1 / 3, 2 / 3])
