@@ -1,4 +1,4 @@
-"""PyDial-style dialogue acts: parsing, canonical form, printing (SPEC §2).
+"""PyDial-style dialogue acts: parsing, canonical form, printing.
 
 An act is a dialogue-act type plus a *multiset* of slot–value items, e.g.
 ``inform(name="la mimosa",food=mediterranean)``, ``request(food)``,
@@ -33,7 +33,6 @@ __all__ = ["DialogueAct", "parse_act", "format_act", "canonical_act", "ActLike"]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _BARE_STOP = frozenset(',()="')
-_SLOT_CHARS = _NAME_CHARS | {"!"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +72,7 @@ class DialogueAct:
         return seq
 
     def concepts(self) -> frozenset:
-        """Distinct slots plus distinct (slot, value) pairs (SPEC §3, CM)."""
+        """Distinct slots plus distinct (slot, value) pairs: the concepts CMR counts."""
         return frozenset([("slot", s) for s, _ in self.items] + [("pair", s, v) for s, v in self.items])
 
     def __str__(self) -> str:

@@ -8,7 +8,7 @@ File format ``behavsim-contexts`` version 1, JSON Lines (``.jsonl``) or Parquet 
 * JSONL: a header line ``{"format": "behavsim-contexts", "version": 1, "size": N,
   "fingerprint": "...", "meta": {...}}`` (``meta``: how the set was built — builder name,
   parameters, seeds), then exactly N lines ``{"i": k, "id": "...", "belief": {...}, "meta": {...}}``.
-  ``belief`` is a SPEC §4 belief state (``beliefs`` with the informable slots, ``method``,
+  ``belief`` is a belief state in PyDial's layout (``beliefs`` with the informable slots, ``method``,
   ``discourseAct``, ``requested``; ``features`` as the policy needs); the per-context ``meta``
   holds ``origin`` (``collected``/``generated``/``logged``), and for collected contexts
   ``dialogue``, ``turn``, ``source_policy``.
@@ -42,7 +42,7 @@ def _check_finite(obj: Any, where: str) -> None:
     if isinstance(obj, float) and not math.isfinite(obj):
         raise TableFormatError(f"{where}: non-finite number {obj!r} in a belief state")
     if isinstance(obj, dict):
-        for k, v in obj.items():
+        for v in obj.values():
             _check_finite(v, where)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
@@ -110,7 +110,7 @@ class ContextSet:
     def concat(cls, sets: Sequence["ContextSet"], description: str | None = None) -> "ContextSet":
         """The union of several sets in order (duplicates kept: a context set is a sample)."""
         beliefs, metas, ids = [], [], []
-        for k, s in enumerate(sets):
+        for s in sets:
             beliefs += s.beliefs
             metas += [dict(m) for m in s.metas]
             ids += list(s.ids)

@@ -1,7 +1,8 @@
 """The matrix engine: all scores for many policy pairs on one context set.
 
 Work is done once per distinct item: acts and prompts are interned, each score is computed on
-the distinct unordered (act, act') / (prompt, prompt') pairs met in any compared pair, each
+the distinct (act, act') / (prompt, prompt') pairs met in any compared pair (unordered pairs for
+a symmetric score, ordered pairs otherwise, as ``ScoreInfo.symmetric`` says), each
 distinct prompt is embedded once per model (the encoders also keep an on-disk cache), and the
 per-context values are gathered back with numpy indexing.
 """
@@ -19,6 +20,7 @@ import pandas as pd
 from ._errors import ConfigError, ContextSetMismatch
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score, get_score
+from .scores._base import intern, unique_pairs
 
 __all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES"]
 
@@ -29,14 +31,16 @@ def _trial_key(policy: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in policy.items() if k not in ("id", "checkpoint", "path")))
 
 
-def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str = "reward") -> list[tuple[int, int]]:
+def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
+               by: str | None = None) -> list[tuple[int, int]]:
     """Index pairs of ``tables`` to compare.
 
     * ``all``: every unordered pair, in input order.
     * ``consecutive``: within each trial (tables whose metadata agree on everything but ``id`` and
       ``checkpoint``), checkpoint k−1 against checkpoint k, in checkpoint order.
-    * ``cross``: the tables split into exactly two groups by the metadata key ``by`` (default
-      ``reward``), every table of the first group against every table of the second.
+    * ``cross``: the tables split into exactly two groups by the metadata key ``by`` (required,
+      e.g. ``"reward"`` or ``"seed"``), every table of the first group against every table of the
+      second, the groups in order of first appearance.
     """
     if mode not in PAIR_MODES:
         raise ConfigError(f"pairs must be one of {PAIR_MODES} or a list of (a, b) pairs, got {mode!r}")
@@ -50,11 +54,14 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str = 
                 raise ConfigError(f"pairs='consecutive' needs a 'checkpoint' in every table's policy metadata; "
                                   f"table {t.id!r} has none")
             groups.setdefault(_trial_key(t.policy), []).append(i)
-        out = []
+        out: list[tuple[int, int]] = []
         for idx in groups.values():
             idx.sort(key=lambda i: float(tables[i].policy["checkpoint"]))
             out.extend(zip(idx, idx[1:]))
         return out
+    if by is None:
+        raise ConfigError("pairs='cross' needs by=<the policy metadata key that splits the tables into two "
+                          "groups>, e.g. by='reward'; got by=None")
     values: dict[str, list[int]] = {}
     for i, t in enumerate(tables):
         if by not in t.policy:
@@ -87,53 +94,52 @@ class Comparison:
     def score_names(self) -> list[str]:
         return list(self.signatures)
 
-    def means_long(self) -> pd.DataFrame:
-        """Means in long form: ``pair, a, b, score, mean, n``."""
-        rows = []
-        for _, r in self.means.iterrows():
-            for s in self.score_names:
-                rows.append({"pair": r["pair"], "a": r["a"], "b": r["b"], "score": s, "mean": r[s],
-                             "n": int(r["n"] - r[f"n_missing_{s}"])})
-        return pd.DataFrame(rows)
-
-
-def _intern(values: Iterable[str | None], index: dict[str, int]) -> np.ndarray:
-    out = []
-    for v in values:
-        if v is None:
-            out.append(-1)
-        else:
-            out.append(index.setdefault(v, len(index)))
-    return np.asarray(out, dtype=np.int64)
-
 
 def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items: list[str]) -> np.ndarray:
-    """Score values for aligned code arrays, computing each distinct unordered pair once."""
+    """Score values for aligned code arrays (-1: missing -> NaN), computing each distinct pair once
+    (unordered pairs for a symmetric score, ordered pairs otherwise)."""
     out = np.full(codes_a.shape, np.nan)
     valid = (codes_a >= 0) & (codes_b >= 0)
     if not valid.any():
         return out
-    lo = np.minimum(codes_a[valid], codes_b[valid])
-    hi = np.maximum(codes_a[valid], codes_b[valid])
-    keys = lo * (len(items) + 1) + hi
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    ua = (uniq // (len(items) + 1)).tolist()
-    ub = (uniq % (len(items) + 1)).tolist()
-    vals = score.pairwise([items[i] for i in ua], [items[j] for j in ub])
+    first, second, inverse = unique_pairs(codes_a[valid], codes_b[valid], symmetric=score.info.symmetric)
+    vals = score.pairwise([items[i] for i in first.tolist()], [items[j] for j in second.tolist()])
     out[valid] = vals[inverse]
     return out
 
 
 def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, Any]] = "all", *,
             scores: Sequence[str | Score] = ALL_SCORES, score_options: Mapping[str, Mapping[str, Any]] | None = None,
-            by: str = "reward", progress: bool | None = None) -> Comparison:
+            by: str | None = None, progress: bool | None = None) -> Comparison:
     """Compare policies' response tables context by context.
 
     ``tables``: response tables produced on the same context set (same fingerprint; else
     :class:`ContextSetMismatch`). ``pairs``: ``"all"``, ``"consecutive"``, ``"cross"`` (see
-    :func:`plan_pairs`) or explicit pairs of table indices or policy ids. ``scores``: names or
+    :func:`plan_pairs`; ``"cross"`` needs ``by``, the metadata key that splits the tables into
+    two groups) or explicit pairs of table indices or policy ids. ``scores``: names or
     score objects; ``score_options`` maps a score name to its constructor options.
     """
+    tables = _validate_tables(tables)
+    plan = _plan(tables, pairs, by)
+    objs = _make_scores(scores, score_options)
+    n_ctx = len(tables[0])
+    show = progress if progress is not None else (len(plan) * n_ctx > 200_000)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    items = _intern(tables, plan)
+    timings["intern"] = time.perf_counter() - t0
+    columns = _score_all(objs, items, show, timings)
+    ids = [t.id for t in tables]
+    per_context = _gather(plan, ids, n_ctx, tables[0].context_ids, columns)
+    means = _aggregate(plan, ids, n_ctx, columns)
+    timings["total"] = time.perf_counter() - t0
+    return Comparison(per_context=per_context, means=means, signatures={o.name: o.signature for o in objs},
+                      context_fingerprint=tables[0].context_fingerprint,
+                      policies={t.id: dict(t.policy) for t in tables}, timings=timings)
+
+
+def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
+    """At least two tables, all of one context set, with distinct policy ids."""
     tables = list(tables)
     if len(tables) < 2:
         raise ConfigError(f"compare needs at least two response tables, got {len(tables)}")
@@ -149,9 +155,16 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"policy ids must be unique among the compared tables; repeated: {dupes}")
+    return tables
+
+
+def _plan(tables: list[ResponseTable], pairs: str | Sequence[tuple[Any, Any]], by: str | None) -> list[tuple[int, int]]:
+    """The index pairs to compare: a :func:`plan_pairs` mode, or explicit pairs of table indices
+    or policy ids."""
     if isinstance(pairs, str):
         plan = plan_pairs(tables, pairs, by=by)
     else:
+        ids = [t.id for t in tables]
         pos = {pid: k for k, pid in enumerate(ids)}
         plan = []
         for p in pairs:
@@ -168,35 +181,52 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
             plan.append((idx[0], idx[1]))
     if not plan:
         raise ConfigError("no pairs to compare (check the pairs mode and the tables' metadata)")
+    return plan
 
-    score_options = dict(score_options or {})
+
+def _make_scores(scores: Sequence[str | Score], score_options: Mapping[str, Mapping[str, Any]] | None) -> list[Score]:
+    """Score objects from names (with their options) or objects; each score at most once."""
+    options = dict(score_options or {})
     objs: list[Score] = []
     for s in scores:
         name = s if isinstance(s, str) else s.name
-        opts = score_options.get(name, {}) if isinstance(s, str) else {}
+        opts = options.get(name, {}) if isinstance(s, str) else {}
         objs.append(get_score(s, **opts))
     names = [o.name for o in objs]
     if len(set(names)) != len(names):
         raise ConfigError(f"a score is listed twice: {names}")
+    return objs
 
-    n_ctx = len(ref)
-    show = progress if progress is not None else (len(plan) * n_ctx > 200_000)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+
+@dataclass
+class _Interned:
+    """The distinct acts and prompts of all tables, and for every (pair, context) the codes of
+    both sides' act and prompt (-1: missing), pair-major."""
+
+    acts: list[str]
+    prompts: list[str]
+    a_act: np.ndarray
+    b_act: np.ndarray
+    a_prompt: np.ndarray
+    b_prompt: np.ndarray
+
+
+def _intern(tables: list[ResponseTable], plan: list[tuple[int, int]]) -> _Interned:
     act_index: dict[str, int] = {}
     prompt_index: dict[str, int] = {}
-    act_codes = np.stack([_intern(t.acts, act_index) for t in tables])
-    prompt_codes = np.stack([_intern(t.prompts, prompt_index) for t in tables])
-    acts = list(act_index)
-    prompts = list(prompt_index)
+    act_codes = np.stack([intern(t.acts, act_index) for t in tables])
+    prompt_codes = np.stack([intern(t.prompts, prompt_index) for t in tables])
     ia = np.array([p[0] for p in plan])
     ib = np.array([p[1] for p in plan])
-    a_act, b_act = act_codes[ia].ravel(), act_codes[ib].ravel()
-    a_pr, b_pr = prompt_codes[ia].ravel(), prompt_codes[ib].ravel()
-    timings["intern"] = time.perf_counter() - t0
+    return _Interned(acts=list(act_index), prompts=list(prompt_index),
+                     a_act=act_codes[ia].ravel(), b_act=act_codes[ib].ravel(),
+                     a_prompt=prompt_codes[ia].ravel(), b_prompt=prompt_codes[ib].ravel())
 
+
+def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[str, float]) -> dict[str, np.ndarray]:
+    """One column of per-(pair, context) values per score; each score's time into ``timings``."""
     columns: dict[str, np.ndarray] = {}
-    it = objs
+    it: Iterable[Score] = objs
     if show:
         from tqdm.auto import tqdm
 
@@ -204,35 +234,41 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     for s in it:
         t1 = time.perf_counter()
         if s.info.level == "semantic":
-            columns[s.name] = _score_unique(s, a_act, b_act, acts)
+            columns[s.name] = _score_unique(s, items.a_act, items.b_act, items.acts)
         else:
-            if hasattr(getattr(s, "encoder", None), "progress"):
-                s.encoder.progress = show
-            columns[s.name] = _score_unique(s, a_pr, b_pr, prompts)
+            encoder: Any = getattr(s, "encoder", None)  # model scores show the encoder's progress
+            if hasattr(encoder, "progress"):
+                encoder.progress = show
+            columns[s.name] = _score_unique(s, items.a_prompt, items.b_prompt, items.prompts)
         timings[s.name] = time.perf_counter() - t1
+    return columns
 
+
+def _gather(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, context_ids: Sequence[str],
+            columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The per-context table: one row per (pair, context), pair-major."""
     n_pairs = len(plan)
-    per = pd.DataFrame({
+    return pd.DataFrame({
         "pair": np.repeat(np.arange(n_pairs), n_ctx),
-        "a": np.repeat(np.array([ids[i] for i in ia], dtype=object), n_ctx),
-        "b": np.repeat(np.array([ids[j] for j in ib], dtype=object), n_ctx),
+        "a": np.repeat(np.array([ids[i] for i, _ in plan], dtype=object), n_ctx),
+        "b": np.repeat(np.array([ids[j] for _, j in plan], dtype=object), n_ctx),
         "context": np.tile(np.arange(n_ctx), n_pairs),
-        "context_id": np.tile(np.array(ref.context_ids, dtype=object), n_pairs),
+        "context_id": np.tile(np.array(context_ids, dtype=object), n_pairs),
         **columns,
     })
+
+
+def _aggregate(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The means table: per pair the mean of each score over its defined values and the counts."""
     mean_rows = []
     for k, (i, j) in enumerate(plan):
         sl = slice(k * n_ctx, (k + 1) * n_ctx)
         row: dict[str, Any] = {"pair": k, "a": ids[i], "b": ids[j], "n": n_ctx}
-        for name in names:
-            v = columns[name][sl]
+        for name, values in columns.items():
+            v = values[sl]
             ok = ~np.isnan(v)
             row[name] = float(v[ok].mean()) if ok.any() else float("nan")
-        for name in names:
-            row[f"n_missing_{name}"] = int(np.isnan(columns[name][sl]).sum())
+        for name, values in columns.items():
+            row[f"n_missing_{name}"] = int(np.isnan(values[sl]).sum())
         mean_rows.append(row)
-    timings["total"] = time.perf_counter() - t0
-    return Comparison(per_context=per, means=pd.DataFrame(mean_rows),
-                      signatures={o.name: o.signature for o in objs},
-                      context_fingerprint=ref.context_fingerprint,
-                      policies={t.id: dict(t.policy) for t in tables}, timings=timings)
+    return pd.DataFrame(mean_rows)

@@ -7,6 +7,8 @@ so generic handlers keep working.
 
 from __future__ import annotations
 
+from ._util import suggestion_hint
+
 __all__ = [
     "BehavsimError",
     "ActParseError",
@@ -45,8 +47,7 @@ class UnknownName(BehavsimError, KeyError):
         self.kind = kind
         self.name = name
         self.valid = valid
-        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-        self.message = f"unknown {kind} {name!r}.{hint} Valid {kind}s: {', '.join(valid)}"
+        self.message = f"unknown {kind} {name!r}.{suggestion_hint(suggestion)} Valid {kind}s: {', '.join(valid)}"
         super().__init__(self.message)
 
     def __str__(self) -> str:  # KeyError would add quotes around the message

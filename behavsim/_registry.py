@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Callable, Generic, Iterator, TypeVar
 
 from ._errors import UnknownName
+from ._util import closest_name
 
 T = TypeVar("T")
 
@@ -44,8 +44,8 @@ class Registry(Generic[T]):
             raise TypeError(f"{self.kind} name must be a string, got {type(name).__name__}")
         key = name.lower()
         if key not in self._names:
-            close = difflib.get_close_matches(key, list(self._names), n=1, cutoff=0.5)
-            raise self.error(self.kind, name, self.names(), self._names[close[0]] if close else None)
+            close = closest_name(key, self._names, cutoff=0.5)
+            raise self.error(self.kind, name, self.names(), self._names[close] if close is not None else None)
         return self._names[key]
 
     def get(self, name: str) -> Callable[..., T]:

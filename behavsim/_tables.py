@@ -84,7 +84,7 @@ class ResponseTable:
         for name in ("prompts", "errors", "context_ids"):
             if len(getattr(self, name)) != n:
                 raise TableFormatError(f"{where}: {name} has {len(getattr(self, name))} entries, acts has {n}")
-        canon = []
+        canon: list[str | None] = []
         for i, a in enumerate(self.acts):
             if a is None:
                 canon.append(None)

@@ -6,7 +6,7 @@ import difflib
 from importlib import metadata
 from typing import Any, Iterable
 
-__all__ = ["closest_name", "did_you_mean", "package_version"]
+__all__ = ["closest_name", "did_you_mean", "suggestion_hint", "package_version"]
 
 
 def closest_name(name: Any, valid: Iterable[Any], *, cutoff: float = 0.5) -> str | None:
@@ -17,8 +17,12 @@ def closest_name(name: Any, valid: Iterable[Any], *, cutoff: float = 0.5) -> str
 
 def did_you_mean(name: Any, valid: Iterable[Any], *, cutoff: float = 0.5) -> str:
     """``" Did you mean 'x'?"`` for the closest valid name, or an empty string."""
-    close = closest_name(name, valid, cutoff=cutoff)
-    return f" Did you mean {close!r}?" if close is not None else ""
+    return suggestion_hint(closest_name(name, valid, cutoff=cutoff))
+
+
+def suggestion_hint(suggestion: str | None) -> str:
+    """``" Did you mean 'x'?"`` for a suggestion already found, or an empty string for none."""
+    return f" Did you mean {suggestion!r}?" if suggestion else ""
 
 
 def package_version(dist: str, default: str = "unknown") -> str:

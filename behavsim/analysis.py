@@ -13,7 +13,6 @@ or the result's fields).
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -25,6 +24,7 @@ from ._contexts import ContextSet
 from ._engine import Comparison
 from ._errors import ConfigError, ContextSetMismatch, UnknownScore
 from ._tables import ResponseTable
+from ._util import closest_name
 from .scores import ALL_SCORES
 
 __all__ = [
@@ -70,7 +70,7 @@ def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
 
 
 def _score_columns(df: pd.DataFrame) -> list[str]:
-    """The score columns of a per-context table: registered names first (SPEC order), then others."""
+    """The score columns of a per-context table: registered names first (registry order), then others."""
     known = [s for s in ALL_SCORES if s in df.columns]
     extra = [c for c in df.columns if c not in known and c not in _KEY_COLUMNS
              and not str(c).startswith("n_") and c != "n" and pd.api.types.is_float_dtype(df[c])]
@@ -95,8 +95,7 @@ def _resolve_scores(df: pd.DataFrame, scores: str | Iterable[str] | None, name: 
         elif s.lower() in lower:
             out.append(lower[s.lower()])
         else:
-            close = difflib.get_close_matches(s, available, n=1)
-            raise UnknownScore("score", s, available, close[0] if close else None)
+            raise UnknownScore("score", s, available, closest_name(s, available, cutoff=0.6))
     if len(set(out)) != len(out):
         raise ConfigError(f"{name} lists a score twice: {out}")
     if not out:
@@ -152,14 +151,23 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray, *, n_resamples: int = 200
     return (float(lo), float(hi))
 
 
-def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
-    keys = [c for c in ("pair", "a", "b") if c in per.columns]
-    g = per.groupby(keys, sort=True, dropna=False)
+def _n_missing(values: pd.Series) -> int:
+    return int(values.isna().sum())
+
+
+def _group_means(rows: pd.DataFrame, keys: list[str], scores: list[str], *, dropna: bool = True) -> pd.DataFrame:
+    """Per group of ``keys`` (sorted): ``n`` (rows), the mean of each score (NaN ignored) and
+    ``n_missing_<score>``."""
+    g = rows.groupby(keys, sort=True, dropna=dropna)
     out = g.size().rename("n").reset_index()
     means = g[scores].mean().reset_index(drop=True)
-    missing = g[scores].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
+    missing = g[scores].agg(_n_missing).reset_index(drop=True)
     missing.columns = [f"n_missing_{s}" for s in scores]
     return pd.concat([out, means, missing], axis=1)
+
+
+def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
+    return _group_means(per, [c for c in ("pair", "a", "b") if c in per.columns], scores, dropna=False)
 
 
 def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
@@ -198,7 +206,7 @@ def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, score
             v = v[~np.isnan(v)]
             if v.size:
                 by_len.setdefault(v.size, []).append((r, c, v))
-    for m, items in by_len.items():
+    for items in by_len.values():
         block = max(1, _CHUNK // max(1, n_resamples))
         for start in range(0, len(items), block):
             part = items[start:start + block]
@@ -455,12 +463,7 @@ def per_turn(per_context_df: Comparison | pd.DataFrame, turns: Any,
     rows = per.loc[has, [c for c in ("pair", "a", "b") if c in per.columns] + names].copy()
     rows["turn"] = t[has].astype(np.int64)
     keys = [c for c in ("pair", "a", "b") if c in per.columns] + ["turn"]
-    g = rows.groupby(keys, sort=True)
-    out = g.size().rename("n").reset_index()
-    means = g[names].mean().reset_index(drop=True)
-    miss = g[names].agg(lambda s: int(s.isna().sum())).reset_index(drop=True)
-    miss.columns = [f"n_missing_{s}" for s in names]
-    out = pd.concat([out, means, miss], axis=1)
+    out = _group_means(rows, keys, names)
     out.attrs["n_without_turn"] = int((~has).sum())
     return out
 

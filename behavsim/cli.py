@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Sequence
 
 from ._errors import BehavsimError
-from .scores import ALL_SCORES, get_score, list_scores, scores as score_registry
+from ._util import package_version
+from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info, scores as score_registry
 
 __all__ = ["main", "build_parser"]
 
 
 def _score_names(values: Sequence[str] | None) -> list[str]:
     if not values:
-        return list(ALL_SCORES)
+        return list_scores()
     out = []
     for v in values:
         for name in v.split(","):
@@ -39,7 +40,8 @@ def _score_options(args: argparse.Namespace) -> dict[str, dict]:
         enc = {"encoder": args.use_encoder}
         if args.use_model:
             enc["handle"] = args.use_model
-        opts["USE_cos"] = opts["USE_ang"] = enc
+        for name in (USECos.info.name, USEAng.info.name):
+            opts[name] = enc
     bert: dict = {}
     if args.bert_model:
         bert.update(model="hf", model_path=args.bert_model)
@@ -48,10 +50,11 @@ def _score_options(args: argparse.Namespace) -> dict[str, dict]:
     if args.bert_idf:
         bert["idf"] = True
     if bert:
-        opts["BERTScore"] = bert
+        opts[BERTScore.info.name] = bert
     if args.no_cache:
-        for s in ("USE_cos", "USE_ang", "BERTScore"):
-            opts.setdefault(s, {})["cache"] = False
+        for name in list_scores():
+            if score_info(name).needs_model:
+                opts.setdefault(name, {})["cache"] = False
     return opts
 
 
@@ -139,17 +142,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_scores(args: argparse.Namespace) -> int:
     for name in list_scores():
-        cls = score_registry.get(name)
-        info = cls.info
+        info = score_info(name)
         print(f"{name:<10} {info.level:<8} [{info.lower:g}, {info.upper:g}]  {info.description}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    try:
-        version = metadata.version("behavsim")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        version = "unknown"
+    from ._engine import PAIR_MODES
+    _scores_help = f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
+    version = package_version("behavsim")
     parser = argparse.ArgumentParser(prog="behavsim", description="How differently do two dialogue policies behave?")
     parser.add_argument("--version", action="version", version=f"behavsim {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -158,18 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("act_a", metavar="ACT_A", help='e.g. \'request(food)\' or \'inform(name="la mimosa",area=centre)\'')
     p.add_argument("act_b", metavar="ACT_B")
     p.add_argument("--prompts", nargs=2, metavar=("P_A", "P_B"), help="the two prompts (text scores are n/a without)")
-    p.add_argument("--scores", nargs="+", metavar="NAME", help=f"scores to compute (default: all): {', '.join(ALL_SCORES)}")
+    p.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     p.add_argument("--json", action="store_true", help="print JSON")
     _add_model_options(p)
     p.set_defaults(func=_cmd_pair)
 
     c = sub.add_parser("compare", help="compare saved response tables (JSONL/Parquet) context by context")
     c.add_argument("tables", nargs="+", metavar="TABLE", help="response tables of one context set")
-    c.add_argument("--pairs", default="all", choices=["all", "consecutive", "cross"],
+    c.add_argument("--pairs", default="all", choices=PAIR_MODES,
                    help="all pairs; consecutive checkpoints of each trial; or cross (group A x group B, see --by)")
     c.add_argument("--pair", action="append", metavar="ID_A,ID_B", help="an explicit pair of policy ids (repeatable)")
-    c.add_argument("--by", default="reward", help="metadata key that splits tables into two groups for --pairs cross")
-    c.add_argument("--scores", nargs="+", metavar="NAME", help="scores to compute (default: all eight)")
+    c.add_argument("--by", metavar="KEY", help="for --pairs cross (required there): the policy metadata key that splits "
+                                            "the tables into two groups, e.g. reward or seed")
+    c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     c.add_argument("-o", "--output", required=True, help="CSV of per-context values (means and signatures beside it)")
     c.add_argument("--json", action="store_true", help="print the means as JSON")
     c.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)")

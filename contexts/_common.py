@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
-from typing import Any, Iterable
+from typing import Any
 
 from behavsim import ConfigError
 from behavsim import canonical_copy as copy_belief  # the form a saved context set holds a belief in
+from behavsim import did_you_mean
 
 __all__ = ["closest_hint", "resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
 
-#: The origins a context can have (SPEC §4 plus contexts logged from other systems).
+#: The origins a context can have: collected in dialogues, generated on a grid, or logged by another system.
 ORIGINS = ("collected", "generated", "logged")
 
 
-def closest_hint(name: Any, valid: Iterable[str]) -> str:
-    """`` Did you mean 'x'?`` for the closest valid name, or an empty string."""
-    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.5)
-    return f" Did you mean {close[0]!r}?" if close else ""
+#: Kept for ``contexts._collect`` until it imports :func:`behavsim.did_you_mean` itself.
+closest_hint = did_you_mean
 
 
 def resolve_domain(domain: Any):

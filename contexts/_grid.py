@@ -1,4 +1,4 @@
-"""Generated context sets (C_gen, SPEC §4): a grid over the belief in one value per slot.
+"""Generated context sets (C_gen): a grid over the belief in one value per slot.
 
 For each chosen slot (default ``area``, ``pricerange``, ``food``) one value gets probability
 p ∈ {0, step, 2·step, …, 1} and ``**NONE**`` the rest; the method ``byconstraints`` gets
@@ -26,9 +26,9 @@ from collections import Counter
 from numbers import Real
 from typing import Any, Mapping, Sequence
 
-from behavsim import ConfigError, ContextSet
+from behavsim import ConfigError, ContextSet, did_you_mean
 
-from ._common import closest_hint, copy_belief, domain_meta, resolve_domain
+from ._common import copy_belief, domain_meta, resolve_domain
 
 __all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
 
@@ -110,7 +110,7 @@ def _check_slots(domain: Any, slots: Any) -> tuple[str, ...]:
     valid = list(domain.informable)
     for s in slots:
         if s not in domain.informable:
-            raise ConfigError(f"slots: unknown slot {s!r} of domain {domain.name!r}.{closest_hint(s, valid)} "
+            raise ConfigError(f"slots: unknown slot {s!r} of domain {domain.name!r}.{did_you_mean(s, valid)} "
                               f"Valid slots: {', '.join(valid)}")
     if len(set(slots)) != len(slots):
         raise ConfigError(f"slots: duplicate slot names in {list(slots)}")
@@ -125,9 +125,9 @@ def _check_values(domain: Any, slots: tuple[str, ...], values: Any) -> tuple[dic
         raise ConfigError(f"values: expected a mapping slot -> value such as {{'area': 'centre'}}, got {values!r}")
     for s, v in values.items():
         if s not in slots:
-            raise ConfigError(f"values: slot {s!r} is not one of the grid slots {list(slots)}.{closest_hint(s, slots)}")
+            raise ConfigError(f"values: slot {s!r} is not one of the grid slots {list(slots)}.{did_you_mean(s, slots)}")
         if v not in domain.informable[s]:
-            raise ConfigError(f"values: {v!r} is not a value of slot {s!r}.{closest_hint(v, domain.informable[s])} "
+            raise ConfigError(f"values: {v!r} is not a value of slot {s!r}.{did_you_mean(v, domain.informable[s])} "
                               f"Valid values: {', '.join(domain.informable[s])}")
         chosen[s] = v
     how = "given" if set(values) == set(slots) else "given; others: most frequent value in the database"
@@ -136,7 +136,7 @@ def _check_values(domain: Any, slots: tuple[str, ...], values: Any) -> tuple[dic
 
 def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str] = ("area", "pricerange", "food"),
                   method: str = "byconstraints", values: Mapping[str, str] | None = None) -> ContextSet:
-    """The generated context set C_gen of SPEC §4.
+    """The generated context set C_gen: a grid of beliefs from a dialogue start.
 
     ``len(slots) + 1`` grid dimensions (the slots, then the method), each with the levels
     ``0, step, …, 1`` (:func:`grid_levels`): 6^4 = 1,296 contexts at ``step=0.2`` (the paper's
@@ -152,7 +152,7 @@ def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str]
     slots = _check_slots(domain, slots)
     if not isinstance(method, str) or method not in domain.method or method == "none":
         valid = [m for m in domain.method if m != "none"]
-        raise ConfigError(f"method: expected one of {', '.join(valid)}, got {method!r}.{closest_hint(method, valid)}")
+        raise ConfigError(f"method: expected one of {', '.join(valid)}, got {method!r}.{did_you_mean(method, valid)}")
     chosen, how = _check_values(domain, slots, values)
     _check_size(n_steps + 1, len(slots) + 1, float(step))
     levels = grid_levels(step)

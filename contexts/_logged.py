@@ -8,7 +8,7 @@
 
 Beliefs are stored with their keys in sorted order (as a saved set holds them). A belief
 state is checked (``strict=True``, the default) to be an object with a ``beliefs``
-object whose entries map names to probabilities in [0, 1] (PyDial's layout, SPEC §4); with
+object whose entries map names to probabilities in [0, 1] (PyDial's layout); with
 ``strict=False`` any JSON object is accepted. Non-finite numbers are always refused. Every
 context's ``meta`` gets ``origin="logged"`` (overriding any ``origin`` given); contexts imported
 from a file also get ``log_line``. A bad line raises :class:`LogFormatError` naming

@@ -20,9 +20,9 @@ from __future__ import annotations
 from numbers import Real
 from typing import Any, Callable, Mapping
 
-from behavsim import ConfigError, ContextSet
+from behavsim import ConfigError, ContextSet, did_you_mean
 
-from ._common import ORIGINS, closest_hint
+from ._common import ORIGINS
 
 __all__ = ["select", "top_belief"]
 
@@ -92,7 +92,7 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         wanted = _names(origin, "origin")
         for o in wanted:
             if o not in ORIGINS:
-                raise ConfigError(f"origin: unknown origin {o!r}.{closest_hint(o, ORIGINS)} Valid: {', '.join(ORIGINS)}")
+                raise ConfigError(f"origin: unknown origin {o!r}.{did_you_mean(o, ORIGINS)} Valid: {', '.join(ORIGINS)}")
         criteria["origin"] = sorted(wanted)
         tests.append(lambda b, m: m.get("origin") in wanted)
     if source_policy is not None:
@@ -100,7 +100,7 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         known = {m.get("source_policy") for m in cs.metas} - {None}
         for p in pols:
             if p not in known:
-                raise ConfigError(f"source_policy: no context comes from {p!r}.{closest_hint(p, known)} "
+                raise ConfigError(f"source_policy: no context comes from {p!r}.{did_you_mean(p, known)} "
                                   f"Sources in this set: {', '.join(sorted(known)) or 'none'}")
         criteria["source_policy"] = sorted(pols)
         tests.append(lambda b, m: m.get("source_policy") in pols)
@@ -113,7 +113,7 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         ranges = {}
         for slot, r in slot_belief.items():
             if slot not in present:
-                raise ConfigError(f"slot_belief: slot {slot!r} appears in no context.{closest_hint(slot, present)} "
+                raise ConfigError(f"slot_belief: slot {slot!r} appears in no context.{did_you_mean(slot, present)} "
                                   f"Slots: {', '.join(sorted(present)) or 'none'}")
             ranges[slot] = _range(r, f"slot_belief[{slot!r}]")
         criteria["slot_belief"] = {s: list(r) for s, r in ranges.items()}
@@ -129,7 +129,7 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         for name, r in method_belief.items():
             if name not in methods:
                 raise ConfigError(f"method_belief: method {name!r} appears in no context."
-                                  f"{closest_hint(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}")
+                                  f"{did_you_mean(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}")
             m_ranges[name] = _range(r, f"method_belief[{name!r}]")
         criteria["method_belief"] = {k: list(r) for k, r in m_ranges.items()}
         tests.append(lambda b, m: all(

@@ -1,4 +1,4 @@
-"""The eight similarity scores of SPEC §3 and their registry.
+"""The eight similarity scores (four on dialogue acts, four on prompts) and their registry.
 
 >>> from behavsim.scores import get_score, list_scores
 >>> list_scores()
@@ -28,9 +28,12 @@ scores: Registry[Score] = Registry("score", UnknownScore)
 for _cls in (TMR, DMR, CER, CMR, USECos, USEAng, BLEU4, BERTScore):
     scores.register(_cls.info.name, _cls)
 
-SEMANTIC_SCORES = ("TMR", "DMR", "CER", "CMR")
-TEXT_SCORES = ("USE_cos", "USE_ang", "BLEU4", "BERTScore")
-ALL_SCORES = SEMANTIC_SCORES + TEXT_SCORES
+
+def _score_class(name: str) -> type[Score]:
+    factory = scores.get(name)
+    if not (isinstance(factory, type) and issubclass(factory, Score)):
+        raise TypeError(f"score {name!r} is registered with {factory!r}, not a Score class")
+    return factory
 
 
 def get_score(name: str | Score, **options) -> Score:
@@ -45,9 +48,15 @@ def score_info(name: str | Score) -> ScoreInfo:
     (case-insensitive) or object; unknown names raise :class:`~behavsim.UnknownScore`."""
     if isinstance(name, Score):
         return name.info
-    return scores.get(name).info
+    return _score_class(name).info
 
 
 def list_scores() -> list[str]:
-    """The registered score names, in SPEC order."""
+    """The registered score names, in registration order (the paper's order)."""
     return scores.names()
+
+
+#: The registered names by level, in registration order (read from each score's ``info``).
+SEMANTIC_SCORES = tuple(n for n in list_scores() if score_info(n).level == "semantic")
+TEXT_SCORES = tuple(n for n in list_scores() if score_info(n).level == "text")
+ALL_SCORES = SEMANTIC_SCORES + TEXT_SCORES

@@ -4,19 +4,50 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import metadata
-from typing import Any, ClassVar, Sequence
+from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ScoreInfo", "Score", "SemanticScore", "TextScore", "behavsim_version"]
+from .._util import package_version
+
+__all__ = ["ScoreInfo", "Score", "SemanticScore", "TextScore", "behavsim_version", "intern", "unique_pairs"]
 
 
 def behavsim_version() -> str:
-    try:
-        return metadata.version("behavsim")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
+    """The installed behavsim version, ``"0+unknown"`` when running from a source tree."""
+    return package_version("behavsim", "0+unknown")
+
+
+def intern(values: Iterable[Hashable | None], index: dict[Any, int]) -> np.ndarray:
+    """Integer codes of ``values``: the position of each value in ``index`` (new values are
+    appended to it in order of first appearance); ``None`` gets -1."""
+    out = []
+    for v in values:
+        if v is None:
+            out.append(-1)
+        else:
+            out.append(index.setdefault(v, len(index)))
+    return np.asarray(out, dtype=np.int64)
+
+
+def unique_pairs(codes_a: np.ndarray, codes_b: np.ndarray, *,
+                 symmetric: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct pairs among aligned non-negative integer codes ``(codes_a[i], codes_b[i])``.
+
+    Returns ``(first, second, inverse)``: the codes of each distinct pair, sorted by
+    ``(first, second)``, and for each position the index of its pair, so that per-pair values
+    ``v`` spread back to the positions as ``v[inverse]``. With ``symmetric`` the pairs (x, y) and
+    (y, x) are one pair, stored as ``(min, max)``; otherwise each ordered pair is its own.
+    """
+    a = np.asarray(codes_a, dtype=np.int64).ravel()
+    b = np.asarray(codes_b, dtype=np.int64).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"unique_pairs: the two code arrays differ in length ({a.size} != {b.size})")
+    if symmetric:
+        a, b = np.minimum(a, b), np.maximum(a, b)
+    base = int(max(a.max(), b.max())) + 1 if a.size else 1
+    uniq, inverse = np.unique(a * base + b, return_inverse=True)
+    return uniq // base, uniq % base, inverse.reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -35,13 +66,15 @@ class ScoreInfo:
 
 
 class Score:
-    """Base class. Subclasses set ``info`` and implement ``_unique_pairs``.
+    """Base class. Subclasses set ``info`` and implement ``_pairwise``.
 
     ``pairwise(a, b)`` gives one value per aligned element: ``a[i]`` against ``b[i]``. Missing
     elements (``None``) give NaN. ``score(a, b)`` gives the value of a single pair.
     """
 
-    info: ClassVar[ScoreInfo]
+    #: Set on each class; an instance may refine it for its options (a rescaled BERTScore has
+    #: no lower bound).
+    info: ScoreInfo
 
     @property
     def name(self) -> str:
@@ -81,6 +114,16 @@ class SemanticScore(Score):
 
 class TextScore(Score):
     """A score of two prompts. Missing prompt -> NaN; identical -> 1.0; empty vs non-empty -> 0.0."""
+
+    def _distinct_pairs(self, a: list[str], b: list[str]) -> tuple[list[tuple[str, str]], np.ndarray]:
+        """The distinct prompt pairs among ``zip(a, b)`` and, per position, the index of its pair.
+
+        Symmetric scores see each unordered pair once, its two prompts in string order.
+        """
+        texts = sorted(set(a) | set(b))
+        index = {t: i for i, t in enumerate(texts)}
+        first, second, where = unique_pairs(intern(a, index), intern(b, index), symmetric=self.info.symmetric)
+        return [(texts[i], texts[j]) for i, j in zip(first.tolist(), second.tolist())], where
 
     def _pairwise(self, a: list, b: list) -> np.ndarray:
         for seq in (a, b):

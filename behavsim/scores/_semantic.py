@@ -1,4 +1,4 @@
-"""The four semantic scores of SPEC §3: TMR, DMR, CER, CMR.
+"""The four semantic scores, on dialogue acts: TMR, DMR, CER, CMR.
 
 Functional forms (``total_match``, ``act_match``, ``concept_error``, ``symmetric_concept_error``,
 ``concept_match``) and score classes share the same core. The classes compute each distinct
@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from .._acts import ActLike, DialogueAct, parse_act
-from ._base import ScoreInfo, SemanticScore
+from ._base import ScoreInfo, SemanticScore, intern, unique_pairs
 
 __all__ = [
     "total_match",
@@ -82,17 +82,17 @@ class _ActPairScore(SemanticScore):
 
     def _pairwise(self, a: list, b: list) -> np.ndarray:
         out = np.full(len(a), np.nan)
-        memo: dict[tuple[DialogueAct, DialogueAct], float] = {}
+        valid = [i for i, (x, y) in enumerate(zip(a, b)) if x is not None and y is not None]
+        if not valid:
+            return out
+        index: dict[DialogueAct, int] = {}
+        codes_a = intern((parse_act(a[i]) for i in valid), index)
+        codes_b = intern((parse_act(b[i]) for i in valid), index)
+        acts = list(index)
+        first, second, where = unique_pairs(codes_a, codes_b, symmetric=self.info.symmetric)
         fn = type(self)._fn
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x is None or y is None:
-                continue
-            px, py = parse_act(x), parse_act(y)
-            key = (px, py) if (px.act_type, px.items) <= (py.act_type, py.items) else (py, px)
-            v = memo.get(key)
-            if v is None:
-                v = memo[key] = fn(*key)
-            out[i] = v
+        values = np.array([fn(acts[i], acts[j]) for i, j in zip(first.tolist(), second.tolist())])
+        out[valid] = values[where]
         return out
 
 

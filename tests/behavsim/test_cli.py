@@ -60,3 +60,17 @@ def test_compare_refuses_mismatched_context_sets(tmp_path):
     t2 = ResponseTable(policy={"id": "b"}, context_fingerprint="sha256:other:3", acts=["bye()"] * 3, prompts=[])
     r = run("compare", str(t1.save(tmp_path / "a.jsonl")), str(t2.save(tmp_path / "b.jsonl")), "-o", str(tmp_path / "o.csv"))
     assert r.returncode == 2 and "different context sets" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_compare_cross_needs_by(tmp_path, capsys):
+    paths = []
+    for pid, reward in (("a", "ts"), ("b", "ts"), ("c", "iq")):
+        t = ResponseTable(policy={"id": pid, "reward": reward}, context_fingerprint=FP, acts=["bye()"] * 3,
+                          prompts=[None] * 3)
+        paths.append(str(t.save(tmp_path / f"{pid}.jsonl")))
+    out = tmp_path / "out.csv"
+    assert main(["compare", *paths, "--pairs", "cross", "--scores", "TMR", "-o", str(out)]) == 2
+    assert "pairs='cross' needs by=" in capsys.readouterr().err
+    assert main(["compare", *paths, "--pairs", "cross", "--by", "reward", "--scores", "TMR", "-o", str(out)]) == 0
+    means = pd.read_csv(tmp_path / "out.means.csv")
+    assert list(zip(means["a"], means["b"])) == [("a", "c"), ("b", "c")]

@@ -4,7 +4,8 @@ import pytest
 
 from behavsim import (ConfigError, ContextSetMismatch, ResponseTable, TableFormatError, compare,
                       context_fingerprint, plan_pairs)
-from behavsim.scores import get_score
+from behavsim.scores import ScoreInfo, SemanticScore, TextScore, concept_error, get_score
+from behavsim.scores._base import unique_pairs
 
 CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
 FP = context_fingerprint(CONTEXTS)
@@ -77,7 +78,13 @@ def test_pair_modes():
           make("p2", reward="iq", seed=0, checkpoint=2000)]
     assert plan_pairs(ts, "all") == [(0, 1), (0, 2), (1, 2)]
     assert plan_pairs(ts, "consecutive") == [(0, 1)]
-    assert plan_pairs(ts, "cross") == [(0, 2), (1, 2)]
+    assert plan_pairs(ts, "cross", by="reward") == [(0, 2), (1, 2)]
+    with pytest.raises(ConfigError, match=r"pairs='cross' needs by=.*got by=None"):
+        plan_pairs(ts, "cross")
+    with pytest.raises(ConfigError, match=r"needs by="):
+        compare(ts, "cross", scores=["TMR"])
+    assert compare(ts, "cross", by="reward", scores=["TMR"]).means[["a", "b"]].values.tolist() == [["p0", "p2"],
+                                                                                                   ["p1", "p2"]]
     with pytest.raises(ConfigError, match="exactly two groups"):
         plan_pairs(ts, "cross", by="seed")
     with pytest.raises(ConfigError, match="pairs must be one of"):
@@ -136,3 +143,63 @@ def test_comparison_is_deterministic(tmp_path):
     a = compare(tables, scores=FAST).per_context.to_csv(index=False)
     b = compare(tables, scores=FAST).per_context.to_csv(index=False)
     assert a == b
+
+
+class _ConceptErrorScore(SemanticScore):
+    """A toy asymmetric score: CE(a, b), the concept error of a against b."""
+
+    info = ScoreInfo("CE", "concept error of a against b", "semantic", symmetric=False)
+
+    def _pairwise(self, a, b):
+        return np.array([np.nan if x is None or y is None else concept_error(x, y) for x, y in zip(a, b)])
+
+
+def test_asymmetric_score_is_computed_on_ordered_pairs():
+    ce = _ConceptErrorScore()
+    comp = compare([make("p0"), make("p2")], [("p0", "p2"), ("p2", "p0")], scores=[ce, "CER"])
+    per = comp.per_context
+    forward = per[per.pair == 0]["CE"].to_numpy()
+    backward = per[per.pair == 1]["CE"].to_numpy()
+    # context 2: confirm(area=north) against select(area=north,area=south): items [area, north]
+    # against [area, north, area, south] -> (4 - 2) / 4 = 0.5; the other way (2 - 2) / 2 = 0
+    assert forward[2] == 0.5 and backward[2] == 0.0
+    # context 1: request(food) against itself; context 0: request(area) vs request(food): (2 - 1) / 2
+    assert forward[1] == backward[1] == 1.0 and forward[0] == backward[0] == 0.5
+    # context 4: bye() against reqmore(): no items either way -> 1
+    assert forward[4] == backward[4] == 1.0
+    for k, (x, y) in enumerate(zip(ACTS["p0"], ACTS["p2"])):
+        assert forward[k] == concept_error(x, y) and backward[k] == concept_error(y, x)
+    # the symmetric CER of the same run is the same both ways
+    np.testing.assert_array_equal(per[per.pair == 0]["CER"].to_numpy(), per[per.pair == 1]["CER"].to_numpy())
+
+
+def test_unique_pairs_symmetric_and_ordered():
+    a = np.array([0, 1, 1, 2, 0])
+    b = np.array([1, 0, 1, 0, 1])
+    first, second, inverse = unique_pairs(a, b)
+    assert list(zip(first.tolist(), second.tolist())) == [(0, 1), (0, 2), (1, 1)]
+    assert inverse.tolist() == [0, 0, 2, 1, 0]
+    first, second, inverse = unique_pairs(a, b, symmetric=False)
+    assert list(zip(first.tolist(), second.tolist())) == [(0, 1), (1, 0), (1, 1), (2, 0)]
+    assert inverse.tolist() == [0, 1, 2, 3, 0]
+
+
+class _LengthShare(TextScore):
+    """A toy asymmetric text score: the share of a's words in the words of both prompts."""
+
+    info = ScoreInfo("LengthShare", "len(a) / (len(a) + len(b)) in words", "text", symmetric=False)
+
+    def _text_pairs(self, a, b):
+        pairs, where = self._distinct_pairs(a, b)
+        vals = np.array([len(x.split()) / (len(x.split()) + len(y.split())) for x, y in pairs])
+        return vals[where]
+
+
+def test_asymmetric_text_score_keeps_each_order():
+    s = _LengthShare()
+    np.testing.assert_array_equal(s.pairwise(["a b", "a b c d", "a b", None], ["a b c d", "a b", "a b c d", "x"]),
+                                  [1 / 3, 2 / 3, 1 / 3, np.nan])
+    t0 = ResponseTable(policy={"id": "u"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b"] * 6)
+    t1 = ResponseTable(policy={"id": "v"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b c d"] * 6)
+    comp = compare([t0, t1], [("u", "v"), ("v", "u")], scores=[s])
+    assert comp.means["LengthShare"].tolist() == pytest.approx([1 / 3, 2 / 3])

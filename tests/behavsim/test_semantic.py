@@ -5,8 +5,8 @@ from behavsim.scores import (CER, CMR, DMR, TMR, act_match, concept_error, conce
 
 from _appendix_a import ROWS
 
-# SPEC §3 test vectors
-SPEC = [
+# test vectors: the paper's Appendix A acts with their TMR, DMR, CER, CMR
+VECTORS = [
     ("request(pricerange)", "request(food)", 0, 1, 0.5, 0.2),
     ('inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
      'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")', 1, 1, 1, 1),
@@ -15,7 +15,7 @@ SPEC = [
 ]
 
 
-@pytest.mark.parametrize("a, b, tm, dm, ce, cm", SPEC)
+@pytest.mark.parametrize("a, b, tm, dm, ce, cm", VECTORS)
 def test_spec_vectors(a, b, tm, dm, ce, cm):
     assert total_match(a, b) == tm
     assert act_match(a, b) == dm
@@ -35,7 +35,7 @@ def test_concept_error_by_hand():
     assert concept_error("inform(area=north,food=thai)", "inform(area=north)") == 0.0
     # r = [area, north, food, thai]; h = [area, north] -> dist 2, |r| = 4 -> 0.5
     assert concept_error("inform(area=north)", "inform(area=north,food=thai)") == 0.5
-    # the paper's formula would give (2 - 6)/2 = -2 here; SPEC clips at 0
+    # the paper's formula would give (2 - 6)/2 = -2 here; concept_error clips at 0
     assert concept_error("inform(a=1,b=2,c=3,d=4)", "inform(e=5)") == 0.0
     # empty reference
     assert concept_error("bye()", "bye()") == 1.0

@@ -1,4 +1,4 @@
-"""Collected context sets (C_col, SPEC §4) and every built-in policy on every generated context."""
+"""Collected context sets (C_col: belief states met in seeded dialogues) and every built-in policy on every generated context."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Generated context sets (C_gen, SPEC §4)."""
+"""Generated context sets (C_gen): a grid over the belief in one value per slot."""
 
 import json
 import math
