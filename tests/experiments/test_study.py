@@ -83,11 +83,11 @@ def test_configs_and_errors(tmp_path, capsys):
 
 
 def _report_checks():
-    """The report tests' own parser and table checks (tests/behavsim/test_report.py)."""
+    """The report tests' own parser and table checks (tests/experiments/test_study_report.py)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "behavsim" / "test_report.py"
+    path = Path(__file__).parent / "test_study_report.py"
     spec = importlib.util.spec_from_file_location("_report_checks", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
