@@ -453,6 +453,8 @@ def _short_meta(meta: dict) -> dict:
 def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[dict[str, str]]:
     from behavsim import plots
 
+    from .plots import learning_curves
+
     res, fig = run / "results", run / "figures"
     out: list[dict[str, str]] = []
 
@@ -461,7 +463,7 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[d
             if str(p).endswith(".svg"):
                 out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
 
-    add(plots.learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
+    add(learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
     conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
     if conv is not None:
         conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
