@@ -34,8 +34,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from behavsim import ConfigError, ContextSet, ResponseTable, compare
-from behavsim.scores import ALL_SCORES
+from behavsim import ConfigError, ContextSet, ResponseTable, UnknownScore, compare, list_scores
+from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
@@ -55,7 +55,7 @@ class StudyConfig:
     grid_step: float = 0.2
     collect_dialogues: int = 10
     collect_seed: int = 0
-    scores: tuple[str, ...] = ALL_SCORES
+    scores: tuple[str, ...] = tuple(list_scores())
     bootstrap: int = 1000
     permutations: int = 10_000
     analysis_seed: int = 0
@@ -75,9 +75,18 @@ class StudyConfig:
             raise ConfigError("study config: needs at least one seed and one reward")
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
-        bad = [s for s in self.scores if s not in ALL_SCORES]
-        if bad:
-            raise ConfigError(f"study config 'scores': unknown {bad}; valid: {list(ALL_SCORES)}")
+        object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+
+    @staticmethod
+    def _score_name(name: Any) -> str:
+        """The registered spelling of a score name (case-insensitive); unknown names are refused
+        with the closest registered one."""
+        if not isinstance(name, str):
+            raise ConfigError(f"study config 'scores': expected score names, got {name!r}")
+        try:
+            return score_registry.canonical(name)
+        except UnknownScore as exc:
+            raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
