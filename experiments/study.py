@@ -7,7 +7,7 @@ Stages (each resumable; finished work is never recomputed):
 2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
    dialogues of the last checkpoint of every trial of that reward), and their union;
 3. **respond**: every checkpoint and the handcrafted policy on every context set;
-4. **compare** (SPEC §6): convergence (checkpoint k−1 vs k of each trial, on C_col of its reward
+4. **compare**: convergence (checkpoint k−1 vs k of each trial, on C_col of its reward
    and on C_gen), seeds (every pair of trials of one reward at equal checkpoints, on C_col^all and
    C_gen), rewards (every TS trial vs every IQ trial at the last checkpoint, on C_col^all);
 5. **analyse**: bootstrap CIs, per-turn TMR/DMR, score correlation and MSE (all and non-matching
@@ -34,7 +34,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from behavsim import ConfigError, ContextSet, ResponseTable, UnknownScore, compare, list_scores
+from behavsim import (ConfigError, ContextSet, ResponseTable, UnknownScore, closest_name, compare, list_scores,
+                      package_version)
 from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
@@ -96,10 +97,8 @@ class StudyConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            import difflib
-
-            hints = [f"{u!r} (did you mean {difflib.get_close_matches(u, names, 1)[0]!r}?)"
-                     if difflib.get_close_matches(u, names, 1) else repr(u) for u in unknown]
+            close = {u: closest_name(u, names, cutoff=0.6) for u in unknown}
+            hints = [f"{u!r} (did you mean {close[u]!r}?)" if close[u] else repr(u) for u in unknown]
             raise ConfigError(f"{source}: unknown keys {', '.join(hints)}; valid keys: {sorted(names)}")
         kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         try:
@@ -133,12 +132,8 @@ def load_config(name_or_path: str, **overrides: Any) -> StudyConfig:
 
 
 def code_version() -> str:
-    from importlib import metadata
-
-    try:
-        v = metadata.version("behavsim")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        v = "unknown"
+    """``behavsim <version> (git <sha>)``: the installed version and, in a git checkout, the commit."""
+    v = package_version("behavsim")
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                              text=True, timeout=10).stdout.strip()
@@ -269,7 +264,11 @@ def _pair_label(a: dict, b: dict) -> str:
 
 def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str, dict[str, ResponseTable]],
                  trials: dict[tuple[str, int], list[str]]):
-    """Yield (kind, context_set, extra-columns, Comparison) for every comparison of SPEC §6."""
+    """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
+    convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
+    (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
+    rewards (every trial of one reward vs every trial of the other at the last checkpoint, on
+    C_col^all)."""
     scores = list(cfg.scores)
     for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
         for (reward, seed), specs in trials.items():
