@@ -109,3 +109,13 @@ def test_comparison_report(tmp_path):
     assert comparison_report(comp, tmp_path / "d.html").read_bytes() == out.read_bytes()
     with pytest.raises(behavsim.ConfigError, match="expected a behavsim.Comparison"):
         comparison_report(comp.means, tmp_path / "e.html")
+
+
+def test_core_report_and_plots_import_no_study_code():
+    import subprocess
+    import sys
+
+    code = ("import sys, behavsim.report, behavsim.plots; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
