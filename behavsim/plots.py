@@ -11,7 +11,11 @@ no date or software metadata, so the same data gives a byte-identical file.
 * :func:`per_turn_plot` — Figure 4: TMR/DMR per dialogue turn, one panel per pair.
 * :func:`pair_bars` — Figure 5: cross-reward pairs next to within-reward pairs.
 * :func:`heatmap` — Figure 6: correlation or MSE between scores.
-* :func:`learning_curves` — TSR/AIQ/ADL over training dialogues per reward (mean, min–max band).
+
+Axis labels of scores are their registered titles (:func:`behavsim.score_info`). The helpers
+:func:`new_figure`, :func:`drawn`, :func:`axis_label`, :func:`add_legend` and
+:func:`require_columns` let other packages draw their own figures the same way (the study's
+learning curves: :mod:`experiments.plots`).
 
 If a ``<score>_lo``/``<score>_hi`` column is present (from :func:`behavsim.analysis.means_with_ci`)
 curves get a band and bars an error bar.
@@ -28,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ConfigError
-from .scores import ALL_SCORES
+from .scores import list_scores, score_info
 
-__all__ = ["convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap", "learning_curves",
-           "save_figure", "RC"]
+__all__ = ["convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap",
+           "save_figure", "new_figure", "drawn", "axis_label", "add_legend", "require_columns", "sort_key",
+           "RC", "LABELS", "WIDTH"]
 
 #: Matplotlib settings used for every figure (readable in a paper and an HTML report).
 RC: dict[str, Any] = {
@@ -51,19 +56,22 @@ RC: dict[str, Any] = {
     "savefig.dpi": 150,
     "path.simplify": True,
 }
-_WIDTH = 6.4  # inches: one column of a report / a two-column paper figure
+#: Width of every figure, in inches: one column of a report / a two-column paper figure.
+WIDTH = 6.4  # inches: one column of a report / a two-column paper figure
 _MANY = 6  # more legend entries than this -> legend outside the axes
 
-LABELS = {"TMR": "total match rate (TMR)", "DMR": "dialogue act match rate (DMR)",
-          "CER": "concept error rate similarity (CER)", "CMR": "concept match rate (CMR)",
-          "USE_cos": "USE cosine similarity", "USE_ang": "USE angular similarity", "BLEU4": "BLEU-4",
-          "BERTScore": "BERTScore", "tsr": "task success (TSR)", "aiq": "interaction quality (AIQ)",
-          "adl": "dialogue length (ADL)", "checkpoint": "training dialogues",
-          "dialogues": "training dialogues", "turn": "system turn"}
+#: Axis labels of the columns that are not scores (scores are labelled with their titles).
+LABELS = {"checkpoint": "training dialogues", "dialogues": "training dialogues", "turn": "system turn"}
 
 
-def _label(name: str) -> str:
-    return LABELS.get(str(name), str(name))
+def axis_label(name: str, labels: dict[str, str] | None = None) -> str:
+    """The axis label of a column: from ``labels``, else the score's title, else :data:`LABELS`."""
+    name = str(name)
+    if labels and name in labels:
+        return labels[name]
+    if name in list_scores():
+        return score_info(name).title or name
+    return LABELS.get(name, name)
 
 
 def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -74,7 +82,8 @@ def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
     return p.with_name(p.name + ".png"), p.with_name(p.name + ".svg")
 
 
-def _figure(width: float, height: float):
+def new_figure(width: float, height: float):
+    """An empty figure (constrained layout, Agg canvas) under the figure settings :data:`RC`."""
     import matplotlib
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -97,7 +106,7 @@ def save_figure(fig, path: str | os.PathLike) -> tuple[Path, Path]:
     return png, svg
 
 
-def _draw(fn):
+def drawn(fn):
     """Run a drawing function under the figure settings (fonts etc. are read while drawing)."""
     import functools
 
@@ -111,7 +120,8 @@ def _draw(fn):
     return wrapper
 
 
-def _need(df: Any, columns: Iterable[str], fn: str) -> pd.DataFrame:
+def require_columns(df: Any, columns: Iterable[str], fn: str) -> pd.DataFrame:
+    """``df`` if it is a non-empty DataFrame with ``columns``; else a ConfigError naming ``fn``."""
     if not isinstance(df, pd.DataFrame):
         raise ConfigError(f"{fn}: expected a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in columns if c not in df.columns]
@@ -122,14 +132,16 @@ def _need(df: Any, columns: Iterable[str], fn: str) -> pd.DataFrame:
     return df
 
 
-def _sort_key(v: Any):
+def sort_key(v: Any):
+    """Numbers before text, numbers by value."""
     try:
         return (0, float(v), "")
     except (TypeError, ValueError):
         return (1, 0.0, str(v))
 
 
-def _legend(ax, n: int, title: str | None = None) -> None:
+def add_legend(ax, n: int, title: str | None = None) -> None:
+    """A legend of ``n`` entries; outside the axes when there are many."""
     if n == 0:
         return
     if n > _MANY:
@@ -140,7 +152,7 @@ def _legend(ax, n: int, title: str | None = None) -> None:
 
 def _scores_in(df: pd.DataFrame, scores: Sequence[str] | str | None) -> list[str]:
     if scores is None:
-        found = [s for s in ALL_SCORES if s in df.columns]
+        found = [s for s in list_scores() if s in df.columns]
         if not found:
             raise ConfigError(f"no score columns in the table; columns: {list(df.columns)}")
         return found
@@ -155,9 +167,9 @@ def _scores_in(df: pd.DataFrame, scores: Sequence[str] | str | None) -> list[str
 def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str = "o") -> int:
     """One line per hue value (sorted by x), a band if ``<y>_lo``/``<y>_hi`` exist; returns #lines."""
     band = f"{y}_lo" in df.columns and f"{y}_hi" in df.columns
-    groups = [(None, df)] if hue is None else sorted(df.groupby(hue, sort=False), key=lambda kv: _sort_key(kv[0]))
+    groups = [(None, df)] if hue is None else sorted(df.groupby(hue, sort=False), key=lambda kv: sort_key(kv[0]))
     for key, g in groups:
-        g = g.sort_values(x, key=lambda s: s.map(_sort_key), kind="mergesort")
+        g = g.sort_values(x, key=lambda s: s.map(sort_key), kind="mergesort")
         xs = g[x].to_numpy()
         (line,) = ax.plot(xs, g[y].to_numpy(dtype=float), marker=marker, markersize=3, linewidth=1.2,
                           label=None if key is None else str(key))
@@ -167,7 +179,7 @@ def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str
     return 0 if hue is None else len(groups)
 
 
-@_draw
+@drawn
 def convergence_curves(df: pd.DataFrame, path: str | os.PathLike, *, score: str = "TMR", x: str = "checkpoint",
                        hue: str | None = "trial", title: str | None = None) -> tuple[Path, Path]:
     """Figure 2: ``score`` of checkpoint k against k−1 over training, one line per ``hue`` (trial).
@@ -176,18 +188,18 @@ def convergence_curves(df: pd.DataFrame, path: str | os.PathLike, *, score: str 
     and ``score`` (e.g. :func:`behavsim.analysis.pair_table` of a ``pairs="consecutive"``
     comparison, with a trial label added).
     """
-    _need(df, [x, score] + ([hue] if hue else []), "convergence_curves")
-    fig = _figure(_WIDTH, 3.4)
+    require_columns(df, [x, score] + ([hue] if hue else []), "convergence_curves")
+    fig = new_figure(WIDTH, 3.4)
     ax = fig.add_subplot()
     n = _lines(ax, df, x, score, hue)
-    ax.set_xlabel(_label(x))
-    ax.set_ylabel(_label(score))
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(score))
     ax.set_title(title or f"Convergence: {score} of checkpoint k vs k−1")
-    _legend(ax, n, hue)
+    add_legend(ax, n, hue)
     return save_figure(fig, path)
 
 
-@_draw
+@drawn
 def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] | None = None, *,
                 x: str = "checkpoint", hue: str | None = "pair", title: str | None = None,
                 ncols: int = 4) -> tuple[Path, Path]:
@@ -195,13 +207,13 @@ def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str]
 
     ``df``: one row per (pair, x), e.g. the means of seed-vs-seed pairs at each checkpoint with a
     ``checkpoint`` column (:func:`behavsim.analysis.pair_table`). ``scores``: default all score
-    columns present, in SPEC order.
+    columns present, in the registry's order.
     """
-    _need(df, [x] + ([hue] if hue else []), "pair_curves")
+    require_columns(df, [x] + ([hue] if hue else []), "pair_curves")
     names = _scores_in(df, scores)
     ncols = max(1, min(ncols, len(names)))
     nrows = math.ceil(len(names) / ncols)
-    fig = _figure(_WIDTH * (1.0 if ncols <= 4 else ncols / 4), 1.9 * nrows + 0.6)
+    fig = new_figure(WIDTH * (1.0 if ncols <= 4 else ncols / 4), 1.9 * nrows + 0.6)
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True)
     n = 0
     for k, s in enumerate(names):
@@ -209,7 +221,7 @@ def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str]
         n = _lines(ax, df, x, s, hue, marker=".")
         ax.set_title(s)
         if k // ncols == nrows - 1:
-            ax.set_xlabel(_label(x))
+            ax.set_xlabel(axis_label(x))
     for k in range(len(names), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     if n:
@@ -219,7 +231,7 @@ def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str]
     return save_figure(fig, path)
 
 
-@_draw
+@drawn
 def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[str] = "TMR", *,
               group: str = "group", label: str | None = None, title: str | None = None) -> tuple[Path, Path]:
     """Figure 5: one bar per pair, pairs grouped (and coloured) by ``group``, one panel per score.
@@ -230,9 +242,9 @@ def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[s
     ``<score>_lo``/``<score>_hi`` when present.
     """
     names = [score] if isinstance(score, str) else list(score)
-    _need(df, [group] + names, "pair_bars")
+    require_columns(df, [group] + names, "pair_bars")
     if label is not None:
-        _need(df, [label], "pair_bars")
+        require_columns(df, [label], "pair_bars")
         labels = df[label].astype(str).tolist()
     elif {"a", "b"} <= set(df.columns):
         labels = [f"{a} vs {b}" for a, b in zip(df["a"], df["b"])]
@@ -250,8 +262,8 @@ def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[s
     import matplotlib
 
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    width = max(_WIDTH, 0.28 * len(df) + 1.5)
-    fig = _figure(width, 2.6 * len(names) + 0.8)
+    width = max(WIDTH, 0.28 * len(df) + 1.5)
+    fig = new_figure(width, 2.6 * len(names) + 0.8)
     axes = fig.subplots(len(names), 1, squeeze=False, sharex=True)
     for k, s in enumerate(names):
         ax = axes[k][0]
@@ -263,7 +275,7 @@ def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[s
             err = np.vstack([np.clip(vals - lo, 0, None), np.clip(hi - vals, 0, None)])
         cols = [colors[groups.index(g_of[i]) % len(colors)] for i in order]
         ax.bar(pos, vals, color=cols, yerr=err, capsize=2, width=0.8)
-        ax.set_ylabel(_label(s) if len(names) == 1 else s)
+        ax.set_ylabel(axis_label(s) if len(names) == 1 else s)
         ax.set_ylim(0, max(1.0, float(np.nanmax(vals)) if np.isfinite(vals).any() else 1.0) * 1.05)
         ax.grid(axis="x", visible=False)
     axes[-1][0].set_xticks(pos, [labels[i] for i in order], rotation=60, ha="right", fontsize=7)
@@ -275,7 +287,7 @@ def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[s
     return save_figure(fig, path)
 
 
-@_draw
+@drawn
 def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] = ("TMR", "DMR"), *,
                   pair: str = "pair", title: str | None = None) -> tuple[Path, Path]:
     """Figure 4: mean score per system turn; one row of panels per score, one column per pair.
@@ -283,12 +295,12 @@ def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[st
     ``df``: the output of :func:`behavsim.analysis.per_turn` (``pair, a, b, turn, n`` + scores).
     """
     names = _scores_in(df, scores)
-    _need(df, [pair, "turn"] + names, "per_turn_plot")
+    require_columns(df, [pair, "turn"] + names, "per_turn_plot")
     from matplotlib.ticker import MaxNLocator
 
-    pairs = sorted(df[pair].unique().tolist(), key=_sort_key)
+    pairs = sorted(df[pair].unique().tolist(), key=sort_key)
     ncols = len(pairs)
-    fig = _figure(max(_WIDTH, 2.0 * ncols), 1.9 * len(names) + 0.7)
+    fig = new_figure(max(WIDTH, 2.0 * ncols), 1.9 * len(names) + 0.7)
     axes = fig.subplots(len(names), ncols, squeeze=False, sharex=True, sharey=True)
     for c, p in enumerate(pairs):
         g = df[df[pair] == p].sort_values("turn", kind="mergesort")
@@ -306,13 +318,13 @@ def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[st
             if c == 0:
                 ax.set_ylabel(s)
             if r == len(names) - 1:
-                ax.set_xlabel(_label("turn"))
+                ax.set_xlabel(axis_label("turn"))
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title or f"{' and '.join(names)} per dialogue turn")
     return save_figure(fig, path)
 
 
-@_draw
+@drawn
 def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt: str = ".2f",
             vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> tuple[Path, Path]:
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
@@ -322,7 +334,7 @@ def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt
     m = matrix_df.to_numpy(dtype=float)
     nr, nc = m.shape
     side = min(max(3.2, 0.55 * max(nr, nc) + 1.6), 9.0)
-    fig = _figure(side + 0.8, side)
+    fig = new_figure(side + 0.8, side)
     ax = fig.add_subplot()
     ax.grid(False)
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal",
@@ -342,38 +354,4 @@ def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt
     fig.colorbar(im, ax=ax, shrink=0.8)
     n = matrix_df.attrs.get("n_rows")
     ax.set_title(title if n is None else f"{title} (n = {n})")
-    return save_figure(fig, path)
-
-
-_METRICS = ("tsr", "aiq", "adl")
-
-
-@_draw
-def learning_curves(metrics_df: pd.DataFrame, path: str | os.PathLike, *, metrics: Sequence[str] = _METRICS,
-                    x: str = "dialogues", hue: str = "reward", title: str | None = None) -> tuple[Path, Path]:
-    """TSR / AIQ / ADL over training dialogues, one line per reward: mean over seeds, min–max band.
-
-    ``metrics_df``: the training runner's ``metrics.csv`` (``policy, reward, seed, dialogues, tsr,
-    aiq, adl, ...``). Metrics absent from the table are skipped.
-    """
-    _need(metrics_df, [x, hue], "learning_curves")
-    names = [m for m in metrics if m in metrics_df.columns]
-    if not names:
-        raise ConfigError(f"learning_curves: none of the metrics {list(metrics)} is in the table; "
-                          f"columns: {list(metrics_df.columns)}")
-    fig = _figure(_WIDTH * max(1.0, len(names) / 3), 2.6)
-    axes = fig.subplots(1, len(names), squeeze=False)[0]
-    keys = sorted(metrics_df[hue].unique().tolist(), key=_sort_key)
-    for ax, mname in zip(axes, names):
-        for key in keys:
-            g = metrics_df[metrics_df[hue] == key].groupby(x, sort=True)[mname]
-            stats = g.agg(["mean", "min", "max"])
-            xs = stats.index.to_numpy()
-            (line,) = ax.plot(xs, stats["mean"].to_numpy(dtype=float), linewidth=1.2, label=str(key))
-            ax.fill_between(xs, stats["min"].to_numpy(dtype=float), stats["max"].to_numpy(dtype=float),
-                            color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xlabel(_label(x))
-        ax.set_title(_label(mname), fontsize=9)
-    _legend(axes[-1], len(keys), hue)
-    fig.suptitle(title or "Learning curves (mean over seeds, min–max band)")
     return save_figure(fig, path)

@@ -1,134 +1,88 @@
-"""One self-contained HTML report of a study run (``behavsim report RUN_DIR -o report.html``).
+"""Building blocks of self-contained HTML reports, and the report of one :class:`~behavsim.Comparison`.
 
-:func:`build_report` reads the run directory written by the study runner (``manifest.json``,
-``results/*.csv``, ``results/tests.json``, ``figures/*``) and writes ONE HTML file: inline CSS,
-figures embedded as ``data:`` images, no fonts, scripts or styles from elsewhere (a
-Content-Security-Policy in the page forbids any network access at view time). The same run
-directory always gives byte-identical HTML: nothing time- or machine-dependent is written, the
-``created`` time comes from the manifest.
+A page is ONE HTML file: inline CSS, figures embedded as ``data:`` images, no fonts, scripts or
+styles from elsewhere (a Content-Security-Policy in the page forbids any network access at view
+time). Nothing time- or machine-dependent is written, so the same input gives byte-identical HTML.
 
-Layout of RUN_DIR and the report's sections: ``docs/report.md``. Optional files that are absent
-leave their section with a note; a missing manifest or a damaged CSV/JSON raises a
-:class:`~behavsim.BehavsimError` that names the file.
+* :func:`page` assembles the page (header, table of contents, sections, footer);
+  :func:`write_html` writes it atomically.
+* :func:`score_table` (keys, ``n`` and every score with its 95% interval), :func:`plain_table`,
+  :func:`heatmap_table` (a square matrix coloured by value) render tables;
+  :func:`load_figure` / :func:`figures_html` embed PNG or SVG figures.
+* :func:`comparison_report` writes the report of any comparison: its means, the correlation
+  between its scores over the compared contexts, and the score signatures.
+
+The report of the paper's study (``behavsim report RUN_DIR``) is built from these blocks in
+:mod:`experiments.report`.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import html
 import json
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import pandas as pd
 
 from ._errors import ConfigError, TableFormatError
-from .scores import ALL_SCORES
+from .scores import list_scores, score_info
 
-__all__ = ["build_report", "register_report", "SECTIONS"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ._engine import Comparison
 
-#: Report sections in page order: (anchor, heading). Figures are attached to one of them.
-SECTIONS: tuple[tuple[str, str], ...] = (
-    ("run", "Run"),
-    ("performance", "Absolute performance (Table 1)"),
-    ("convergence", "Convergence: checkpoint k vs k−1 (Table 2, Figure 2)"),
-    ("seeds", "Seeds: trials of one reward (Table 4, Figure 3)"),
-    ("per_turn", "Per turn: TMR and DMR by system turn (Figure 4)"),
-    ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
-    ("scores", "Score analysis: correlation and MSE (Figure 6)"),
-    ("tests", "Permutation tests"),
-    ("disagreements", "Where the policies disagree most"),
-    ("other", "Other figures"),
-    ("signatures", "Score signatures"),
-    ("config", "Full configuration"),
-)
-_SECTION_KEYS = [k for k, _ in SECTIONS]
+__all__ = [
+    "comparison_report", "page", "write_html", "score_table", "plain_table", "heatmap_table",
+    "Figure", "load_figure", "figures_html", "score_columns", "to_float", "escape", "fmt_num",
+    "fmt_int", "fmt_key", "note", "register_report",
+]
 
-_SCORE_TITLES = {
-    "TMR": "total match rate", "DMR": "dialogue-act match rate", "CER": "concept error rate (as a similarity)",
-    "CMR": "concept match rate", "USE_cos": "USE cosine similarity", "USE_ang": "USE angular similarity",
-    "BLEU4": "BLEU-4 (symmetric, sentence level)", "BERTScore": "BERTScore F1",
-}
-
-# ------------------------------------------------------------------------------------------ input
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "table1.csv": ("dialogues", "reward", "n_seeds", "tsr", "aiq", "adl"),
-    "metrics.csv": ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl"),
-    "convergence.csv": ("context_set", "reward", "seed", "checkpoint", "a", "b", "n"),
-    "seeds.csv": ("context_set", "reward", "checkpoint", "pair", "a", "b", "n"),
-    "rewards.csv": ("context_set", "pair", "a", "b", "n"),
-    "per_turn.csv": ("context_set", "reward", "pair", "turn", "n"),
-    "disagreements.csv": ("comparison", "rank", "context", "context_id", "summary", "turn",
-                          "act_a", "act_b", "prompt_a", "prompt_b"),
-}
-_NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank",
-            "checkpoint"}
 _NA_STRINGS = {"", "nan", "NaN", "NA", "n/a", "None", "null"}
 
 
-class _Run:
-    """The run directory, read lazily; every read error names the file."""
-
-    def __init__(self, run_dir: Path):
-        self.dir = run_dir
-        if not run_dir.is_dir():
-            raise ConfigError(f"run directory {str(run_dir)!r} does not exist or is not a directory")
-        mpath = run_dir / "manifest.json"
-        if not mpath.is_file():
-            raise ConfigError(f"{str(run_dir)!r} is not a run directory: {mpath} is missing "
-                              "(the study runner writes it; pass the folder that holds manifest.json)")
-        self.manifest = self._json(mpath)
-        if not isinstance(self.manifest, dict):
-            raise TableFormatError(f"{mpath}: expected a JSON object, got {type(self.manifest).__name__}")
-
-    def path(self, name: str) -> Path:
-        return self.dir / "results" / name
-
-    @staticmethod
-    def _json(path: Path) -> Any:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TableFormatError(f"{path}: damaged JSON: {exc}") from None
-        except OSError as exc:
-            raise TableFormatError(f"{path}: cannot be read: {exc}") from None
-
-    def json(self, name: str) -> Any | None:
-        path = self.path(name)
-        return self._json(path) if path.is_file() else None
-
-    def csv(self, name: str, *, scores: bool = False, required: Sequence[str] | None = None,
-            numeric: Iterable[str] = ()) -> pd.DataFrame | None:
-        """Read ``results/NAME`` (None when absent); strings stay strings, numbers are checked."""
-        path = self.path(name)
-        if not path.is_file():
-            return None
-        try:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
-            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise TableFormatError(f"{path}: damaged CSV: {msg}") from None
-        required = _REQUIRED.get(name, ()) if required is None else required
-        missing = [c for c in required if c not in df.columns]
-        if missing:
-            raise TableFormatError(f"{path}: missing column(s) {', '.join(missing)}; "
-                                   f"found: {', '.join(map(str, df.columns)) or 'none'}")
-        num = {c for c in df.columns if c in _NUMERIC} | set(numeric)
-        if scores:
-            num |= set(_score_columns(df))
-            num |= {f"{s}_{e}" for s in _score_columns(df) for e in ("lo", "hi") if f"{s}_{e}" in df.columns}
-        for col in [c for c in df.columns if c in num]:
-            df[col] = _to_float(df[col], path, col)
-        return df
+# ----------------------------------------------------------------------------------- values
+def escape(value: Any) -> str:
+    """HTML-escape any value (quotes included)."""
+    return html.escape(str(value), quote=True)
 
 
-def _to_float(col: pd.Series, path: Path, name: str) -> pd.Series:
+def fmt_num(v: Any, digits: int = 3) -> str:
+    """A number with ``digits`` decimals; ``n/a`` for None, NaN and infinities; no ``-0.000``."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    s = f"{float(v):.{digits}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
+
+
+def fmt_int(v: Any, grouped: bool = False) -> str:
+    """A whole number (thousands separated when ``grouped``); other numbers as :func:`fmt_num`."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    f = float(v)
+    if f != int(f):
+        return fmt_num(f)
+    return f"{int(f):,}" if grouped else str(int(f))
+
+
+def fmt_key(v: Any, col: str) -> str:
+    """A key cell: numbers as whole numbers (grouped for ``dialogues``/``checkpoint``), text as is."""
+    if isinstance(v, float):
+        return fmt_int(v, grouped=col in ("dialogues", "checkpoint"))
+    return str(v)
+
+
+def note(text: str) -> str:
+    """A paragraph of the ``note`` class (``text`` is HTML)."""
+    return f'<p class="note">{text}</p>\n'
+
+
+def to_float(col: pd.Series, path: Path | str, name: str) -> pd.Series:
+    """Cells read as strings → floats (the usual NA spellings → NaN); a bad cell names file, column, row."""
     out = []
     for i, v in enumerate(col):
         v = v.strip()
@@ -143,121 +97,37 @@ def _to_float(col: pd.Series, path: Path, name: str) -> pd.Series:
     return pd.Series(out, index=col.index, dtype=float)
 
 
-def _score_columns(df: pd.DataFrame) -> list[str]:
-    """The score columns: the eight known ones present, then any other column with _lo/_hi."""
-    known = [s for s in ALL_SCORES if s in df.columns]
+def score_columns(df: pd.DataFrame) -> list[str]:
+    """The score columns: the registered scores present (registry order), then any other column
+    with ``_lo``/``_hi`` companions."""
+    known = [s for s in list_scores() if s in df.columns]
     extra = [c for c in df.columns if c not in known and f"{c}_lo" in df.columns and f"{c}_hi" in df.columns]
     return known + extra
 
 
-# --------------------------------------------------------------------------------------- helpers
-def _e(value: Any) -> str:
-    """HTML-escape any value from the run (quotes included)."""
-    return html.escape(str(value), quote=True)
+def _score_title(name: str) -> str:
+    try:
+        return score_info(name).title or name
+    except KeyError:  # not a registered score (UnknownScore is a KeyError)
+        return name
 
 
-def _num(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "n/a"
-    s = f"{float(v):.{digits}f}"
-    return s[1:] if s.startswith("-") and float(s) == 0 else s
-
-
-def _int(v: Any, grouped: bool = False) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "n/a"
-    f = float(v)
-    if f != int(f):
-        return _num(f)
-    return f"{int(f):,}" if grouped else str(int(f))
-
-
-def _key(v: Any, col: str) -> str:
-    if isinstance(v, float):
-        return _int(v, grouped=col in ("dialogues", "checkpoint"))
-    return str(v)
-
-
-def _note(text: str) -> str:
-    return f'<p class="note">{text}</p>\n'
-
-
-def _sort(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    return df.sort_values(list(keys), kind="stable").reset_index(drop=True)
-
-
+# ---------------------------------------------------------------------------------- figures
 @dataclass
-class _Figure:
-    file: str  # relative to RUN_DIR, e.g. figures/x.svg
+class Figure:
+    """One figure to embed: ``file`` names it in the page; ``problem`` says why it cannot be shown."""
+
+    file: str
     title: str
-    section: str
+    section: str = ""
     problem: str | None = None
     mime: str = ""
     data: bytes = b""
 
 
-def _section_of(text: str) -> str:
-    t = text.lower().replace("-", "_").replace(" ", "_")
-    if t in _SECTION_KEYS:
-        return t
-    m = re.search(r"(?:fig(?:ure)?)_?(\d)", t)
-    if m and m.group(1) in "23456":
-        return {"2": "convergence", "3": "seeds", "4": "per_turn", "5": "rewards", "6": "scores"}[m.group(1)]
-    for words, sec in ((("turn",), "per_turn"), (("conver",), "convergence"), (("reward",), "rewards"),
-                       (("seed",), "seeds"), (("corr", "mse", "heatmap", "score"), "scores"),
-                       (("table1", "performance", "learning", "tsr", "metric"), "performance"),
-                       (("disagree",), "disagreements")):
-        if any(w in t for w in words):
-            return sec
-    return "other"
-
-
-def _collect_figures(run: _Run) -> list[_Figure]:
-    """Figures listed in the manifest (in its order), then the other files of figures/ by name.
-
-    One figure per stem: an SVG is preferred to a PNG of the same name.
-    """
-    fig_dir = run.dir / "figures"
-    on_disk: dict[str, dict[str, Path]] = {}
-    if fig_dir.is_dir():
-        for p in sorted(fig_dir.iterdir()):
-            if p.is_file() and p.suffix.lower() in (".svg", ".png"):
-                on_disk.setdefault(p.stem, {})[p.suffix.lower()] = p
-    figs: list[_Figure] = []
-    seen: set[str] = set()
-    listed = run.manifest.get("figures") or []
-    if not isinstance(listed, list):
-        raise TableFormatError(f"{run.dir / 'manifest.json'}: 'figures' must be a list, got {type(listed).__name__}")
-    for item in listed:
-        if isinstance(item, str):
-            item = {"file": item}
-        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
-            raise TableFormatError(f"{run.dir / 'manifest.json'}: each entry of 'figures' needs a 'file', got {item!r}")
-        rel = Path(item["file"])
-        stem = rel.stem
-        if stem in seen:
-            continue
-        seen.add(stem)
-        title = str(item.get("title") or stem.replace("_", " "))
-        section = _section_of(str(item.get("section") or stem))
-        variants = on_disk.get(stem, {}) if rel.parent == Path("figures") else {}
-        if not variants and (run.dir / rel).is_file() and rel.suffix.lower() in (".svg", ".png"):
-            variants = {rel.suffix.lower(): run.dir / rel}
-        figs.append(_load_figure(run, rel, variants, title, section))
-    for stem, variants in on_disk.items():
-        if stem not in seen:
-            seen.add(stem)
-            figs.append(_load_figure(run, Path("figures") / stem, variants, stem.replace("_", " "), _section_of(stem)))
-    return figs
-
-
-def _load_figure(run: _Run, rel: Path, variants: dict[str, Path], title: str, section: str) -> _Figure:
-    fig = _Figure(file=rel.as_posix(), title=title, section=section)
-    if not variants:
-        fig.problem = "the file is missing"
-        return fig
-    path = variants.get(".svg") or variants[".png"]
-    fig.file = path.relative_to(run.dir).as_posix()
+def load_figure(path: Path, file: str, title: str, section: str = "") -> Figure:
+    """Read a PNG or SVG figure; a missing, unreadable or mislabelled file gives a ``problem``."""
+    fig = Figure(file=file, title=title, section=section)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -277,185 +147,78 @@ def _load_figure(run: _Run, rel: Path, variants: dict[str, Path], title: str, se
     return fig
 
 
-def _figures_html(figs: Sequence[_Figure]) -> str:
+def figures_html(figs: Sequence[Figure]) -> str:
+    """Each figure as an embedded image with its caption (or a note saying why it is not shown)."""
     out = []
     for f in figs:
         if f.problem:
-            out.append(f'<figure class="missing"><p class="note">Figure <code>{_e(f.file)}</code> could not be '
-                       f'shown: {_e(f.problem)}.</p><figcaption>{_e(f.title)}</figcaption></figure>\n')
+            out.append(f'<figure class="missing"><p class="note">Figure <code>{escape(f.file)}</code> could not be '
+                       f'shown: {escape(f.problem)}.</p><figcaption>{escape(f.title)}</figcaption></figure>\n')
             continue
         b64 = base64.b64encode(f.data).decode("ascii")
-        out.append(f'<figure><img class="figure" alt="{_e(f.title)}" src="data:{f.mime};base64,{b64}">'
-                   f'<figcaption>{_e(f.title)} <span class="file">({_e(f.file)})</span></figcaption></figure>\n')
+        out.append(f'<figure><img class="figure" alt="{escape(f.title)}" src="data:{f.mime};base64,{b64}">'
+                   f'<figcaption>{escape(f.title)} <span class="file">({escape(f.file)})</span></figcaption></figure>\n')
     return "".join(out)
 
 
-# ---------------------------------------------------------------------------------------- tables
+# ----------------------------------------------------------------------------------- tables
 def _ci_title(lo: float, hi: float) -> str:
-    return f"95% CI [{_num(lo)}, {_num(hi)}]"
+    return f"95% CI [{fmt_num(lo)}, {fmt_num(hi)}]"
 
 
-def _score_table(df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: str,
-                 row_title: Sequence[str] = ("a", "b")) -> str:
-    """Key columns, n, then every score as value with its CI ([lo, hi]) below it."""
-    scores = _score_columns(df)
-    head = "".join(f"<th>{_e(k)}</th>" for k in keys) + '<th class="num">n</th>'
-    head += "".join(f'<th class="num" title="{_e(_SCORE_TITLES.get(s, s))}">{_e(s)}</th>' for s in scores)
+def score_table(df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: str,
+                row_title: Sequence[str] = ("a", "b")) -> str:
+    """Key columns, n, then every score as value with its CI ([lo, hi]) below it.
+
+    ``df`` needs the ``keys``, ``n`` and score columns (``<score>_lo``/``<score>_hi`` optional);
+    ``caption`` is HTML. A key repeated from the row above is greyed out.
+    """
+    scores = score_columns(df)
+    head = "".join(f"<th>{escape(k)}</th>" for k in keys) + '<th class="num">n</th>'
+    head += "".join(f'<th class="num" title="{escape(_score_title(s))}">{escape(s)}</th>' for s in scores)
     rows = []
     prev: list[str] | None = None
     for rec in df.to_dict("records"):
-        cells = [_key(rec[k], k) for k in keys]
+        cells = [fmt_key(rec[k], k) for k in keys]
         tr_title = ""
         if all(c in rec for c in row_title):
-            tr_title = f' title="{_e(" vs ".join(str(rec[c]) for c in row_title))}"'
+            tr_title = f' title="{escape(" vs ".join(str(rec[c]) for c in row_title))}"'
         tds = []
         for i, (k, c) in enumerate(zip(keys, cells)):
             same = prev is not None and prev[: i + 1] == cells[: i + 1]
-            tds.append(f'<td class="key{" same" if same else ""}">{_e(c)}</td>')
+            tds.append(f'<td class="key{" same" if same else ""}">{escape(c)}</td>')
         prev = cells
-        tds.append(f'<td class="num">{_int(rec["n"])}</td>')
+        tds.append(f'<td class="num">{fmt_int(rec["n"])}</td>')
         for s in scores:
             lo, hi = rec.get(f"{s}_lo"), rec.get(f"{s}_hi")
             if lo is None or hi is None:
-                tds.append(f'<td class="num"><span class="v">{_num(rec[s])}</span></td>')
+                tds.append(f'<td class="num"><span class="v">{fmt_num(rec[s])}</span></td>')
             else:
-                tds.append(f'<td class="num" title="{_ci_title(lo, hi)}"><span class="v">{_num(rec[s])}</span>'
-                           f'<span class="ci">[{_num(lo)}, {_num(hi)}]</span></td>')
+                tds.append(f'<td class="num" title="{_ci_title(lo, hi)}"><span class="v">{fmt_num(rec[s])}</span>'
+                           f'<span class="ci">[{fmt_num(lo)}, {fmt_num(hi)}]</span></td>')
         rows.append(f"<tr{tr_title}>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data scores" id="{_e(table_id)}">'
+    return (f'<div class="wrap"><table class="data scores" id="{escape(table_id)}">'
             f"<caption>{caption}</caption><thead><tr>{head}</tr></thead>"
             f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
 
 
-def _plain_table(df: pd.DataFrame, cols: Sequence[str], table_id: str, caption: str,
-                 int_cols: Sequence[str] = ()) -> str:
-    head = "".join(f'<th class="{"num" if c not in ("policy", "reward") else ""}">{_e(c)}</th>' for c in cols)
+def plain_table(df: pd.DataFrame, cols: Sequence[str], table_id: str, caption: str,
+                int_cols: Sequence[str] = (), text_cols: Sequence[str] = ("policy", "reward")) -> str:
+    """The columns ``cols`` as they are: numbers right-aligned (``int_cols`` as whole numbers)."""
+    head = "".join(f'<th class="{"num" if c not in text_cols else ""}">{escape(c)}</th>' for c in cols)
     rows = []
     for rec in df.to_dict("records"):
         tds = []
         for c in cols:
             v = rec[c]
             if isinstance(v, float):
-                txt = _int(v, grouped=c == "dialogues") if c in int_cols else _num(v)
+                txt = fmt_int(v, grouped=c == "dialogues") if c in int_cols else fmt_num(v)
                 tds.append(f'<td class="num">{txt}</td>')
             else:
-                tds.append(f"<td>{_e(v)}</td>")
+                tds.append(f"<td>{escape(v)}</td>")
         rows.append(f"<tr>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data" id="{_e(table_id)}"><caption>{caption}</caption>'
+    return (f'<div class="wrap"><table class="data" id="{escape(table_id)}"><caption>{caption}</caption>'
             f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
-
-
-def _milestones(values: Sequence[float], k: int = 4) -> list[float]:
-    """About k checkpoints spread like the paper's (10k, 20k, 30k, 40k of 40k); all if few."""
-    vals = sorted(set(values))
-    if len(vals) <= k + 1:
-        return vals
-    top = vals[-1]
-    picked = []
-    for i in range(1, k + 1):
-        target = top * i / k
-        best = min(vals, key=lambda v: (abs(v - target), v))
-        if best not in picked:
-            picked.append(best)
-    return picked
-
-
-def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id: str, what: str) -> str:
-    if df is None:
-        return _note(f"No <code>results/{name}</code> in this run: the {what} were not computed "
-                     "(e.g. a run with a single reward or a single seed).")
-    if df.empty:
-        return _note(f"<code>results/{name}</code> has no rows.")
-    df = _sort(df, keys)
-    n_rows = len(df)
-    caption = (f"{what.capitalize()} — mean per-context similarity; below each value its 95% bootstrap "
-               f"interval [lo, hi] ({n_rows} rows, from <code>results/{_e(name)}</code>).")
-    if "checkpoint" in keys:
-        picks = _milestones(df["checkpoint"].dropna().tolist())
-        if len(picks) < df["checkpoint"].nunique():
-            short = df[df["checkpoint"].isin(picks)]
-            shown = ", ".join(_int(p, grouped=True) for p in picks)
-            out = _score_table(short, keys, f"{table_id}-summary",
-                               f"{what.capitalize()} at checkpoints {shown} (as in the paper); "
-                               f"all {n_rows} rows below.")
-            out += (f'<details><summary>All {n_rows} rows</summary>\n'
-                    + _score_table(df, keys, table_id, caption) + "</details>\n")
-            return out
-    return _score_table(df, keys, table_id, caption)
-
-
-def _table1(run: _Run) -> str:
-    df = run.csv("table1.csv")
-    out = ""
-    if df is None:
-        out += _note("No <code>results/table1.csv</code> in this run.")
-    elif df.empty:
-        out += _note("<code>results/table1.csv</code> has no rows.")
-    else:
-        if df.duplicated(["dialogues", "reward"]).any():
-            raise TableFormatError(f"{run.path('table1.csv')}: more than one row for a (dialogues, reward) pair")
-        rewards = list(dict.fromkeys(df["reward"]))
-        seeds = sorted(set(_int(v) for v in df["n_seeds"]))
-        metrics = [("tsr", "TSR"), ("aiq", "AIQ"), ("adl", "ADL")]
-        if len(seeds) > 1:
-            metrics.append(("n_seeds", "seeds"))
-        by = {(r["dialogues"], r["reward"]): r for r in df.to_dict("records")}
-        head1 = '<th rowspan="2">dialogues</th>' + "".join(
-            f'<th colspan="{len(rewards)}" class="group">{lab}</th>' for _, lab in metrics)
-        head2 = "".join(f'<th class="num">{_e(r)}</th>' for _ in metrics for r in rewards)
-        rows = []
-        for d in sorted(set(df["dialogues"])):
-            tds = [f'<td class="key">{_int(d, grouped=True)}</td>']
-            for col, _ in metrics:
-                for r in rewards:
-                    rec = by.get((d, r))
-                    txt = "—" if rec is None else (_int(rec[col]) if col == "n_seeds" else _num(rec[col]))
-                    tds.append(f'<td class="num">{txt}</td>')
-            rows.append(f"<tr>{''.join(tds)}</tr>")
-        seeds_txt = f"mean over {seeds[0]} seed{'s' if seeds[0] != '1' else ''}" if len(seeds) == 1 else "mean over seeds"
-        out += (f'<div class="wrap"><table class="data" id="table1"><caption>Task success rate (TSR), average '
-                f"interaction quality (AIQ) and average dialogue length in turns (ADL) after each number of "
-                f"training dialogues, per reward; {seeds_txt}.</caption>"
-                f"<thead><tr>{head1}</tr><tr>{head2}</tr></thead><tbody>\n" + "\n".join(rows)
-                + "\n</tbody></table></div>\n")
-    m = run.csv("metrics.csv", numeric=())
-    if m is not None and not m.empty:
-        cols = [c for c in ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward") if c in m.columns]
-        m = _sort(m, ["reward", "seed", "dialogues"])
-        out += (f'<details><summary>Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)'
-                f"</summary>\n" + _plain_table(m, cols, "metrics", "Evaluation of every trial at every checkpoint.",
-                                               int_cols=("seed", "dialogues")) + "</details>\n")
-    return out
-
-
-def _per_turn(run: _Run) -> str:
-    df = run.csv("per_turn.csv", numeric=[s for s in ALL_SCORES])
-    if df is None:
-        return _note("No <code>results/per_turn.csv</code> in this run.")
-    scores = [s for s in ALL_SCORES if s in df.columns]
-    if df.empty or not scores:
-        return _note("<code>results/per_turn.csv</code> has no rows or no score columns.")
-    turns = sorted(set(df["turn"].dropna()))
-    keys = ["context_set", "reward", "pair"]
-    groups = _sort(df[keys].drop_duplicates(), keys).to_dict("records")
-    by = {(r["context_set"], r["reward"], r["pair"], r["turn"]): r for r in df.to_dict("records")}
-    head = "".join(f"<th>{k}</th>" for k in keys) + "<th>score</th>" + "".join(
-        f'<th class="num">{_int(t)}</th>' for t in turns)
-    rows = []
-    for g in groups:
-        for j, s in enumerate(scores):
-            tds = [f'<td class="key{" same" if j else ""}">{_e(g[k])}</td>' for k in keys]
-            tds.append(f'<td class="key">{_e(s)}</td>')
-            for t in turns:
-                rec = by.get((g["context_set"], g["reward"], g["pair"], t))
-                if rec is None:
-                    tds.append('<td class="num">—</td>')
-                else:
-                    tds.append(f'<td class="num" title="n = {_int(rec["n"])}">{_num(rec[s])}</td>')
-            rows.append(f"<tr>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data" id="per_turn"><caption>Mean similarity per system turn '
-            f"(column: turn index; hover a value for the number of contexts).</caption><thead><tr>{head}</tr>"
-            f"</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
 
 
 def _colour(v: float, kind: str, vmax: float) -> str:
@@ -473,156 +236,30 @@ def _colour(v: float, kind: str, vmax: float) -> str:
     return f"background:rgb({r},{g},{b});color:{fg}"
 
 
-def _heatmap(run: _Run, name: str, kind: str, title: str) -> str:
-    df = run.csv(name, required=("score",))
-    if df is None:
-        return f'<div class="heat">{_note(f"No <code>results/{name}</code> in this run.")}</div>'
-    labels = list(df["score"])
-    cols = [c for c in df.columns if c != "score"]
-    if cols != labels:
-        raise TableFormatError(f"{run.path(name)}: not a square score matrix: rows {', '.join(labels)} "
-                               f"but columns {', '.join(cols)}")
-    for c in cols:
-        df[c] = _to_float(df[c], run.path(name), c)
-    finite = [v for c in cols for v in df[c] if math.isfinite(v)]
+def heatmap_table(matrix: pd.DataFrame, kind: str, table_id: str, title: str, source: str = "") -> str:
+    """A square matrix (index = row labels, float cells) as a table coloured by value.
+
+    ``kind``: ``"corr"`` (blue −1, white 0, red +1; two decimals) or ``"mse"`` (white 0 up to purple
+    at the largest value; three decimals). The caption is ``title`` (HTML), then ``source`` (HTML,
+    e.g. the file it comes from) and the colour scale in brackets.
+    """
+    cols = [str(c) for c in matrix.columns]
+    finite = [float(v) for c in matrix.columns for v in matrix[c] if math.isfinite(v)]
     vmax = max(finite) if finite else 0.0
-    head = "<th></th>" + "".join(f'<th class="num">{_e(c)}</th>' for c in cols)
+    head = "<th></th>" + "".join(f'<th class="num">{escape(c)}</th>' for c in cols)
     rows = []
-    for rec in df.to_dict("records"):
-        tds = "".join(f'<td class="num" style="{_colour(rec[c], kind, vmax)}">{_num(rec[c], 2 if kind == "corr" else 3)}</td>'
-                      for c in cols)
-        rows.append(f'<tr><th>{_e(rec["score"])}</th>{tds}</tr>')
-    scale = ("blue −1 · white 0 · red +1" if kind == "corr" else f"white 0 · purple {_num(vmax)} (the largest value)")
-    table_id = name.removesuffix(".csv")
+    for label, (_, rec) in zip(matrix.index, matrix.iterrows()):
+        tds = "".join(f'<td class="num" style="{_colour(v, kind, vmax)}">{fmt_num(v, 2 if kind == "corr" else 3)}</td>'
+                      for v in rec.tolist())
+        rows.append(f"<tr><th>{escape(label)}</th>{tds}</tr>")
+    scale = ("blue −1 · white 0 · red +1" if kind == "corr" else f"white 0 · purple {fmt_num(vmax)} (the largest value)")
+    where = f"{source}; " if source else ""
     return (f'<div class="heat"><table class="data heatmap" id="{table_id}"><caption>{title} '
-            f'<span class="file">(<code>results/{name}</code>; colour: {scale})</span></caption>'
+            f'<span class="file">({where}colour: {scale})</span></caption>'
             f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
 
 
-def _fmt_p(p: Any) -> str:
-    if not isinstance(p, (int, float)) or not math.isfinite(p):
-        return "n/a"
-    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
-
-
-def _tests(run: _Run) -> str:
-    path = run.path("tests.json")
-    data = run.json("tests.json")
-    if data is None:
-        return _note("No <code>results/tests.json</code> in this run (no permutation tests).")
-    if not isinstance(data, list):
-        raise TableFormatError(f"{path}: expected a JSON list of tests, got {type(data).__name__}")
-    if not data:
-        return _note("<code>results/tests.json</code> lists no tests.")
-    items = []
-    for i, t in enumerate(data):
-        if not isinstance(t, dict):
-            raise TableFormatError(f"{path}: entry {i} is not an object")
-        for k in ("name", "score", "mean_x", "mean_y", "p_value"):
-            if k not in t:
-                raise TableFormatError(f"{path}: entry {i} has no {k!r}")
-        for k in ("mean_x", "mean_y", "diff", "p_value", "n"):
-            v = t.get(k)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise TableFormatError(f"{path}: entry {i}: {k!r} must be a number, got {v!r}")
-        name, score = str(t["name"]), str(t["score"])
-        mx, my, p = t["mean_x"], t["mean_y"], t["p_value"]
-        diff = t.get("diff", None)
-        if diff is None and mx is not None and my is not None:
-            diff = mx - my
-        where = f" on <b>{_e(t['context_set'])}</b>" if t.get("context_set") not in (None, "") else ""
-        n = f", n = {_int(t['n'])}" if isinstance(t.get("n"), (int, float)) else ""
-        m = re.fullmatch(r"\s*(.+?)\s+vs\.?\s+(.+?)\s*", name)
-        if m:
-            x, y = m.group(1), m.group(2)
-            sentence = (f"Switching the <b>{_e(x)}</b> changes <b>{_e(score)}</b> by "
-                        f"<span class=\"v\">{_num(1 - mx)}</span> (mean {_e(score)} <span class=\"v\">{_num(mx)}</span>) "
-                        f"vs switching the <b>{_e(y)}</b> by <span class=\"v\">{_num(1 - my)}</span> "
-                        f"(mean {_e(score)} <span class=\"v\">{_num(my)}</span>){where}: difference "
-                        f"<span class=\"v\">{_num(diff)}</span>, paired permutation test p = "
-                        f"<span class=\"v\">{_fmt_p(p)}</span>{n}.")
-        else:
-            sentence = (f"<b>{_e(name)}</b> ({_e(score)}{where}): mean <span class=\"v\">{_num(mx)}</span> vs "
-                        f"<span class=\"v\">{_num(my)}</span>, difference <span class=\"v\">{_num(diff)}</span>, "
-                        f"paired permutation test p = <span class=\"v\">{_fmt_p(p)}</span>{n}.")
-        if isinstance(p, (int, float)) and math.isfinite(p):
-            sentence += (" Significant at the 5% level." if p < 0.05 else " Not significant at the 5% level.")
-        desc = f'<br><span class="desc">{_e(t["description"])}</span>' if t.get("description") else ""
-        items.append(f'<li class="test">{sentence}{desc}</li>')
-    return ("<p>Change = 1 − mean similarity of the pairs that differ in that factor only.</p>\n"
-            '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n")
-
-
-def _disagreements(run: _Run) -> str:
-    df = run.csv("disagreements.csv", scores=True)
-    if df is None:
-        return _note("No <code>results/disagreements.csv</code> in this run.")
-    if df.empty:
-        return _note("<code>results/disagreements.csv</code> has no rows.")
-    scores = [s for s in ALL_SCORES if s in df.columns]
-    out = []
-    for k, (comp, g) in enumerate(_sort(df, ["comparison", "rank"]).groupby("comparison", sort=False)):
-        rows = []
-        for rec in g.to_dict("records"):
-            sc = " · ".join(f"{_e(s)} {_num(rec[s])}" for s in scores)
-            rows.append(
-                f'<tr><td class="num">{_int(rec["rank"])}</td>'
-                f'<td><span class="ctx">{_e(rec["context"])}</span><br><code>{_e(rec["context_id"])}</code>'
-                f'<br>turn {_e(_key(rec["turn"], "turn"))}</td>'
-                f'<td class="summary">{_e(rec["summary"])}</td>'
-                f'<td class="resp"><code class="act">{_e(rec["act_a"])}</code><br><q>{_e(rec["prompt_a"])}</q></td>'
-                f'<td class="resp"><code class="act">{_e(rec["act_b"])}</code><br><q>{_e(rec["prompt_b"])}</q></td>'
-                f'<td class="sc">{sc}</td></tr>')
-        out.append(f'<h3 id="disagree-{k}">{_e(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
-                   f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
-                   f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
-                   f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
-    return "".join(out)
-
-
-def _header(run: _Run) -> str:
-    m = run.manifest
-    wall = m.get("wall_seconds")
-    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall):
-        h, rem = divmod(int(round(wall)), 3600)
-        wall_txt = f"{wall:.1f} s ({h}:{rem // 60:02d}:{rem % 60:02d})"
-    else:
-        wall_txt = "—"
-    rows = [("config", m.get("config_name", "—")), ("code version", m.get("code_version", "—")),
-            ("created", m.get("created", "—")), ("wall time", wall_txt)]
-    out = '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{_e(v)}</dd>" for k, v in rows) + "</dl>\n"
-    sets = m.get("context_sets") or {}
-    if isinstance(sets, dict) and sets:
-        trs = []
-        for name, info in sets.items():
-            info = info if isinstance(info, dict) else {}
-            meta = json.dumps(info.get("meta", {}), ensure_ascii=False, sort_keys=True)
-            trs.append(f'<tr><td>{_e(name)}</td><td class="num">{_e(info.get("size", "—"))}</td>'
-                       f'<td><code>{_e(info.get("fingerprint", "—"))}</code></td><td class="meta-json">{_e(meta)}</td></tr>')
-        out += ('<div class="wrap"><table class="data" id="context_sets"><caption>Context sets</caption><thead><tr>'
-                "<th>name</th><th class=\"num\">size</th><th>fingerprint</th><th>meta</th></tr></thead><tbody>\n"
-                + "\n".join(trs) + "\n</tbody></table></div>\n")
-    return out
-
-
-def _signatures(run: _Run) -> str:
-    sig = run.manifest.get("signatures") or {}
-    if not isinstance(sig, dict) or not sig:
-        return _note("The manifest records no score signatures.")
-    rows = "".join(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>" for k, v in sig.items())
-    return ('<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th><th>signature '
-            "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n")
-
-
-def _config(run: _Run) -> str:
-    cfg = run.manifest.get("config", None)
-    if cfg is None:
-        return _note("The manifest records no configuration.")
-    text = json.dumps(cfg, indent=2, ensure_ascii=False)
-    return f'<pre class="config">{_e(text)}</pre>\n'
-
-
-# ------------------------------------------------------------------------------------- the page
+# ------------------------------------------------------------------------------------- page
 _SCRIPT = """\
 window.addEventListener('load', function () {
   var imgs = document.querySelectorAll('img.figure'), ok = 0;
@@ -692,75 +329,31 @@ def _csp() -> str:
             "base-uri 'none'; form-action 'none'")
 
 
-def _render(run: _Run) -> str:
-    figs = _collect_figures(run)
-    by_sec: dict[str, list[_Figure]] = {}
-    for f in figs:
-        by_sec.setdefault(f.section, []).append(f)
-
-    def with_figs(sec: str, body: str) -> str:
-        fs = by_sec.get(sec, [])
-        return body + (_figures_html(fs) if fs else "")
-
-    sc = lambda name: run.csv(name, scores=True)  # noqa: E731
-    heat = ('<div class="heatmaps">'
-            + _heatmap(run, "score_corr.csv", "corr", "Pearson correlation, all compared contexts")
-            + _heatmap(run, "score_mse.csv", "mse", "Mean squared error, all compared contexts")
-            + _heatmap(run, "score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ")
-            + _heatmap(run, "score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ")
-            + "</div>\n")
-    bodies = {
-        "run": _header(run),
-        "performance": with_figs("performance", _table1(run)),
-        "convergence": with_figs("convergence", _scenario(
-            sc("convergence.csv"), "convergence.csv", ["context_set", "reward", "seed", "checkpoint"],
-            "convergence", "convergence of each trial (checkpoint k vs k−1)")),
-        "seeds": with_figs("seeds", _scenario(
-            sc("seeds.csv"), "seeds.csv", ["context_set", "reward", "pair", "checkpoint"],
-            "seeds", "seed comparisons (trials of one reward at the same checkpoint)")),
-        "per_turn": with_figs("per_turn", _per_turn(run)),
-        "rewards": with_figs("rewards", _scenario(
-            sc("rewards.csv"), "rewards.csv", ["context_set", "pair"],
-            "rewards", "reward comparisons (TS trial vs IQ trial at the last checkpoint)")),
-        "scores": with_figs("scores", heat),
-        "tests": with_figs("tests", _tests(run)),
-        "disagreements": with_figs("disagreements", _disagreements(run)),
-        "other": _figures_html(by_sec.get("other", [])),
-        "signatures": _signatures(run),
-        "config": _config(run),
-    }
-    name = run.manifest.get("config_name", run.dir.name)
-    toc = "".join(f'<li><a href="#{k}">{_e(t)}</a></li>' for k, t in SECTIONS if k != "other" or by_sec.get("other"))
+def page(title: str, sections: Sequence[tuple[str, str, str]], footer: str) -> str:
+    """The whole HTML page: ``sections`` are ``(anchor, heading, body HTML)`` in page order, each
+    listed in the table of contents; ``title`` is text, ``footer`` HTML. The header carries the
+    switch that shows or hides the confidence intervals of :func:`score_table`."""
+    toc = "".join(f'<li><a href="#{k}">{escape(t)}</a></li>' for k, t, _ in sections)
     parts = [
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         f'<meta http-equiv="Content-Security-Policy" content="{_csp()}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        f"<title>behavsim report — {_e(name)}</title>\n<style>\n{_CSS}</style>\n",
+        f"<title>{escape(title)}</title>\n<style>\n{_CSS}</style>\n",
         f"<script>\n{_SCRIPT}</script>\n</head>\n<body>\n",  # the CSP hash covers exactly "\n" + _SCRIPT
-        f'<header><h1>behavsim report — {_e(name)}</h1>\n'
+        f'<header><h1>{escape(title)}</h1>\n'
         '<label class="toggle"><input type="checkbox" id="show-ci" checked> show 95% confidence intervals'
         "</label></header>\n",
         f'<nav class="toc"><b>Contents</b><ol>{toc}</ol></nav>\n',
     ]
-    for key, title in SECTIONS:
-        if key == "other" and not by_sec.get("other"):
-            continue
-        parts.append(f'<section id="{key}">\n<h2>{_e(title)}</h2>\n{bodies[key]}</section>\n')
-    parts.append("<footer>Written by <code>behavsim report</code> from the run directory's files only; "
-                 "self-contained (no network).</footer>\n</body>\n</html>\n")
+    for key, heading, body in sections:
+        parts.append(f'<section id="{key}">\n<h2>{escape(heading)}</h2>\n{body}</section>\n')
+    parts.append(f"<footer>{footer}</footer>\n</body>\n</html>\n")
     return "".join(parts)
 
 
-def build_report(run_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
-    """Write the HTML report of the run in ``run_dir``; return its path.
-
-    ``output`` defaults to ``RUN_DIR/report.html``. Raises :class:`~behavsim.ConfigError` when
-    ``run_dir`` is not a run directory (no ``manifest.json``) and
-    :class:`~behavsim.TableFormatError` when one of its files is damaged (the message names it).
-    """
-    run = _Run(Path(run_dir))
-    text = _render(run)
-    out = Path(output) if output is not None else run.dir / "report.html"
+def write_html(text: str, out: str | os.PathLike) -> Path:
+    """Write ``text`` to ``out`` atomically (UTF-8); refuses a directory. Returns the path."""
+    out = Path(out)
     if out.is_dir():
         raise ConfigError(f"output {str(out)!r} is a directory; give a file name such as report.html")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -770,19 +363,58 @@ def build_report(run_dir: str | os.PathLike, output: str | os.PathLike | None = 
     return out
 
 
-# ------------------------------------------------------------------------------------------ CLI
-def _cmd_report(args: argparse.Namespace) -> int:
-    out = build_report(args.run_dir, args.output)
-    print(out)
-    return 0
+# ------------------------------------------------------------------------ one comparison
+def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, title: str = "behavsim comparison") -> Path:
+    """Write the HTML report of ``comparison`` to ``path``; return the path.
+
+    Sections: the mean of every score per compared pair (with its 95% interval when the means
+    carry ``<score>_lo``/``<score>_hi``, e.g. from :func:`behavsim.analysis.means_with_ci`), the
+    Pearson correlation and mean squared error between the scores over every compared
+    (pair, context), and the score signatures.
+    """
+    from ._engine import Comparison
+    from .analysis import score_agreement
+
+    if not isinstance(comparison, Comparison):
+        raise ConfigError(f"comparison: expected a behavsim.Comparison, got {type(comparison).__name__}")
+    names = comparison.score_names
+    means = comparison.means
+    caption = (f"Mean per-context similarity of each compared pair ({len(means)} pairs; context set "
+               f"<code>{escape(comparison.context_fingerprint)}</code>).")
+    sections = [("means", "Means per pair", score_table(means, ["a", "b"], "means", caption))]
+    if len(names) >= 2:
+        corr, mse = score_agreement(comparison.per_context, names)
+        n = corr.attrs.get("n_rows", len(comparison.per_context))
+        body = ('<div class="heatmaps">'
+                + heatmap_table(corr, "corr", "score_corr", "Pearson correlation", f"n = {n}")
+                + heatmap_table(mse, "mse", "score_mse", "Mean squared error", f"n = {n}")
+                + "</div>\n")
+    else:
+        body = note("One score only: nothing to correlate.")
+    sections.append(("scores", "Agreement between the scores", body))
+    rows = "".join(f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>"
+                   for k, v in comparison.signatures.items())
+    sections.append(("signatures", "Score signatures",
+                     '<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th>'
+                     "<th>signature (everything that changes its value)</th></tr></thead><tbody>" + rows
+                     + "</tbody></table></div>\n"))
+    policies = json.dumps(comparison.policies, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    sections.append(("policies", "Compared policies", f'<pre class="config">{escape(policies)}</pre>\n'))
+    return write_html(page(title, sections, "Written by <code>behavsim.report.comparison_report</code>; "
+                                             "self-contained (no network)."), path)
 
 
-def register_report(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``report RUN_DIR [-o report.html]`` to the ``behavsim`` command line."""
-    p = subparsers.add_parser("report", help="one self-contained HTML report of a study run",
-                              description="Write one self-contained HTML file (tables, figures, tests, "
-                                          "signatures, config) from a run directory.")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the study's output folder (holds manifest.json)")
-    p.add_argument("-o", "--output", metavar="FILE", help="HTML file to write (default: RUN_DIR/report.html)")
-    p.set_defaults(func=_cmd_report)
-    return p
+def register_report(subparsers: Any) -> Any:
+    """Transitional: ``behavsim/cli.py`` still calls this to add ``behavsim report``, which now lives
+    in :mod:`experiments.report` (entry point ``report`` of the group ``behavsim.commands``).
+
+    Does nothing once that entry point is installed (the command line registers it from there);
+    delete this function together with its call in ``behavsim/cli.py``.
+    """
+    from importlib import metadata
+
+    if metadata.entry_points(group="behavsim.commands", name="report"):
+        return None
+    from experiments.report import register_report as register
+
+    return register(subparsers)

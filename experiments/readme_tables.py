@@ -68,7 +68,7 @@ def main(run: str) -> None:
         print(f"| {rw} | {pair} | " + " | ".join(f(a[x]) + (f" ({p[k]:.3f})" if p else "") for k, x in enumerate(cols))
               + " | " + " | ".join(f(b[x]) for x in cols) + " |")
     rew = pd.read_csv(r / "rewards.csv")
-    print(f"\nTable 3 (every TS trial vs every IQ trial, last checkpoint, C_col^TS ∪ C_col^IQ; paper TMR in brackets)\n")
+    print("\nTable 3 (every TS trial vs every IQ trial, last checkpoint, C_col^TS ∪ C_col^IQ; paper TMR in brackets)\n")
     print("| TS vs IQ | " + " | ".join(S) + " |\n|" + "---|" * (1 + len(S)))
     for _, x in rew.iterrows():
         print(f"| {x.pair} | " + " | ".join(f(x[s]) + (f" ({PAPER_T3[x.pair]:.3f})" if s == "TMR" else "")

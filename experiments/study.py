@@ -7,7 +7,7 @@ Stages (each resumable; finished work is never recomputed):
 2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
    dialogues of the last checkpoint of every trial of that reward), and their union;
 3. **respond**: every checkpoint and the handcrafted policy on every context set;
-4. **compare** (SPEC §6): convergence (checkpoint k−1 vs k of each trial, on C_col of its reward
+4. **compare**: convergence (checkpoint k−1 vs k of each trial, on C_col of its reward
    and on C_gen), seeds (every pair of trials of one reward at equal checkpoints, on C_col^all and
    C_gen), rewards (every TS trial vs every IQ trial at the last checkpoint, on C_col^all);
 5. **analyse**: bootstrap CIs, per-turn TMR/DMR, score correlation and MSE (all and non-matching
@@ -34,8 +34,9 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from behavsim import ConfigError, ContextSet, ResponseTable, compare
-from behavsim.scores import ALL_SCORES
+from behavsim import (ConfigError, ContextSet, ResponseTable, UnknownScore, closest_name, compare, list_scores,
+                      package_version)
+from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
@@ -55,7 +56,7 @@ class StudyConfig:
     grid_step: float = 0.2
     collect_dialogues: int = 10
     collect_seed: int = 0
-    scores: tuple[str, ...] = ALL_SCORES
+    scores: tuple[str, ...] = tuple(list_scores())
     bootstrap: int = 1000
     permutations: int = 10_000
     analysis_seed: int = 0
@@ -75,9 +76,18 @@ class StudyConfig:
             raise ConfigError("study config: needs at least one seed and one reward")
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
-        bad = [s for s in self.scores if s not in ALL_SCORES]
-        if bad:
-            raise ConfigError(f"study config 'scores': unknown {bad}; valid: {list(ALL_SCORES)}")
+        object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+
+    @staticmethod
+    def _score_name(name: Any) -> str:
+        """The registered spelling of a score name (case-insensitive); unknown names are refused
+        with the closest registered one."""
+        if not isinstance(name, str):
+            raise ConfigError(f"study config 'scores': expected score names, got {name!r}")
+        try:
+            return score_registry.canonical(name)
+        except UnknownScore as exc:
+            raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -87,10 +97,8 @@ class StudyConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            import difflib
-
-            hints = [f"{u!r} (did you mean {difflib.get_close_matches(u, names, 1)[0]!r}?)"
-                     if difflib.get_close_matches(u, names, 1) else repr(u) for u in unknown]
+            close = {u: closest_name(u, names, cutoff=0.6) for u in unknown}
+            hints = [f"{u!r} (did you mean {close[u]!r}?)" if close[u] else repr(u) for u in unknown]
             raise ConfigError(f"{source}: unknown keys {', '.join(hints)}; valid keys: {sorted(names)}")
         kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         try:
@@ -124,12 +132,8 @@ def load_config(name_or_path: str, **overrides: Any) -> StudyConfig:
 
 
 def code_version() -> str:
-    from importlib import metadata
-
-    try:
-        v = metadata.version("behavsim")
-    except metadata.PackageNotFoundError:  # pragma: no cover
-        v = "unknown"
+    """``behavsim <version> (git <sha>)``: the installed version and, in a git checkout, the commit."""
+    v = package_version("behavsim")
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
                              text=True, timeout=10).stdout.strip()
@@ -182,6 +186,9 @@ def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.DataFrame:
     from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
+    log(f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
+        f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues")
+
     tc = TrainConfig(policy="gp", rewards=cfg.rewards, seeds=cfg.seeds, dialogues=cfg.dialogues,
                      checkpoint_every=cfg.checkpoint_every, eval_dialogues=cfg.eval_dialogues)
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
@@ -193,8 +200,10 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.
     return metrics
 
 
-def _stage_contexts(cfg: StudyConfig, run: Path) -> dict[str, ContextSet]:
+def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> dict[str, ContextSet]:
     from contexts import collect, generate_grid
+
+    log("[2/7] context sets")
 
     cdir = run / "contexts"
     cdir.mkdir(parents=True, exist_ok=True)
@@ -223,10 +232,13 @@ def _stage_contexts(cfg: StudyConfig, run: Path) -> dict[str, ContextSet]:
                                   _hash("union", [p.fingerprint for p in parts]))
     else:
         sets["ccol-all"] = parts[0]
+    for name, cs in sets.items():
+        log(f"      {name}: {len(cs):,} contexts")
     return sets
 
 
-def _stage_respond(specs: Sequence[str], cs: ContextSet, rdir: Path) -> dict[str, ResponseTable]:
+def _respond_set(specs: Sequence[str], cs: ContextSet, rdir: Path) -> dict[str, ResponseTable]:
+    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
     from policies.respond import respond_many
 
     rdir.mkdir(parents=True, exist_ok=True)
@@ -252,7 +264,11 @@ def _pair_label(a: dict, b: dict) -> str:
 
 def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str, dict[str, ResponseTable]],
                  trials: dict[tuple[str, int], list[str]]):
-    """Yield (kind, context_set, extra-columns, Comparison) for every comparison of SPEC §6."""
+    """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
+    convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
+    (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
+    rewards (every trial of one reward vs every trial of the other at the last checkpoint, on
+    C_col^all)."""
     scores = list(cfg.scores)
     for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
         for (reward, seed), specs in trials.items():
@@ -285,10 +301,46 @@ def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str
 
 def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[str], None] | None = None) -> Path:
     """Run (or resume) the study ``cfg`` in ``run_dir``; returns the run folder."""
-    from behavsim import analysis
-
     log = log or (lambda m: print(m, flush=True))
-    run = Path(run_dir)
+    run = _open_run_dir(cfg, Path(run_dir))
+    clock = _Clock()
+    metrics = _stage_train(cfg, run, log)
+    clock.lap("train")
+    sets = _stage_contexts(cfg, run, log)
+    clock.lap("contexts")
+    responses = _stage_respond(cfg, run, sets, log)
+    clock.lap("respond")
+    _stage_compare_and_analyse(cfg, run, sets, responses, log)
+    clock.lap("compare+analyse")
+    figures = _stage_figures(cfg, run, metrics, log)
+    clock.lap("figures")
+    wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
+    if cfg.report:
+        _stage_report(run, log)
+        clock.lap("report")
+    (run / "timings.json").write_text(json.dumps({"stage_seconds": clock.stages}, indent=2) + "\n")
+    log(f"done in {wall:.0f} s; run folder {run}")
+    return run
+
+
+class _Clock:
+    """Seconds spent in each stage (``lap`` closes the stage that just ended)."""
+
+    def __init__(self) -> None:
+        self.t0 = self.mark = time.perf_counter()
+        self.stages: dict[str, float] = {}
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = round(now - self.mark, 2)
+        self.mark = now
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+def _open_run_dir(cfg: StudyConfig, run: Path) -> Path:
+    """Create the run folder (or check that it holds this very study) and store the config."""
     run.mkdir(parents=True, exist_ok=True)
     (run / "results").mkdir(exist_ok=True)
     (run / "figures").mkdir(exist_ok=True)
@@ -297,28 +349,21 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
     if cfg_path.exists() and cfg_path.read_text() != cfg_json:
         raise ConfigError(f"{run} holds a study with another configuration (see {cfg_path}); use another folder")
     cfg_path.write_text(cfg_json)
-    state = _State(run / "state.json")
-    t0 = time.perf_counter()
-    stages: dict[str, float] = {}
-    mark = [t0]
+    return run
 
-    def lap(stage: str) -> None:
-        now = time.perf_counter()
-        stages[stage] = round(now - mark[0], 2)
-        mark[0] = now
-    scores = list(cfg.scores)
 
-    log(f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
-        f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues")
-    metrics = _stage_train(cfg, run, log)
-    lap("train")
+@dataclass
+class _Responses:
+    """The policies' answers: ``trials[(reward, seed)]`` lists the policy specs of that trial's
+    checkpoints in order; ``specs`` every spec (and ``handcrafted``); ``tables[set][spec]``."""
 
-    log("[2/7] context sets")
-    sets = _stage_contexts(cfg, run)
-    for name, cs in sets.items():
-        log(f"      {name}: {len(cs):,} contexts")
-    lap("contexts")
+    trials: dict[tuple[str, int], list[str]]
+    specs: list[str]
+    tables: dict[str, dict[str, ResponseTable]]
 
+
+def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet],
+                   log: Callable[[str], None]) -> _Responses:
     log("[3/7] responses of every checkpoint on every context set")
     # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
     # generator seeded with the trial's seed), so two trials may say one act differently, as the
@@ -328,111 +373,163 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
 
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
-    tables = {name: _stage_respond(specs, cs, run / "responses" / name) for name, cs in sets.items()}
-    lap("respond")
+    tables = {name: _respond_set(specs, cs, run / "responses" / name) for name, cs in sets.items()}
+    return _Responses(trials, specs, tables)
 
+
+def _stage_compare_and_analyse(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses,
+                               log: Callable[[str], None]) -> None:
+    """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
+    state = _State(run / "state.json")
     key = _hash(cfg.to_dict(), {n: cs.fingerprint for n, cs in sets.items()},
-                {n: sorted(t.id for t in tb.values()) for n, tb in tables.items()})
-    results = run / "results"
-    per_dir = results / "per_context"
-    if not state.done("compare", key):
-        log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
-        per_dir.mkdir(exist_ok=True)
-        frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
-        signatures: dict[str, str] = {}
-        per_turn_frames, agreement_frames, disagreement_frames = [], [], []
-        for kind, name, extra, comp in _comparisons(cfg, sets, tables, trials):
-            signatures = comp.signatures
-            m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
-            m = m.drop(columns=["pair"], errors="ignore")
-            for col, val in reversed([("context_set", name), *extra.items()]):
-                m.insert(0, col, val)
-            frames[kind].append(m)
-            per = comp.per_context.copy()
-            per.insert(0, "kind", kind)
-            per.insert(1, "context_set", name)
-            agreement_frames.append(per)
-            if kind == "seeds" and name.startswith("ccol") and extra["checkpoint"] == cfg.dialogues:
-                # Figure 4: TMR/DMR per system turn of the trial pairs at the last checkpoint
-                turns = [meta.get("turn") for meta in sets[name].metas]
-                pt = analysis.per_turn(comp.per_context, turns, scores=[s for s in ("TMR", "DMR") if s in scores])
-                pt["pair"] = pt["pair"].map(dict(enumerate(extra["pair"])))
-                pt.insert(0, "context_set", name)
-                pt.insert(1, "reward", extra["reward"])
-                pt.insert(2, "checkpoint", extra["checkpoint"])
-                per_turn_frames.append(pt)
-            if kind == "rewards" or (kind == "seeds" and extra["checkpoint"] == cfg.dialogues):
-                table_list = [tables[name][sp] for sp in specs if tables[name][sp].id in set(comp.means["a"]) | set(comp.means["b"])]
-                for p in range(len(comp.means)):
-                    d = analysis.disagreements(comp, sets[name], table_list, pair=p, top=cfg.disagreements,
-                                               by="CMR" if "CMR" in scores else scores[0])
-                    d.insert(0, "comparison", f"{kind}/{name}/{comp.means['a'].iloc[p]} vs {comp.means['b'].iloc[p]}")
-                    disagreement_frames.append(d)
-        for kind, fr in frames.items():
-            if fr:
-                _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
-        if per_turn_frames:
-            _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
-        if disagreement_frames:
-            _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
-        allper = pd.concat(agreement_frames, ignore_index=True)
-        _write_csv(allper, per_dir / "all.csv")
-        log("[5/7] analysis: score agreement, reward-vs-seed test")
-        for suffix, only in (("", False), ("_mismatch", True)):
-            corr, mse = analysis.score_agreement(allper, scores, only_mismatch=only)
-            _write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
-            _write_csv(mse.rename_axis("score").reset_index(), results / f"score_mse{suffix}.csv")
-        tests = []
-        if len(cfg.rewards) == 2 and len(cfg.seeds) >= 2:
-            rew = allper[(allper["kind"] == "rewards") & (allper["context_set"] == "ccol-all")]
-            last = {trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds}
-            last_ids = {tables["ccol-all"][sp].id for sp in last}
-            seeds_df = allper[(allper["kind"] == "seeds") & (allper["context_set"] == "ccol-all")
-                              & allper["a"].isin(last_ids) & allper["b"].isin(last_ids)]
-            for score in [s for s in ("TMR", "DMR", "CMR") if s in scores]:
-                x = rew.groupby("context")[score].mean()
-                y = seeds_df.groupby("context")[score].mean()
-                common = x.index.intersection(y.index)
-                r = analysis.paired_permutation_test(x.loc[common].to_numpy(), y.loc[common].to_numpy(),
-                                                     n_permutations=cfg.permutations, seed=cfg.analysis_seed)
-                tests.append({"name": "reward vs seed", "score": score, "context_set": "ccol-all",
-                              "mean_x": r.mean_x, "mean_y": r.mean_y, "diff": r.diff, "p_value": r.p_value, "n": r.n,
-                              "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
-                                             f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
-                                             f"sign-flip permutation test, {cfg.permutations} permutations"})
-        (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
-        (results / "signatures.json").write_text(json.dumps(signatures, indent=2, sort_keys=True) + "\n")
-        state.mark("compare", key)
-    else:
+                {n: sorted(t.id for t in tb.values()) for n, tb in responses.tables.items()})
+    if state.done("compare", key):
         log("[4/7] comparisons: up to date")
         log("[5/7] analysis: up to date")
+        return
+    results = run / "results"
+    log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
+    allper, signatures = _compare_all(cfg, sets, responses, results)
+    log("[5/7] analysis: score agreement, reward-vs-seed test")
+    _write_score_agreement(cfg, allper, results)
+    tests = _reward_vs_seed_tests(cfg, allper, responses)
+    (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
+    (results / "signatures.json").write_text(json.dumps(signatures, indent=2, sort_keys=True) + "\n")
+    state.mark("compare", key)
 
-    lap("compare+analyse")
-    log("[6/7] figures")
-    figures = _stage_figures(cfg, run, metrics)
-    lap("figures")
 
+def _compare_all(cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses,
+                 results: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Every comparison: means with bootstrap CIs (``<kind>.csv``), per-turn TMR/DMR, the most
+    disagreeing contexts and every per-context value (``per_context/all.csv``, returned)."""
+    from behavsim import analysis
+
+    scores = list(cfg.scores)
+    per_dir = results / "per_context"
+    per_dir.mkdir(exist_ok=True)
+    frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
+    signatures: dict[str, str] = {}
+    per_turn_frames, agreement_frames, disagreement_frames = [], [], []
+    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials):
+        signatures = comp.signatures
+        m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
+        m = m.drop(columns=["pair"], errors="ignore")
+        for col, val in reversed([("context_set", name), *extra.items()]):
+            m.insert(0, col, val)
+        frames[kind].append(m)
+        per = comp.per_context.copy()
+        per.insert(0, "kind", kind)
+        per.insert(1, "context_set", name)
+        agreement_frames.append(per)
+        last = kind == "seeds" and extra["checkpoint"] == cfg.dialogues
+        if last and name.startswith("ccol"):
+            per_turn_frames.append(_per_turn(comp, sets[name], name, extra, scores))
+        if kind == "rewards" or last:
+            disagreement_frames += _disagreements(cfg, comp, sets[name], responses, name, kind, scores)
+    for kind, fr in frames.items():
+        if fr:
+            _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
+    if per_turn_frames:
+        _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
+    if disagreement_frames:
+        _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
+    allper = pd.concat(agreement_frames, ignore_index=True)
+    _write_csv(allper, per_dir / "all.csv")
+    return allper, signatures
+
+
+def _per_turn(comp, cs: ContextSet, name: str, extra: dict[str, Any], scores: list[str]) -> pd.DataFrame:
+    """Figure 4: TMR/DMR per system turn of the trial pairs at the last checkpoint."""
+    from behavsim import analysis
+
+    turns = [meta.get("turn") for meta in cs.metas]
+    pt = analysis.per_turn(comp.per_context, turns, scores=[s for s in ("TMR", "DMR") if s in scores])
+    pt["pair"] = pt["pair"].map(dict(enumerate(extra["pair"])))
+    pt.insert(0, "context_set", name)
+    pt.insert(1, "reward", extra["reward"])
+    pt.insert(2, "checkpoint", extra["checkpoint"])
+    return pt
+
+
+def _disagreements(cfg: StudyConfig, comp, cs: ContextSet, responses: _Responses, name: str, kind: str,
+                   scores: list[str]) -> list[pd.DataFrame]:
+    """The contexts where each compared pair disagrees most (by CMR when computed)."""
+    from behavsim import analysis
+
+    ids = set(comp.means["a"]) | set(comp.means["b"])
+    table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
+    out = []
+    for p in range(len(comp.means)):
+        d = analysis.disagreements(comp, cs, table_list, pair=p, top=cfg.disagreements,
+                                   by="CMR" if "CMR" in scores else scores[0])
+        d.insert(0, "comparison", f"{kind}/{name}/{comp.means['a'].iloc[p]} vs {comp.means['b'].iloc[p]}")
+        out.append(d)
+    return out
+
+
+def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path) -> None:
+    """Figure 6: correlation and MSE between the scores, over all contexts and the non-matching ones."""
+    from behavsim import analysis
+
+    for suffix, only in (("", False), ("_mismatch", True)):
+        corr, mse = analysis.score_agreement(allper, list(cfg.scores), only_mismatch=only)
+        _write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
+        _write_csv(mse.rename_axis("score").reset_index(), results / f"score_mse{suffix}.csv")
+
+
+def _reward_vs_seed_tests(cfg: StudyConfig, allper: pd.DataFrame, responses: _Responses) -> list[dict[str, Any]]:
+    """Does switching the reward change the behaviour more than switching the seed? Per score, a
+    paired permutation test of the per-context means of the TS-vs-IQ pairs against the seed pairs
+    (last checkpoint, C_col^all); none without two rewards and two seeds."""
+    from behavsim import analysis
+
+    if not (len(cfg.rewards) == 2 and len(cfg.seeds) >= 2):
+        return []
+    scores = list(cfg.scores)
+    trials, tables = responses.trials, responses.tables
+    rew = allper[(allper["kind"] == "rewards") & (allper["context_set"] == "ccol-all")]
+    last = {trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds}
+    last_ids = {tables["ccol-all"][sp].id for sp in last}
+    seeds_df = allper[(allper["kind"] == "seeds") & (allper["context_set"] == "ccol-all")
+                      & allper["a"].isin(last_ids) & allper["b"].isin(last_ids)]
+    tests = []
+    for score in [s for s in ("TMR", "DMR", "CMR") if s in scores]:
+        x = rew.groupby("context")[score].mean()
+        y = seeds_df.groupby("context")[score].mean()
+        common = x.index.intersection(y.index)
+        r = analysis.paired_permutation_test(x.loc[common].to_numpy(), y.loc[common].to_numpy(),
+                                             n_permutations=cfg.permutations, seed=cfg.analysis_seed)
+        tests.append({"name": "reward vs seed", "score": score, "context_set": "ccol-all",
+                      "mean_x": r.mean_x, "mean_y": r.mean_y, "diff": r.diff, "p_value": r.p_value, "n": r.n,
+                      "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
+                                     f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
+                                     f"sign-flip permutation test, {cfg.permutations} permutations"})
+    return tests
+
+
+def _write_manifest(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], figures: list[dict[str, str]],
+                    elapsed: float) -> float:
+    """``manifest.json``: config, code version, signatures, context sets, figures and the wall time
+    summed over every invocation on this folder; returns ``elapsed``."""
     manifest = {
         "config_name": cfg.name, "config": cfg.to_dict(), "code_version": code_version(),
-        "created": _created(run), "signatures": json.loads((results / "signatures.json").read_text()),
+        "created": _created(run), "signatures": json.loads((run / "results" / "signatures.json").read_text()),
         "context_sets": {n: {"fingerprint": cs.fingerprint, "size": len(cs), "meta": _short_meta(cs.meta)}
                          for n, cs in sets.items()},
         "figures": figures,
     }
-    wall = time.perf_counter() - t0
     prev = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
-    manifest["wall_seconds"] = round(prev.get("wall_seconds", 0.0) + wall, 1)
+    manifest["wall_seconds"] = round(prev.get("wall_seconds", 0.0) + elapsed, 1)
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    if cfg.report:
-        log("[7/7] report")
-        from behavsim.report import build_report
+    return elapsed
 
-        out = build_report(run, run / "report.html")
-        log(f"report: {out}")
-        lap("report")
-    (run / "timings.json").write_text(json.dumps({"stage_seconds": stages}, indent=2) + "\n")
-    log(f"done in {wall:.0f} s; run folder {run}")
-    return run
+
+def _stage_report(run: Path, log: Callable[[str], None]) -> None:
+    log("[7/7] report")
+    from .report import build_report
+
+    out = build_report(run, run / "report.html")
+    log(f"report: {out}")
 
 
 def _created(run: Path) -> str:
@@ -450,9 +547,13 @@ def _short_meta(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if len(json.dumps(v, default=str)) <= 120}
 
 
-def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[dict[str, str]]:
+def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame,
+                   log: Callable[[str], None]) -> list[dict[str, str]]:
     from behavsim import plots
 
+    from .plots import learning_curves
+
+    log("[6/7] figures")
     res, fig = run / "results", run / "figures"
     out: list[dict[str, str]] = []
 
@@ -461,7 +562,7 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame) -> list[d
             if str(p).endswith(".svg"):
                 out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
 
-    add(plots.learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
+    add(learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
     conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
     if conv is not None:
         conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)

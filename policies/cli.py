@@ -23,7 +23,7 @@ __all__ = ["register_train", "cmd_train", "main"]
 
 def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command to an ``argparse`` sub-parser collection."""
-    from .train import EVAL_SEED, POLICIES
+    from .train import EVAL_SEED, list_learners
 
     p = subparsers.add_parser(
         "train",
@@ -34,7 +34,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "Re-running on the same folder resumes.",
     )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder (created; resumed if it exists)")
-    p.add_argument("--policy", default="gp", metavar="NAME", help=f"policy to train/evaluate: {', '.join(POLICIES)} (default gp)")
+    p.add_argument("--policy", default="gp", metavar="NAME", help=f"policy to train/evaluate: {', '.join(list_learners())} (default gp)")
     p.add_argument("--reward", "--rewards", dest="rewards", nargs="+", default=None, metavar="NAME",
                    help="reward(s): ts (task success), iq (interaction quality); default ts")
     p.add_argument("--seed", "--seeds", dest="seeds", nargs="+", type=int, default=None, metavar="S",

@@ -130,15 +130,35 @@ class OutputLock:
 # ----------------------------------------------------------------------------- command
 def cmd_monitor(args: argparse.Namespace) -> int:
     """Run the ``monitor`` command; returns the exit code (bad input raises BehavsimError → 2)."""
-    import warnings
-
-    from behavsim.monitor import ConvergenceMonitor, StopRule, plot_convergence
-    from behavsim.scores import SEMANTIC_SCORES
-
-    from .checkpoint import CheckpointError, read_meta
-    from .respond import PolicyErrorsWarning, respond
-
     root = Path(args.dir)
+    interval, stop_rule, score_names = _check_args(args, root)
+    contexts = ContextSet.load(args.contexts)
+    watch = _Watch(args, root, contexts, score_names, stop_rule)
+    try:
+        watch.poll()
+        if not watch.monitors and not args.follow:
+            raise ConfigError(f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
+                              + ("" if watch.single else " in any trial folder") + "; use --follow to wait for them")
+        if args.follow:
+            watch.follow(interval, args.stop_after)
+    except KeyboardInterrupt:
+        _say("interrupted; run the same command again to continue")
+    finally:
+        watch.close()
+    watch.summarise()
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[str]]:
+    """Validate the options; returns the poll interval, the stop rule (or None) and the score names."""
+    from behavsim.monitor import StopRule
+    from behavsim.scores import SEMANTIC_SCORES
+    from behavsim.scores import scores as registry
+
     if not root.is_dir():
         raise ConfigError(f"DIR {args.dir!r}: no such folder (a trial folder <reward>-seed<S>/ or a run folder)")
     if args.interval is not None and not (args.interval > 0):
@@ -151,120 +171,147 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         raise ConfigError(f"--every: expected a positive integer, got {args.every}")
     interval = args.interval if args.interval is not None else 10.0
     stop_rule = StopRule.parse(args.stop_rule) if args.stop_rule else None
-    from behavsim.scores import scores as registry
-
     score_names = [registry.canonical(s) for v in (args.scores or SEMANTIC_SCORES) for s in v.split(",") if s.strip()]
     if stop_rule is not None and stop_rule.score not in score_names:
         raise ConfigError(f"--stop-rule: score {stop_rule.score!r} is not among --scores {score_names}")
-    contexts = ContextSet.load(args.contexts)
-    single = _is_trial_dir(root)
-    run_dir = root.parent if single else root
-    out = Path(args.output) if args.output else run_dir / "monitor"
+    return interval, stop_rule, score_names
 
-    monitors: dict[str, ConvergenceMonitor] = {}
-    locks: list[OutputLock] = []
-    handled: dict[str, int] = {}      # highest checkpoint dealt with (snapshot or skipped by --every)
-    noted: set[str] = set()
-    width = [8]
 
-    def say(text: str) -> None:
-        print(text, flush=True)
+class _Watch:
+    """The monitors of the trials under ``root``: one per trial, created at its first checkpoint."""
 
-    def monitor_for(trial: str) -> ConvergenceMonitor:
-        if trial not in monitors:
+    def __init__(self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str],
+                 stop_rule: Any) -> None:
+        self.args = args
+        self.root = root
+        self.contexts = contexts
+        self.score_names = score_names
+        self.stop_rule = stop_rule
+        self.single = _is_trial_dir(root)
+        self.run_dir = root.parent if self.single else root
+        self.out = Path(args.output) if args.output else self.run_dir / "monitor"
+        self.monitors: dict[str, Any] = {}
+        self.locks: list[OutputLock] = []
+        self.handled: dict[str, int] = {}  # highest checkpoint dealt with (snapshot or skipped by --every)
+        self.noted: set[str] = set()
+        self.width = 8
+
+    def monitor_for(self, trial: str):
+        from behavsim.monitor import ConvergenceMonitor
+
+        from .respond import respond
+
+        if trial not in self.monitors:
             # created only when the trial has a checkpoint: by then the trainer has written its
             # config.json, so OUT inside the run folder never makes `behavsim train` refuse it
-            locks.append(OutputLock(out / trial / ".lock"))
-            m = ConvergenceMonitor(contexts, every=args.every, scores=score_names, out_dir=out / trial,
-                                   respond=respond, stop_rule=stop_rule, plot=args.plot, name=trial)
-            monitors[trial] = m
+            self.locks.append(OutputLock(self.out / trial / ".lock"))
+            m = ConvergenceMonitor(self.contexts, every=self.args.every, scores=self.score_names,
+                                   out_dir=self.out / trial, respond=respond, stop_rule=self.stop_rule,
+                                   plot=self.args.plot, name=trial)
+            self.monitors[trial] = m
             if m.last_dialogues is not None:
-                handled[trial] = m.last_dialogues
-                say(f"{trial:<{width[0]}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
-                    f"{m.csv_path})")
-        return monitors[trial]
+                self.handled[trial] = m.last_dialogues
+                _say(f"{trial:<{self.width}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
+                     f"{m.csv_path})")
+        return self.monitors[trial]
 
-    def poll() -> int:
+    def poll(self) -> int:
+        """Score every new checkpoint of every trial; returns how many comparisons were added."""
         news = 0
-        trials = find_trials(root, single)
-        width[0] = max([width[0], *map(len, trials)])
+        trials = find_trials(self.root, self.single)
+        self.width = max([self.width, *map(len, trials)])
         for trial, tdir in trials.items():
             ckpts = _checkpoints(tdir)
-            if not ckpts:
-                continue
-            m = monitor_for(trial)
-            for d, path in ckpts:
-                last = handled.get(trial)
-                if last is not None and d <= last:
-                    continue  # processed (or older than what was): nothing to do
-                if not m.due(d):
-                    handled[trial] = d
-                    continue
-                try:
-                    read_meta(path)  # an unreadable file (e.g. still being copied) is retried when following
-                except CheckpointError as exc:
-                    if not args.follow:
-                        raise
-                    if str(path) not in noted:
-                        noted.add(str(path))
-                        say(f"{trial:<{width[0]}}  cannot read {path.name} yet ({exc}); retrying")
-                    break
-                with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
-                    warnings.simplefilter("ignore", PolicyErrorsWarning)
-                    table = respond(str(path), contexts)
-                res = m.snapshot(table, d)
-                handled[trial] = d
-                if res is not None:
-                    news += 1
-                    say(f"{trial:<{width[0]}}  {res.line()}")
-        if news and len(monitors) > 1 and args.plot:
-            series = {t: m.rows for t, m in sorted(monitors.items()) if m.rows}
-            if series:
-                plot_convergence(series, out / "convergence.png", score=score_names[0],
-                                 title=f"Convergence of every trial ({score_names[0]}, checkpoint k vs k-1)",
-                                 threshold=stop_rule.threshold if stop_rule and stop_rule.score == score_names[0]
-                                 else None)
+            if ckpts:
+                news += self._poll_trial(trial, ckpts)
+        if news and len(self.monitors) > 1 and self.args.plot:
+            self._plot_all()
         return news
 
-    def finished() -> bool:
-        target = _run_target(run_dir)
+    def _poll_trial(self, trial: str, ckpts: list[tuple[int, Path]]) -> int:
+        import warnings
+
+        from .checkpoint import CheckpointError, read_meta
+        from .respond import PolicyErrorsWarning, respond
+
+        news = 0
+        m = self.monitor_for(trial)
+        for d, path in ckpts:
+            last = self.handled.get(trial)
+            if last is not None and d <= last:
+                continue  # processed (or older than what was): nothing to do
+            if not m.due(d):
+                self.handled[trial] = d
+                continue
+            try:
+                read_meta(path)  # an unreadable file (e.g. still being copied) is retried when following
+            except CheckpointError as exc:
+                if not self.args.follow:
+                    raise
+                if str(path) not in self.noted:
+                    self.noted.add(str(path))
+                    _say(f"{trial:<{self.width}}  cannot read {path.name} yet ({exc}); retrying")
+                break
+            with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
+                warnings.simplefilter("ignore", PolicyErrorsWarning)
+                table = respond(str(path), self.contexts)
+            res = m.snapshot(table, d)
+            self.handled[trial] = d
+            if res is not None:
+                news += 1
+                _say(f"{trial:<{self.width}}  {res.line()}")
+        return news
+
+    def _plot_all(self) -> None:
+        """``OUT/convergence.png``: the first score of every trial (the paper's Figure 2)."""
+        from behavsim.monitor import plot_convergence
+
+        series = {t: m.rows for t, m in sorted(self.monitors.items()) if m.rows}
+        if series:
+            first = self.score_names[0]
+            rule = self.stop_rule
+            plot_convergence(series, self.out / "convergence.png", score=first,
+                             title=f"Convergence of every trial ({first}, checkpoint k vs k-1)",
+                             threshold=rule.threshold if rule and rule.score == first else None)
+
+    def finished(self) -> bool:
+        """Every trial of the run (or the one trial) reached the run's last checkpoint."""
+        target = _run_target(self.run_dir)
         if target is None:
             return False
         last, trials = target
-        if single:
-            trials = [t for t in trials if t == root.resolve().name]
-        return bool(trials) and all(handled.get(t, -1) >= last for t in trials)
+        if self.single:
+            trials = [t for t in trials if t == self.root.resolve().name]
+        return bool(trials) and all(self.handled.get(t, -1) >= last for t in trials)
 
-    try:
-        poll()
-        if not monitors and not args.follow:
-            raise ConfigError(f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
-                              + ("" if single else " in any trial folder") + "; use --follow to wait for them")
-        if args.follow:
-            quiet_since = time.monotonic()
-            while not finished():
-                if args.stop_after is not None and time.monotonic() - quiet_since >= args.stop_after:
-                    say(f"no new checkpoint for {args.stop_after:g} s; stopping")
-                    break
-                time.sleep(interval)
-                if poll():
-                    quiet_since = time.monotonic()
-            else:
-                say("every trial reached the run's last checkpoint; stopping")
-    except KeyboardInterrupt:
-        say("interrupted; run the same command again to continue")
-    finally:
-        for lock in locks:
+    def follow(self, interval: float, stop_after: float | None) -> None:
+        """Poll every ``interval`` seconds until finished, or ``stop_after`` seconds without news."""
+        quiet_since = time.monotonic()
+        while not self.finished():
+            if stop_after is not None and time.monotonic() - quiet_since >= stop_after:
+                _say(f"no new checkpoint for {stop_after:g} s; stopping")
+                break
+            time.sleep(interval)
+            if self.poll():
+                quiet_since = time.monotonic()
+        else:
+            _say("every trial reached the run's last checkpoint; stopping")
+
+    def close(self) -> None:
+        for lock in self.locks:
             lock.close()
-    for trial, m in sorted(monitors.items()):
-        rows = m.rows
-        status = ""
-        if stop_rule is not None:
-            at = stop_rule.first_met(rows)
-            status = f"; {stop_rule.describe()}: " + ("met now" if m.should_stop else
-                                                      f"first met at {at}, not now" if at else "not met")
-        say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
-    return 0
+
+    def summarise(self) -> None:
+        """One line per trial: comparisons so far, output file, state of the stop rule."""
+        rule = self.stop_rule
+        for trial, m in sorted(self.monitors.items()):
+            rows = m.rows
+            status = ""
+            if rule is not None:
+                at = rule.first_met(rows)
+                status = f"; {rule.describe()}: " + ("met now" if m.should_stop else
+                                                     f"first met at {at}, not now" if at else "not met")
+            _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import difflib
 import io
 import json
 import math
@@ -52,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError as _BehavsimConfigError
+from behavsim import Registry, did_you_mean
 
 __all__ = [
     "TrainConfig",
@@ -61,7 +61,10 @@ __all__ = [
     "EvalResult",
     "EVAL_SEED",
     "METRIC_COLUMNS",
-    "POLICIES",
+    "LEARNERS",
+    "LearnerKind",
+    "learner_kind",
+    "list_learners",
     "run_training",
     "run_trial",
     "evaluate_policy",
@@ -80,8 +83,6 @@ from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_
 
 #: Default seed of the evaluation dialogues (shared by every trial and checkpoint).
 EVAL_SEED = 20_190_801
-#: Policies the runner can train/evaluate.
-POLICIES = ("gp", "handcrafted")
 METRIC_COLUMNS = (
     "policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward",
     "train_tsr", "train_mean_reward", "dictionary_size", "train_seconds", "wall_seconds",
@@ -101,11 +102,6 @@ class ConfigError(_BehavsimConfigError):
 
 class ConfigMismatch(ConfigError):
     """The output folder holds a run with another configuration."""
-
-
-def _closest(name: Any, valid: Sequence[str]) -> str:
-    close = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.0)
-    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _is_int(x: Any) -> bool:
@@ -140,13 +136,12 @@ class TrainConfig:
     def validate(self) -> None:
         from .rewards import list_rewards
 
-        if self.policy not in POLICIES:
-            raise ConfigError(f"policy: unknown policy {self.policy!r}; valid: {list(POLICIES)}.{_closest(self.policy, POLICIES)}")
+        learner_kind(self.policy)
         if not self.rewards:
             raise ConfigError("rewards: expected at least one reward name, got none")
         for r in self.rewards:
             if r not in list_rewards():
-                raise ConfigError(f"rewards: unknown reward {r!r}; valid: {list_rewards()}.{_closest(r, list_rewards())}")
+                raise ConfigError(f"rewards: unknown reward {r!r}; valid: {list_rewards()}.{did_you_mean(r, list_rewards(), cutoff=0.0)}")
         if len(set(self.rewards)) != len(self.rewards):
             raise ConfigError(f"rewards: duplicate names in {list(self.rewards)}")
         if not self.seeds:
@@ -188,7 +183,7 @@ class TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ConfigError(f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{_closest(unknown[0], sorted(names))}")
+            raise ConfigError(f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{did_you_mean(unknown[0], sorted(names), cutoff=0.0)}")
         return cls(**d)
 
     def to_json(self) -> str:
@@ -416,19 +411,70 @@ def _new_policy(config: TrainConfig, seed: int):
     )
 
 
+def _restore_gp(path: Path):
+    """The GP-SARSA policy of a checkpoint file and the file's metadata."""
+    from .gp import GPSarsaPolicy
+
+    learner, meta = read_checkpoint(path)
+    try:
+        return GPSarsaPolicy.from_checkpoint_meta(learner, meta), meta
+    except (KeyError, TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: {err}") from None
+
+
+def _new_handcrafted(config: TrainConfig, seed: int):
+    from .handcrafted import HandcraftedPolicy
+
+    return HandcraftedPolicy(nlg_seed=None)
+
+
+@dataclass(frozen=True)
+class LearnerKind:
+    """How the runner handles one kind of policy (``TrainConfig.policy``).
+
+    ``build(config, seed)`` makes the trial's fresh policy. A kind that ``learns`` is trained
+    between checkpoints and saved at each (``ckpt-*.npz``; ``restore(path) -> (policy, meta)``
+    reads one back to resume); one that does not is only evaluated at the checkpoints, and a
+    resumed trial keeps the rows of its ``metrics.csv``. ``schedule(config)`` lists the
+    dialogue counts at which it is evaluated.
+    """
+
+    name: str
+    build: Callable[[TrainConfig, int], Any]
+    learns: bool
+    restore: Callable[[Path], tuple[Any, dict[str, Any]]] | None = None
+    schedule: Callable[[TrainConfig], list[int]] = TrainConfig.schedule
+    description: str = ""
+
+
+#: The kinds of policy the runner can train or evaluate, by name.
+LEARNERS: Registry[LearnerKind] = Registry("policy")
+LEARNERS.register("gp", LearnerKind("gp", _new_policy, learns=True, restore=_restore_gp,
+                                    description="GP-SARSA, trained with exploration"))
+LEARNERS.register("handcrafted", LearnerKind("handcrafted", _new_handcrafted, learns=False,
+                                             description="the handcrafted policy, evaluated only"))
+
+
+def list_learners() -> list[str]:
+    """The names ``TrainConfig.policy`` accepts."""
+    return LEARNERS.names()
+
+
+def learner_kind(name: str) -> LearnerKind:
+    """The registered :class:`LearnerKind` called ``name`` (exact spelling)."""
+    if name not in LEARNERS.names():
+        raise ConfigError(f"policy: unknown policy {name!r}; valid: {list_learners()}."
+                          f"{did_you_mean(name, list_learners(), cutoff=0.0)}")
+    return LEARNERS.get(name)
+
+
 def _resume(config: TrainConfig, reward: str, seed: int, tdir: Path, target: int):
     """Latest usable checkpoint ``(dialogues, policy, meta)`` of a trial, or ``(0, None, None)``."""
     ckpts = [(n, p) for n, p in list_checkpoints(tdir) if n <= target]
     if not ckpts:
         return 0, None, None
     n, path = ckpts[-1]
-    from .gp import GPSarsaPolicy
-
-    learner, meta = read_checkpoint(path)
-    try:
-        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta)
-    except (KeyError, TypeError, ValueError) as err:
-        raise CheckpointError(f"{path}: {err}") from None
+    pol, meta = learner_kind(config.policy).restore(path)
     _check_training(path, meta, config, reward, seed, n)
     return n, pol, meta
 
@@ -464,7 +510,58 @@ def run_trial(
         return _run_trial(config, reward_name, int(seed), Path(out_dir), report)
 
 
+@dataclass
+class _Trial:
+    """One trial being run: its folder, reward, IQ estimator, environments and schedule."""
+
+    config: TrainConfig
+    kind: LearnerKind
+    reward_name: str
+    seed: int
+    name: str
+    dir: Path
+    reward: Any
+    estimator: Any
+    schedule: list[int]
+    train_env: Any
+    eval_env: Any
+
+    @property
+    def target(self) -> int:
+        return self.schedule[-1]
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.dir / "metrics.csv"
+
+
 def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, report) -> list[dict[str, Any]]:
+    trial = _open_trial(config, reward_name, seed, out_dir)
+    start, policy, acc, rows = _resume_trial(trial)
+    _write_csv(trial.metrics_path, rows)
+    done = start
+    for point in trial.schedule:
+        if point <= start:
+            continue
+        t0 = time.perf_counter()
+        if trial.kind.learns:
+            acc = _train_block(trial, policy, done, point, acc, report)
+        t_train = time.perf_counter() - t0
+        row = _checkpoint(trial, policy, point, acc)
+        row.update(train_seconds=t_train, wall_seconds=time.perf_counter() - t0)
+        rows.append(row)
+        rows.sort(key=lambda x: x["dialogues"])
+        _write_csv(trial.metrics_path, rows)
+        done = point
+        if report is not None:
+            report(("progress", trial.name, point))
+            report(("checkpoint", trial.name, row))
+    return [r for r in rows if r["dialogues"] <= trial.target]
+
+
+def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path) -> _Trial:
+    """The trial's folder (created; temporary files of a run killed while writing removed) and
+    everything its dialogues need."""
     from .env import DialogueEnv
     from .iq import get_iq_estimator
     from .rewards import get_reward
@@ -472,100 +569,96 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
     name = trial_name(reward_name, seed)
     tdir = out_dir / name
     tdir.mkdir(parents=True, exist_ok=True)
-    for stale in tdir.iterdir():  # temporary files of a run killed while writing
+    for stale in tdir.iterdir():
         if _TMP_RE.match(stale.name):
             stale.unlink()
-    reward = get_reward(reward_name)
-    est = get_iq_estimator(config.iq_estimator)
-    schedule = config.schedule()
-    target = schedule[-1]
-    train_env = DialogueEnv(max_turns=config.max_turns)
-    eval_env = DialogueEnv(max_turns=config.max_turns)
+    kind = learner_kind(config.policy)
+    return _Trial(config=config, kind=kind, reward_name=reward_name, seed=seed, name=name, dir=tdir,
+                  reward=get_reward(reward_name), estimator=get_iq_estimator(config.iq_estimator),
+                  schedule=kind.schedule(config), train_env=DialogueEnv(max_turns=config.max_turns),
+                  eval_env=DialogueEnv(max_turns=config.max_turns))
 
-    # ------------------------------------------------------------ resume state
+
+def _new_acc() -> dict[str, Any]:
+    """Training statistics of one block of ``checkpoint_every`` dialogues."""
+    return {"n": 0, "success": 0, "reward": 0.0}
+
+
+def _resume_trial(trial: _Trial) -> tuple[int, Any, dict[str, Any], list[dict[str, Any]]]:
+    """Where the trial stands: ``(dialogues done, policy, current block's statistics, metric rows)``."""
+    config = trial.config
     old_rows: dict[int, dict[str, Any]] = {}
-    mpath = tdir / "metrics.csv"
-    if mpath.is_file():
+    if trial.metrics_path.is_file():
         try:
-            for r in read_metrics(mpath):
+            for r in read_metrics(trial.metrics_path):
                 old_rows[int(r["dialogues"])] = r
         except (ValueError, KeyError, csv.Error) as err:
-            raise CheckpointError(f"{mpath}: unreadable metrics file ({err})") from None
-    if config.policy == "gp":
-        start, policy, meta = _resume(config, reward_name, seed, tdir, target)
-        if policy is None:
-            policy = _new_policy(config, seed)
-        # training statistics of the current block of `checkpoint_every` dialogues
-        acc = dict(meta["training"]["train_acc"]) if meta is not None else {"n": 0, "success": 0, "reward": 0.0}
-        # rows come from the checkpoints (authoritative); only the timings from the old CSV,
-        # which lacks the last row when a run was killed between checkpoint and CSV
-        rows = []
-        for n, path in list_checkpoints(tdir):
-            m = meta if n == start else read_meta(path)
-            _check_training(path, m, config, reward_name, seed, n)
-            old = old_rows.get(n) or {}
-            rows.append(_row_from_meta(m, old.get("wall_seconds"), old.get("train_seconds")))
-    else:
-        from .handcrafted import HandcraftedPolicy
-
-        policy = HandcraftedPolicy(nlg_seed=None)
-        rows = [old_rows[n] for n in schedule if n in old_rows and old_rows[n].get("policy") == config.policy]
+            raise CheckpointError(f"{trial.metrics_path}: unreadable metrics file ({err})") from None
+    if not trial.kind.learns:
+        # nothing to restore: the rows of the metrics file say which checkpoints were evaluated
+        rows = [old_rows[n] for n in trial.schedule if n in old_rows and old_rows[n].get("policy") == config.policy]
         start = rows[-1]["dialogues"] if rows else 0
         rows = [r for r in rows if r["dialogues"] <= start]
-    _write_csv(mpath, rows)
+        return start, trial.kind.build(config, trial.seed), _new_acc(), rows
+    start, policy, meta = _resume(config, trial.reward_name, trial.seed, trial.dir, trial.target)
+    if policy is None:
+        policy = trial.kind.build(config, trial.seed)
+    acc = dict(meta["training"]["train_acc"]) if meta is not None else _new_acc()
+    # rows come from the checkpoints (authoritative); only the timings from the old CSV,
+    # which lacks the last row when a run was killed between checkpoint and CSV
+    rows = []
+    for n, path in list_checkpoints(trial.dir):
+        m = meta if n == start else read_meta(path)
+        _check_training(path, m, config, trial.reward_name, trial.seed, n)
+        old = old_rows.get(n) or {}
+        rows.append(_row_from_meta(m, old.get("wall_seconds"), old.get("train_seconds")))
+    return start, policy, acc, rows
 
-    # ------------------------------------------------------------ train / evaluate
-    done = start
-    for point in schedule:
-        if point <= start:
-            continue
-        t0 = time.perf_counter()
-        if config.policy == "gp":
-            learner = policy.learner
-            for i in range(done, point):
-                if i % config.checkpoint_every == 0:
-                    acc = {"n": 0, "success": 0, "reward": 0.0}
-                vecs, acts, total, info = run_dialogue(train_env, policy, train_dialogue_seed(seed, i), explore=True)
-                ret = total + reward.final_reward(info)
-                learner.learn_episode(np.asarray(vecs), acts, ret)
-                acc["n"] += 1
-                acc["success"] += int(bool(info["success"]))
-                acc["reward"] += ret  # sequential sum: identical after a resume
-                if report is not None and (i + 1) % 100 == 0:
-                    report(("progress", name, i + 1))
-        t_train = time.perf_counter() - t0
-        ev = evaluate_policy(policy, config.eval_dialogues, reward=reward, eval_seed=config.eval_seed,
-                             iq_estimator=est, env=eval_env)
-        trained = config.policy == "gp" and acc["n"] > 0
-        train_stats = {
-            "tsr": acc["success"] / acc["n"] if trained else None,
-            "mean_reward": acc["reward"] / acc["n"] if trained else None,
+
+def _train_block(trial: _Trial, policy: Any, done: int, point: int, acc: dict[str, Any], report) -> dict[str, Any]:
+    """Training dialogues ``done .. point-1`` with exploration and learning; returns the
+    statistics of the block of ``checkpoint_every`` dialogues that ends at ``point``."""
+    learner = policy.learner
+    for i in range(done, point):
+        if i % trial.config.checkpoint_every == 0:
+            acc = _new_acc()
+        vecs, acts, total, info = run_dialogue(trial.train_env, policy, train_dialogue_seed(trial.seed, i), explore=True)
+        ret = total + trial.reward.final_reward(info)
+        learner.learn_episode(np.asarray(vecs), acts, ret)
+        acc["n"] += 1
+        acc["success"] += int(bool(info["success"]))
+        acc["reward"] += ret  # sequential sum: identical after a resume
+        if report is not None and (i + 1) % 100 == 0:
+            report(("progress", trial.name, i + 1))
+    return acc
+
+
+def _checkpoint(trial: _Trial, policy: Any, point: int, acc: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate the policy after ``point`` dialogues, save it if it learns; returns the metric
+    row (without the timings)."""
+    config = trial.config
+    ev = evaluate_policy(policy, config.eval_dialogues, reward=trial.reward, eval_seed=config.eval_seed,
+                         iq_estimator=trial.estimator, env=trial.eval_env)
+    trained = trial.kind.learns and acc["n"] > 0
+    train_stats = {
+        "tsr": acc["success"] / acc["n"] if trained else None,
+        "mean_reward": acc["reward"] / acc["n"] if trained else None,
+    }
+    dict_size = None
+    if trial.kind.learns:
+        meta_training = {
+            "policy": config.policy, "reward": trial.reward_name, "reward_signature": trial.reward.signature,
+            "seed": trial.seed, "dialogues": point, "run": config.fixed(),
+            "eval": ev.summary(), "train": train_stats, "train_acc": dict(acc),
+            "dictionary_size": policy.learner.dictionary_size,
         }
-        if config.policy == "gp":
-            meta_training = {
-                "policy": config.policy, "reward": reward_name, "reward_signature": reward.signature,
-                "seed": seed, "dialogues": point, "run": config.fixed(),
-                "eval": ev.summary(), "train": train_stats, "train_acc": dict(acc),
-                "dictionary_size": policy.learner.dictionary_size,
-            }
-            save_checkpoint(checkpoint_path(tdir, point), policy, meta_training)
-            dict_size = policy.learner.dictionary_size
-        else:
-            dict_size = None
-        row = {
-            "policy": config.policy, "reward": reward_name, "seed": seed, "dialogues": point,
-            **ev.summary(), "train_tsr": train_stats["tsr"], "train_mean_reward": train_stats["mean_reward"],
-            "dictionary_size": dict_size, "train_seconds": t_train,
-            "wall_seconds": time.perf_counter() - t0,
-        }
-        rows.append(row)
-        rows.sort(key=lambda x: x["dialogues"])
-        _write_csv(mpath, rows)
-        done = point
-        if report is not None:
-            report(("progress", name, point))
-            report(("checkpoint", name, row))
-    return [r for r in rows if r["dialogues"] <= target]
+        save_checkpoint(checkpoint_path(trial.dir, point), policy, meta_training)
+        dict_size = policy.learner.dictionary_size
+    return {
+        "policy": config.policy, "reward": trial.reward_name, "seed": trial.seed, "dialogues": point,
+        **ev.summary(), "train_tsr": train_stats["tsr"], "train_mean_reward": train_stats["mean_reward"],
+        "dictionary_size": dict_size, "train_seconds": None, "wall_seconds": None,
+    }
 
 
 def table1(rows: Sequence[dict[str, Any]], at: Sequence[int] | None = None) -> list[dict[str, Any]]:
@@ -638,7 +731,7 @@ class _Progress:
     def __init__(self, config: TrainConfig, trials: list[str], enabled: bool) -> None:
         self.enabled = enabled
         self.tty = enabled and sys.stderr.isatty()
-        self.total = config.dialogues if config.policy == "gp" else config.schedule()[-1]
+        self.total = learner_kind(config.policy).schedule(config)[-1]
         self.bars: dict[str, Any] = {}
         self.t0 = time.perf_counter()
         if self.tty:

@@ -25,13 +25,6 @@ def _per_turn():
                          "DMR": [1, 1, .5, 1, .7, .8]})
 
 
-def _metrics():
-    rng = np.random.default_rng(2)
-    return pd.DataFrame({"policy": "gp", "reward": np.repeat(["TS", "IQ"], 12),
-                         "seed": np.tile(np.repeat([0, 1, 2], 4), 2), "dialogues": np.tile(np.arange(1, 5) * 1000, 6),
-                         "tsr": rng.random(24), "aiq": 1 + 4 * rng.random(24), "adl": 3 + 3 * rng.random(24)})
-
-
 def _corr():
     return score_agreement(_pairs()[["pair", "TMR", "DMR", "CER", "CMR"]].assign(context=0))[0]
 
@@ -42,14 +35,21 @@ CASES = {
     "pair_bars": lambda p: plots.pair_bars(_pairs(), p, score=("TMR", "DMR")),
     "per_turn": lambda p: plots.per_turn_plot(_per_turn(), p),
     "heatmap": lambda p: plots.heatmap(_corr(), p, "Pearson correlation", vmin=-1, vmax=1),
-    "learning": lambda p: plots.learning_curves(_metrics(), p),
 }
 
 
 def test_every_plot_function_is_covered():
-    assert {"convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap",
-            "learning_curves"} <= set(plots.__all__)
-    assert len(CASES) == 6
+    assert {"convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap"} <= set(plots.__all__)
+    assert len(CASES) == 5
+
+
+def test_score_axes_are_labelled_with_the_registered_titles():
+    import behavsim
+
+    for name in behavsim.list_scores():
+        assert plots.axis_label(name) == behavsim.score_info(name).title
+    assert plots.axis_label("turn") == "system turn" and plots.axis_label("other") == "other"
+    assert plots.axis_label("turn", {"turn": "mine"}) == "mine"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -68,7 +68,5 @@ def test_plot_errors_name_the_missing_columns(tmp_path):
         plots.convergence_curves(_pairs().drop(columns="trial"), tmp_path / "x")
     with pytest.raises(ConfigError, match="USE_cos"):
         plots.pair_curves(_pairs(), tmp_path / "x", scores=["USE_cos"])
-    with pytest.raises(ConfigError, match="none of the metrics"):
-        plots.learning_curves(_metrics()[["reward", "dialogues"]], tmp_path / "x")
     with pytest.raises(ConfigError, match="empty"):
         plots.pair_bars(_pairs().iloc[:0], tmp_path / "x")

@@ -1,460 +1,121 @@
-"""behavsim.report: one self-contained HTML report of a run directory.
-
-A synthetic RUN_DIR in the study runner's layout is built here (CSVs with pandas, two small
-matplotlib figures); the report's tables are parsed back with the stdlib HTML parser and compared
-to the CSVs at 3 decimals, and the page is rendered in a real headless Chromium.
-"""
+"""behavsim.report: the generic blocks of an HTML report and the report of one Comparison."""
 
 from __future__ import annotations
 
-import argparse
-import itertools
-import json
 import math
-import os
-import re
-import shutil
-import subprocess
-import tempfile
 from html.parser import HTMLParser
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 import behavsim
-from behavsim.report import build_report, register_report
-
-SCORES = list(behavsim.ALL_SCORES)
-EVIL_PROMPT = 'what "price" range <script>alert("x")</script> & more?'
-EVIL_ACT = 'inform(name="a<b>c",food=\'x\')'
-CHROMIUM = "/usr/bin/chromium"
+from behavsim import ResponseTable, compare
+from behavsim.report import (comparison_report, escape, fmt_int, fmt_num, heatmap_table, load_figure, page,
+                             score_columns, score_table, write_html)
 
 
-# ------------------------------------------------------------------------------ the fixture run
-def _scores(rng: np.random.Generator, n: int) -> dict:
-    out = {}
-    for s in SCORES:
-        v = rng.uniform(0.2, 1.0, n)
-        out[s] = v
-        out[f"{s}_lo"] = np.clip(v - rng.uniform(0.01, 0.1, n), 0, 1)
-        out[f"{s}_hi"] = np.clip(v + rng.uniform(0.01, 0.1, n), 0, 1)
-    return out
-
-
-def _figure(path_stem: Path, kind: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(3, 2))
-    ax.plot([1, 2, 3], [0.5, 0.8, 0.9] if kind == "a" else [0.9, 0.7, 0.95], marker="o")
-    ax.set_title(kind)
-    fig.savefig(path_stem.with_suffix(".png"), dpi=40)
-    fig.savefig(path_stem.with_suffix(".svg"), metadata={"Date": None})
-    plt.close(fig)
-
-
-def make_run(root: Path, *, rewards: bool = True) -> Path:
-    rng = np.random.default_rng(5)
-    run = root / "run"
-    res = run / "results"
-    figs = run / "figures"
-    res.mkdir(parents=True)
-    figs.mkdir()
-    checkpoints = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
-    rws = ["ts", "iq"] if rewards else ["ts"]
-    manifest = {
-        "config_name": "quick", "config": {"dialogues": 8000, "seeds": [0, 1, 2], "note": "<b>bold?</b>"},
-        "code_version": "behavsim 0.1.0 (git abc1234)", "created": "2026-11-22T00:00:00+00:00",
-        "signatures": {s: f"{s}|v:0.1.0|x:<y>" for s in SCORES},
-        "context_sets": {"ccol-ts": {"fingerprint": "f" * 16, "size": 40, "meta": {"origin": "collected"}},
-                         "cgen": {"fingerprint": "e" * 16, "size": 1296, "meta": {"step": 0.2}}},
-        "wall_seconds": 3725.4,
-        "figures": [{"file": "figures/convergence_tmr.svg", "title": "Convergence (TMR)", "section": "convergence"},
-                    {"file": "figures/per_turn.png", "title": "Per-turn TMR/DMR", "section": "per_turn"}],
-    }
-    (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    _figure(figs / "convergence_tmr", "a")
-    _figure(figs / "per_turn", "b")
-
-    pd.DataFrame([{"dialogues": d, "reward": r, "n_seeds": 3, "tsr": rng.uniform(0.9, 1), "aiq": rng.uniform(3, 4),
-                   "adl": rng.uniform(4, 5)} for d in checkpoints for r in rws]).to_csv(res / "table1.csv", index=False)
-    pd.DataFrame([{"policy": f"{r}-{s}@{d}", "reward": r, "seed": s, "dialogues": d, "tsr": rng.uniform(0.9, 1),
-                   "aiq": rng.uniform(3, 4), "adl": rng.uniform(4, 5), "mean_reward": rng.uniform(10, 15)}
-                  for r in rws for s in range(3) for d in checkpoints]).to_csv(res / "metrics.csv", index=False)
-    rows = [{"context_set": f"ccol-{r}", "reward": r, "seed": s, "checkpoint": d, "a": f"{r}-{s}@{d}",
-             "b": f"{r}-{s}@{d - 1000}", "n": 40} for r in rws for s in range(3) for d in checkpoints[1:]]
-    pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(res / "convergence.csv", index=False)
-    rows = [{"context_set": cs, "reward": r, "checkpoint": d, "pair": f"{i} vs {j}", "a": f"{r}-{i}@{d}",
-             "b": f"{r}-{j}@{d}", "n": 40} for cs in ("ccol", "cgen") for r in rws
-            for i, j in itertools.combinations(range(3), 2) for d in checkpoints]
-    df = pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1)
-    df.loc[0, "BLEU4"] = np.nan  # a missing text score shows as n/a
-    df.to_csv(res / "seeds.csv", index=False)
-    if rewards:
-        rows = [{"context_set": "ccol-all", "pair": f"{i} vs {j}", "a": f"ts-{i}@8000", "b": f"iq-{j}@8000", "n": 80}
-                for i in range(3) for j in range(3)]
-        pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(res / "rewards.csv", index=False)
-    pd.DataFrame([{"context_set": "ccol-ts", "reward": "ts", "pair": p, "turn": t, "n": 10,
-                   "TMR": rng.uniform(0, 1), "DMR": rng.uniform(0, 1)}
-                  for p in ("0 vs 1", "0 vs 2") for t in range(1, 6)]).to_csv(res / "per_turn.csv", index=False)
-    for name, lo, hi in (("score_corr", -1, 1), ("score_mse", 0, 0.3), ("score_corr_mismatch", -1, 1),
-                         ("score_mse_mismatch", 0, 0.3)):
-        m = rng.uniform(lo, hi, (8, 8))
-        m = (m + m.T) / 2
-        np.fill_diagonal(m, 1.0 if "corr" in name else 0.0)
-        d = pd.DataFrame(m, columns=SCORES)
-        d.insert(0, "score", SCORES)
-        d.to_csv(res / f"{name}.csv", index=False)
-    tests = [{"name": "reward vs seed", "score": "TMR", "context_set": "ccol-all", "mean_x": 0.41, "mean_y": 0.52,
-              "diff": -0.11, "p_value": 0.0312, "n": 80, "description": "TS-vs-IQ pairs against seed pairs <same ckpt>"},
-             {"name": "DMR check", "score": "DMR", "context_set": "cgen", "mean_x": 0.8, "mean_y": 0.79,
-              "diff": 0.01, "p_value": 0.6, "n": 1296, "description": ""}]
-    (res / "tests.json").write_text(json.dumps(tests))
-    dis = [{"comparison": "ts-0@8000 vs iq-1@8000", "rank": k + 1, "context": "ccol-all", "context_id": f"c{k}",
-            "summary": "area=centre 0.9; food=**NONE** 0.8", "turn": k + 1,
-            "act_a": EVIL_ACT if k == 0 else "request(food)", "act_b": "request(pricerange)",
-            "prompt_a": EVIL_PROMPT if k == 0 else "what food?", "prompt_b": "what price range?",
-            **{s: float(rng.uniform(0, 1)) for s in SCORES}} for k in range(3)]
-    pd.DataFrame(dis).to_csv(res / "disagreements.csv", index=False)
-    return run
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    return make_run(tmp_path_factory.mktemp("report"))
-
-
-@pytest.fixture(scope="module")
-def report(run_dir, tmp_path_factory) -> Path:
-    return build_report(run_dir, tmp_path_factory.mktemp("out") / "report.html")
-
-
-# --------------------------------------------------------------------------- parsing the HTML
 class _Tables(HTMLParser):
-    """Tables by id: rows of cells, each cell as (value text, CI text). Also collects attributes."""
+    """Table ids and the text of their cells."""
 
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.tables: dict[str, list[list[tuple[str, str]]]] = {}
-        self.body_attrs: dict[str, str] = {}
-        self.n_img = 0
-        self.text: list[str] = []
-        self._table = self._row = self._cell = None
-        self._in_ci = 0
-        self._span_depth = 0
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.th_titles: list[str] = []
+        self._id: str | None = None
+        self._cell: list[str] | None = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "body":
-            self.body_attrs = {k: v or "" for k, v in attrs}
-        elif tag == "img":
-            self.n_img += 1
-        elif tag == "table" and a.get("id"):
-            self._table = self.tables.setdefault(a["id"], [])
-        elif tag == "tr" and self._table is not None:
-            self._row = []
-            self._table.append(self._row)
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell = [[], []]
-        elif tag == "span" and self._cell is not None:
-            self._span_depth += 1
-            if a.get("class") == "ci":
-                self._in_ci = self._span_depth
+        if tag == "table":
+            self._id = a.get("id", "")
+            self.tables[self._id] = []
+        elif tag == "tr" and self._id is not None:
+            self.tables[self._id].append([])
+        elif tag in ("td", "th") and self._id is not None:
+            self._cell = []
+            if tag == "th" and a.get("title"):
+                self.th_titles.append(a["title"])
 
     def handle_endtag(self, tag):
-        if tag == "table":
-            self._table = self._row = None
-        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
-            self._row.append(("".join(self._cell[0]).strip(), "".join(self._cell[1]).strip()))
+        if tag in ("td", "th") and self._cell is not None and self._id is not None:
+            self.tables[self._id][-1].append("".join(self._cell).strip())
             self._cell = None
-        elif tag == "span" and self._cell is not None:
-            if self._in_ci == self._span_depth:
-                self._in_ci = 0
-            self._span_depth -= 1
+        elif tag == "table":
+            self._id = None
 
     def handle_data(self, data):
-        self.text.append(data)
         if self._cell is not None:
-            self._cell[1 if self._in_ci else 0].append(data)
+            self._cell.append(data)
 
 
-def parse(text: str) -> _Tables:
+def _parse(text: str) -> _Tables:
     p = _Tables()
     p.feed(text)
-    p.close()
     return p
 
 
-def f3(v) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+def test_formatting():
+    assert fmt_num(0.12345) == "0.123" and fmt_num(-0.0001) == "0.000" and fmt_num(math.nan) == "n/a"
+    assert fmt_int(12000.0, grouped=True) == "12,000" and fmt_int(2.5) == "2.500" and fmt_int(None) == "n/a"
+    assert escape('<a href="x">') == "&lt;a href=&quot;x&quot;&gt;"
 
 
-def _same(cell: str, value) -> bool:
-    if cell == "n/a":
-        return isinstance(value, float) and math.isnan(value)
-    return abs(float(cell.replace(",", "")) - float(value)) <= 0.0005 + 1e-9 and cell == f3(value)
+def test_score_table_uses_registry_titles_and_cis():
+    df = pd.DataFrame({"a": ["p", "p"], "b": ["q", "r"], "n": [10.0, 10.0], "TMR": [0.5, 0.25],
+                       "TMR_lo": [0.4, 0.2], "TMR_hi": [0.6, 0.3], "mine": [1.0, 1.0], "mine_lo": [1.0, 1.0],
+                       "mine_hi": [1.0, 1.0]})
+    assert score_columns(df) == ["TMR", "mine"]
+    html = score_table(df, ["a", "b"], "t", "caption")
+    p = _parse(html)
+    assert p.tables["t"][1] == ["p", "q", "10", "0.500[0.400, 0.600]", "1.000[1.000, 1.000]"]
+    assert behavsim.score_info("TMR").title in p.th_titles and "mine" in p.th_titles
 
 
-def check_score_table(rows, csv: Path, keys):
-    """Every CSV row appears once, with its n, 8 scores and CIs at 3 decimals; nothing else."""
-    df = pd.read_csv(csv)
-    header = [c[0] for c in rows[0]]
-    assert header == keys + ["n"] + SCORES
-    body = rows[1:]
-    assert len(body) == len(df)
-    index = {}
-    for r in body:
-        index[tuple(c[0].replace(",", "") for c in r[: len(keys)])] = r
-    assert len(index) == len(df)
-    for rec in df.to_dict("records"):
-        key = tuple(str(int(rec[k])) if isinstance(rec[k], (int, float, np.integer)) else str(rec[k]) for k in keys)
-        r = index[key]
-        assert r[len(keys)][0] == str(int(rec["n"]))
-        for s, (v, ci) in zip(SCORES, r[len(keys) + 1:]):
-            assert _same(v, rec[s]), (key, s, v, rec[s])
-            assert ci == f"[{f3(rec[s + '_lo'])}, {f3(rec[s + '_hi'])}]", (key, s, ci)
+def test_heatmap_table_and_page(tmp_path):
+    m = pd.DataFrame([[1.0, -0.5], [-0.5, math.nan]], index=["TMR", "DMR"], columns=["TMR", "DMR"])
+    html = heatmap_table(m, "corr", "h", "Correlation", "<code>x.csv</code>")
+    assert "(<code>x.csv</code>; colour: blue −1 · white 0 · red +1)" in html
+    assert _parse(html).tables["h"][1:] == [["TMR", "1.00", "-0.50"], ["DMR", "-0.50", "n/a"]]
+    text = page("A <title>", [("one", "One", "<p>body</p>\n")], "footer")
+    assert "<title>A &lt;title&gt;</title>" in text and '<section id="one">' in text and 'href="#one"' in text
+    out = write_html(text, tmp_path / "sub" / "p.html")
+    assert out.read_text(encoding="utf-8") == text
+    with pytest.raises(behavsim.ConfigError, match="is a directory"):
+        write_html(text, tmp_path)
+    (tmp_path / "bad.png").write_bytes(b"nope")
+    assert load_figure(tmp_path / "bad.png", "bad.png", "t").problem == "not a PNG file"
 
 
-def check_tables(p: _Tables, run: Path) -> None:
-    res = run / "results"
-    # Table 1: pivot by dialogues x (metric, reward)
-    t1 = pd.read_csv(res / "table1.csv")
-    rows = p.tables["table1"]
-    rewards = list(dict.fromkeys(t1["reward"]))
-    assert [c[0] for c in rows[1]] == rewards * 3
-    body = rows[2:]
-    assert len(body) == t1["dialogues"].nunique()
-    for r in body:
-        d = int(r[0][0].replace(",", ""))
-        for mi, m in enumerate(("tsr", "aiq", "adl")):
-            for ri, rw in enumerate(rewards):
-                want = t1[(t1.dialogues == d) & (t1.reward == rw)][m].item()
-                assert _same(r[1 + mi * len(rewards) + ri][0], want)
-    check_score_table(p.tables["convergence"], res / "convergence.csv", ["context_set", "reward", "seed", "checkpoint"])
-    check_score_table(p.tables["seeds"], res / "seeds.csv", ["context_set", "reward", "pair", "checkpoint"])
-    if (res / "rewards.csv").exists():
-        check_score_table(p.tables["rewards"], res / "rewards.csv", ["context_set", "pair"])
-    # per turn: rows (context_set, reward, pair, score) x turns
-    if not (res / "per_turn.csv").exists():
-        assert "per_turn" not in p.tables
-        return
-    pt = pd.read_csv(res / "per_turn.csv")
-    rows = p.tables["per_turn"]
-    turns = [int(c[0]) for c in rows[0][4:]]
-    assert turns == sorted(pt.turn.unique())
-    assert len(rows) - 1 == len(pt.groupby(["context_set", "reward", "pair"])) * 2
-    for r in rows[1:]:
-        cset, reward, pair, score = r[0][0], r[1][0], r[2][0], r[3][0]
-        for t, cell in zip(turns, r[4:]):
-            sel = pt[(pt.context_set == cset) & (pt.reward == reward) & (pt.pair == pair) & (pt.turn == t)]
-            if sel.empty:
-                assert cell[0] in ("", "n/a", "–", "-"), cell
-                continue
-            assert _same(cell[0], sel[score].item())
-    # heatmaps: 2 decimals for correlation, 3 for MSE
-    for name in ("score_corr", "score_mse", "score_corr_mismatch", "score_mse_mismatch"):
-        if not (res / f"{name}.csv").exists():
-            continue
-        m = pd.read_csv(res / f"{name}.csv").set_index("score")
-        rows = p.tables[name]
-        assert [c[0] for c in rows[0][1:]] == list(m.columns)
-        for r in rows[1:]:
-            for col, cell in zip(m.columns, r[1:]):
-                digits = 2 if "corr" in name else 3
-                want = m.loc[r[0][0], col]
-                assert cell[0] == ("n/a" if math.isnan(want) else f"{want:.{digits}f}"), (name, r[0][0], col, cell)
+CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
+ACTS = {"p": ["request(area)", "request(food)", "confirm(area=north)", "bye()", "reqmore()"],
+        "q": ["request(area)", "request(pricerange)", "confirm(area=north)", "reqmore()", "bye()"],
+        "r": ["request(food)", "request(food)", "confirm(area=south)", "bye()", "bye()"]}
 
 
-# -------------------------------------------------------------------------------------- tests
-def test_numbers_match_the_csvs(report, run_dir):
-    p = parse(report.read_text(encoding="utf-8"))
-    check_tables(p, run_dir)
-    # the paper-like summaries hold a subset of checkpoints, the full tables all of them
-    summ = p.tables["convergence-summary"]
-    assert 1 < len(summ) - 1 < len(p.tables["convergence"]) - 1
-    assert {r[3][0] for r in summ[1:]} == {"2,000", "4,000", "6,000", "8,000"}
+def test_comparison_report(tmp_path):
+    fp = behavsim.context_fingerprint(CONTEXTS)
+    tables = [ResponseTable(policy={"id": k}, context_fingerprint=fp, acts=v, prompts=[a.split("(")[0] for a in v])
+              for k, v in ACTS.items()]
+    comp = compare(tables, "all", scores=["TMR", "DMR", "CMR", "BLEU4"])
+    out = comparison_report(comp, tmp_path / "c.html")
+    text = out.read_text(encoding="utf-8")
+    p = _parse(text)
+    row = p.tables["means"][1]
+    assert row[:2] == [comp.means["a"].iloc[0], comp.means["b"].iloc[0]]
+    assert row[3:] == [fmt_num(comp.means[s].iloc[0]) for s in comp.score_names]
+    assert [r[0] for r in p.tables["score_corr"][1:]] == comp.score_names
+    assert [r[0] for r in p.tables["signatures-table"][1:]] == comp.score_names
+    assert "http" not in text.split("<body>")[1].split("<pre")[0]
+    assert comparison_report(comp, tmp_path / "d.html").read_bytes() == out.read_bytes()
+    with pytest.raises(behavsim.ConfigError, match="expected a behavsim.Comparison"):
+        comparison_report(comp.means, tmp_path / "e.html")
 
 
-def test_header_sections_and_words(report):
-    text = report.read_text(encoding="utf-8")
-    p = parse(text)
-    plain = " ".join("".join(p.text).split())
-    for s in ("quick", "behavsim 0.1.0 (git abc1234)", "2026-11-22T00:00:00+00:00", "3725.4 s (1:02:05)"):
-        assert s in plain
-    for anchor in ("performance", "convergence", "seeds", "per_turn", "rewards", "scores", "tests",
-                   "disagreements", "signatures", "config"):
-        assert f'<section id="{anchor}">' in text and f'href="#{anchor}"' in text
-    assert ("Switching the reward changes TMR by 0.590 (mean TMR 0.410) vs switching the seed by 0.480 "
-            "(mean TMR 0.520) on ccol-all: difference -0.110, paired permutation test p = 0.031, n = 80. "
-            "Significant at the 5% level.") in plain
-    assert "DMR check (DMR on cgen): mean 0.800 vs 0.790" in plain and "Not significant" in plain
-    assert "TMR|v:0.1.0|x:<y>" in plain  # signatures, as text
-    assert '"note": "<b>bold?</b>"' in plain  # the full config, as text
-    # the context sets and the most-disagreeing contexts
-    assert "ccol-ts" in plain and "f" * 16 in plain
-    assert "ts-0@8000 vs iq-1@8000" in plain and "area=centre 0.9; food=**NONE** 0.8" in plain
-    assert "request(pricerange)" in plain and "what price range?" in plain
+def test_core_report_and_plots_import_no_study_code():
+    import subprocess
+    import sys
 
-
-def test_self_contained_and_escaped(report):
-    text = report.read_text(encoding="utf-8")
-    assert "<script>alert" not in text and "<b>bold?</b>" not in text and "a<b>c" not in text
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
-    assert 'inform(name=&quot;a&lt;b&gt;c&quot;,food=&#x27;x&#x27;)' in text
-    plain = "".join(parse(text).text)
-    assert EVIL_PROMPT in plain and EVIL_ACT in plain
-    # one script (ours, allowed by hash in the CSP), nothing fetched from anywhere
-    assert text.count("<script") == 1
-    assert "Content-Security-Policy" in text and "default-src 'none'" in text
-    for bad in ('src="http', "src='http", 'href="http', "<link", "@import", "url(", "<iframe"):
-        assert bad not in text
-    assert text.count('src="data:image/') == 2  # one figure per stem: SVG preferred to PNG
-    assert text.count('src="data:image/svg+xml;base64,') == 2
-
-
-def test_byte_identical_twice(run_dir, report, tmp_path):
-    again = build_report(run_dir, tmp_path / "again.html")
-    assert again.read_bytes() == report.read_bytes()
-
-
-def test_default_output_and_cli_registration(run_dir, tmp_path, capsys):
-    run = shutil.copytree(run_dir, tmp_path / "copy")
-    parser = argparse.ArgumentParser(prog="behavsim")
-    register_report(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["report", str(run)])
-    assert args.func(args) == 0
-    assert (run / "report.html").is_file()
-    assert capsys.readouterr().out.strip() == str(run / "report.html")
-    args = parser.parse_args(["report", str(run), "-o", str(tmp_path / "x" / "r.html")])
-    assert args.func(args) == 0 and (tmp_path / "x" / "r.html").is_file()
-
-
-def test_missing_optional_files_give_notes(tmp_path):
-    run = make_run(tmp_path, rewards=False)
-    for name in ("per_turn.csv", "score_mse_mismatch.csv", "tests.json", "disagreements.csv", "metrics.csv"):
-        (run / "results" / name).unlink()
-    (run / "figures" / "per_turn.png").unlink()
-    (run / "figures" / "per_turn.svg").unlink()
-    m = json.loads((run / "manifest.json").read_text())
-    for k in ("signatures", "config", "wall_seconds", "context_sets"):
-        del m[k]
-    (run / "manifest.json").write_text(json.dumps(m))
-    text = build_report(run).read_text(encoding="utf-8")
-    plain = " ".join("".join(parse(text).text).split())
-    for note in ("No results/rewards.csv in this run", "No results/per_turn.csv in this run",
-                 "No results/score_mse_mismatch.csv in this run", "No results/tests.json in this run",
-                 "No results/disagreements.csv in this run", "records no score signatures",
-                 "records no configuration", "Figure figures/per_turn.png could not be shown: the file is missing"):
-        assert note in plain, note
-    check_tables(parse(text), run)  # what is there is still right
-    # a header-only CSV is a note too
-    (run / "results" / "seeds.csv").write_text("context_set,reward,checkpoint,pair,a,b,n,TMR,TMR_lo,TMR_hi\n")
-    plain = " ".join("".join(parse(build_report(run).read_text()).text).split())
-    assert "results/seeds.csv has no rows." in plain
-    # a bare run: only the manifest
-    bare = tmp_path / "bare"
-    bare.mkdir()
-    (bare / "manifest.json").write_text(json.dumps({"config_name": "empty"}))
-    plain = " ".join("".join(parse(build_report(bare).read_text()).text).split())
-    assert "No results/table1.csv in this run" in plain and "No results/convergence.csv" in plain
-
-
-def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
-    with pytest.raises(behavsim.ConfigError, match="manifest.json is missing"):
-        build_report(tmp_path)
-    with pytest.raises(behavsim.ConfigError, match="does not exist"):
-        build_report(tmp_path / "nope")
-
-    counter = itertools.count()
-
-    def broken(name: str, content: str) -> Path:
-        run = shutil.copytree(run_dir, tmp_path / f"case{next(counter)}")
-        (run / name).write_text(content)
-        return run
-
-    cases = [
-        ("manifest.json", '{"config_name": "quick",', r"manifest\.json: damaged JSON"),
-        ("manifest.json", "[1, 2]", r"manifest\.json: expected a JSON object"),
-        ("results/tests.json", "{not json", r"tests\.json: damaged JSON"),
-        ("results/tests.json", '[{"name": "x"}]', r"tests\.json: entry 0 has no 'score'"),
-        ("results/seeds.csv", 'context_set,reward\n"ccol,ts\n', r"seeds\.csv: (damaged CSV|missing column)"),
-        ("results/seeds.csv", "", r"seeds\.csv: damaged CSV"),
-        ("results/convergence.csv", "context_set,reward,seed\nx,ts,0\n",
-         r"convergence\.csv: missing column\(s\) checkpoint, a, b, n; found: context_set, reward, seed"),
-        ("results/table1.csv", "dialogues,reward,n_seeds,tsr,aiq,adl\n1000,ts,3,high,3.8,4.4\n",
-         r"table1\.csv: column 'tsr', data row 1: expected a number, got 'high'"),
-        ("results/score_corr.csv", "score,TMR,DMR\nTMR,1,0.5\n", r"score_corr\.csv: not a square score matrix"),
-    ]
-    for name, content, pattern in cases:
-        with pytest.raises(behavsim.BehavsimError, match=pattern):
-            build_report(broken(name, content))
-
-
-@pytest.mark.parametrize("text, section", [
-    ("convergence", "convergence"), ("Figure 3", "seeds"), ("fig4_per_turn", "per_turn"), ("per-turn", "per_turn"),
-    ("reward_vs_seed_tmr", "rewards"), ("pair_curves_seeds_ccol", "seeds"), ("heatmap_corr", "scores"),
-    ("score_mse_mismatch", "scores"), ("learning_curves", "performance"), ("misc", "other"),
-])
-def test_figure_sections(text, section):
-    from behavsim.report import _section_of
-    assert _section_of(text) == section
-
-
-def test_unlisted_and_damaged_figures(run_dir, tmp_path):
-    run = shutil.copytree(run_dir, tmp_path / "figs")
-    shutil.copy(run / "figures" / "per_turn.png", run / "figures" / "heatmap_corr.png")  # unlisted: inferred
-    (run / "figures" / "seeds_broken.png").write_bytes(b"not a png")
-    text = build_report(run).read_text(encoding="utf-8")
-    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
-    assert scores.count('src="data:image/png;base64,') == 1 and "figures/heatmap_corr.png" in scores
-    seeds = text[text.index('<section id="seeds">'):text.index('<section id="per_turn">')]
-    assert "Figure figures/seeds_broken.png could not be shown: not a PNG file" in " ".join(
-        "".join(parse(seeds).text).split())
-
-
-# ---------------------------------------------------------------------------- real browser
-def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=cwd)
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=cwd)
-
-
-def test_renders_in_headless_chromium(report, run_dir, tmp_path):
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing but CI is set: install it (apt-get install -y chromium)")
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium); set CI=true to make this a failure")
-    url = report.resolve().as_uri()
-    r = _chromium("--dump-dom", url, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-2000:]
-    dom = parse(r.stdout)
-    assert dom.body_attrs.get("data-figures-loaded") == "2/2", (dom.body_attrs, r.stderr[-2000:])
-    assert dom.n_img == 2
-    check_tables(dom, run_dir)  # the browser shows the run's numbers
-    assert EVIL_PROMPT in "".join(dom.text)  # escaped text stayed text (no script ran)
-
-    shot = tmp_path / "report.png"
-    r = _chromium(f"--screenshot={shot}", "--window-size=1280,1600", url, cwd=tmp_path)
-    assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
-    import matplotlib.image as mpimg
-
-    img = mpimg.imread(shot)[..., :3]
-    assert img.shape[0] >= 1000 and img.shape[1] >= 1200
-    assert img.std() > 0.05  # not blank
-    assert (img.min(axis=2) < 0.5).mean() > 0.005  # some dark text on the page
-
-    # printed: the full tables folded in <details> are printed too (7 pages without them)
-    pdf = tmp_path / "report.pdf"
-    r = _chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", url, cwd=tmp_path)
-    assert r.returncode == 0 and pdf.is_file(), r.stderr[-2000:]
-    data = pdf.read_bytes()
-    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 10
-
-    keep = os.environ.get("BEHAVSIM_REPORT_SCREENSHOT")
-    if keep:
-        shutil.copy(shot, keep)
+    code = ("import sys, behavsim.report, behavsim.plots; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

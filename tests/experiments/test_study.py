@@ -73,6 +73,10 @@ def test_configs_and_errors(tmp_path, capsys):
     assert load_config("paper").dialogues == 40_000 and load_config("quick").seeds == (0, 1, 2)
     with pytest.raises(ConfigError, match="did you mean 'seeds'"):
         StudyConfig.from_dict({"seedz": [1]})
+    with pytest.raises(ConfigError, match="'scores': unknown score 'TMX'. Did you mean 'TMR'"):
+        StudyConfig(scores=("TMX",))
+    assert StudyConfig(scores=("tmr", "use_COS")).scores == ("TMR", "USE_cos")
+    assert StudyConfig().scores == tuple(SCORES)
     with pytest.raises(ConfigError, match="multiple of checkpoint_every"):
         StudyConfig(dialogues=1500, checkpoint_every=1000)
     (tmp_path / "config.json").write_text(json.dumps(StudyConfig().to_dict()))
@@ -83,11 +87,11 @@ def test_configs_and_errors(tmp_path, capsys):
 
 
 def _report_checks():
-    """The report tests' own parser and table checks (tests/behavsim/test_report.py)."""
+    """The report tests' own parser and table checks (tests/experiments/test_study_report.py)."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[1] / "behavsim" / "test_report.py"
+    path = Path(__file__).parent / "test_study_report.py"
     spec = importlib.util.spec_from_file_location("_report_checks", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -347,3 +347,25 @@ def test_evaluate_any_protocol_policy():
 
     with pytest.raises(TypeError, match="no summary action"):
         evaluate_policy(NoSummary(), 1)
+
+
+def test_learner_kinds_are_a_registry(tmp_path, monkeypatch):
+    from behavsim import Registry
+    from policies import train
+    from policies.handcrafted import HandcraftedPolicy
+
+    assert train.list_learners() == ["gp", "handcrafted"]
+    assert train.learner_kind("gp").learns and not train.learner_kind("handcrafted").learns
+    # adding a kind of policy is one registration
+    learners = Registry("policy")
+    for name in train.list_learners():
+        learners.register(name, train.learner_kind(name))
+    learners.register("quiet", train.LearnerKind("quiet", lambda config, seed: HandcraftedPolicy(nlg_seed=seed),
+                                                 learns=False))
+    monkeypatch.setattr(train, "LEARNERS", learners)
+    rows = run_training(TrainConfig(policy="quiet", **TINY), tmp_path, workers=1, progress=False)
+    assert [r["dialogues"] for r in rows] == [20, 40, 60] and {r["policy"] for r in rows} == {"quiet"}
+    assert not list(tmp_path.rglob("*.npz"))
+    with pytest.raises(ConfigError, match=r"policy: unknown policy 'quiett'; valid: \['gp', 'handcrafted', 'quiet'\]"
+                                          r"\. Did you mean 'quiet'\?"):
+        TrainConfig(policy="quiett")

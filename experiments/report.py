@@ -1,0 +1,514 @@
+"""One self-contained HTML report of a study run (``behavsim report RUN_DIR -o report.html``).
+
+:func:`build_report` reads the run directory written by the study runner (``manifest.json``,
+``results/*.csv``, ``results/tests.json``, ``figures/*``) and writes ONE HTML file with the
+building blocks of :mod:`behavsim.report`: inline CSS, figures embedded as ``data:`` images, no
+fonts, scripts or styles from elsewhere (a Content-Security-Policy in the page forbids any network
+access at view time). The same run directory always gives byte-identical HTML: nothing time- or
+machine-dependent is written, the ``created`` time comes from the manifest.
+
+The ``behavsim report`` command is registered through the entry-point group
+``behavsim.commands`` (``report = experiments.report:register_report``).
+
+Layout of RUN_DIR and the report's sections: ``docs/report.md``. Optional files that are absent
+leave their section with a note; a missing manifest or a damaged CSV/JSON raises a
+:class:`~behavsim.BehavsimError` that names the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from behavsim import ConfigError, TableFormatError, list_scores
+from behavsim.report import (Figure, escape, figures_html, fmt_int, fmt_key, fmt_num, heatmap_table, load_figure,
+                             note, page, plain_table, score_columns, score_table, to_float, write_html)
+
+__all__ = ["build_report", "register_report", "SECTIONS"]
+
+#: Report sections in page order: (anchor, heading). Figures are attached to one of them.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("run", "Run"),
+    ("performance", "Absolute performance (Table 1)"),
+    ("convergence", "Convergence: checkpoint k vs k−1 (Table 2, Figure 2)"),
+    ("seeds", "Seeds: trials of one reward (Table 4, Figure 3)"),
+    ("per_turn", "Per turn: TMR and DMR by system turn (Figure 4)"),
+    ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
+    ("scores", "Score analysis: correlation and MSE (Figure 6)"),
+    ("tests", "Permutation tests"),
+    ("disagreements", "Where the policies disagree most"),
+    ("other", "Other figures"),
+    ("signatures", "Score signatures"),
+    ("config", "Full configuration"),
+)
+_SECTION_KEYS = [k for k, _ in SECTIONS]
+
+# ------------------------------------------------------------------------------------------ input
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "table1.csv": ("dialogues", "reward", "n_seeds", "tsr", "aiq", "adl"),
+    "metrics.csv": ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl"),
+    "convergence.csv": ("context_set", "reward", "seed", "checkpoint", "a", "b", "n"),
+    "seeds.csv": ("context_set", "reward", "checkpoint", "pair", "a", "b", "n"),
+    "rewards.csv": ("context_set", "pair", "a", "b", "n"),
+    "per_turn.csv": ("context_set", "reward", "pair", "turn", "n"),
+    "disagreements.csv": ("comparison", "rank", "context", "context_id", "summary", "turn",
+                          "act_a", "act_b", "prompt_a", "prompt_b"),
+}
+_NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank",
+            "checkpoint"}
+
+
+class _Run:
+    """The run directory, read lazily; every read error names the file."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = run_dir
+        if not run_dir.is_dir():
+            raise ConfigError(f"run directory {str(run_dir)!r} does not exist or is not a directory")
+        mpath = run_dir / "manifest.json"
+        if not mpath.is_file():
+            raise ConfigError(f"{str(run_dir)!r} is not a run directory: {mpath} is missing "
+                              "(the study runner writes it; pass the folder that holds manifest.json)")
+        self.manifest = self._json(mpath)
+        if not isinstance(self.manifest, dict):
+            raise TableFormatError(f"{mpath}: expected a JSON object, got {type(self.manifest).__name__}")
+
+    def path(self, name: str) -> Path:
+        return self.dir / "results" / name
+
+    @staticmethod
+    def _json(path: Path) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TableFormatError(f"{path}: damaged JSON: {exc}") from None
+        except OSError as exc:
+            raise TableFormatError(f"{path}: cannot be read: {exc}") from None
+
+    def json(self, name: str) -> Any | None:
+        path = self.path(name)
+        return self._json(path) if path.is_file() else None
+
+    def csv(self, name: str, *, scores: bool = False, required: Sequence[str] | None = None,
+            numeric: Iterable[str] = ()) -> pd.DataFrame | None:
+        """Read ``results/NAME`` (None when absent); strings stay strings, numbers are checked."""
+        path = self.path(name)
+        if not path.is_file():
+            return None
+        try:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise TableFormatError(f"{path}: damaged CSV: {msg}") from None
+        required = _REQUIRED.get(name, ()) if required is None else required
+        missing = [c for c in required if c not in df.columns]
+        if missing:
+            raise TableFormatError(f"{path}: missing column(s) {', '.join(missing)}; "
+                                   f"found: {', '.join(map(str, df.columns)) or 'none'}")
+        num = {c for c in df.columns if c in _NUMERIC} | set(numeric)
+        if scores:
+            num |= set(score_columns(df))
+            num |= {f"{s}_{e}" for s in score_columns(df) for e in ("lo", "hi") if f"{s}_{e}" in df.columns}
+        for col in [c for c in df.columns if c in num]:
+            df[col] = to_float(df[col], path, col)
+        return df
+
+
+# --------------------------------------------------------------------------------------- helpers
+def _sort(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    return df.sort_values(list(keys), kind="stable").reset_index(drop=True)
+
+
+def _section_of(text: str) -> str:
+    t = text.lower().replace("-", "_").replace(" ", "_")
+    if t in _SECTION_KEYS:
+        return t
+    m = re.search(r"(?:fig(?:ure)?)_?(\d)", t)
+    if m and m.group(1) in "23456":
+        return {"2": "convergence", "3": "seeds", "4": "per_turn", "5": "rewards", "6": "scores"}[m.group(1)]
+    for words, sec in ((("turn",), "per_turn"), (("conver",), "convergence"), (("reward",), "rewards"),
+                       (("seed",), "seeds"), (("corr", "mse", "heatmap", "score"), "scores"),
+                       (("table1", "performance", "learning", "tsr", "metric"), "performance"),
+                       (("disagree",), "disagreements")):
+        if any(w in t for w in words):
+            return sec
+    return "other"
+
+
+def _collect_figures(run: _Run) -> list[Figure]:
+    """Figures listed in the manifest (in its order), then the other files of figures/ by name.
+
+    One figure per stem: an SVG is preferred to a PNG of the same name.
+    """
+    fig_dir = run.dir / "figures"
+    on_disk: dict[str, dict[str, Path]] = {}
+    if fig_dir.is_dir():
+        for p in sorted(fig_dir.iterdir()):
+            if p.is_file() and p.suffix.lower() in (".svg", ".png"):
+                on_disk.setdefault(p.stem, {})[p.suffix.lower()] = p
+    figs: list[Figure] = []
+    seen: set[str] = set()
+    listed = run.manifest.get("figures") or []
+    if not isinstance(listed, list):
+        raise TableFormatError(f"{run.dir / 'manifest.json'}: 'figures' must be a list, got {type(listed).__name__}")
+    for item in listed:
+        if isinstance(item, str):
+            item = {"file": item}
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
+            raise TableFormatError(f"{run.dir / 'manifest.json'}: each entry of 'figures' needs a 'file', got {item!r}")
+        rel = Path(item["file"])
+        stem = rel.stem
+        if stem in seen:
+            continue
+        seen.add(stem)
+        title = str(item.get("title") or stem.replace("_", " "))
+        section = _section_of(str(item.get("section") or stem))
+        variants = on_disk.get(stem, {}) if rel.parent == Path("figures") else {}
+        if not variants and (run.dir / rel).is_file() and rel.suffix.lower() in (".svg", ".png"):
+            variants = {rel.suffix.lower(): run.dir / rel}
+        figs.append(_load_figure(run, rel, variants, title, section))
+    for stem, variants in on_disk.items():
+        if stem not in seen:
+            seen.add(stem)
+            figs.append(_load_figure(run, Path("figures") / stem, variants, stem.replace("_", " "), _section_of(stem)))
+    return figs
+
+
+def _load_figure(run: _Run, rel: Path, variants: dict[str, Path], title: str, section: str) -> Figure:
+    if not variants:
+        return Figure(file=rel.as_posix(), title=title, section=section, problem="the file is missing")
+    path = variants.get(".svg") or variants[".png"]
+    return load_figure(path, path.relative_to(run.dir).as_posix(), title, section)
+
+
+# ---------------------------------------------------------------------------------------- tables
+def _milestones(values: Sequence[float], k: int = 4) -> list[float]:
+    """About k checkpoints spread like the paper's (10k, 20k, 30k, 40k of 40k); all if few."""
+    vals = sorted(set(values))
+    if len(vals) <= k + 1:
+        return vals
+    top = vals[-1]
+    picked = []
+    for i in range(1, k + 1):
+        target = top * i / k
+        best = min(vals, key=lambda v: (abs(v - target), v))
+        if best not in picked:
+            picked.append(best)
+    return picked
+
+
+def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id: str, what: str) -> str:
+    if df is None:
+        return note(f"No <code>results/{name}</code> in this run: the {what} were not computed "
+                     "(e.g. a run with a single reward or a single seed).")
+    if df.empty:
+        return note(f"<code>results/{name}</code> has no rows.")
+    df = _sort(df, keys)
+    n_rows = len(df)
+    caption = (f"{what.capitalize()} — mean per-context similarity; below each value its 95% bootstrap "
+               f"interval [lo, hi] ({n_rows} rows, from <code>results/{escape(name)}</code>).")
+    if "checkpoint" in keys:
+        picks = _milestones(df["checkpoint"].dropna().tolist())
+        if len(picks) < df["checkpoint"].nunique():
+            short = df[df["checkpoint"].isin(picks)]
+            shown = ", ".join(fmt_int(p, grouped=True) for p in picks)
+            out = score_table(short, keys, f"{table_id}-summary",
+                               f"{what.capitalize()} at checkpoints {shown} (as in the paper); "
+                               f"all {n_rows} rows below.")
+            out += (f'<details><summary>All {n_rows} rows</summary>\n'
+                    + score_table(df, keys, table_id, caption) + "</details>\n")
+            return out
+    return score_table(df, keys, table_id, caption)
+
+
+def _table1(run: _Run) -> str:
+    df = run.csv("table1.csv")
+    out = ""
+    if df is None:
+        out += note("No <code>results/table1.csv</code> in this run.")
+    elif df.empty:
+        out += note("<code>results/table1.csv</code> has no rows.")
+    else:
+        if df.duplicated(["dialogues", "reward"]).any():
+            raise TableFormatError(f"{run.path('table1.csv')}: more than one row for a (dialogues, reward) pair")
+        rewards = list(dict.fromkeys(df["reward"]))
+        seeds = sorted(set(fmt_int(v) for v in df["n_seeds"]))
+        metrics = [("tsr", "TSR"), ("aiq", "AIQ"), ("adl", "ADL")]
+        if len(seeds) > 1:
+            metrics.append(("n_seeds", "seeds"))
+        by = {(r["dialogues"], r["reward"]): r for r in df.to_dict("records")}
+        head1 = '<th rowspan="2">dialogues</th>' + "".join(
+            f'<th colspan="{len(rewards)}" class="group">{lab}</th>' for _, lab in metrics)
+        head2 = "".join(f'<th class="num">{escape(r)}</th>' for _ in metrics for r in rewards)
+        rows = []
+        for d in sorted(set(df["dialogues"])):
+            tds = [f'<td class="key">{fmt_int(d, grouped=True)}</td>']
+            for col, _ in metrics:
+                for r in rewards:
+                    rec = by.get((d, r))
+                    txt = "—" if rec is None else (fmt_int(rec[col]) if col == "n_seeds" else fmt_num(rec[col]))
+                    tds.append(f'<td class="num">{txt}</td>')
+            rows.append(f"<tr>{''.join(tds)}</tr>")
+        seeds_txt = f"mean over {seeds[0]} seed{'s' if seeds[0] != '1' else ''}" if len(seeds) == 1 else "mean over seeds"
+        out += (f'<div class="wrap"><table class="data" id="table1"><caption>Task success rate (TSR), average '
+                f"interaction quality (AIQ) and average dialogue length in turns (ADL) after each number of "
+                f"training dialogues, per reward; {seeds_txt}.</caption>"
+                f"<thead><tr>{head1}</tr><tr>{head2}</tr></thead><tbody>\n" + "\n".join(rows)
+                + "\n</tbody></table></div>\n")
+    m = run.csv("metrics.csv", numeric=())
+    if m is not None and not m.empty:
+        cols = [c for c in ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward") if c in m.columns]
+        m = _sort(m, ["reward", "seed", "dialogues"])
+        out += (f'<details><summary>Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)'
+                f"</summary>\n" + plain_table(m, cols, "metrics", "Evaluation of every trial at every checkpoint.",
+                                               int_cols=("seed", "dialogues")) + "</details>\n")
+    return out
+
+
+def _per_turn(run: _Run) -> str:
+    df = run.csv("per_turn.csv", numeric=list_scores())
+    if df is None:
+        return note("No <code>results/per_turn.csv</code> in this run.")
+    scores = [s for s in list_scores() if s in df.columns]
+    if df.empty or not scores:
+        return note("<code>results/per_turn.csv</code> has no rows or no score columns.")
+    turns = sorted(set(df["turn"].dropna()))
+    keys = ["context_set", "reward", "pair"]
+    groups = _sort(df[keys].drop_duplicates(), keys).to_dict("records")
+    by = {(r["context_set"], r["reward"], r["pair"], r["turn"]): r for r in df.to_dict("records")}
+    head = "".join(f"<th>{k}</th>" for k in keys) + "<th>score</th>" + "".join(
+        f'<th class="num">{fmt_int(t)}</th>' for t in turns)
+    rows = []
+    for g in groups:
+        for j, s in enumerate(scores):
+            tds = [f'<td class="key{" same" if j else ""}">{escape(g[k])}</td>' for k in keys]
+            tds.append(f'<td class="key">{escape(s)}</td>')
+            for t in turns:
+                rec = by.get((g["context_set"], g["reward"], g["pair"], t))
+                if rec is None:
+                    tds.append('<td class="num">—</td>')
+                else:
+                    tds.append(f'<td class="num" title="n = {fmt_int(rec["n"])}">{fmt_num(rec[s])}</td>')
+            rows.append(f"<tr>{''.join(tds)}</tr>")
+    return (f'<div class="wrap"><table class="data" id="per_turn"><caption>Mean similarity per system turn '
+            f"(column: turn index; hover a value for the number of contexts).</caption><thead><tr>{head}</tr>"
+            f"</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+
+
+def _heatmap(run: _Run, name: str, kind: str, title: str) -> str:
+    df = run.csv(name, required=("score",))
+    if df is None:
+        return f'<div class="heat">{note(f"No <code>results/{name}</code> in this run.")}</div>'
+    labels = list(df["score"])
+    cols = [c for c in df.columns if c != "score"]
+    if cols != labels:
+        raise TableFormatError(f"{run.path(name)}: not a square score matrix: rows {', '.join(labels)} "
+                               f"but columns {', '.join(cols)}")
+    for c in cols:
+        df[c] = to_float(df[c], run.path(name), c)
+    matrix = df.set_index("score")[cols]
+    return heatmap_table(matrix, kind, name.removesuffix(".csv"), title, f"<code>results/{name}</code>")
+
+
+def _fmt_p(p: Any) -> str:
+    if not isinstance(p, (int, float)) or not math.isfinite(p):
+        return "n/a"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _tests(run: _Run) -> str:
+    path = run.path("tests.json")
+    data = run.json("tests.json")
+    if data is None:
+        return note("No <code>results/tests.json</code> in this run (no permutation tests).")
+    if not isinstance(data, list):
+        raise TableFormatError(f"{path}: expected a JSON list of tests, got {type(data).__name__}")
+    if not data:
+        return note("<code>results/tests.json</code> lists no tests.")
+    items = []
+    for i, t in enumerate(data):
+        if not isinstance(t, dict):
+            raise TableFormatError(f"{path}: entry {i} is not an object")
+        for k in ("name", "score", "mean_x", "mean_y", "p_value"):
+            if k not in t:
+                raise TableFormatError(f"{path}: entry {i} has no {k!r}")
+        for k in ("mean_x", "mean_y", "diff", "p_value", "n"):
+            v = t.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise TableFormatError(f"{path}: entry {i}: {k!r} must be a number, got {v!r}")
+        name, score = str(t["name"]), str(t["score"])
+        mx, my, p = t["mean_x"], t["mean_y"], t["p_value"]
+        diff = t.get("diff", None)
+        if diff is None and mx is not None and my is not None:
+            diff = mx - my
+        where = f" on <b>{escape(t['context_set'])}</b>" if t.get("context_set") not in (None, "") else ""
+        n = f", n = {fmt_int(t['n'])}" if isinstance(t.get("n"), (int, float)) else ""
+        m = re.fullmatch(r"\s*(.+?)\s+vs\.?\s+(.+?)\s*", name)
+        if m:
+            x, y = m.group(1), m.group(2)
+            sentence = (f"Switching the <b>{escape(x)}</b> changes <b>{escape(score)}</b> by "
+                        f"<span class=\"v\">{fmt_num(1 - mx)}</span> (mean {escape(score)} <span class=\"v\">{fmt_num(mx)}</span>) "
+                        f"vs switching the <b>{escape(y)}</b> by <span class=\"v\">{fmt_num(1 - my)}</span> "
+                        f"(mean {escape(score)} <span class=\"v\">{fmt_num(my)}</span>){where}: difference "
+                        f"<span class=\"v\">{fmt_num(diff)}</span>, paired permutation test p = "
+                        f"<span class=\"v\">{_fmt_p(p)}</span>{n}.")
+        else:
+            sentence = (f"<b>{escape(name)}</b> ({escape(score)}{where}): mean <span class=\"v\">{fmt_num(mx)}</span> vs "
+                        f"<span class=\"v\">{fmt_num(my)}</span>, difference <span class=\"v\">{fmt_num(diff)}</span>, "
+                        f"paired permutation test p = <span class=\"v\">{_fmt_p(p)}</span>{n}.")
+        if isinstance(p, (int, float)) and math.isfinite(p):
+            sentence += (" Significant at the 5% level." if p < 0.05 else " Not significant at the 5% level.")
+        desc = f'<br><span class="desc">{escape(t["description"])}</span>' if t.get("description") else ""
+        items.append(f'<li class="test">{sentence}{desc}</li>')
+    return ("<p>Change = 1 − mean similarity of the pairs that differ in that factor only.</p>\n"
+            '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n")
+
+
+def _disagreements(run: _Run) -> str:
+    df = run.csv("disagreements.csv", scores=True)
+    if df is None:
+        return note("No <code>results/disagreements.csv</code> in this run.")
+    if df.empty:
+        return note("<code>results/disagreements.csv</code> has no rows.")
+    scores = [s for s in list_scores() if s in df.columns]
+    out = []
+    for k, (comp, g) in enumerate(_sort(df, ["comparison", "rank"]).groupby("comparison", sort=False)):
+        rows = []
+        for rec in g.to_dict("records"):
+            sc = " · ".join(f"{escape(s)} {fmt_num(rec[s])}" for s in scores)
+            rows.append(
+                f'<tr><td class="num">{fmt_int(rec["rank"])}</td>'
+                f'<td><span class="ctx">{escape(rec["context"])}</span><br><code>{escape(rec["context_id"])}</code>'
+                f'<br>turn {escape(fmt_key(rec["turn"], "turn"))}</td>'
+                f'<td class="summary">{escape(rec["summary"])}</td>'
+                f'<td class="resp"><code class="act">{escape(rec["act_a"])}</code><br><q>{escape(rec["prompt_a"])}</q></td>'
+                f'<td class="resp"><code class="act">{escape(rec["act_b"])}</code><br><q>{escape(rec["prompt_b"])}</q></td>'
+                f'<td class="sc">{sc}</td></tr>')
+        out.append(f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
+                   f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
+                   f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
+                   f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+    return "".join(out)
+
+
+def _header(run: _Run) -> str:
+    m = run.manifest
+    wall = m.get("wall_seconds")
+    if isinstance(wall, (int, float)) and not isinstance(wall, bool) and math.isfinite(wall):
+        h, rem = divmod(int(round(wall)), 3600)
+        wall_txt = f"{wall:.1f} s ({h}:{rem // 60:02d}:{rem % 60:02d})"
+    else:
+        wall_txt = "—"
+    rows = [("config", m.get("config_name", "—")), ("code version", m.get("code_version", "—")),
+            ("created", m.get("created", "—")), ("wall time", wall_txt)]
+    out = '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in rows) + "</dl>\n"
+    sets = m.get("context_sets") or {}
+    if isinstance(sets, dict) and sets:
+        trs = []
+        for name, info in sets.items():
+            info = info if isinstance(info, dict) else {}
+            meta = json.dumps(info.get("meta", {}), ensure_ascii=False, sort_keys=True)
+            trs.append(f'<tr><td>{escape(name)}</td><td class="num">{escape(info.get("size", "—"))}</td>'
+                       f'<td><code>{escape(info.get("fingerprint", "—"))}</code></td><td class="meta-json">{escape(meta)}</td></tr>')
+        out += ('<div class="wrap"><table class="data" id="context_sets"><caption>Context sets</caption><thead><tr>'
+                "<th>name</th><th class=\"num\">size</th><th>fingerprint</th><th>meta</th></tr></thead><tbody>\n"
+                + "\n".join(trs) + "\n</tbody></table></div>\n")
+    return out
+
+
+def _signatures(run: _Run) -> str:
+    sig = run.manifest.get("signatures") or {}
+    if not isinstance(sig, dict) or not sig:
+        return note("The manifest records no score signatures.")
+    rows = "".join(f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>" for k, v in sig.items())
+    return ('<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th><th>signature '
+            "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n")
+
+
+def _config(run: _Run) -> str:
+    cfg = run.manifest.get("config", None)
+    if cfg is None:
+        return note("The manifest records no configuration.")
+    text = json.dumps(cfg, indent=2, ensure_ascii=False)
+    return f'<pre class="config">{escape(text)}</pre>\n'
+
+
+def _render(run: _Run) -> str:
+    figs = _collect_figures(run)
+    by_sec: dict[str, list[Figure]] = {}
+    for f in figs:
+        by_sec.setdefault(f.section, []).append(f)
+
+    def with_figs(sec: str, body: str) -> str:
+        fs = by_sec.get(sec, [])
+        return body + (figures_html(fs) if fs else "")
+
+    sc = lambda name: run.csv(name, scores=True)  # noqa: E731
+    heat = ('<div class="heatmaps">'
+            + _heatmap(run, "score_corr.csv", "corr", "Pearson correlation, all compared contexts")
+            + _heatmap(run, "score_mse.csv", "mse", "Mean squared error, all compared contexts")
+            + _heatmap(run, "score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ")
+            + _heatmap(run, "score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ")
+            + "</div>\n")
+    bodies = {
+        "run": _header(run),
+        "performance": with_figs("performance", _table1(run)),
+        "convergence": with_figs("convergence", _scenario(
+            sc("convergence.csv"), "convergence.csv", ["context_set", "reward", "seed", "checkpoint"],
+            "convergence", "convergence of each trial (checkpoint k vs k−1)")),
+        "seeds": with_figs("seeds", _scenario(
+            sc("seeds.csv"), "seeds.csv", ["context_set", "reward", "pair", "checkpoint"],
+            "seeds", "seed comparisons (trials of one reward at the same checkpoint)")),
+        "per_turn": with_figs("per_turn", _per_turn(run)),
+        "rewards": with_figs("rewards", _scenario(
+            sc("rewards.csv"), "rewards.csv", ["context_set", "pair"],
+            "rewards", "reward comparisons (TS trial vs IQ trial at the last checkpoint)")),
+        "scores": with_figs("scores", heat),
+        "tests": with_figs("tests", _tests(run)),
+        "disagreements": with_figs("disagreements", _disagreements(run)),
+        "other": figures_html(by_sec.get("other", [])),
+        "signatures": _signatures(run),
+        "config": _config(run),
+    }
+    name = run.manifest.get("config_name", run.dir.name)
+    sections = [(key, title, bodies[key]) for key, title in SECTIONS if key != "other" or by_sec.get("other")]
+    return page(f"behavsim report — {name}", sections,
+                "Written by <code>behavsim report</code> from the run directory's files only; "
+                "self-contained (no network).")
+
+
+def build_report(run_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
+    """Write the HTML report of the run in ``run_dir``; return its path.
+
+    ``output`` defaults to ``RUN_DIR/report.html``. Raises :class:`~behavsim.ConfigError` when
+    ``run_dir`` is not a run directory (no ``manifest.json``) and
+    :class:`~behavsim.TableFormatError` when one of its files is damaged (the message names it).
+    """
+    run = _Run(Path(run_dir))
+    text = _render(run)
+    return write_html(text, Path(output) if output is not None else run.dir / "report.html")
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _cmd_report(args: argparse.Namespace) -> int:
+    out = build_report(args.run_dir, args.output)
+    print(out)
+    return 0
+
+
+def register_report(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``report RUN_DIR [-o report.html]`` to the ``behavsim`` command line."""
+    p = subparsers.add_parser("report", help="one self-contained HTML report of a study run",
+                              description="Write one self-contained HTML file (tables, figures, tests, "
+                                          "signatures, config) from a run directory.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the study's output folder (holds manifest.json)")
+    p.add_argument("-o", "--output", metavar="FILE", help="HTML file to write (default: RUN_DIR/report.html)")
+    p.set_defaults(func=_cmd_report)
+    return p
