@@ -181,10 +181,6 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("scores", help="list the registered scores")
     s.set_defaults(func=_cmd_scores)
 
-    from .report import register_report
-
-    register_report(sub)
-
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
         try:
             register = ep.load()

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "comparison_report", "page", "write_html", "score_table", "plain_table", "heatmap_table",
     "Figure", "load_figure", "figures_html", "score_columns", "to_float", "escape", "fmt_num",
-    "fmt_int", "fmt_key", "note", "register_report",
+    "fmt_int", "fmt_key", "note",
 ]
 
 _NA_STRINGS = {"", "nan", "NaN", "NA", "n/a", "None", "null"}
@@ -402,19 +402,3 @@ def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, titl
     sections.append(("policies", "Compared policies", f'<pre class="config">{escape(policies)}</pre>\n'))
     return write_html(page(title, sections, "Written by <code>behavsim.report.comparison_report</code>; "
                                              "self-contained (no network)."), path)
-
-
-def register_report(subparsers: Any) -> Any:
-    """Transitional: ``behavsim/cli.py`` still calls this to add ``behavsim report``, which now lives
-    in :mod:`experiments.report` (entry point ``report`` of the group ``behavsim.commands``).
-
-    Does nothing once that entry point is installed (the command line registers it from there);
-    delete this function together with its call in ``behavsim/cli.py``.
-    """
-    from importlib import metadata
-
-    if metadata.entry_points(group="behavsim.commands", name="report"):
-        return None
-    from experiments.report import register_report as register
-
-    return register(subparsers)
