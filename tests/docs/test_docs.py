@@ -118,3 +118,36 @@ def test_skipped_python_still_compiles(page):
     for block in parse_page(page)[0]:
         if block.lang == "python" and block.marker in ("skip", "long"):
             compile(block.text, block.id, "exec")
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's heading anchors of a Markdown page."""
+    out, fenced = set(), False
+    for line in path.read_text(encoding="utf8").splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add("".join(c for c in title if c.isalnum() or c in " -_").replace(" ", "-"))
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_stands_on_the_repository_alone(page):
+    """Links resolve inside the repository; no document outside it is cited."""
+    path = ROOT / page
+    text = path.read_text(encoding="utf8")
+    problems = []
+    for word in ("SPEC.md", "SPEC §", "PYDIAL-NOTES", "/work/"):
+        if word in text:
+            problems.append(f"cites {word!r}, which is not in the repository")
+    for target in __import__("re").findall(r"\]\(([^)\s]+)\)", text):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            problems.append(f"link to {target!r}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            problems.append(f"link to {target!r}: no such heading")
+    assert not problems, f"{page}: " + "; ".join(problems)
