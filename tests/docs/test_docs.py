@@ -151,3 +151,11 @@ def test_page_stands_on_the_repository_alone(page):
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             problems.append(f"link to {target!r}: no such heading")
     assert not problems, f"{page}: " + "; ".join(problems)
+
+
+def test_output_matching_rules():
+    assert output_matches("a … s\n...\nend\n", "a 0.31 s\nx\ny\nend  \n\n")
+    assert output_matches("a\n...\n", "a\n")
+    assert not output_matches("a … s\n", "a 0.31 s\nmore\n")          # every line is accounted for
+    assert not output_matches("TMR 0.679\n", "TMR 0.680\n")
+    assert console_commands("$ x \\\n  --y\nout\n$ z\n") == [("x \\\n  --y", "out\n"), ("z", "")]

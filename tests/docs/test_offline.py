@@ -35,7 +35,7 @@ def connections(monkeypatch, tmp_path):
 
 
 def test_network_is_blocked_in_tests():
-    with pytest.raises(Exception, match="connect"):
+    with pytest.raises(Exception, match="connect"), pytest.warns(UserWarning, match="192.0.2.1"):
         socket.create_connection(("192.0.2.1", 80), timeout=1)
 
 
