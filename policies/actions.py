@@ -397,7 +397,7 @@ def master_act(summary: str, belief: dict, domain: Domain,
             for slot in requested[:MAX_INFORM_SLOTS]:
                 if slot in ("name", "location"):
                     continue
-                items.append((slot, ent.get(slot, "none") or "none"))
+                items.append((slot, ent.get(slot, "none")))  # "" as PyDial gives it
         return DiaAct("inform", tuple(items))
     if summary == "inform_alternatives":
         accepted = accepted_constraints(belief, domain)
