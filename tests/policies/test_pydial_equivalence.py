@@ -82,9 +82,9 @@ def pydial_layout(belief: dict, domain) -> dict:
 
 def _collect(domain, n: int, seed: int = 7):
     """Dialogues with our simulated user, the system choosing executable summary actions at
-    random: user-act sequences (as PyDial's agent feeds its tracker) and (belief, last act)."""
+    random (Environment 1 user): user-act sequences (as PyDial's agent feeds its tracker) and (belief, last act)."""
     rng = np.random.default_rng(seed)
-    env = DialogueEnv(domain)
+    env = DialogueEnv(domain, user_config="env1")
     actions = summary_actions(domain)
     dialogues, contexts = [], []
     for i in range(n):
