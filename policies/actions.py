@@ -56,13 +56,12 @@ been informed.
 """
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from typing import Iterable, NamedTuple
 
 import numpy as np
 
-from behavsim import ActParseError, DialogueAct, UnknownName, parse_act
+from behavsim import ActParseError, DialogueAct, UnknownName, closest_name, parse_act
 
 from .domain import DONTCARE, NONE_VALUE, Domain
 
@@ -250,10 +249,6 @@ def accepted_constraints(belief: dict, domain: Domain) -> list[tuple[str, str, f
     return out
 
 
-def _by_belief(accepted: list[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    return sorted(accepted, key=lambda x: -x[2])
-
-
 def _method_flags(belief: dict, domain: Domain) -> str:
     """PyDial's global method summary: one of byalternatives, byname, finished, restart,
     byconstraints."""
@@ -397,7 +392,7 @@ def master_act(summary: str, belief: dict, domain: Domain,
             for slot in requested[:MAX_INFORM_SLOTS]:
                 if slot in ("name", "location"):
                     continue
-                items.append((slot, ent.get(slot, "none") or "none"))
+                items.append((slot, ent.get(slot, "none")))  # "" as PyDial gives it
         return DiaAct("inform", tuple(items))
     if summary == "inform_alternatives":
         accepted = accepted_constraints(belief, domain)
@@ -424,8 +419,8 @@ def master_act(summary: str, belief: dict, domain: Domain,
 
 def _unknown_action(summary: object, domain: Domain) -> UnknownSummaryAction:
     names = list(summary_actions(domain))
-    close = difflib.get_close_matches(str(summary), names, n=1)
-    return UnknownSummaryAction("summary action", summary, names, close[0] if close else None)
+    return UnknownSummaryAction("summary action", summary, names,
+                                closest_name(summary, names, cutoff=0.6))
 
 
 def to_master_act(summary: str, belief: dict, domain: Domain,

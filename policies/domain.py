@@ -4,10 +4,19 @@ A domain is a *rules* JSON file (PyDial's ``<Domain>-rules.json``: ``type``, ``i
 slot -> values, ``requestable``, ``system_requestable``, optional ``binary``, ``method``,
 ``discourseAct``) and an SQLite database with one table of venues (one column per slot).
 
-``Domain.builtin()`` loads behavsim's own invented Cambridge-restaurants-style domain
-(``policies/data/``, written by ``policies/data/make_domain.py``);
-``Domain.from_pydial(rules, db)`` loads PyDial's files (e.g. ``CamRestaurants-rules.json`` and
-``CamRestaurants-dbase.db``).
+Shipped domains are listed in :data:`DOMAINS` (a :class:`behavsim.Registry`):
+
+* ``camrestaurants`` — PyDial's CamRestaurants ontology and database (``policies/data/
+  camrestaurants/``, PyDial's files unchanged, Apache-2.0, with PyDial's NOTICE beside them);
+  the domain of the paper's task;
+* ``example-restaurants`` — behavsim's own invented Cambridge-restaurants-style domain
+  (``policies/data/``, written by ``policies/data/make_domain.py``): an example of a custom
+  domain. It is today's default (``Domain.builtin()``, ``resolve_domain(None)``).
+
+``resolve_domain(x)`` accepts a registered name, a :class:`Domain`, a rules file path (the
+database found beside it) or a ``(rules, db)`` pair; ``Domain.from_pydial(rules, db)`` loads
+PyDial's files directly. As PyDial's ontology does, the system-requestable slots are kept in
+sorted order (CamRestaurants' rules file lists them as food, pricerange, area).
 
 Queries are answered from precomputed per-(slot, value) bitsets (Python ints, one bit per
 venue), so ``count``/``matches`` cost well under a microsecond for cached constraint sets.
@@ -20,21 +29,30 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from behavsim import BehavsimError
+from behavsim import BehavsimError, Registry, UnknownName
 
-__all__ = ["Domain", "DomainError", "DONTCARE", "NONE_VALUE", "DATA_DIR"]
+__all__ = ["Domain", "DomainError", "UnknownDomain", "DOMAINS", "resolve_domain", "DONTCARE",
+           "NONE_VALUE", "DATA_DIR", "DEFAULT_DOMAIN"]
 
 DONTCARE = "dontcare"
 NONE_VALUE = "**NONE**"
 DATA_DIR = Path(__file__).resolve().parent / "data"
 _BUILTIN_RULES = DATA_DIR / "behavsim-restaurants-rules.json"
 _BUILTIN_DB = DATA_DIR / "behavsim-restaurants-dbase.db"
+_CAMREST_RULES = DATA_DIR / "camrestaurants" / "CamRestaurants-rules.json"
+_CAMREST_DB = DATA_DIR / "camrestaurants" / "CamRestaurants-dbase.db"
+#: The registered name of the domain used when none is given (today: the invented example).
+DEFAULT_DOMAIN = "example-restaurants"
 _REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "method",
                   "discourseAct")
 
 
 class DomainError(BehavsimError, ValueError):
     """A rules file or database is missing, unreadable or inconsistent."""
+
+
+class UnknownDomain(UnknownName):
+    """A domain name that :data:`DOMAINS` does not hold."""
 
 
 def _str_list(value, key: str, path: Path) -> tuple[str, ...]:
@@ -47,18 +65,22 @@ class Domain:
     """Immutable ontology + database with fast constraint queries.
 
     Attributes: ``name`` (the rules' ``type``), ``informable`` (slot -> tuple of values, rules
-    order), ``requestable``, ``system_requestable`` (rules order), ``binary``, ``method``,
+    order), ``requestable``, ``system_requestable`` (sorted by :meth:`from_pydial`, as
+    PyDial's ontology returns them), ``binary``, ``method``,
     ``discourse_act`` (PyDial's list plus ``none`` and ``bye``, as PyDial's ontology returns
-    it: 7 entries for the usual rules), ``venues`` (tuple of dicts, database order).
+    it: 7 entries for the usual rules), ``venues`` (tuple of dicts, database order),
+    ``legacy_state`` (``True`` only for the invented example domain: its GP state keeps
+    behavsim 0.1's ``lastActionInformNone`` flag, see :mod:`policies.features`).
     """
 
     def __init__(self, name: str, informable: Mapping[str, Iterable[str]],
                  requestable: Iterable[str], system_requestable: Iterable[str],
                  method: Iterable[str], discourse_act: Iterable[str],
                  venues: Iterable[Mapping[str, str]], binary: Iterable[str] = (),
-                 source: str = "<memory>") -> None:
+                 source: str = "<memory>", legacy_state: bool = False) -> None:
         self.name = name
         self.source = source
+        self.legacy_state = bool(legacy_state)
         self.informable: dict[str, tuple[str, ...]] = {s: tuple(v) for s, v in informable.items()}
         self.requestable = tuple(requestable)
         self.system_requestable = tuple(system_requestable)
@@ -96,8 +118,15 @@ class Domain:
     # ------------------------------------------------------------------ loading
     @classmethod
     def builtin(cls) -> "Domain":
-        """behavsim's own restaurant domain (cached; domains are immutable)."""
-        return _load_cached(str(_BUILTIN_RULES), str(_BUILTIN_DB))
+        """behavsim's own invented restaurant domain, ``example-restaurants`` (cached;
+        domains are immutable). Today's default domain."""
+        return _load_cached(str(_BUILTIN_RULES), str(_BUILTIN_DB), True)
+
+    @classmethod
+    def named(cls, name: str) -> "Domain":
+        """A shipped domain by its registered name (see :data:`DOMAINS`); an unknown name
+        raises :class:`UnknownDomain` naming the closest one."""
+        return DOMAINS.create(name)
 
     @classmethod
     def from_pydial(cls, rules_json_path: str | Path, db_path: str | Path,
@@ -105,16 +134,22 @@ class Domain:
         """Load a PyDial-format rules JSON + SQLite database.
 
         ``table`` defaults to the database's only table, or to the table named like the rules
-        file's stem without ``-rules`` (PyDial's convention, e.g. ``CamRestaurants``).
+        file's stem without ``-rules`` (PyDial's convention, e.g. ``CamRestaurants``). The
+        system-requestable slots are sorted, as PyDial's ontology returns them.
         """
+        return cls._load(rules_json_path, db_path, table)
+
+    @classmethod
+    def _load(cls, rules_json_path, db_path, table=None, legacy_state: bool = False) -> "Domain":
         rules_path, db_path = Path(rules_json_path), Path(db_path)
         rules = _read_rules(rules_path)
         venues = _read_db(db_path, rules, table, rules_path)
         return cls(name=rules["type"], informable=rules["informable"],
                    requestable=rules["requestable"],
-                   system_requestable=rules["system_requestable"], method=rules["method"],
+                   system_requestable=sorted(rules["system_requestable"]), method=rules["method"],
                    discourse_act=rules["discourseAct"], venues=venues,
-                   binary=rules.get("binary", ()), source=str(rules_path))
+                   binary=rules.get("binary", ()), source=str(rules_path),
+                   legacy_state=legacy_state)
 
     # ------------------------------------------------------------------ queries
     def _constraint_bits(self, constraints: Mapping[str, str]) -> int:
@@ -211,8 +246,53 @@ class Domain:
 
 
 @lru_cache(maxsize=8)
-def _load_cached(rules: str, db: str) -> Domain:
-    return Domain.from_pydial(rules, db)
+def _load_cached(rules: str, db: str, legacy_state: bool = False) -> Domain:
+    return Domain._load(rules, db, legacy_state=legacy_state)
+
+
+#: The shipped domains: name -> factory of a (cached, immutable) :class:`Domain`.
+DOMAINS: Registry[Domain] = Registry("domain", UnknownDomain)
+DOMAINS.register("camrestaurants", lambda: _load_cached(str(_CAMREST_RULES), str(_CAMREST_DB)))
+DOMAINS.register("example-restaurants", Domain.builtin)
+
+
+def _db_beside(rules: Path) -> Path:
+    stem = rules.name.removesuffix(".json").removesuffix("-rules")
+    for cand in (rules.with_name(f"{stem}-dbase.db"), rules.with_name(f"{stem}.db")):
+        if cand.is_file():
+            return cand
+    raise DomainError(f"{rules}: no database beside the rules file (looked for {stem}-dbase.db "
+                      f"and {stem}.db); pass (rules, db)")
+
+
+def resolve_domain(domain: "Domain | str | Path | tuple | None" = None) -> Domain:
+    """The :class:`Domain` that ``domain`` names.
+
+    ``None`` → the default domain (:data:`DEFAULT_DOMAIN`); a :class:`Domain` as is; a
+    registered name (``"camrestaurants"``, ``"example-restaurants"``, case-insensitive); a path
+    to a PyDial rules JSON file (the database beside it: ``<X>-dbase.db`` for ``<X>-rules.json``);
+    or a ``(rules, db)`` pair of paths. Unknown names raise :class:`UnknownDomain` (a
+    ``KeyError``) with the closest name; unreadable files :class:`DomainError`."""
+    if domain is None:
+        return DOMAINS.create(DEFAULT_DOMAIN)
+    if isinstance(domain, Domain):
+        return domain
+    if isinstance(domain, tuple) and len(domain) == 2:
+        rules, db = (Path(p) for p in domain)
+        return _load_cached(str(rules.resolve()), str(db.resolve()))
+    if isinstance(domain, (str, Path)):
+        text = str(domain)
+        looks_like_path = isinstance(domain, Path) or text.endswith(".json") or "/" in text \
+            or "\\" in text
+        if not looks_like_path:
+            return DOMAINS.create(text)
+        rules = Path(text)
+        if not rules.is_file():
+            raise DomainError(f"{rules}: rules file not found (domain names: "
+                              f"{', '.join(DOMAINS.names())})")
+        return _load_cached(str(rules.resolve()), str(_db_beside(rules).resolve()))
+    raise DomainError(f"domain: expected a domain name, a Domain, a rules file path or a "
+                      f"(rules, db) pair, got {type(domain).__name__}")
 
 
 def _read_rules(path: Path) -> dict:

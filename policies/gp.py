@@ -344,12 +344,16 @@ class GPSarsa:
         np.maximum(var, 0.0, out=var)
         return mean, var
 
-    def select(self, b: Any, mask: Any = None, *, explore: bool = False) -> int:
+    def select(self, b: Any, mask: Any = None, *, explore: bool = False, scale: float | None = None,
+               rng: np.random.Generator | None = None) -> int:
         """Choose an action for belief vector ``b`` among those with ``mask[a]`` true.
 
         ``explore=False``: the largest posterior mean (deterministic, ties → lowest index).
-        ``explore=True``: Thompson-style sampling ``Q ~ N(mean, (scale·std)²)`` per allowed action.
+        ``explore=True``: Thompson-style sampling ``Q ~ N(mean, (scale·std)²)`` per allowed action
+        with ``scale`` (default: the learner's) and ``rng`` (default: the learner's generator);
+        a scale ``<= 0`` is greedy, as in PyDial.
         """
+        scale = self.scale if scale is None else float(scale)
         b = self._check_belief(b)
         if mask is None:
             allowed = np.arange(self.n_actions)
@@ -360,10 +364,10 @@ class GPSarsa:
             allowed = np.flatnonzero(mask)
             if allowed.size == 0:
                 raise ValueError("mask: no action is allowed")
-        if explore and self.scale > 0.0:
+        if explore and scale > 0.0:
             mean, var = self._mean_var_all(b)
             mean, var = mean[allowed], var[allowed]
-            value = mean + self.scale * np.sqrt(var) * self.rng.standard_normal(allowed.size)
+            value = mean + scale * np.sqrt(var) * (rng or self.rng).standard_normal(allowed.size)
         else:
             value = self.q_mean(b)[allowed]
         return int(allowed[int(np.argmax(value))])
@@ -600,6 +604,10 @@ class GPSarsaPolicy:
     no prompt) and the summary action. With ``learning=False`` (the default) the choice is the
     largest posterior mean among the allowed actions — deterministic, ties to the lowest action
     index; with ``learning=True`` it samples Q values (exploration, uses the learner's generator).
+    ``eval_scale > 0`` (with ``learning=False``) evaluates as PyDial's ``pydial.py test`` and its
+    between-batch tests do (``[gpsarsa] scale = 1``): ``Q ~ N(mean, (eval_scale·std)²)`` sampled
+    from a generator of its own seeded by ``eval_seed`` (the learner's is not touched); the
+    default 0 is greedy, which responses for comparisons need.
     Any belief state is accepted; missing entries count as 0 (see ``policies.features``).
     """
 
@@ -612,6 +620,8 @@ class GPSarsaPolicy:
         learning: bool = False,
         name: str = "gp-sarsa",
         nlg_seed: int | None = 0,
+        eval_scale: float = 0.0,
+        eval_seed: int | np.random.Generator | None = 0,
         **hyperparameters: float,
     ) -> None:
         from .actions import summary_actions
@@ -636,6 +646,11 @@ class GPSarsaPolicy:
         self.name = name
         self.nlg_seed = nlg_seed
         self._nlg = None
+        eval_scale = float(eval_scale)
+        if not np.isfinite(eval_scale):
+            raise ValueError(f"eval_scale: expected a finite number (<= 0: greedy), got {eval_scale!r}")
+        self.eval_scale = eval_scale
+        self._eval_rng = np.random.default_rng(eval_seed)
 
     # -------------------------------------------------------------- protocol
     def decide(self, belief: dict, mask: Any = None) -> tuple[int, np.ndarray]:
@@ -646,6 +661,9 @@ class GPSarsaPolicy:
         vec = belief_vector(belief, self.domain)
         if mask is None:
             mask = action_mask(belief, self.domain)
+        if not self.learning and self.eval_scale > 0.0:
+            return self.learner.select(vec, mask, explore=True, scale=self.eval_scale,
+                                       rng=self._eval_rng), vec
         return self.learner.select(vec, mask, explore=self.learning), vec
 
     def summary_action(self, belief: dict) -> str:
@@ -696,5 +714,6 @@ class GPSarsaPolicy:
     def __repr__(self) -> str:
         return (
             f"GPSarsaPolicy(name={self.name!r}, dictionary={self.learner.dictionary_size}, "
-            f"learning={self.learning})"
+            f"learning={self.learning}"
+            + (f", eval_scale={self.eval_scale:g})" if self.eval_scale > 0 else ")")
         )

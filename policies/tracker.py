@@ -17,9 +17,15 @@ Update rules (PyDial ``belieftracking/baseline.py`` FocusTracker):
 * the N-best list is merged (equal hypotheses add up, each clipped at 1) and normalised to 1;
 * informable slot s: q = max(0, 1 − Σ_v P_turn(s=v)); b(v) ← q·b(v) + P_turn(s=v), divided by
   the total when it exceeds 1; ``**NONE**`` = 1 − Σ_v b(v);
-* method: the same with q = P_turn(method = none) on the non-``none`` methods; ``none`` = 1 − Σ
-  (PyDial keeps a stale ``none`` entry and patches it later in ``globalSummary``; we store the
-  patched value directly);
+* method: the same with q = P_turn(method = none) on the non-``none`` methods. PyDial's
+  tracker adds a ``none`` entry of 1 − Σ the first time it is missing (its first turn) and then
+  never updates it, but keeps it in the normalisation: after an opening without a method
+  (``inform(type=restaurant)``, ``hello()``) it is 1, and ``byconstraints`` then grows
+  0.5, 0.67, 0.75, … instead of being 1. ``SummaryUtils.globalSummary`` later sets ``none`` to
+  1 − Σ of all entries, in place, before the policy reads the belief. We emulate both and
+  store the patched value: ``none`` = 1 − Σ (non-``none`` methods) − the stale entry.
+  The invented example domain (``Domain.legacy_state``) keeps behavsim 0.1's rule (no stale
+  entry: ``none`` = 1 − Σ) so its results stay as they were until the defaults switch;
 * discourseAct: this turn's distribution;
 * requested(r) = clip((1 − [the system informed r last turn])·b(r) + P_turn(request r)).
 
@@ -334,10 +340,12 @@ class FocusTracker:
             self.goal[slot] = new
         # method
         q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
-        meth = {m: p * q for m, p in self.method.items()}
+        meth = {m: (p if m == "none" else p * q) for m, p in self.method.items()}
         for m, p in method_stats.items():
             if m != "none":
                 meth[m] = meth.get(m, 0.0) + p
+        if "none" not in meth and not self.domain.legacy_state:
+            meth["none"] = max(0.0, 1.0 - sum(meth.values()))  # PyDial's stale entry, see doc
         tot = sum(meth.values())
         if tot > 1.0:
             meth = {m: p / tot for m, p in meth.items()}
@@ -395,7 +403,7 @@ class FocusTracker:
             if m in method and m != "none":
                 method[m] = p
                 mass += p
-        method["none"] = max(0.0, 1.0 - mass)
+        method["none"] = max(0.0, 1.0 - mass - self.method.get("none", 0.0))
         beliefs["method"] = method
         da = dict.fromkeys(self.domain.discourse_act, 0.0)
         for k, p in da_stats.items():

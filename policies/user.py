@@ -34,7 +34,8 @@ uniformly from the range in :data:`DEFAULT_PROBS`):
 * ``hello()`` → maybe ``hello()`` (``Greeting``); ``repeat()`` → the last user act;
   ``bye()`` → ``bye()``.
 
-Patience (default 5) drops by one whenever the system repeats its previous act (or says
+Patience (default 5; Environment 1, ``user_config="env1"``: 4 or 5, drawn per dialogue) drops
+by one whenever the system repeats its previous act (or says
 ``null()``); below 1 the user says ``bye()``. The user says ``bye()`` when its agenda runs
 out, normally right after its last request was answered.
 
@@ -54,12 +55,13 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from behavsim import ConfigError, DialogueAct
+from behavsim import ConfigError, DialogueAct, Registry, UnknownName, did_you_mean
 
 from .actions import DiaAct
 from .domain import DONTCARE, Domain
 
-__all__ = ["UserConfig", "UserGoal", "SimulatedUser", "UserConfigError", "DEFAULT_PROBS"]
+__all__ = ["UserConfig", "UserGoal", "SimulatedUser", "UserConfigError", "UnknownUserConfig",
+           "DEFAULT_PROBS", "ENV1_PROBS", "ENV1_UNMODELLED", "ENV1_PATIENCE", "USER_CONFIGS"]
 
 _EXTRA_REQUESTS = ("addr", "phone", "postcode", "signature", "description")
 
@@ -88,6 +90,43 @@ DEFAULT_PROBS: dict[str, tuple[float, float]] = {
     "AffirmCombination": (0.8, 1.0),      # 1.0
 }
 
+#: Environment 1's behaviour ranges (PyDial's ``config/sampledUM.cfg``, which
+#: ``env1-hdc-CR.cfg`` names as ``[usermodel] configfile``), each probability drawn uniformly
+#: per dialogue; restated here as behavsim's own data. Decisions our user does not model are in
+#: :data:`ENV1_UNMODELLED`.
+ENV1_PROBS: dict[str, tuple[float, float]] = {
+    "InformCombination": (0.2, 0.7),
+    "AddSlotToReq": (0.2, 0.4),
+    "NoAfterReqmore": (0.8, 0.9),
+    "YesAfterReqmore": (0.2, 0.3),
+    "Greeting": (0.3, 0.7),
+    "ConstraintRelax": (0.5, 0.8),
+    "TellAboutChange": (0.4, 0.6),
+    "DealWithPending": (0.4, 0.6),
+    "AddVenueNameToRequest": (0.01, 0.2),
+    "NoSlotWithDontcare": (0.7, 0.9),
+    "InformToConfirm": (0.01, 0.2),
+    "CombAffirmWithAgdItem": (0.01, 0.2),
+    "OverruleCorrection": (0.01, 0.2),
+    "ConfirmRandomConstr": (0.01, 0.3),
+    "ReqAltsAfterVenRec1": (0.01, 0.3),
+    "ReqAltsAfterVenRec2": (0.01, 0.3),
+    "CorrectingAct1": (0.3, 0.5),
+    "CorrectingAct2": (0.3, 0.5),
+    "ThankAck1": (0.01, 0.2),
+    "ThankAck2": (0.01, 0.2),
+    "AffirmCombination": (0.2, 0.7),
+}
+#: sampledUM.cfg entries without a decision in our user: ``Repeat`` and ``NullResp`` are 0
+#: there (never taken); the other three are decisions our user does not make.
+ENV1_UNMODELLED: dict[str, float | tuple[float, float]] = {
+    "Repeat": 0.0, "NullResp": 0.0, "ByeOrStartOver": (0.2, 0.5),
+    "NewRequestResp1": (0.1, 0.4), "NewRequestResp2": (0.1, 0.4),
+}
+#: Environment 1's ``[usermodel] patience = 4,6``: drawn per dialogue as PyDial does
+#: (``randint(4, 6)``, upper bound exclusive: 4 or 5).
+ENV1_PATIENCE = (4, 6)
+
 
 class UserConfigError(ConfigError):
     """Invalid simulated-user configuration (a :class:`behavsim.ConfigError`, so a ``ValueError``)."""
@@ -96,9 +135,12 @@ class UserConfigError(ConfigError):
 @dataclass(frozen=True)
 class UserConfig:
     """Simulated-user settings; ``probs`` overrides entries of :data:`DEFAULT_PROBS`
-    (a number fixes a probability, a pair gives a range)."""
+    (a number fixes a probability, a pair gives a range). ``patience`` is a number, or a pair
+    ``(low, high)`` drawn per dialogue with the upper bound exclusive, as PyDial draws
+    ``patience = 4,6``. Named configurations: :data:`USER_CONFIGS` (``"default"``, ``"env1"``);
+    :meth:`from_dict` also takes such a name."""
 
-    patience: int = 5
+    patience: int | tuple[int, int] = 5
     min_matches: int = 2
     max_matches: int = 3
     max_extra_requests: int = 2
@@ -107,8 +149,17 @@ class UserConfig:
     probs: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.patience, int) or self.patience < 1:
-            raise UserConfigError(f"UserConfig.patience must be an int >= 1, got {self.patience!r}")
+        pat = self.patience
+        if isinstance(pat, list):
+            object.__setattr__(self, "patience", pat := tuple(pat))
+        if isinstance(pat, tuple):
+            if not (len(pat) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pat)
+                    and 1 <= pat[0] < pat[1]):
+                raise UserConfigError("UserConfig.patience: a range must be two ints (low, high) with "
+                                      f"1 <= low < high (high exclusive), got {pat!r}")
+        elif not isinstance(pat, int) or isinstance(pat, bool) or pat < 1:
+            raise UserConfigError(f"UserConfig.patience must be an int >= 1 or a range (low, high), "
+                                  f"got {pat!r}")
         if not 0 <= self.min_matches <= self.max_matches:
             raise UserConfigError("UserConfig: need 0 <= min_matches <= max_matches, got "
                                   f"{self.min_matches!r}, {self.max_matches!r}")
@@ -117,9 +168,7 @@ class UserConfig:
                                   f"got {self.max_extra_requests!r}")
         for k, v in self.probs.items():
             if k not in DEFAULT_PROBS:
-                import difflib
-                close = difflib.get_close_matches(k, DEFAULT_PROBS, n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(k, DEFAULT_PROBS, cutoff=0.6)
                 raise UserConfigError(f"UserConfig.probs: unknown probability {k!r}.{hint}")
             lo, hi = (v, v) if isinstance(v, (int, float)) else tuple(v)
             if not 0.0 <= lo <= hi <= 1.0:
@@ -133,18 +182,41 @@ class UserConfig:
         return out
 
     @classmethod
+    def named(cls, name: str) -> "UserConfig":
+        """A named configuration (:data:`USER_CONFIGS`); unknown names raise
+        :class:`UnknownUserConfig` with the closest one."""
+        return USER_CONFIGS.create(name)
+
+    @classmethod
     def from_dict(cls, d) -> "UserConfig":
         if d is None:
             return cls()
         if isinstance(d, UserConfig):
             return d
+        if isinstance(d, str):
+            return cls.named(d)
         if not isinstance(d, dict):
-            raise UserConfigError(f"user_config must be a UserConfig, a dict or None, got {type(d).__name__}")
+            raise UserConfigError(f"user_config must be a UserConfig, a dict, a name "
+                                  f"({', '.join(USER_CONFIGS.names())}) or None, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
         bad = sorted(set(d) - known)
         if bad:
             raise UserConfigError(f"unknown UserConfig key(s) {bad}; known: {sorted(known)}")
         return cls(**d)
+
+
+class UnknownUserConfig(UnknownName, UserConfigError):
+    """A user-configuration name that :data:`USER_CONFIGS` does not hold."""
+
+
+#: Named simulated-user configurations: ``default`` (today's user, patience 5, the
+#: :data:`DEFAULT_PROBS` ranges) and ``env1`` (Environment 1 of Casanueva et al. 2017 as
+#: PyDial's ``env1`` configs set it: :data:`ENV1_PROBS`, patience drawn from
+#: :data:`ENV1_PATIENCE`; goals as the default: all three constraints, 2–3 matching venues,
+#: ``name`` plus 0–2 extra requests).
+USER_CONFIGS: Registry[UserConfig] = Registry("user config", UnknownUserConfig)
+USER_CONFIGS.register("default", UserConfig)
+USER_CONFIGS.register("env1", lambda: UserConfig(patience=ENV1_PATIENCE, probs=dict(ENV1_PROBS)))
 
 
 @dataclass
@@ -156,10 +228,6 @@ class UserGoal:
     requests: dict[str, str | None]
     name_eq: str | None = None
     name_neq: set[str] = field(default_factory=set)
-
-    @property
-    def request_slots(self) -> list[str]:
-        return list(self.requests)
 
     def all_filled(self) -> bool:
         return None not in self.requests.values()
@@ -207,8 +275,12 @@ class SimulatedUser:
         self.goal = UserGoal(constraints, {"name": None, **{r: None for r in extra}})
         u = rng.random(len(self._ranges))
         self.p = {name: lo + (hi - lo) * x for (name, (lo, hi)), x in zip(self._ranges.items(), u)}
-        self.max_patience = c.patience
-        self.patience = c.patience
+        if isinstance(c.patience, tuple):  # drawn after the probabilities: fixed patience
+            pat = int(rng.integers(c.patience[0], c.patience[1]))  # draws nothing extra
+        else:
+            pat = c.patience
+        self.max_patience = pat
+        self.patience = pat
         self.prev_used = {s: {v} for s, v in constraints.items()}
         self.first_recommendation = True
         self.last_sys: DiaAct | None = None
