@@ -25,7 +25,9 @@ import numpy as np
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
 from behavsim.policy import Adapter, as_adapter, error_text
 
-from ._common import closest_hint, domain_meta, copy_belief, jsonable, resolve_domain
+from behavsim import did_you_mean
+
+from ._common import copy_belief, domain_meta, jsonable, resolve_domain
 
 __all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
@@ -92,7 +94,7 @@ def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
     opts = dict(env_options or {})
     for k in opts:
         if k not in ENV_OPTIONS:
-            raise ConfigError(f"env_options: unknown option {k!r}.{closest_hint(k, ENV_OPTIONS)} "
+            raise ConfigError(f"env_options: unknown option {k!r}.{did_you_mean(k, ENV_OPTIONS)} "
                               f"Valid options: {', '.join(ENV_OPTIONS)}")
     if isinstance(opts.get("error_model"), Mapping):
         try:

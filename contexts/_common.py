@@ -4,31 +4,31 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from typing import Any
 
 from behavsim import ConfigError
 from behavsim import canonical_copy as copy_belief  # the form a saved context set holds a belief in
-from behavsim import did_you_mean
 
-__all__ = ["closest_hint", "resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
+__all__ = ["resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
 
 #: The origins a context can have: collected in dialogues, generated on a grid, or logged by another system.
 ORIGINS = ("collected", "generated", "logged")
 
 
-#: Kept for ``contexts._collect`` until it imports :func:`behavsim.did_you_mean` itself.
-closest_hint = did_you_mean
-
-
 def resolve_domain(domain: Any):
-    """``None`` → the built-in domain; a :class:`policies.domain.Domain` is returned as is."""
-    from policies.domain import Domain
+    """The domain ``domain`` names (:func:`policies.domain.resolve_domain`: ``None`` for the
+    default, a :class:`policies.domain.Domain`, a shipped domain's name, a rules file, or a
+    ``(rules, db)`` pair); anything else is a :class:`behavsim.ConfigError`."""
+    from policies.domain import Domain, DomainError, resolve_domain as resolve
 
-    if domain is None:
-        return Domain.builtin()
-    if isinstance(domain, Domain):
-        return domain
-    raise ConfigError(f"domain: expected a policies.domain.Domain or None, got {type(domain).__name__}")
+    if not (domain is None or isinstance(domain, (Domain, str, os.PathLike, tuple))):
+        raise ConfigError(f"domain: expected a policies.domain.Domain, a domain name or a rules file, got "
+                          f"{type(domain).__name__}")
+    try:
+        return resolve(domain)
+    except (DomainError, KeyError) as exc:
+        raise ConfigError(f"domain: {exc}") from None
 
 
 def domain_meta(domain: Any) -> dict[str, Any]:

@@ -65,12 +65,14 @@ def _output(path: str) -> Path:
 def _domain(args: argparse.Namespace):
     if not getattr(args, "domain", None):
         return None
-    from policies.domain import Domain, DomainError
+    from policies.domain import DomainError, resolve_domain
 
-    rules, db = args.domain
+    if len(args.domain) > 2:
+        raise ConfigError(f"--domain: expected a domain name, a rules file, or a rules file and its database; "
+                          f"got {len(args.domain)} values")
     try:
-        return Domain.from_pydial(rules, db)
-    except DomainError as exc:
+        return resolve_domain(args.domain[0] if len(args.domain) == 1 else tuple(args.domain))
+    except (DomainError, KeyError) as exc:
         raise ConfigError(f"--domain: {exc}") from None
 
 
@@ -200,8 +202,10 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--domain", nargs=2, metavar=("RULES_JSON", "DB"),
-                       help="a PyDial-format domain (rules JSON + SQLite database); default: the built-in one")
+        q.add_argument("--domain", nargs="+", metavar="NAME|RULES_JSON [DB]",
+                       help="a shipped domain by name (camrestaurants: PyDial's Cambridge restaurants; "
+                       "example-restaurants: the default) or a PyDial-format rules JSON (database beside it as "
+                       "<X>-dbase.db, or given second)")
 
     g = sub.add_parser("generate", help="C_gen: a grid over slot and method beliefs",
                        description="Generated contexts: one value per slot and the method get probability "
