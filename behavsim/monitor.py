@@ -202,7 +202,7 @@ def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
                 for c in cols:
                     v = raw.get(c)
                     if c in ("dialogues", "prev_dialogues", "n"):
-                        row[c] = int(v)
+                        row[c] = int(v)  # type: ignore[arg-type]  # None (a short row) -> TypeError, caught below
                     else:
                         row[c] = float(v) if v not in (None, "") else math.nan
                 rows.append(row)
@@ -529,7 +529,7 @@ class ConvergenceMonitor:
         b = _with_id(table, "this")
         comp = compare([a, b], [(0, 1)], scores=self.scores, score_options=self.score_options, progress=False)
         m = comp.means.iloc[0]
-        return {"dialogues": int(dialogues), "prev_dialogues": int(prev_d), **{s: float(m[s]) for s in self.scores},
+        return {"dialogues": int(dialogues), "prev_dialogues": prev_d, **{s: float(m[s]) for s in self.scores},
                 "n": int(m["n"])}
 
     def redraw(self) -> Path | None:

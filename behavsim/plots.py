@@ -39,7 +39,7 @@ __all__ = ["convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "h
            "RC", "LABELS", "WIDTH"]
 
 #: Matplotlib settings used for every figure (readable in a paper and an HTML report).
-RC: dict[str, Any] = {
+RC: Any = {  # matplotlib rc settings (typed loosely: its stubs list every key as a Literal)
     "svg.hashsalt": "behavsim",
     "svg.fonttype": "path",
     "font.size": 9,
