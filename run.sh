@@ -2,6 +2,7 @@
 # behavsim's two entry points; each sets everything up on a fresh machine first.
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
+#   bash run.sh lint    ruff (lint and format check) and mypy on the packages
 # The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -41,8 +42,14 @@ case "${1:-}" in
         shift
         exec "$VENV/bin/python" -m pytest "$@"
         ;;
+    lint)
+        setup
+        "$VENV/bin/ruff" check behavsim contexts policies experiments
+        "$VENV/bin/ruff" format --check behavsim contexts policies experiments
+        "$VENV/bin/mypy" behavsim
+        ;;
     *)
-        echo "usage: bash run.sh main|test [args...]" >&2
+        echo "usage: bash run.sh main|test|lint [args...]" >&2
         exit 2
         ;;
 esac

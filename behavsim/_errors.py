@@ -34,10 +34,7 @@ class ActParseError(BehavsimError, ValueError):
         self.position = position
         self.problem = problem
         pointer = " " * (position + 2) + "^"  # under the repr, after its opening quote
-        super().__init__(
-            f"cannot parse dialogue act {text!r} at position {position}: {problem}\n"
-            f" {text!r}\n{pointer}"
-        )
+        super().__init__(f"cannot parse dialogue act {text!r} at position {position}: {problem}\n {text!r}\n{pointer}")
 
 
 class UnknownName(BehavsimError, KeyError):

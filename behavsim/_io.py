@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ._errors import TableFormatError
 
@@ -112,6 +113,8 @@ def check_header(header: Any, where: str, fmt: str, version: int, what: str) -> 
     if not isinstance(header, dict) or header.get("format") != fmt:
         raise TableFormatError(f"{where}: not a behavsim {what} (the header must have format={fmt!r})")
     if header.get("version") != version:
-        raise TableFormatError(f"{where}: {what} format version {header.get('version')!r} is not supported "
-                               f"(this behavsim reads version {version})")
+        raise TableFormatError(
+            f"{where}: {what} format version {header.get('version')!r} is not supported "
+            f"(this behavsim reads version {version})"
+        )
     return header

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
@@ -33,8 +34,6 @@ __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSIO
 
 FORMAT_NAME = "behavsim-responses"
 FORMAT_VERSION = 1
-
-
 
 
 def context_fingerprint(contexts: Iterable[Mapping[str, Any]]) -> str:
@@ -108,12 +107,18 @@ class ResponseTable:
 
     # ------------------------------------------------------------------ saving
     def header(self) -> dict[str, Any]:
-        return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "policy": self.policy,
-                "context_set": {"fingerprint": self.context_fingerprint, "size": len(self)}}
+        return {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "policy": self.policy,
+            "context_set": {"fingerprint": self.context_fingerprint, "size": len(self)},
+        }
 
     def rows(self) -> list[dict[str, Any]]:
-        return [{"i": i, "context_id": c, "act": a, "prompt": p, "error": e}
-                for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors))]
+        return [
+            {"i": i, "context_id": c, "act": a, "prompt": p, "error": e}
+            for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors))
+        ]
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write as JSONL or Parquet (by suffix), atomically."""
@@ -140,7 +145,11 @@ class ResponseTable:
     def _check_header(header: Any, where: str) -> dict[str, Any]:
         check_header(header, where, FORMAT_NAME, FORMAT_VERSION, "response table")
         cs = header.get("context_set")
-        if not isinstance(cs, dict) or not isinstance(cs.get("fingerprint"), str) or not isinstance(cs.get("size"), int):
+        if (
+            not isinstance(cs, dict)
+            or not isinstance(cs.get("fingerprint"), str)
+            or not isinstance(cs.get("size"), int)
+        ):
             raise TableFormatError(f"{where}: header needs context_set.fingerprint (string) and .size (integer)")
         if not isinstance(header.get("policy"), dict) or "id" not in header["policy"]:
             raise TableFormatError(f"{where}: header needs a policy object with an 'id'")
@@ -150,8 +159,9 @@ class ResponseTable:
     def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path) -> "ResponseTable":
         size = header["context_set"]["size"]
         if len(rows) != size:
-            raise TableFormatError(f"{path}: header says {size} contexts but the file has {len(rows)} rows "
-                                   "(truncated or damaged file?)")
+            raise TableFormatError(
+                f"{path}: header says {size} contexts but the file has {len(rows)} rows (truncated or damaged file?)"
+            )
         acts, prompts, errors, ids = [], [], [], []
         for k, (line, r) in enumerate(rows):
             where = f"{path}:{line}"
@@ -170,5 +180,12 @@ class ResponseTable:
             prompts.append(r.get("prompt"))
             errors.append(r.get("error"))
             ids.append(str(r.get("context_id", k)))
-        return cls(policy=dict(header["policy"]), context_fingerprint=header["context_set"]["fingerprint"],
-                   acts=acts, prompts=prompts, errors=errors, context_ids=ids, source=str(path))
+        return cls(
+            policy=dict(header["policy"]),
+            context_fingerprint=header["context_set"]["fingerprint"],
+            acts=acts,
+            prompts=prompts,
+            errors=errors,
+            context_ids=ids,
+            source=str(path),
+        )

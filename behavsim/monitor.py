@@ -39,9 +39,10 @@ import numbers
 import os
 import sys
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ._contexts import ContextSet
 from ._engine import compare
@@ -49,10 +50,18 @@ from ._errors import ConfigError, ContextSetMismatch, TableFormatError
 from ._tables import ResponseTable
 from .policy import PolicyErrorsWarning
 from .policy import respond as respond_table
-from .scores import SEMANTIC_SCORES, get_score, scores as score_registry
+from .scores import SEMANTIC_SCORES, get_score
+from .scores import scores as score_registry
 
-__all__ = ["ConvergenceMonitor", "SnapshotResult", "StopRule", "plot_convergence", "read_convergence",
-           "MONITOR_FORMAT", "MONITOR_VERSION"]
+__all__ = [
+    "ConvergenceMonitor",
+    "SnapshotResult",
+    "StopRule",
+    "plot_convergence",
+    "read_convergence",
+    "MONITOR_FORMAT",
+    "MONITOR_VERSION",
+]
 
 MONITOR_FORMAT = "behavsim-monitor"
 MONITOR_VERSION = 1
@@ -117,8 +126,9 @@ class StopRule:
             if len(parts) > 2:
                 kw["patience"] = int(parts[2])
         except ValueError:
-            raise ConfigError(f"stop rule {text!r}: threshold must be a number and patience an integer, "
-                              "e.g. TMR:0.99:3") from None
+            raise ConfigError(
+                f"stop rule {text!r}: threshold must be a number and patience an integer, e.g. TMR:0.99:3"
+            ) from None
         return cls(**kw)
 
     def met_at(self, rows: Sequence[Mapping[str, Any]]) -> list[bool]:
@@ -197,7 +207,7 @@ def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
             cols = reader.fieldnames or []
             if cols[:2] != ["dialogues", "prev_dialogues"] or cols[-1:] != ["n"]:
                 raise TableFormatError(f"{path}: not a convergence table (columns {cols})")
-            for k, raw in enumerate(reader, 2):
+            for raw in reader:
                 row: dict[str, Any] = {}
                 for c in cols:
                     v = raw.get(c)
@@ -220,9 +230,14 @@ def _csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def plot_convergence(series: Mapping[str, Sequence[Mapping[str, Any]]], path: str | os.PathLike, *,
-                     score: str | None = None, title: str | None = None,
-                     threshold: float | None = None) -> Path:
+def plot_convergence(
+    series: Mapping[str, Sequence[Mapping[str, Any]]],
+    path: str | os.PathLike,
+    *,
+    score: str | None = None,
+    title: str | None = None,
+    threshold: float | None = None,
+) -> Path:
     """Draw convergence curves to a PNG (matplotlib, Agg; no global state is touched).
 
     ``series`` maps a label to convergence rows. With ``score=None`` every label is a score
@@ -288,11 +303,20 @@ class ConvergenceMonitor:
     ``name``: label in lines and plot titles (default: the folder name).
     """
 
-    def __init__(self, contexts: ContextSet, *, every: int = 1000, scores: Sequence[str] = SEMANTIC_SCORES,
-                 out_dir: str | os.PathLike, respond: Callable[[Any, ContextSet], ResponseTable] | None = None,
-                 stop_rule: StopRule | str | None = None, plot: bool = True,
-                 progress: bool | Callable[[SnapshotResult], Any] = False,
-                 score_options: Mapping[str, Mapping[str, Any]] | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        contexts: ContextSet,
+        *,
+        every: int = 1000,
+        scores: Sequence[str] = SEMANTIC_SCORES,
+        out_dir: str | os.PathLike,
+        respond: Callable[[Any, ContextSet], ResponseTable] | None = None,
+        stop_rule: StopRule | str | None = None,
+        plot: bool = True,
+        progress: bool | Callable[[SnapshotResult], Any] = False,
+        score_options: Mapping[str, Mapping[str, Any]] | None = None,
+        name: str | None = None,
+    ) -> None:
         if not isinstance(contexts, ContextSet):
             raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
         if len(contexts) == 0:
@@ -307,7 +331,9 @@ class ConvergenceMonitor:
         if len(set(names)) != len(names):
             raise ConfigError(f"scores: a score is listed twice: {names}")
         if respond is not None and not callable(respond):
-            raise ConfigError(f"respond: expected a function (policy, contexts) -> ResponseTable, got {type(respond).__name__}")
+            raise ConfigError(
+                f"respond: expected a function (policy, contexts) -> ResponseTable, got {type(respond).__name__}"
+            )
         if isinstance(stop_rule, str):
             stop_rule = StopRule.parse(stop_rule)
         if stop_rule is not None and not isinstance(stop_rule, StopRule):
@@ -343,10 +369,16 @@ class ConvergenceMonitor:
         return self.out_dir / _SNAPDIR / f"responses-{int(dialogues):06d}.jsonl"
 
     def _settings(self) -> dict[str, Any]:
-        return {"format": MONITOR_FORMAT, "version": MONITOR_VERSION, "name": self.name,
-                "context_set": {"fingerprint": self.contexts.fingerprint, "size": len(self.contexts)},
-                "scores": self.scores, "signatures": self._signatures, "every": self.every,
-                "stop_rule": self.stop_rule.to_dict() if self.stop_rule else None}
+        return {
+            "format": MONITOR_FORMAT,
+            "version": MONITOR_VERSION,
+            "name": self.name,
+            "context_set": {"fingerprint": self.contexts.fingerprint, "size": len(self.contexts)},
+            "scores": self.scores,
+            "signatures": self._signatures,
+            "every": self.every,
+            "stop_rule": self.stop_rule.to_dict() if self.stop_rule else None,
+        }
 
     def _snapshots_on_disk(self) -> list[tuple[int, Path]]:
         d = self.out_dir / _SNAPDIR
@@ -373,12 +405,16 @@ class ConvergenceMonitor:
             raise TableFormatError(f"{meta_path}: not a behavsim monitor settings file")
         fp = (old.get("context_set") or {}).get("fingerprint")
         if fp != self.contexts.fingerprint:
-            raise ContextSetMismatch(f"{self.out_dir} was written with another context set ({fp}, now "
-                                     f"{self.contexts.fingerprint}); use the same contexts or another out_dir")
+            raise ContextSetMismatch(
+                f"{self.out_dir} was written with another context set ({fp}, now "
+                f"{self.contexts.fingerprint}); use the same contexts or another out_dir"
+            )
         if old.get("scores") != self.scores or old.get("signatures") != self._signatures:
-            raise ConfigError(f"{self.out_dir} was written with scores {old.get('scores')} "
-                              f"({old.get('signatures')}), now {self.scores} ({self._signatures}); "
-                              "use the same scores or another out_dir")
+            raise ConfigError(
+                f"{self.out_dir} was written with scores {old.get('scores')} "
+                f"({old.get('signatures')}), now {self.scores} ({self._signatures}); "
+                "use the same scores or another out_dir"
+            )
         rows = read_convergence(self.csv_path) if self.csv_path.is_file() else []
         cols = ["dialogues", "prev_dialogues", *self.scores, "n"]
         if rows and list(rows[0]) != cols:
@@ -398,8 +434,10 @@ class ConvergenceMonitor:
                 rows.append(self._row(prev_table, prev_d, table, d))
             prev_table, prev_d = table, d
         if last_row is not None and (prev_d is None or prev_d < last_row):
-            raise TableFormatError(f"{self.out_dir}: the last row of {_CSV} ({last_row} dialogues) has no saved "
-                                   f"snapshot in {_SNAPDIR}/; cannot continue from it")
+            raise TableFormatError(
+                f"{self.out_dir}: the last row of {_CSV} ({last_row} dialogues) has no saved "
+                f"snapshot in {_SNAPDIR}/; cannot continue from it"
+            )
         self._state = _State(rows=rows, prev=prev_table, prev_dialogues=prev_d)
         if rows and len(rows) != len(done):
             _atomic_write(self.csv_path, _csv_text(rows, self.scores))
@@ -442,7 +480,9 @@ class ConvergenceMonitor:
     @staticmethod
     def _check_dialogues(dialogues: Any) -> None:
         if not isinstance(dialogues, numbers.Integral) or isinstance(dialogues, bool) or dialogues < 0:
-            raise ConfigError(f"dialogues: expected a non-negative integer (training dialogues so far), got {dialogues!r}")
+            raise ConfigError(
+                f"dialogues: expected a non-negative integer (training dialogues so far), got {dialogues!r}"
+            )
 
     # -------------------------------------------------------------- snapshots
     def maybe_snapshot(self, policy: Any, dialogues: int) -> SnapshotResult | None:
@@ -471,20 +511,29 @@ class ConvergenceMonitor:
         else:
             table = self._respond(policy)
         if table.context_fingerprint != self.contexts.fingerprint or len(table) != len(self.contexts):
-            raise ContextSetMismatch(f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
-                                     f"not made on the monitor's contexts ({self.contexts.fingerprint})")
+            raise ContextSetMismatch(
+                f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
+                f"not made on the monitor's contexts ({self.contexts.fingerprint})"
+            )
         meta = dict(table.policy)
         # what differs from snapshot to snapshot (the policy's own id, its file) goes under "path",
         # which behavsim.compare ignores with "id" and "checkpoint" when it groups one run's
         # snapshots: `behavsim compare snapshots/*.jsonl --pairs consecutive` pairs them in order
         path = meta.get("path")
-        meta["path"] = {**(path if isinstance(path, dict) else {"file": path} if path else {}),
-                        "policy_id": meta.get("id")}
+        meta["path"] = {
+            **(path if isinstance(path, dict) else {"file": path} if path else {}),
+            "policy_id": meta.get("id"),
+        }
         meta["id"] = f"snapshot-{dialogues:06d}"
         meta["checkpoint"] = dialogues
-        table = ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=list(table.acts),
-                              prompts=list(table.prompts), errors=list(table.errors),
-                              context_ids=list(table.context_ids))
+        table = ResponseTable(
+            policy=meta,
+            context_fingerprint=table.context_fingerprint,
+            acts=list(table.acts),
+            prompts=list(table.prompts),
+            errors=list(table.errors),
+            context_ids=list(table.context_ids),
+        )
         # files: settings, then the snapshot table, then the CSV row (a stop in between is
         # repaired on resume from the saved tables), then the plot
         (self.out_dir / _SNAPDIR).mkdir(parents=True, exist_ok=True)
@@ -503,9 +552,15 @@ class ConvergenceMonitor:
         st.prev, st.prev_dialogues = table, dialogues
         if self.plot and st.rows:
             self.redraw()
-        result = SnapshotResult(dialogues=dialogues, prev_dialogues=prev_d, scores=scores, n=len(table),
-                                table_path=path, n_errors=table.n_errors,
-                                converged=prev is not None and self.converged)
+        result = SnapshotResult(
+            dialogues=dialogues,
+            prev_dialogues=prev_d,
+            scores=scores,
+            n=len(table),
+            table_path=path,
+            n_errors=table.n_errors,
+            converged=prev is not None and self.converged,
+        )
         if self.progress is True:
             print(f"{self.name}  {result.line()}", file=sys.stderr, flush=True)
         elif callable(self.progress):
@@ -529,8 +584,12 @@ class ConvergenceMonitor:
         b = _with_id(table, "this")
         comp = compare([a, b], [(0, 1)], scores=self.scores, score_options=self.score_options, progress=False)
         m = comp.means.iloc[0]
-        return {"dialogues": int(dialogues), "prev_dialogues": prev_d, **{s: float(m[s]) for s in self.scores},
-                "n": int(m["n"])}
+        return {
+            "dialogues": int(dialogues),
+            "prev_dialogues": prev_d,
+            **{s: float(m[s]) for s in self.scores},
+            "n": int(m["n"]),
+        }
 
     def redraw(self) -> Path | None:
         """Redraw ``convergence.png`` from the rows (``None`` while there are none)."""
@@ -538,16 +597,25 @@ class ConvergenceMonitor:
             return None
         thr = self.stop_rule.threshold if self.stop_rule else None
         series = {s: self._state.rows for s in self.scores}
-        return plot_convergence(series, self.png_path, title=f"Convergence of {self.name}: snapshot k vs k-1",
-                                threshold=thr)
+        return plot_convergence(
+            series, self.png_path, title=f"Convergence of {self.name}: snapshot k vs k-1", threshold=thr
+        )
 
     def __repr__(self) -> str:
-        return (f"ConvergenceMonitor(name={self.name!r}, out_dir={str(self.out_dir)!r}, every={self.every}, "
-                f"scores={self.scores}, snapshots_to={self.last_dialogues}, comparisons={len(self._state.rows)})")
+        return (
+            f"ConvergenceMonitor(name={self.name!r}, out_dir={str(self.out_dir)!r}, every={self.every}, "
+            f"scores={self.scores}, snapshots_to={self.last_dialogues}, comparisons={len(self._state.rows)})"
+        )
 
 
 def _with_id(table: ResponseTable, pid: str) -> ResponseTable:
     meta = dict(table.policy)
     meta["id"] = pid
-    return ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=table.acts,
-                         prompts=table.prompts, errors=table.errors, context_ids=table.context_ids)
+    return ResponseTable(
+        policy=meta,
+        context_fingerprint=table.context_fingerprint,
+        acts=table.acts,
+        prompts=table.prompts,
+        errors=table.errors,
+        context_ids=table.context_ids,
+    )

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,9 +35,23 @@ import pandas as pd
 from ._errors import ConfigError
 from .scores import list_scores, score_info
 
-__all__ = ["convergence_curves", "pair_curves", "pair_bars", "per_turn_plot", "heatmap",
-           "save_figure", "new_figure", "drawn", "axis_label", "add_legend", "require_columns", "sort_key",
-           "RC", "LABELS", "WIDTH"]
+__all__ = [
+    "convergence_curves",
+    "pair_curves",
+    "pair_bars",
+    "per_turn_plot",
+    "heatmap",
+    "save_figure",
+    "new_figure",
+    "drawn",
+    "axis_label",
+    "add_legend",
+    "require_columns",
+    "sort_key",
+    "RC",
+    "LABELS",
+    "WIDTH",
+]
 
 #: Matplotlib settings used for every figure (readable in a paper and an HTML report).
 RC: Any = {  # matplotlib rc settings (typed loosely: its stubs list every key as a Literal)
@@ -85,7 +100,6 @@ def _paths(path: str | os.PathLike) -> tuple[Path, Path]:
 def new_figure(width: float, height: float):
     """An empty figure (constrained layout, Agg canvas) under the figure settings :data:`RC`."""
     import matplotlib
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -171,17 +185,36 @@ def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str
     for key, g in groups:
         g = g.sort_values(x, key=lambda s: s.map(sort_key), kind="mergesort")
         xs = g[x].to_numpy()
-        (line,) = ax.plot(xs, g[y].to_numpy(dtype=float), marker=marker, markersize=3, linewidth=1.2,
-                          label=None if key is None else str(key))
+        (line,) = ax.plot(
+            xs,
+            g[y].to_numpy(dtype=float),
+            marker=marker,
+            markersize=3,
+            linewidth=1.2,
+            label=None if key is None else str(key),
+        )
         if band:
-            ax.fill_between(xs, g[f"{y}_lo"].to_numpy(dtype=float), g[f"{y}_hi"].to_numpy(dtype=float),
-                            color=line.get_color(), alpha=0.15, linewidth=0)
+            ax.fill_between(
+                xs,
+                g[f"{y}_lo"].to_numpy(dtype=float),
+                g[f"{y}_hi"].to_numpy(dtype=float),
+                color=line.get_color(),
+                alpha=0.15,
+                linewidth=0,
+            )
     return 0 if hue is None else len(groups)
 
 
 @drawn
-def convergence_curves(df: pd.DataFrame, path: str | os.PathLike, *, score: str = "TMR", x: str = "checkpoint",
-                       hue: str | None = "trial", title: str | None = None) -> tuple[Path, Path]:
+def convergence_curves(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    *,
+    score: str = "TMR",
+    x: str = "checkpoint",
+    hue: str | None = "trial",
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """Figure 2: ``score`` of checkpoint k against k−1 over training, one line per ``hue`` (trial).
 
     ``df``: one row per consecutive pair with columns ``x`` (e.g. the later checkpoint), ``hue``
@@ -200,9 +233,16 @@ def convergence_curves(df: pd.DataFrame, path: str | os.PathLike, *, score: str 
 
 
 @drawn
-def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] | None = None, *,
-                x: str = "checkpoint", hue: str | None = "pair", title: str | None = None,
-                ncols: int = 4) -> tuple[Path, Path]:
+def pair_curves(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    scores: Sequence[str] | None = None,
+    *,
+    x: str = "checkpoint",
+    hue: str | None = "pair",
+    title: str | None = None,
+    ncols: int = 4,
+) -> tuple[Path, Path]:
     """Figure 3: every score of the compared pairs over ``x``, one small panel per score.
 
     ``df``: one row per (pair, x), e.g. the means of seed-vs-seed pairs at each checkpoint with a
@@ -232,8 +272,15 @@ def pair_curves(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str]
 
 
 @drawn
-def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[str] = "TMR", *,
-              group: str = "group", label: str | None = None, title: str | None = None) -> tuple[Path, Path]:
+def pair_bars(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    score: str | Sequence[str] = "TMR",
+    *,
+    group: str = "group",
+    label: str | None = None,
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """Figure 5: one bar per pair, pairs grouped (and coloured) by ``group``, one panel per score.
 
     ``df``: one row per pair with a ``group`` column (e.g. ``"TS vs IQ"``, ``"TS seeds"``,
@@ -288,8 +335,14 @@ def pair_bars(df: pd.DataFrame, path: str | os.PathLike, score: str | Sequence[s
 
 
 @drawn
-def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[str] = ("TMR", "DMR"), *,
-                  pair: str = "pair", title: str | None = None) -> tuple[Path, Path]:
+def per_turn_plot(
+    df: pd.DataFrame,
+    path: str | os.PathLike,
+    scores: Sequence[str] = ("TMR", "DMR"),
+    *,
+    pair: str = "pair",
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """Figure 4: mean score per system turn; one row of panels per score, one column per pair.
 
     ``df``: the output of :func:`behavsim.analysis.per_turn` (``pair, a, b, turn, n`` + scores).
@@ -325,8 +378,16 @@ def per_turn_plot(df: pd.DataFrame, path: str | os.PathLike, scores: Sequence[st
 
 
 @drawn
-def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt: str = ".2f",
-            vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> tuple[Path, Path]:
+def heatmap(
+    matrix_df: pd.DataFrame,
+    path: str | os.PathLike,
+    title: str,
+    *,
+    fmt: str = ".2f",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> tuple[Path, Path]:
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
     :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–"."""
     if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:
@@ -337,8 +398,7 @@ def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt
     fig = new_figure(side + 0.8, side)
     ax = fig.add_subplot()
     ax.grid(False)
-    im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal",
-                   interpolation="nearest")
+    im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
     ax.set_xticks(range(nc), [str(c) for c in matrix_df.columns], rotation=45, ha="right")
     ax.set_yticks(range(nr), [str(i) for i in matrix_df.index])
     finite = m[np.isfinite(m)]
@@ -349,8 +409,15 @@ def heatmap(matrix_df: pd.DataFrame, path: str | os.PathLike, title: str, *, fmt
         for j in range(nc):
             v = m[i, j]
             text = "–" if not np.isfinite(v) else format(v, fmt)
-            ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                    color="black" if (np.isfinite(v) and v > mid) else ("white" if np.isfinite(v) else "grey"))
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if (np.isfinite(v) and v > mid) else ("white" if np.isfinite(v) else "grey"),
+            )
     fig.colorbar(im, ax=ax, shrink=0.8)
     n = matrix_df.attrs.get("n_rows")
     ax.set_title(title if n is None else f"{title} (n = {n})")

@@ -24,9 +24,10 @@ import html
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -37,9 +38,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._engine import Comparison
 
 __all__ = [
-    "comparison_report", "page", "write_html", "score_table", "plain_table", "heatmap_table",
-    "Figure", "load_figure", "figures_html", "score_columns", "to_float", "escape", "fmt_num",
-    "fmt_int", "fmt_key", "note",
+    "comparison_report",
+    "page",
+    "write_html",
+    "score_table",
+    "plain_table",
+    "heatmap_table",
+    "Figure",
+    "load_figure",
+    "figures_html",
+    "score_columns",
+    "to_float",
+    "escape",
+    "fmt_num",
+    "fmt_int",
+    "fmt_key",
+    "note",
 ]
 
 _NA_STRINGS = {"", "nan", "NaN", "NA", "n/a", "None", "null"}
@@ -92,8 +106,7 @@ def to_float(col: pd.Series, path: Path | str, name: str) -> pd.Series:
         try:
             out.append(float(v))
         except ValueError:
-            raise TableFormatError(f"{path}: column {name!r}, data row {i + 1}: expected a number, "
-                                   f"got {v!r}") from None
+            raise TableFormatError(f"{path}: column {name!r}, data row {i + 1}: expected a number, got {v!r}") from None
     return pd.Series(out, index=col.index, dtype=float)
 
 
@@ -152,12 +165,16 @@ def figures_html(figs: Sequence[Figure]) -> str:
     out = []
     for f in figs:
         if f.problem:
-            out.append(f'<figure class="missing"><p class="note">Figure <code>{escape(f.file)}</code> could not be '
-                       f'shown: {escape(f.problem)}.</p><figcaption>{escape(f.title)}</figcaption></figure>\n')
+            out.append(
+                f'<figure class="missing"><p class="note">Figure <code>{escape(f.file)}</code> could not be '
+                f"shown: {escape(f.problem)}.</p><figcaption>{escape(f.title)}</figcaption></figure>\n"
+            )
             continue
         b64 = base64.b64encode(f.data).decode("ascii")
-        out.append(f'<figure><img class="figure" alt="{escape(f.title)}" src="data:{f.mime};base64,{b64}">'
-                   f'<figcaption>{escape(f.title)} <span class="file">({escape(f.file)})</span></figcaption></figure>\n')
+        out.append(
+            f'<figure><img class="figure" alt="{escape(f.title)}" src="data:{f.mime};base64,{b64}">'
+            f'<figcaption>{escape(f.title)} <span class="file">({escape(f.file)})</span></figcaption></figure>\n'
+        )
     return "".join(out)
 
 
@@ -166,8 +183,9 @@ def _ci_title(lo: float, hi: float) -> str:
     return f"95% CI [{fmt_num(lo)}, {fmt_num(hi)}]"
 
 
-def score_table(df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: str,
-                row_title: Sequence[str] = ("a", "b")) -> str:
+def score_table(
+    df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: str, row_title: Sequence[str] = ("a", "b")
+) -> str:
     """Key columns, n, then every score as value with its CI ([lo, hi]) below it.
 
     ``df`` needs the ``keys``, ``n`` and score columns (``<score>_lo``/``<score>_hi`` optional);
@@ -184,7 +202,7 @@ def score_table(df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: s
         if all(c in rec for c in row_title):
             tr_title = f' title="{escape(" vs ".join(str(rec[c]) for c in row_title))}"'
         tds = []
-        for i, (k, c) in enumerate(zip(keys, cells)):
+        for i, c in enumerate(cells):
             same = prev is not None and prev[: i + 1] == cells[: i + 1]
             tds.append(f'<td class="key{" same" if same else ""}">{escape(c)}</td>')
         prev = cells
@@ -194,16 +212,26 @@ def score_table(df: pd.DataFrame, keys: Sequence[str], table_id: str, caption: s
             if lo is None or hi is None:
                 tds.append(f'<td class="num"><span class="v">{fmt_num(rec[s])}</span></td>')
             else:
-                tds.append(f'<td class="num" title="{_ci_title(lo, hi)}"><span class="v">{fmt_num(rec[s])}</span>'
-                           f'<span class="ci">[{fmt_num(lo)}, {fmt_num(hi)}]</span></td>')
+                tds.append(
+                    f'<td class="num" title="{_ci_title(lo, hi)}"><span class="v">{fmt_num(rec[s])}</span>'
+                    f'<span class="ci">[{fmt_num(lo)}, {fmt_num(hi)}]</span></td>'
+                )
         rows.append(f"<tr{tr_title}>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data scores" id="{escape(table_id)}">'
-            f"<caption>{caption}</caption><thead><tr>{head}</tr></thead>"
-            f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+    return (
+        f'<div class="wrap"><table class="data scores" id="{escape(table_id)}">'
+        f"<caption>{caption}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+    )
 
 
-def plain_table(df: pd.DataFrame, cols: Sequence[str], table_id: str, caption: str,
-                int_cols: Sequence[str] = (), text_cols: Sequence[str] = ("policy", "reward")) -> str:
+def plain_table(
+    df: pd.DataFrame,
+    cols: Sequence[str],
+    table_id: str,
+    caption: str,
+    int_cols: Sequence[str] = (),
+    text_cols: Sequence[str] = ("policy", "reward"),
+) -> str:
     """The columns ``cols`` as they are: numbers right-aligned (``int_cols`` as whole numbers)."""
     head = "".join(f'<th class="{"num" if c not in text_cols else ""}">{escape(c)}</th>' for c in cols)
     rows = []
@@ -217,8 +245,10 @@ def plain_table(df: pd.DataFrame, cols: Sequence[str], table_id: str, caption: s
             else:
                 tds.append(f"<td>{escape(v)}</td>")
         rows.append(f"<tr>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data" id="{escape(table_id)}"><caption>{caption}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+    return (
+        f'<div class="wrap"><table class="data" id="{escape(table_id)}"><caption>{caption}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+    )
 
 
 def _colour(v: float, kind: str, vmax: float) -> str:
@@ -249,14 +279,18 @@ def heatmap_table(matrix: pd.DataFrame, kind: str, table_id: str, title: str, so
     head = "<th></th>" + "".join(f'<th class="num">{escape(c)}</th>' for c in cols)
     rows = []
     for label, (_, rec) in zip(matrix.index, matrix.iterrows()):
-        tds = "".join(f'<td class="num" style="{_colour(v, kind, vmax)}">{fmt_num(v, 2 if kind == "corr" else 3)}</td>'
-                      for v in rec.tolist())
+        tds = "".join(
+            f'<td class="num" style="{_colour(v, kind, vmax)}">{fmt_num(v, 2 if kind == "corr" else 3)}</td>'
+            for v in rec.tolist()
+        )
         rows.append(f"<tr><th>{escape(label)}</th>{tds}</tr>")
-    scale = ("blue −1 · white 0 · red +1" if kind == "corr" else f"white 0 · purple {fmt_num(vmax)} (the largest value)")
+    scale = "blue −1 · white 0 · red +1" if kind == "corr" else f"white 0 · purple {fmt_num(vmax)} (the largest value)"
     where = f"{source}; " if source else ""
-    return (f'<div class="heat"><table class="data heatmap" id="{table_id}"><caption>{title} '
-            f'<span class="file">({where}colour: {scale})</span></caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+    return (
+        f'<div class="heat"><table class="data heatmap" id="{table_id}"><caption>{title} '
+        f'<span class="file">({where}colour: {scale})</span></caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+    )
 
 
 # ------------------------------------------------------------------------------------- page
@@ -325,8 +359,10 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 12px; }
 
 def _csp() -> str:
     digest = base64.b64encode(hashlib.sha256(("\n" + _SCRIPT).encode("utf-8")).digest()).decode("ascii")
-    return (f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
 def page(title: str, sections: Sequence[tuple[str, str, str]], footer: str) -> str:
@@ -335,12 +371,12 @@ def page(title: str, sections: Sequence[tuple[str, str, str]], footer: str) -> s
     switch that shows or hides the confidence intervals of :func:`score_table`."""
     toc = "".join(f'<li><a href="#{k}">{escape(t)}</a></li>' for k, t, _ in sections)
     parts = [
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n',
         f'<meta http-equiv="Content-Security-Policy" content="{_csp()}">\n',
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
         f"<title>{escape(title)}</title>\n<style>\n{_CSS}</style>\n",
         f"<script>\n{_SCRIPT}</script>\n</head>\n<body>\n",  # the CSP hash covers exactly "\n" + _SCRIPT
-        f'<header><h1>{escape(title)}</h1>\n'
+        f"<header><h1>{escape(title)}</h1>\n"
         '<label class="toggle"><input type="checkbox" id="show-ci" checked> show 95% confidence intervals'
         "</label></header>\n",
         f'<nav class="toc"><b>Contents</b><ol>{toc}</ol></nav>\n',
@@ -379,26 +415,41 @@ def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, titl
         raise ConfigError(f"comparison: expected a behavsim.Comparison, got {type(comparison).__name__}")
     names = comparison.score_names
     means = comparison.means
-    caption = (f"Mean per-context similarity of each compared pair ({len(means)} pairs; context set "
-               f"<code>{escape(comparison.context_fingerprint)}</code>).")
+    caption = (
+        f"Mean per-context similarity of each compared pair ({len(means)} pairs; context set "
+        f"<code>{escape(comparison.context_fingerprint)}</code>)."
+    )
     sections = [("means", "Means per pair", score_table(means, ["a", "b"], "means", caption))]
     if len(names) >= 2:
         corr, mse = score_agreement(comparison.per_context, names)
         n = corr.attrs.get("n_rows", len(comparison.per_context))
-        body = ('<div class="heatmaps">'
-                + heatmap_table(corr, "corr", "score_corr", "Pearson correlation", f"n = {n}")
-                + heatmap_table(mse, "mse", "score_mse", "Mean squared error", f"n = {n}")
-                + "</div>\n")
+        body = (
+            '<div class="heatmaps">'
+            + heatmap_table(corr, "corr", "score_corr", "Pearson correlation", f"n = {n}")
+            + heatmap_table(mse, "mse", "score_mse", "Mean squared error", f"n = {n}")
+            + "</div>\n"
+        )
     else:
         body = note("One score only: nothing to correlate.")
     sections.append(("scores", "Agreement between the scores", body))
-    rows = "".join(f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>"
-                   for k, v in comparison.signatures.items())
-    sections.append(("signatures", "Score signatures",
-                     '<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th>'
-                     "<th>signature (everything that changes its value)</th></tr></thead><tbody>" + rows
-                     + "</tbody></table></div>\n"))
+    rows = "".join(
+        f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>" for k, v in comparison.signatures.items()
+    )
+    sections.append(
+        (
+            "signatures",
+            "Score signatures",
+            '<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th>'
+            "<th>signature (everything that changes its value)</th></tr></thead><tbody>"
+            + rows
+            + "</tbody></table></div>\n",
+        )
+    )
     policies = json.dumps(comparison.policies, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     sections.append(("policies", "Compared policies", f'<pre class="config">{escape(policies)}</pre>\n'))
-    return write_html(page(title, sections, "Written by <code>behavsim.report.comparison_report</code>; "
-                                             "self-contained (no network)."), path)
+    return write_html(
+        page(
+            title, sections, "Written by <code>behavsim.report.comparison_report</code>; self-contained (no network)."
+        ),
+        path,
+    )

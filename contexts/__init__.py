@@ -20,8 +20,17 @@ from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
 from ._select import select, top_belief
 
 __all__ = [
-    "ContextSet", "generate_grid", "grid_levels", "default_values",
-    "collect", "dialogue_seed", "ENV_OPTIONS",
-    "ContextRecorder", "from_jsonl", "LogFormatError", "check_belief",
-    "select", "top_belief",
+    "ContextSet",
+    "generate_grid",
+    "grid_levels",
+    "default_values",
+    "collect",
+    "dialogue_seed",
+    "ENV_OPTIONS",
+    "ContextRecorder",
+    "from_jsonl",
+    "LogFormatError",
+    "check_belief",
+    "select",
+    "top_belief",
 ]

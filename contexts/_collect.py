@@ -17,15 +17,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
+from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
 from behavsim.policy import Adapter, as_adapter, error_text
-
-from behavsim import did_you_mean
 
 from ._common import copy_belief, domain_meta, jsonable, resolve_domain
 
@@ -55,8 +53,10 @@ def _source(spec: Any, domain: Any, where: str) -> Adapter:
         raise ConfigError(f"{where}: {exc}") from None
     pdom = getattr(getattr(adapter, "policy", None), "domain", None)
     if pdom is not None and getattr(pdom, "name", None) != domain.name:
-        raise ConfigError(f"{where}: policy {adapter.name!r} is for domain {getattr(pdom, 'name', pdom)!r}, "
-                          f"the environment's is {domain.name!r}")
+        raise ConfigError(
+            f"{where}: policy {adapter.name!r} is for domain {getattr(pdom, 'name', pdom)!r}, "
+            f"the environment's is {domain.name!r}"
+        )
     return adapter
 
 
@@ -94,8 +94,10 @@ def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
     opts = dict(env_options or {})
     for k in opts:
         if k not in ENV_OPTIONS:
-            raise ConfigError(f"env_options: unknown option {k!r}.{did_you_mean(k, ENV_OPTIONS)} "
-                              f"Valid options: {', '.join(ENV_OPTIONS)}")
+            raise ConfigError(
+                f"env_options: unknown option {k!r}.{did_you_mean(k, ENV_OPTIONS)} "
+                f"Valid options: {', '.join(ENV_OPTIONS)}"
+            )
     if isinstance(opts.get("error_model"), Mapping):
         try:
             opts["error_model"] = ErrorModel(**opts["error_model"])
@@ -140,9 +142,16 @@ def _key(belief: dict) -> str:
     return json.dumps(belief, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = None,
-            env_options: Mapping[str, Any] | None = None, dedupe: bool = False,
-            progress: bool | None = None) -> ContextSet:
+def collect(
+    policies: Any,
+    *,
+    dialogues: int = 10,
+    seed: int = 0,
+    domain: Any = None,
+    env_options: Mapping[str, Any] | None = None,
+    dedupe: bool = False,
+    progress: bool | None = None,
+) -> ContextSet:
     """The collected context set C_col of SPEC §4 (see the module doc).
 
     ``policies``: a list of sources — anything :func:`behavsim.respond` takes: policy spec strings
@@ -195,9 +204,18 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
                                 continue
                             seen.add(k)
                         beliefs.append(record)
-                        metas.append({"origin": "collected", "source_policy": label, "dialogue": j,
-                                      "dialogue_seed": dseed, "turn": turn, "seed": int(seed),
-                                      "summary_action": summary, "closing_turn": bool(info.get("closing_turn"))})
+                        metas.append(
+                            {
+                                "origin": "collected",
+                                "source_policy": label,
+                                "dialogue": j,
+                                "dialogue_seed": dseed,
+                                "turn": turn,
+                                "seed": int(seed),
+                                "summary_action": summary,
+                                "closing_turn": bool(info.get("closing_turn")),
+                            }
+                        )
                         ids.append(f"{label}/d{j}/t{turn}")
                     for m in metas[first:]:
                         m["dialogue_turns"] = int(info["turns"])
@@ -207,8 +225,11 @@ def collect(policies: Any, *, dialogues: int = 10, seed: int = 0, domain: Any = 
     finally:
         if bar is not None:
             bar.close()
-    env_meta = jsonable({k: getattr(env, k) for k in ("max_turns", "hello", "final_system_turn")}
-                        | {"error_model": env.error_model} | jsonable(dict(env_options or {})))
+    env_meta = jsonable(
+        {k: getattr(env, k) for k in ("max_turns", "hello", "final_system_turn")}
+        | {"error_model": env.error_model}
+        | jsonable(dict(env_options or {}))
+    )
     meta = {
         "builder": "collected",
         "origin": "collected",

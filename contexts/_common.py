@@ -20,11 +20,13 @@ def resolve_domain(domain: Any):
     """The domain ``domain`` names (:func:`policies.domain.resolve_domain`: ``None`` for the
     default, a :class:`policies.domain.Domain`, a shipped domain's name, a rules file, or a
     ``(rules, db)`` pair); anything else is a :class:`behavsim.ConfigError`."""
-    from policies.domain import Domain, DomainError, resolve_domain as resolve
+    from policies.domain import Domain, DomainError
+    from policies.domain import resolve_domain as resolve
 
     if not (domain is None or isinstance(domain, (Domain, str, os.PathLike, tuple))):
-        raise ConfigError(f"domain: expected a policies.domain.Domain, a domain name or a rules file, got "
-                          f"{type(domain).__name__}")
+        raise ConfigError(
+            f"domain: expected a policies.domain.Domain, a domain name or a rules file, got {type(domain).__name__}"
+        )
     try:
         return resolve(domain)
     except (DomainError, KeyError) as exc:
@@ -36,8 +38,11 @@ def domain_meta(domain: Any) -> dict[str, Any]:
     (two domains may share a name: behavsim's built-in one and PyDial's are both 'restaurant')."""
     import os.path
 
-    return {"domain": domain.name, "domain_rules": os.path.basename(str(domain.source)),
-            "domain_venues": len(domain.venues)}
+    return {
+        "domain": domain.name,
+        "domain_rules": os.path.basename(str(domain.source)),
+        "domain_venues": len(domain.venues),
+    }
 
 
 def jsonable(obj: Any) -> Any:

@@ -23,8 +23,9 @@ import itertools
 import math
 import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
 
@@ -47,8 +48,10 @@ def _n_steps(step: Any) -> int:
         raise ConfigError(f"step: expected a number in (0, 1] that divides 1 (e.g. 0.2 or 0.1), got {step!r}")
     n = round(1.0 / step)
     if n < 1 or abs(n * step - 1.0) > 1e-9:
-        raise ConfigError(f"step: {step!r} does not divide 1 (1/{step!r} = {1.0 / step:.4g} is not a whole number); "
-                          "use e.g. 0.5, 0.25, 0.2, 0.1 or 0.05")
+        raise ConfigError(
+            f"step: {step!r} does not divide 1 (1/{step!r} = {1.0 / step:.4g} is not a whole number); "
+            "use e.g. 0.5, 0.25, 0.2, 0.1 or 0.05"
+        )
     return n
 
 
@@ -88,17 +91,19 @@ def _available_memory() -> int | None:
 
 
 def _big(x: int) -> str:
-    return f"{x:,}" if x < 10 ** 15 else f"~1e{len(str(x)) - 1}"
+    return f"{x:,}" if x < 10**15 else f"~1e{len(str(x)) - 1}"
 
 
 def _check_size(n_levels: int, n_dims: int, step: float) -> int:
-    count = n_levels ** n_dims
+    count = n_levels**n_dims
     need = count * BYTES_PER_CONTEXT
     avail = _available_memory()
     if avail is not None and need > _MEMORY_FRACTION * avail:
-        raise ConfigError(f"step: {step!r} gives {_big(n_levels)}^{n_dims} = {_big(count)} contexts, about "
-                          f"{_big(need // 10 ** 9)} GB in memory, more than half of the {avail / 1e9:.1f} GB "
-                          "available; use a coarser step or fewer slots")
+        raise ConfigError(
+            f"step: {step!r} gives {_big(n_levels)}^{n_dims} = {_big(count)} contexts, about "
+            f"{_big(need // 10**9)} GB in memory, more than half of the {avail / 1e9:.1f} GB "
+            "available; use a coarser step or fewer slots"
+        )
     return count
 
 
@@ -110,8 +115,10 @@ def _check_slots(domain: Any, slots: Any) -> tuple[str, ...]:
     valid = list(domain.informable)
     for s in slots:
         if s not in domain.informable:
-            raise ConfigError(f"slots: unknown slot {s!r} of domain {domain.name!r}.{did_you_mean(s, valid)} "
-                              f"Valid slots: {', '.join(valid)}")
+            raise ConfigError(
+                f"slots: unknown slot {s!r} of domain {domain.name!r}.{did_you_mean(s, valid)} "
+                f"Valid slots: {', '.join(valid)}"
+            )
     if len(set(slots)) != len(slots):
         raise ConfigError(f"slots: duplicate slot names in {list(slots)}")
     return tuple(slots)
@@ -127,15 +134,23 @@ def _check_values(domain: Any, slots: tuple[str, ...], values: Any) -> tuple[dic
         if s not in slots:
             raise ConfigError(f"values: slot {s!r} is not one of the grid slots {list(slots)}.{did_you_mean(s, slots)}")
         if v not in domain.informable[s]:
-            raise ConfigError(f"values: {v!r} is not a value of slot {s!r}.{did_you_mean(v, domain.informable[s])} "
-                              f"Valid values: {', '.join(domain.informable[s])}")
+            raise ConfigError(
+                f"values: {v!r} is not a value of slot {s!r}.{did_you_mean(v, domain.informable[s])} "
+                f"Valid values: {', '.join(domain.informable[s])}"
+            )
         chosen[s] = v
     how = "given" if set(values) == set(slots) else "given; others: most frequent value in the database"
     return chosen, how
 
 
-def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str] = ("area", "pricerange", "food"),
-                  method: str = "byconstraints", values: Mapping[str, str] | None = None) -> ContextSet:
+def generate_grid(
+    domain: Any = None,
+    *,
+    step: float = 0.2,
+    slots: Sequence[str] = ("area", "pricerange", "food"),
+    method: str = "byconstraints",
+    values: Mapping[str, str] | None = None,
+) -> ContextSet:
     """The generated context set C_gen: a grid of beliefs from a dialogue start.
 
     ``len(slots) + 1`` grid dimensions (the slots, then the method), each with the levels
@@ -165,10 +180,10 @@ def generate_grid(domain: Any = None, *, step: float = 0.2, slots: Sequence[str]
             gc.enable()
 
 
-def _build(domain: Any, levels: list[float], slots: tuple[str, ...], method: str, chosen: dict[str, str],
-           how: str, step: float) -> ContextSet:
+def _build(
+    domain: Any, levels: list[float], slots: tuple[str, ...], method: str, chosen: dict[str, str], how: str, step: float
+) -> ContextSet:
     from policies.tracker import inform_info, make_belief
-
 
     # one template (a dialogue start) and, per slot and level, the slot's distribution; every
     # mapping with its keys in sorted order, as a saved set holds them (see copy_belief)

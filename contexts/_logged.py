@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from numbers import Real
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from behavsim import ConfigError, ContextSet, TableFormatError
 
@@ -102,8 +103,9 @@ class ContextRecorder:
         try:
             json.dumps(dict(belief), allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise LogFormatError(f"ContextRecorder.record: context {len(self._beliefs)}: belief is not "
-                                 f"JSON-serialisable ({exc})") from None
+            raise LogFormatError(
+                f"ContextRecorder.record: context {len(self._beliefs)}: belief is not JSON-serialisable ({exc})"
+            ) from None
         for k, v in meta.items():
             try:
                 json.dumps(v, allow_nan=False)
@@ -122,10 +124,19 @@ class ContextRecorder:
 
     def to_context_set(self, description: str | None = None) -> ContextSet:
         """The recorded contexts in order (copies: recording more later does not change it)."""
-        meta = {"builder": "logged", "origin": "logged", "source": self.source, "description": description,
-                "size": len(self._beliefs)}
-        return ContextSet([copy_belief(b) for b in self._beliefs], [dict(m) for m in self._metas],
-                          [f"log:{i}" for i in range(len(self._beliefs))], meta)
+        meta = {
+            "builder": "logged",
+            "origin": "logged",
+            "source": self.source,
+            "description": description,
+            "size": len(self._beliefs),
+        }
+        return ContextSet(
+            [copy_belief(b) for b in self._beliefs],
+            [dict(m) for m in self._metas],
+            [f"log:{i}" for i in range(len(self._beliefs))],
+            meta,
+        )
 
 
 def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str | None = None) -> ContextSet:
@@ -149,11 +160,15 @@ def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str
         except ValueError as exc:
             raise LogFormatError(f"{where}: {exc}") from None
         if not isinstance(obj, dict):
-            raise LogFormatError(f"{where}: expected a JSON object (a belief state or {{\"belief\": ..., \"meta\": ...}}), "
-                                 f"got {type(obj).__name__}")
+            raise LogFormatError(
+                f'{where}: expected a JSON object (a belief state or {{"belief": ..., "meta": ...}}), '
+                f"got {type(obj).__name__}"
+            )
         if obj.get("format") == "behavsim-contexts":
-            raise LogFormatError(f"{where}: this is a saved behavsim context set, not a log; read it with "
-                                 "ContextSet.load (or 'behavsim contexts info')")
+            raise LogFormatError(
+                f"{where}: this is a saved behavsim context set, not a log; read it with "
+                "ContextSet.load (or 'behavsim contexts info')"
+            )
         if "belief" in obj:
             extra = sorted(set(obj) - {"belief", "meta", "id"})
             if extra:
@@ -173,6 +188,11 @@ def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str
         ids.append(str(cid) if cid is not None else f"{path.name}:{n}")
     if not beliefs:
         raise LogFormatError(f"{path}: no belief states in the file")
-    meta = {"builder": "logged", "origin": "logged", "source": str(path), "description": description,
-            "size": len(beliefs)}
+    meta = {
+        "builder": "logged",
+        "origin": "logged",
+        "source": str(path),
+        "description": description,
+        "size": len(beliefs),
+    }
     return ContextSet(beliefs, metas, ids, meta, source=str(path))

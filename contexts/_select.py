@@ -17,8 +17,9 @@ Criteria combine with AND; ranges are inclusive with a tolerance of 1e-9 (so the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from numbers import Real
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
 
@@ -36,8 +37,9 @@ def top_belief(dist: Mapping[str, float] | None) -> float:
     return max((float(p) for v, p in dist.items() if v != "**NONE**"), default=0.0)
 
 
-def _range(value: Any, what: str, lo_default: float | None = None, hi_default: float | None = None,
-           integer: bool = False) -> tuple[float | None, float | None]:
+def _range(
+    value: Any, what: str, lo_default: float | None = None, hi_default: float | None = None, integer: bool = False
+) -> tuple[float | None, float | None]:
     def num(x: Any) -> bool:
         return not isinstance(x, bool) and isinstance(x, Real) and (not integer or float(x).is_integer())
 
@@ -67,9 +69,17 @@ def _names(value: Any, what: str) -> frozenset[str]:
     raise ConfigError(f"{what}: expected a name or a list of names, got {value!r}")
 
 
-def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_policy: Any = None,
-           slot_belief: Mapping[str, Any] | None = None, method_belief: Mapping[str, Any] | None = None,
-           where: Callable[[dict, dict], bool] | None = None, description: str | None = None) -> ContextSet:
+def select(
+    cs: ContextSet,
+    *,
+    turn: Any = None,
+    origin: Any = None,
+    source_policy: Any = None,
+    slot_belief: Mapping[str, Any] | None = None,
+    method_belief: Mapping[str, Any] | None = None,
+    where: Callable[[dict, dict], bool] | None = None,
+    description: str | None = None,
+) -> ContextSet:
     """The contexts of ``cs`` meeting every given criterion (see the module doc), in order.
 
     Built on :meth:`behavsim.ContextSet.select`: the subset's ``meta`` records the parent's
@@ -92,7 +102,9 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         wanted = _names(origin, "origin")
         for o in wanted:
             if o not in ORIGINS:
-                raise ConfigError(f"origin: unknown origin {o!r}.{did_you_mean(o, ORIGINS)} Valid: {', '.join(ORIGINS)}")
+                raise ConfigError(
+                    f"origin: unknown origin {o!r}.{did_you_mean(o, ORIGINS)} Valid: {', '.join(ORIGINS)}"
+                )
         criteria["origin"] = sorted(wanted)
         tests.append(lambda b, m: m.get("origin") in wanted)
     if source_policy is not None:
@@ -100,8 +112,10 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         known = {m.get("source_policy") for m in cs.metas} - {None}
         for p in pols:
             if p not in known:
-                raise ConfigError(f"source_policy: no context comes from {p!r}.{did_you_mean(p, known)} "
-                                  f"Sources in this set: {', '.join(sorted(known)) or 'none'}")
+                raise ConfigError(
+                    f"source_policy: no context comes from {p!r}.{did_you_mean(p, known)} "
+                    f"Sources in this set: {', '.join(sorted(known)) or 'none'}"
+                )
         criteria["source_policy"] = sorted(pols)
         tests.append(lambda b, m: m.get("source_policy") in pols)
     if slot_belief is not None:
@@ -113,12 +127,15 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         ranges = {}
         for slot, r in slot_belief.items():
             if slot not in present:
-                raise ConfigError(f"slot_belief: slot {slot!r} appears in no context.{did_you_mean(slot, present)} "
-                                  f"Slots: {', '.join(sorted(present)) or 'none'}")
+                raise ConfigError(
+                    f"slot_belief: slot {slot!r} appears in no context.{did_you_mean(slot, present)} "
+                    f"Slots: {', '.join(sorted(present)) or 'none'}"
+                )
             ranges[slot] = _range(r, f"slot_belief[{slot!r}]")
         criteria["slot_belief"] = {s: list(r) for s, r in ranges.items()}
-        tests.append(lambda b, m: all(_inside(top_belief((b.get("beliefs") or {}).get(s)), r)
-                                      for s, r in ranges.items()))
+        tests.append(
+            lambda b, m: all(_inside(top_belief((b.get("beliefs") or {}).get(s)), r) for s, r in ranges.items())
+        )
     if method_belief is not None:
         if not isinstance(method_belief, Mapping) or not method_belief:
             raise ConfigError(f"method_belief: expected a mapping method -> (low, high), got {method_belief!r}")
@@ -128,12 +145,18 @@ def select(cs: ContextSet, *, turn: Any = None, origin: Any = None, source_polic
         m_ranges = {}
         for name, r in method_belief.items():
             if name not in methods:
-                raise ConfigError(f"method_belief: method {name!r} appears in no context."
-                                  f"{did_you_mean(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}")
+                raise ConfigError(
+                    f"method_belief: method {name!r} appears in no context."
+                    f"{did_you_mean(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}"
+                )
             m_ranges[name] = _range(r, f"method_belief[{name!r}]")
         criteria["method_belief"] = {k: list(r) for k, r in m_ranges.items()}
-        tests.append(lambda b, m: all(
-            _inside(float(((b.get("beliefs") or {}).get("method") or {}).get(k, 0.0)), r) for k, r in m_ranges.items()))
+        tests.append(
+            lambda b, m: all(
+                _inside(float(((b.get("beliefs") or {}).get("method") or {}).get(k, 0.0)), r)
+                for k, r in m_ranges.items()
+            )
+        )
     if where is not None:
         if not callable(where):
             raise ConfigError(f"where: expected a function keep(belief, meta) -> bool, got {where!r}")

@@ -68,8 +68,10 @@ def _domain(args: argparse.Namespace):
     from policies.domain import DomainError, resolve_domain
 
     if len(args.domain) > 2:
-        raise ConfigError(f"--domain: expected a domain name, a rules file, or a rules file and its database; "
-                          f"got {len(args.domain)} values")
+        raise ConfigError(
+            f"--domain: expected a domain name, a rules file, or a rules file and its database; "
+            f"got {len(args.domain)} values"
+        )
     try:
         return resolve_domain(args.domain[0] if len(args.domain) == 1 else tuple(args.domain))
     except (DomainError, KeyError) as exc:
@@ -114,8 +116,15 @@ def cmd_collect(args: argparse.Namespace) -> int:
     env_options: dict[str, Any] = {"max_turns": args.max_turns}
     if args.error_rate:
         env_options["error_model"] = {"error_rate": args.error_rate, "nbest": args.nbest}
-    cs = collect(specs or plain, dialogues=args.dialogues, seed=args.seed, domain=_domain(args),
-                 env_options=env_options, dedupe=args.dedupe, progress=args.progress)
+    cs = collect(
+        specs or plain,
+        dialogues=args.dialogues,
+        seed=args.seed,
+        domain=_domain(args),
+        env_options=env_options,
+        dedupe=args.dedupe,
+        progress=args.progress,
+    )
     return _save(cs, out)
 
 
@@ -137,15 +146,27 @@ def cmd_select(args: argparse.Namespace) -> int:
         vals = [turn] if isinstance(turn, float) else [v for v in turn if v is not None]
         if any(not float(v).is_integer() for v in vals):
             raise ConfigError(f"--turn: expected a turn number or a range such as 2:4, got {args.turn!r}")
-    slot_belief = {k: parse_range(v, f"--slot-belief {k}") for k, v in
-                   _pairs(args.slot_belief, "--slot-belief", "food=0.5:1.0").items()} or None
-    method_belief = {k: parse_range(v, f"--method-belief {k}") for k, v in
-                     _pairs(args.method_belief, "--method-belief", "byconstraints=0.5:1.0").items()} or None
-    sub = select(cs, turn=turn, origin=args.origin, source_policy=args.source_policy,
-                 slot_belief=slot_belief, method_belief=method_belief)
+    slot_belief = {
+        k: parse_range(v, f"--slot-belief {k}")
+        for k, v in _pairs(args.slot_belief, "--slot-belief", "food=0.5:1.0").items()
+    } or None
+    method_belief = {
+        k: parse_range(v, f"--method-belief {k}")
+        for k, v in _pairs(args.method_belief, "--method-belief", "byconstraints=0.5:1.0").items()
+    } or None
+    sub = select(
+        cs,
+        turn=turn,
+        origin=args.origin,
+        source_policy=args.source_policy,
+        slot_belief=slot_belief,
+        method_belief=method_belief,
+    )
     if not len(sub) and not args.allow_empty:
-        raise ConfigError(f"no context of {args.input} matches ({sub.meta['description']}); "
-                          "nothing written (--allow-empty writes an empty set)")
+        raise ConfigError(
+            f"no context of {args.input} matches ({sub.meta['description']}); "
+            "nothing written (--allow-empty writes an empty set)"
+        )
     return _save(sub, out)
 
 
@@ -165,9 +186,15 @@ def describe(cs: ContextSet) -> dict[str, Any]:
     origins = Counter(str(m.get("origin", "unknown")) for m in cs.metas)
     turns = Counter(m["turn"] for m in cs.metas if isinstance(m.get("turn"), int))
     sources = Counter(m["source_policy"] for m in cs.metas if "source_policy" in m)
-    return {"source": cs.source, "size": len(cs), "fingerprint": cs.fingerprint, "meta": cs.meta,
-            "origins": dict(sorted(origins.items())), "turns": {str(k): v for k, v in sorted(turns.items())},
-            "source_policies": dict(sorted(sources.items()))}
+    return {
+        "source": cs.source,
+        "size": len(cs),
+        "fingerprint": cs.fingerprint,
+        "meta": cs.meta,
+        "origins": dict(sorted(origins.items())),
+        "turns": {str(k): v for k, v in sorted(turns.items())},
+        "source_policies": dict(sorted(sources.items())),
+    }
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -196,65 +223,111 @@ def cmd_info(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ parser
 def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``contexts`` sub-command (with its own sub-commands) to ``subparsers``."""
-    p = subparsers.add_parser("contexts", help="build, import, subset and inspect context sets",
-                              description="Context sets: the belief states every policy answers (SPEC §4).")
+    p = subparsers.add_parser(
+        "contexts",
+        help="build, import, subset and inspect context sets",
+        description="Context sets: the belief states every policy answers (SPEC §4).",
+    )
     sub = p.add_subparsers(dest="contexts_command", metavar="ACTION")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        q.add_argument("--domain", nargs="+", metavar="NAME|RULES_JSON [DB]",
-                       help="a shipped domain by name (camrestaurants: PyDial's Cambridge restaurants; "
-                       "example-restaurants: the default) or a PyDial-format rules JSON (database beside it as "
-                       "<X>-dbase.db, or given second)")
+        q.add_argument(
+            "--domain",
+            nargs="+",
+            metavar="NAME|RULES_JSON [DB]",
+            help="a shipped domain by name (camrestaurants: PyDial's Cambridge restaurants; "
+            "example-restaurants: the default) or a PyDial-format rules JSON (database beside it as "
+            "<X>-dbase.db, or given second)",
+        )
 
-    g = sub.add_parser("generate", help="C_gen: a grid over slot and method beliefs",
-                       description="Generated contexts: one value per slot and the method get probability "
-                       "0, step, ..., 1 each, the rest goes to **NONE** / none (6^4 = 1,296 at step 0.2).")
+    g = sub.add_parser(
+        "generate",
+        help="C_gen: a grid over slot and method beliefs",
+        description="Generated contexts: one value per slot and the method get probability "
+        "0, step, ..., 1 each, the rest goes to **NONE** / none (6^4 = 1,296 at step 0.2).",
+    )
     g.add_argument("--step", type=float, default=0.2, help="grid step, must divide 1 (default 0.2)")
-    g.add_argument("--slots", nargs="+", default=["area", "pricerange", "food"], metavar="SLOT",
-                   help="grid slots (default: area pricerange food)")
-    g.add_argument("--value", action="append", metavar="SLOT=VALUE",
-                   help="the value of SLOT that gets the mass (repeatable; default: the most frequent in the database)")
+    g.add_argument(
+        "--slots",
+        nargs="+",
+        default=["area", "pricerange", "food"],
+        metavar="SLOT",
+        help="grid slots (default: area pricerange food)",
+    )
+    g.add_argument(
+        "--value",
+        action="append",
+        metavar="SLOT=VALUE",
+        help="the value of SLOT that gets the mass (repeatable; default: the most frequent in the database)",
+    )
     g.add_argument("--method", default="byconstraints", help="the method that gets the mass (default byconstraints)")
     domain_opt(g)
     g.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     g.set_defaults(func=cmd_generate)
 
-    c = sub.add_parser("collect", help="C_col: belief states met by policies in seeded dialogues",
-                       description="Collected contexts: each policy plays N seeded dialogues greedily with the "
-                       "simulated user; the belief at every system turn is recorded.")
-    c.add_argument("--policy", action="extend", nargs="+", required=True, metavar="[LABEL=]SPEC",
-                   help="policy spec(s) as for 'behavsim respond' (handcrafted, a checkpoint .npz, module:function, "
-                   "pydial:CFG, ...); repeatable, and several may follow one --policy; LABEL= names the source")
+    c = sub.add_parser(
+        "collect",
+        help="C_col: belief states met by policies in seeded dialogues",
+        description="Collected contexts: each policy plays N seeded dialogues greedily with the "
+        "simulated user; the belief at every system turn is recorded.",
+    )
+    c.add_argument(
+        "--policy",
+        action="extend",
+        nargs="+",
+        required=True,
+        metavar="[LABEL=]SPEC",
+        help="policy spec(s) as for 'behavsim respond' (handcrafted, a checkpoint .npz, module:function, "
+        "pydial:CFG, ...); repeatable, and several may follow one --policy; LABEL= names the source",
+    )
     c.add_argument("--dialogues", type=int, default=10, help="dialogues per policy (default 10)")
     c.add_argument("--seed", type=int, default=0, help="seed of the dialogues (default 0)")
     c.add_argument("--dedupe", action="store_true", help="drop exact duplicate beliefs (kept by default)")
     c.add_argument("--max-turns", type=int, default=25, help="dialogue length limit (default 25)")
     c.add_argument("--error-rate", type=float, default=0.0, help="semantic error rate (default 0, Environment 1)")
     c.add_argument("--nbest", type=int, default=1, help="N-best list size with --error-rate (default 1)")
-    c.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: for 100 dialogues or more on a terminal)")
+    c.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: for 100 dialogues or more on a terminal)",
+    )
     domain_opt(c)
     c.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     c.set_defaults(func=cmd_collect)
 
-    i = sub.add_parser("import", help="logged contexts from a JSONL file of belief states",
-                       description="Each line: a belief state, or {\"belief\": ..., \"meta\": ..., \"id\": ...}.")
+    i = sub.add_parser(
+        "import",
+        help="logged contexts from a JSONL file of belief states",
+        description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}.',
+    )
     i.add_argument("log", metavar="LOG.jsonl")
     i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief (no layout check)")
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)
 
-    s = sub.add_parser("select", help="a subset by turn, origin, source or belief ranges",
-                       description="All criteria must hold; ranges LOW:HIGH are inclusive, either end may be empty.")
+    s = sub.add_parser(
+        "select",
+        help="a subset by turn, origin, source or belief ranges",
+        description="All criteria must hold; ranges LOW:HIGH are inclusive, either end may be empty.",
+    )
     s.add_argument("input", metavar="FILE")
     s.add_argument("--turn", metavar="T|LOW:HIGH", help="system turn (collected/logged contexts), e.g. 1 or 2:4")
     s.add_argument("--origin", nargs="+", metavar="ORIGIN", help="collected, generated and/or logged")
     s.add_argument("--source-policy", nargs="+", metavar="LABEL", help="source policies of collected contexts")
-    s.add_argument("--slot-belief", action="append", metavar="SLOT=LOW:HIGH",
-                   help="top non-NONE value's belief of SLOT in range, e.g. food=0.5:1.0 (repeatable)")
-    s.add_argument("--method-belief", action="append", metavar="METHOD=LOW:HIGH",
-                   help="the method's probability in range, e.g. byconstraints=0.5:1 (repeatable)")
+    s.add_argument(
+        "--slot-belief",
+        action="append",
+        metavar="SLOT=LOW:HIGH",
+        help="top non-NONE value's belief of SLOT in range, e.g. food=0.5:1.0 (repeatable)",
+    )
+    s.add_argument(
+        "--method-belief",
+        action="append",
+        metavar="METHOD=LOW:HIGH",
+        help="the method's probability in range, e.g. byconstraints=0.5:1 (repeatable)",
+    )
     s.add_argument("--allow-empty", action="store_true", help="write the set even if no context matches")
     s.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     s.set_defaults(func=cmd_select)

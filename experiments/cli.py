@@ -13,12 +13,17 @@ __all__ = ["register_reproduce"]
 
 def register_reproduce(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "reproduce", help="run the paper's study end to end (train, contexts, respond, compare, report)",
+        "reproduce",
+        help="run the paper's study end to end (train, contexts, respond, compare, report)",
         description="Train GP-SARSA trials, build C_gen and C_col, respond every checkpoint, compare "
-                    "(convergence, seeds, rewards), analyse, plot and write an HTML report. Resumes in "
-                    "the same output folder.")
-    p.add_argument("--config", default="quick",
-                   help=f"built-in config ({', '.join(list_configs())}) or a .toml/.json file (default: quick)")
+        "(convergence, seeds, rewards), analyse, plot and write an HTML report. Resumes in "
+        "the same output folder.",
+    )
+    p.add_argument(
+        "--config",
+        default="quick",
+        help=f"built-in config ({', '.join(list_configs())}) or a .toml/.json file (default: quick)",
+    )
     p.add_argument("-o", "--output", help="run folder (default: runs/<config name>)")
     p.add_argument("--dialogues", type=int, help="override: training dialogues per trial")
     p.add_argument("--seeds", type=int, nargs="+", help="override: seeds per reward")

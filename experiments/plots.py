@@ -6,8 +6,8 @@ Drawn like every figure of :mod:`behavsim.plots` (same settings, PNG + determini
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 
@@ -23,8 +23,15 @@ METRICS = ("tsr", "aiq", "adl")
 
 
 @plots.drawn
-def learning_curves(metrics_df: pd.DataFrame, path: str | os.PathLike, *, metrics: Sequence[str] = METRICS,
-                    x: str = "dialogues", hue: str = "reward", title: str | None = None) -> tuple[Path, Path]:
+def learning_curves(
+    metrics_df: pd.DataFrame,
+    path: str | os.PathLike,
+    *,
+    metrics: Sequence[str] = METRICS,
+    x: str = "dialogues",
+    hue: str = "reward",
+    title: str | None = None,
+) -> tuple[Path, Path]:
     """TSR / AIQ / ADL over training dialogues, one line per reward: mean over seeds, min–max band.
 
     ``metrics_df``: the training runner's ``metrics.csv`` (``policy, reward, seed, dialogues, tsr,
@@ -33,8 +40,9 @@ def learning_curves(metrics_df: pd.DataFrame, path: str | os.PathLike, *, metric
     plots.require_columns(metrics_df, [x, hue], "learning_curves")
     names = [m for m in metrics if m in metrics_df.columns]
     if not names:
-        raise ConfigError(f"learning_curves: none of the metrics {list(metrics)} is in the table; "
-                          f"columns: {list(metrics_df.columns)}")
+        raise ConfigError(
+            f"learning_curves: none of the metrics {list(metrics)} is in the table; columns: {list(metrics_df.columns)}"
+        )
     fig = plots.new_figure(plots.WIDTH * max(1.0, len(names) / 3), 2.6)
     axes = fig.subplots(1, len(names), squeeze=False)[0]
     keys = sorted(metrics_df[hue].unique().tolist(), key=plots.sort_key)
@@ -44,8 +52,14 @@ def learning_curves(metrics_df: pd.DataFrame, path: str | os.PathLike, *, metric
             stats = g.agg(["mean", "min", "max"])
             xs = stats.index.to_numpy()
             (line,) = ax.plot(xs, stats["mean"].to_numpy(dtype=float), linewidth=1.2, label=str(key))
-            ax.fill_between(xs, stats["min"].to_numpy(dtype=float), stats["max"].to_numpy(dtype=float),
-                            color=line.get_color(), alpha=0.2, linewidth=0)
+            ax.fill_between(
+                xs,
+                stats["min"].to_numpy(dtype=float),
+                stats["max"].to_numpy(dtype=float),
+                color=line.get_color(),
+                alpha=0.2,
+                linewidth=0,
+            )
         ax.set_xlabel(plots.axis_label(x, LABELS))
         ax.set_title(plots.axis_label(mname, LABELS), fontsize=9)
     plots.add_legend(axes[-1], len(keys), hue)

@@ -1,6 +1,6 @@
 """Print a run's Tables 1–4 as markdown next to the paper's, as shown in the README.
 
-    python -m experiments.readme_tables runs/quick
+python -m experiments.readme_tables runs/quick
 """
 
 from __future__ import annotations
@@ -13,17 +13,38 @@ import pandas as pd
 
 S = ["TMR", "DMR", "CER", "CMR", "USE_ang", "USE_cos", "BLEU4", "BERTScore"]
 # The paper's values (Ultes & Maier), for the rows shown next to ours.
-PAPER_T1 = {1000: (0.98, 0.99, 3.78, 3.85, 4.46, 4.44), 5000: (0.99, 0.98, 3.78, 3.81, 4.41, 4.51),
-            10000: (1.00, 0.98, 3.81, 3.80, 4.32, 4.47), 20000: (1.00, 0.97, 3.86, 3.73, 4.15, 4.62),
-            30000: (1.00, 0.96, 3.71, 3.87, 4.49, 4.41), 40000: (1.00, 0.94, 3.77, 3.77, 4.35, 4.75)}
-PAPER_T2_TS_40K = {0: (1.000, 1.000, 1.000, 1.000, 0.871, 0.891, 0.493, 0.918),
-                   1: (0.978, 0.989, 0.986, 0.985, 0.875, 0.885, 0.532, 0.925),
-                   2: (0.978, 0.984, 0.981, 0.982, 0.876, 0.885, 0.525, 0.918)}
-PAPER_T4_40K = {("ts", "0 vs 1"): (0.508, 0.842, 0.585, 0.840), ("ts", "0 vs 2"): (0.896, 0.934, 0.914, 0.890),
-                ("ts", "1 vs 2"): (0.536, 0.842, 0.609, 0.850), ("iq", "0 vs 1"): (0.365, 0.876, 0.480, 0.826),
-                ("iq", "0 vs 2"): (0.331, 0.843, 0.459, 0.820), ("iq", "1 vs 2"): (0.680, 0.798, 0.728, 0.852)}
-PAPER_T3 = {"0 vs 0": 0.645, "0 vs 1": 0.310, "0 vs 2": 0.288, "1 vs 0": 0.338, "1 vs 1": 0.485,
-            "1 vs 2": 0.380, "2 vs 0": 0.615, "2 vs 1": 0.307, "2 vs 2": 0.296}
+PAPER_T1 = {
+    1000: (0.98, 0.99, 3.78, 3.85, 4.46, 4.44),
+    5000: (0.99, 0.98, 3.78, 3.81, 4.41, 4.51),
+    10000: (1.00, 0.98, 3.81, 3.80, 4.32, 4.47),
+    20000: (1.00, 0.97, 3.86, 3.73, 4.15, 4.62),
+    30000: (1.00, 0.96, 3.71, 3.87, 4.49, 4.41),
+    40000: (1.00, 0.94, 3.77, 3.77, 4.35, 4.75),
+}
+PAPER_T2_TS_40K = {
+    0: (1.000, 1.000, 1.000, 1.000, 0.871, 0.891, 0.493, 0.918),
+    1: (0.978, 0.989, 0.986, 0.985, 0.875, 0.885, 0.532, 0.925),
+    2: (0.978, 0.984, 0.981, 0.982, 0.876, 0.885, 0.525, 0.918),
+}
+PAPER_T4_40K = {
+    ("ts", "0 vs 1"): (0.508, 0.842, 0.585, 0.840),
+    ("ts", "0 vs 2"): (0.896, 0.934, 0.914, 0.890),
+    ("ts", "1 vs 2"): (0.536, 0.842, 0.609, 0.850),
+    ("iq", "0 vs 1"): (0.365, 0.876, 0.480, 0.826),
+    ("iq", "0 vs 2"): (0.331, 0.843, 0.459, 0.820),
+    ("iq", "1 vs 2"): (0.680, 0.798, 0.728, 0.852),
+}
+PAPER_T3 = {
+    "0 vs 0": 0.645,
+    "0 vs 1": 0.310,
+    "0 vs 2": 0.288,
+    "1 vs 0": 0.338,
+    "1 vs 1": 0.485,
+    "1 vs 2": 0.380,
+    "2 vs 0": 0.615,
+    "2 vs 1": 0.307,
+    "2 vs 2": 0.296,
+}
 
 
 def f(v: float) -> str:
@@ -45,13 +66,17 @@ def main(run: str) -> None:
         cells = [(ts.tsr, iq.tsr), (ts.aiq, iq.aiq), (ts.adl, iq.adl)]
         out = []
         for k, (a, b) in enumerate(cells):
-            out += [f"{a:.2f}" + (f" ({p[2 * k]:.2f})" if p else ""), f"{b:.2f}" + (f" ({p[2 * k + 1]:.2f})" if p else "")]
+            out += [
+                f"{a:.2f}" + (f" ({p[2 * k]:.2f})" if p else ""),
+                f"{b:.2f}" + (f" ({p[2 * k + 1]:.2f})" if p else ""),
+            ]
         print(f"| {int(n):,} | " + " | ".join(out) + " |")
     conv = pd.read_csv(r / "convergence.csv")
     c = conv[(conv.context_set == "ccol-ts") & (conv.checkpoint == last)]
     every = json.loads((Path(run) / "manifest.json").read_text())["config"]["checkpoint_every"]
-    print(f"\nTable 2 (convergence, R_TS, checkpoint {last:,} vs {last - every:,}"
-          " on C_col^TS; paper: 40,000 vs 39,000)\n")
+    print(
+        f"\nTable 2 (convergence, R_TS, checkpoint {last:,} vs {last - every:,} on C_col^TS; paper: 40,000 vs 39,000)\n"
+    )
     print("| trial | " + " | ".join(S) + " |\n|" + "---|" * (1 + len(S)))
     for _, x in c.sort_values("seed").iterrows():
         p = PAPER_T2_TS_40K.get(int(x.seed))
@@ -60,19 +85,33 @@ def main(run: str) -> None:
     s = seeds[seeds.checkpoint == last]
     print(f"\nTable 4 (seeds, last checkpoint {last:,}; paper at 40,000 in brackets)\n")
     cols = ["TMR", "DMR", "CMR", "BERTScore"]
-    print("| reward | pair | " + " | ".join(f"C_col {c}" for c in cols) + " | " + " | ".join(f"C_gen {c}" for c in cols)
-          + " |\n|" + "---|" * (2 + 2 * len(cols)))
+    print(
+        "| reward | pair | "
+        + " | ".join(f"C_col {c}" for c in cols)
+        + " | "
+        + " | ".join(f"C_gen {c}" for c in cols)
+        + " |\n|"
+        + "---|" * (2 + 2 * len(cols))
+    )
     for (rw, pair), g in s.groupby(["reward", "pair"], sort=False):
         a, b = g[g.context_set == "ccol-all"].iloc[0], g[g.context_set == "cgen"].iloc[0]
         p = PAPER_T4_40K.get((rw, pair))
-        print(f"| {rw} | {pair} | " + " | ".join(f(a[x]) + (f" ({p[k]:.3f})" if p else "") for k, x in enumerate(cols))
-              + " | " + " | ".join(f(b[x]) for x in cols) + " |")
+        print(
+            f"| {rw} | {pair} | "
+            + " | ".join(f(a[x]) + (f" ({p[k]:.3f})" if p else "") for k, x in enumerate(cols))
+            + " | "
+            + " | ".join(f(b[x]) for x in cols)
+            + " |"
+        )
     rew = pd.read_csv(r / "rewards.csv")
     print("\nTable 3 (every TS trial vs every IQ trial, last checkpoint, C_col^TS ∪ C_col^IQ; paper TMR in brackets)\n")
     print("| TS vs IQ | " + " | ".join(S) + " |\n|" + "---|" * (1 + len(S)))
     for _, x in rew.iterrows():
-        print(f"| {x.pair} | " + " | ".join(f(x[s]) + (f" ({PAPER_T3[x.pair]:.3f})" if s == "TMR" else "")
-                                          for s in S) + " |")
+        print(
+            f"| {x.pair} | "
+            + " | ".join(f(x[s]) + (f" ({PAPER_T3[x.pair]:.3f})" if s == "TMR" else "") for s in S)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

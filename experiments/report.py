@@ -22,14 +22,30 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from behavsim import ConfigError, TableFormatError, list_scores
-from behavsim.report import (Figure, escape, figures_html, fmt_int, fmt_key, fmt_num, heatmap_table, load_figure,
-                             note, page, plain_table, score_columns, score_table, to_float, write_html)
+from behavsim.report import (
+    Figure,
+    escape,
+    figures_html,
+    fmt_int,
+    fmt_key,
+    fmt_num,
+    heatmap_table,
+    load_figure,
+    note,
+    page,
+    plain_table,
+    score_columns,
+    score_table,
+    to_float,
+    write_html,
+)
 
 __all__ = ["build_report", "register_report", "SECTIONS"]
 
@@ -58,11 +74,20 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "seeds.csv": ("context_set", "reward", "checkpoint", "pair", "a", "b", "n"),
     "rewards.csv": ("context_set", "pair", "a", "b", "n"),
     "per_turn.csv": ("context_set", "reward", "pair", "turn", "n"),
-    "disagreements.csv": ("comparison", "rank", "context", "context_id", "summary", "turn",
-                          "act_a", "act_b", "prompt_a", "prompt_b"),
+    "disagreements.csv": (
+        "comparison",
+        "rank",
+        "context",
+        "context_id",
+        "summary",
+        "turn",
+        "act_a",
+        "act_b",
+        "prompt_a",
+        "prompt_b",
+    ),
 }
-_NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank",
-            "checkpoint"}
+_NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank", "checkpoint"}
 
 
 class _Run:
@@ -74,8 +99,10 @@ class _Run:
             raise ConfigError(f"run directory {str(run_dir)!r} does not exist or is not a directory")
         mpath = run_dir / "manifest.json"
         if not mpath.is_file():
-            raise ConfigError(f"{str(run_dir)!r} is not a run directory: {mpath} is missing "
-                              "(the study runner writes it; pass the folder that holds manifest.json)")
+            raise ConfigError(
+                f"{str(run_dir)!r} is not a run directory: {mpath} is missing "
+                "(the study runner writes it; pass the folder that holds manifest.json)"
+            )
         self.manifest = self._json(mpath)
         if not isinstance(self.manifest, dict):
             raise TableFormatError(f"{mpath}: expected a JSON object, got {type(self.manifest).__name__}")
@@ -96,8 +123,9 @@ class _Run:
         path = self.path(name)
         return self._json(path) if path.is_file() else None
 
-    def csv(self, name: str, *, scores: bool = False, required: Sequence[str] | None = None,
-            numeric: Iterable[str] = ()) -> pd.DataFrame | None:
+    def csv(
+        self, name: str, *, scores: bool = False, required: Sequence[str] | None = None, numeric: Iterable[str] = ()
+    ) -> pd.DataFrame | None:
         """Read ``results/NAME`` (None when absent); strings stay strings, numbers are checked."""
         path = self.path(name)
         if not path.is_file():
@@ -110,8 +138,9 @@ class _Run:
         required = _REQUIRED.get(name, ()) if required is None else required
         missing = [c for c in required if c not in df.columns]
         if missing:
-            raise TableFormatError(f"{path}: missing column(s) {', '.join(missing)}; "
-                                   f"found: {', '.join(map(str, df.columns)) or 'none'}")
+            raise TableFormatError(
+                f"{path}: missing column(s) {', '.join(missing)}; found: {', '.join(map(str, df.columns)) or 'none'}"
+            )
         num = {c for c in df.columns if c in _NUMERIC} | set(numeric)
         if scores:
             num |= set(score_columns(df))
@@ -133,10 +162,15 @@ def _section_of(text: str) -> str:
     m = re.search(r"(?:fig(?:ure)?)_?(\d)", t)
     if m and m.group(1) in "23456":
         return {"2": "convergence", "3": "seeds", "4": "per_turn", "5": "rewards", "6": "scores"}[m.group(1)]
-    for words, sec in ((("turn",), "per_turn"), (("conver",), "convergence"), (("reward",), "rewards"),
-                       (("seed",), "seeds"), (("corr", "mse", "heatmap", "score"), "scores"),
-                       (("table1", "performance", "learning", "tsr", "metric"), "performance"),
-                       (("disagree",), "disagreements")):
+    for words, sec in (
+        (("turn",), "per_turn"),
+        (("conver",), "convergence"),
+        (("reward",), "rewards"),
+        (("seed",), "seeds"),
+        (("corr", "mse", "heatmap", "score"), "scores"),
+        (("table1", "performance", "learning", "tsr", "metric"), "performance"),
+        (("disagree",), "disagreements"),
+    ):
         if any(w in t for w in words):
             return sec
     return "other"
@@ -206,24 +240,34 @@ def _milestones(values: Sequence[float], k: int = 4) -> list[float]:
 
 def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id: str, what: str) -> str:
     if df is None:
-        return note(f"No <code>results/{name}</code> in this run: the {what} were not computed "
-                     "(e.g. a run with a single reward or a single seed).")
+        return note(
+            f"No <code>results/{name}</code> in this run: the {what} were not computed "
+            "(e.g. a run with a single reward or a single seed)."
+        )
     if df.empty:
         return note(f"<code>results/{name}</code> has no rows.")
     df = _sort(df, keys)
     n_rows = len(df)
-    caption = (f"{what.capitalize()} — mean per-context similarity; below each value its 95% bootstrap "
-               f"interval [lo, hi] ({n_rows} rows, from <code>results/{escape(name)}</code>).")
+    caption = (
+        f"{what.capitalize()} — mean per-context similarity; below each value its 95% bootstrap "
+        f"interval [lo, hi] ({n_rows} rows, from <code>results/{escape(name)}</code>)."
+    )
     if "checkpoint" in keys:
         picks = _milestones(df["checkpoint"].dropna().tolist())
         if len(picks) < df["checkpoint"].nunique():
             short = df[df["checkpoint"].isin(picks)]
             shown = ", ".join(fmt_int(p, grouped=True) for p in picks)
-            out = score_table(short, keys, f"{table_id}-summary",
-                               f"{what.capitalize()} at checkpoints {shown} (as in the paper); "
-                               f"all {n_rows} rows below.")
-            out += (f'<details><summary>All {n_rows} rows</summary>\n'
-                    + score_table(df, keys, table_id, caption) + "</details>\n")
+            out = score_table(
+                short,
+                keys,
+                f"{table_id}-summary",
+                f"{what.capitalize()} at checkpoints {shown} (as in the paper); all {n_rows} rows below.",
+            )
+            out += (
+                f"<details><summary>All {n_rows} rows</summary>\n"
+                + score_table(df, keys, table_id, caption)
+                + "</details>\n"
+            )
             return out
     return score_table(df, keys, table_id, caption)
 
@@ -245,7 +289,8 @@ def _table1(run: _Run) -> str:
             metrics.append(("n_seeds", "seeds"))
         by = {(r["dialogues"], r["reward"]): r for r in df.to_dict("records")}
         head1 = '<th rowspan="2">dialogues</th>' + "".join(
-            f'<th colspan="{len(rewards)}" class="group">{lab}</th>' for _, lab in metrics)
+            f'<th colspan="{len(rewards)}" class="group">{lab}</th>' for _, lab in metrics
+        )
         head2 = "".join(f'<th class="num">{escape(r)}</th>' for _ in metrics for r in rewards)
         rows = []
         for d in sorted(set(df["dialogues"])):
@@ -256,19 +301,29 @@ def _table1(run: _Run) -> str:
                     txt = "—" if rec is None else (fmt_int(rec[col]) if col == "n_seeds" else fmt_num(rec[col]))
                     tds.append(f'<td class="num">{txt}</td>')
             rows.append(f"<tr>{''.join(tds)}</tr>")
-        seeds_txt = f"mean over {seeds[0]} seed{'s' if seeds[0] != '1' else ''}" if len(seeds) == 1 else "mean over seeds"
-        out += (f'<div class="wrap"><table class="data" id="table1"><caption>Task success rate (TSR), average '
-                f"interaction quality (AIQ) and average dialogue length in turns (ADL) after each number of "
-                f"training dialogues, per reward; {seeds_txt}.</caption>"
-                f"<thead><tr>{head1}</tr><tr>{head2}</tr></thead><tbody>\n" + "\n".join(rows)
-                + "\n</tbody></table></div>\n")
+        seeds_txt = (
+            f"mean over {seeds[0]} seed{'s' if seeds[0] != '1' else ''}" if len(seeds) == 1 else "mean over seeds"
+        )
+        out += (
+            f'<div class="wrap"><table class="data" id="table1"><caption>Task success rate (TSR), average '
+            f"interaction quality (AIQ) and average dialogue length in turns (ADL) after each number of "
+            f"training dialogues, per reward; {seeds_txt}.</caption>"
+            f"<thead><tr>{head1}</tr><tr>{head2}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+        )
     m = run.csv("metrics.csv", numeric=())
     if m is not None and not m.empty:
-        cols = [c for c in ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward") if c in m.columns]
+        cols = [
+            c for c in ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward") if c in m.columns
+        ]
         m = _sort(m, ["reward", "seed", "dialogues"])
-        out += (f'<details><summary>Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)'
-                f"</summary>\n" + plain_table(m, cols, "metrics", "Evaluation of every trial at every checkpoint.",
-                                               int_cols=("seed", "dialogues")) + "</details>\n")
+        out += (
+            f"<details><summary>Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)"
+            f"</summary>\n"
+            + plain_table(
+                m, cols, "metrics", "Evaluation of every trial at every checkpoint.", int_cols=("seed", "dialogues")
+            )
+            + "</details>\n"
+        )
     return out
 
 
@@ -283,8 +338,11 @@ def _per_turn(run: _Run) -> str:
     keys = ["context_set", "reward", "pair"]
     groups = _sort(df[keys].drop_duplicates(), keys).to_dict("records")
     by = {(r["context_set"], r["reward"], r["pair"], r["turn"]): r for r in df.to_dict("records")}
-    head = "".join(f"<th>{k}</th>" for k in keys) + "<th>score</th>" + "".join(
-        f'<th class="num">{fmt_int(t)}</th>' for t in turns)
+    head = (
+        "".join(f"<th>{k}</th>" for k in keys)
+        + "<th>score</th>"
+        + "".join(f'<th class="num">{fmt_int(t)}</th>' for t in turns)
+    )
     rows = []
     for g in groups:
         for j, s in enumerate(scores):
@@ -297,9 +355,11 @@ def _per_turn(run: _Run) -> str:
                 else:
                     tds.append(f'<td class="num" title="n = {fmt_int(rec["n"])}">{fmt_num(rec[s])}</td>')
             rows.append(f"<tr>{''.join(tds)}</tr>")
-    return (f'<div class="wrap"><table class="data" id="per_turn"><caption>Mean similarity per system turn '
-            f"(column: turn index; hover a value for the number of contexts).</caption><thead><tr>{head}</tr>"
-            f"</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+    return (
+        f'<div class="wrap"><table class="data" id="per_turn"><caption>Mean similarity per system turn '
+        f"(column: turn index; hover a value for the number of contexts).</caption><thead><tr>{head}</tr>"
+        f"</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+    )
 
 
 def _heatmap(run: _Run, name: str, kind: str, title: str) -> str:
@@ -309,8 +369,9 @@ def _heatmap(run: _Run, name: str, kind: str, title: str) -> str:
     labels = list(df["score"])
     cols = [c for c in df.columns if c != "score"]
     if cols != labels:
-        raise TableFormatError(f"{run.path(name)}: not a square score matrix: rows {', '.join(labels)} "
-                               f"but columns {', '.join(cols)}")
+        raise TableFormatError(
+            f"{run.path(name)}: not a square score matrix: rows {', '.join(labels)} but columns {', '.join(cols)}"
+        )
     for c in cols:
         df[c] = to_float(df[c], run.path(name), c)
     matrix = df.set_index("score")[cols]
@@ -353,22 +414,28 @@ def _tests(run: _Run) -> str:
         m = re.fullmatch(r"\s*(.+?)\s+vs\.?\s+(.+?)\s*", name)
         if m:
             x, y = m.group(1), m.group(2)
-            sentence = (f"Switching the <b>{escape(x)}</b> changes <b>{escape(score)}</b> by "
-                        f"<span class=\"v\">{fmt_num(1 - mx)}</span> (mean {escape(score)} <span class=\"v\">{fmt_num(mx)}</span>) "
-                        f"vs switching the <b>{escape(y)}</b> by <span class=\"v\">{fmt_num(1 - my)}</span> "
-                        f"(mean {escape(score)} <span class=\"v\">{fmt_num(my)}</span>){where}: difference "
-                        f"<span class=\"v\">{fmt_num(diff)}</span>, paired permutation test p = "
-                        f"<span class=\"v\">{_fmt_p(p)}</span>{n}.")
+            sentence = (
+                f"Switching the <b>{escape(x)}</b> changes <b>{escape(score)}</b> by "
+                f'<span class="v">{fmt_num(1 - mx)}</span> (mean {escape(score)} <span class="v">{fmt_num(mx)}</span>) '
+                f'vs switching the <b>{escape(y)}</b> by <span class="v">{fmt_num(1 - my)}</span> '
+                f'(mean {escape(score)} <span class="v">{fmt_num(my)}</span>){where}: difference '
+                f'<span class="v">{fmt_num(diff)}</span>, paired permutation test p = '
+                f'<span class="v">{_fmt_p(p)}</span>{n}.'
+            )
         else:
-            sentence = (f"<b>{escape(name)}</b> ({escape(score)}{where}): mean <span class=\"v\">{fmt_num(mx)}</span> vs "
-                        f"<span class=\"v\">{fmt_num(my)}</span>, difference <span class=\"v\">{fmt_num(diff)}</span>, "
-                        f"paired permutation test p = <span class=\"v\">{_fmt_p(p)}</span>{n}.")
+            sentence = (
+                f'<b>{escape(name)}</b> ({escape(score)}{where}): mean <span class="v">{fmt_num(mx)}</span> vs '
+                f'<span class="v">{fmt_num(my)}</span>, difference <span class="v">{fmt_num(diff)}</span>, '
+                f'paired permutation test p = <span class="v">{_fmt_p(p)}</span>{n}.'
+            )
         if isinstance(p, (int, float)) and math.isfinite(p):
-            sentence += (" Significant at the 5% level." if p < 0.05 else " Not significant at the 5% level.")
+            sentence += " Significant at the 5% level." if p < 0.05 else " Not significant at the 5% level."
         desc = f'<br><span class="desc">{escape(t["description"])}</span>' if t.get("description") else ""
         items.append(f'<li class="test">{sentence}{desc}</li>')
-    return ("<p>Change = 1 − mean similarity of the pairs that differ in that factor only.</p>\n"
-            '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n")
+    return (
+        "<p>Change = 1 − mean similarity of the pairs that differ in that factor only.</p>\n"
+        '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n"
+    )
 
 
 def _disagreements(run: _Run) -> str:
@@ -386,15 +453,18 @@ def _disagreements(run: _Run) -> str:
             rows.append(
                 f'<tr><td class="num">{fmt_int(rec["rank"])}</td>'
                 f'<td><span class="ctx">{escape(rec["context"])}</span><br><code>{escape(rec["context_id"])}</code>'
-                f'<br>turn {escape(fmt_key(rec["turn"], "turn"))}</td>'
+                f"<br>turn {escape(fmt_key(rec['turn'], 'turn'))}</td>"
                 f'<td class="summary">{escape(rec["summary"])}</td>'
                 f'<td class="resp"><code class="act">{escape(rec["act_a"])}</code><br><q>{escape(rec["prompt_a"])}</q></td>'
                 f'<td class="resp"><code class="act">{escape(rec["act_b"])}</code><br><q>{escape(rec["prompt_b"])}</q></td>'
-                f'<td class="sc">{sc}</td></tr>')
-        out.append(f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
-                   f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
-                   f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
-                   f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n")
+                f'<td class="sc">{sc}</td></tr>'
+            )
+        out.append(
+            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
+            f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
+            f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
+            f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+        )
     return "".join(out)
 
 
@@ -406,8 +476,12 @@ def _header(run: _Run) -> str:
         wall_txt = f"{wall:.1f} s ({h}:{rem // 60:02d}:{rem % 60:02d})"
     else:
         wall_txt = "—"
-    rows = [("config", m.get("config_name", "—")), ("code version", m.get("code_version", "—")),
-            ("created", m.get("created", "—")), ("wall time", wall_txt)]
+    rows = [
+        ("config", m.get("config_name", "—")),
+        ("code version", m.get("code_version", "—")),
+        ("created", m.get("created", "—")),
+        ("wall time", wall_txt),
+    ]
     out = '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in rows) + "</dl>\n"
     sets = m.get("context_sets") or {}
     if isinstance(sets, dict) and sets:
@@ -415,11 +489,16 @@ def _header(run: _Run) -> str:
         for name, info in sets.items():
             info = info if isinstance(info, dict) else {}
             meta = json.dumps(info.get("meta", {}), ensure_ascii=False, sort_keys=True)
-            trs.append(f'<tr><td>{escape(name)}</td><td class="num">{escape(info.get("size", "—"))}</td>'
-                       f'<td><code>{escape(info.get("fingerprint", "—"))}</code></td><td class="meta-json">{escape(meta)}</td></tr>')
-        out += ('<div class="wrap"><table class="data" id="context_sets"><caption>Context sets</caption><thead><tr>'
-                "<th>name</th><th class=\"num\">size</th><th>fingerprint</th><th>meta</th></tr></thead><tbody>\n"
-                + "\n".join(trs) + "\n</tbody></table></div>\n")
+            trs.append(
+                f'<tr><td>{escape(name)}</td><td class="num">{escape(info.get("size", "—"))}</td>'
+                f'<td><code>{escape(info.get("fingerprint", "—"))}</code></td><td class="meta-json">{escape(meta)}</td></tr>'
+            )
+        out += (
+            '<div class="wrap"><table class="data" id="context_sets"><caption>Context sets</caption><thead><tr>'
+            '<th>name</th><th class="num">size</th><th>fingerprint</th><th>meta</th></tr></thead><tbody>\n'
+            + "\n".join(trs)
+            + "\n</tbody></table></div>\n"
+        )
     return out
 
 
@@ -428,8 +507,10 @@ def _signatures(run: _Run) -> str:
     if not isinstance(sig, dict) or not sig:
         return note("The manifest records no score signatures.")
     rows = "".join(f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>" for k, v in sig.items())
-    return ('<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th><th>signature '
-            "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n")
+    return (
+        '<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th><th>signature '
+        "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n"
+    )
 
 
 def _config(run: _Run) -> str:
@@ -451,25 +532,48 @@ def _render(run: _Run) -> str:
         return body + (figures_html(fs) if fs else "")
 
     sc = lambda name: run.csv(name, scores=True)  # noqa: E731
-    heat = ('<div class="heatmaps">'
-            + _heatmap(run, "score_corr.csv", "corr", "Pearson correlation, all compared contexts")
-            + _heatmap(run, "score_mse.csv", "mse", "Mean squared error, all compared contexts")
-            + _heatmap(run, "score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ")
-            + _heatmap(run, "score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ")
-            + "</div>\n")
+    heat = (
+        '<div class="heatmaps">'
+        + _heatmap(run, "score_corr.csv", "corr", "Pearson correlation, all compared contexts")
+        + _heatmap(run, "score_mse.csv", "mse", "Mean squared error, all compared contexts")
+        + _heatmap(run, "score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ")
+        + _heatmap(run, "score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ")
+        + "</div>\n"
+    )
     bodies = {
         "run": _header(run),
         "performance": with_figs("performance", _table1(run)),
-        "convergence": with_figs("convergence", _scenario(
-            sc("convergence.csv"), "convergence.csv", ["context_set", "reward", "seed", "checkpoint"],
-            "convergence", "convergence of each trial (checkpoint k vs k−1)")),
-        "seeds": with_figs("seeds", _scenario(
-            sc("seeds.csv"), "seeds.csv", ["context_set", "reward", "pair", "checkpoint"],
-            "seeds", "seed comparisons (trials of one reward at the same checkpoint)")),
+        "convergence": with_figs(
+            "convergence",
+            _scenario(
+                sc("convergence.csv"),
+                "convergence.csv",
+                ["context_set", "reward", "seed", "checkpoint"],
+                "convergence",
+                "convergence of each trial (checkpoint k vs k−1)",
+            ),
+        ),
+        "seeds": with_figs(
+            "seeds",
+            _scenario(
+                sc("seeds.csv"),
+                "seeds.csv",
+                ["context_set", "reward", "pair", "checkpoint"],
+                "seeds",
+                "seed comparisons (trials of one reward at the same checkpoint)",
+            ),
+        ),
         "per_turn": with_figs("per_turn", _per_turn(run)),
-        "rewards": with_figs("rewards", _scenario(
-            sc("rewards.csv"), "rewards.csv", ["context_set", "pair"],
-            "rewards", "reward comparisons (TS trial vs IQ trial at the last checkpoint)")),
+        "rewards": with_figs(
+            "rewards",
+            _scenario(
+                sc("rewards.csv"),
+                "rewards.csv",
+                ["context_set", "pair"],
+                "rewards",
+                "reward comparisons (TS trial vs IQ trial at the last checkpoint)",
+            ),
+        ),
         "scores": with_figs("scores", heat),
         "tests": with_figs("tests", _tests(run)),
         "disagreements": with_figs("disagreements", _disagreements(run)),
@@ -479,9 +583,11 @@ def _render(run: _Run) -> str:
     }
     name = run.manifest.get("config_name", run.dir.name)
     sections = [(key, title, bodies[key]) for key, title in SECTIONS if key != "other" or by_sec.get("other")]
-    return page(f"behavsim report — {name}", sections,
-                "Written by <code>behavsim report</code> from the run directory's files only; "
-                "self-contained (no network).")
+    return page(
+        f"behavsim report — {name}",
+        sections,
+        "Written by <code>behavsim report</code> from the run directory's files only; self-contained (no network).",
+    )
 
 
 def build_report(run_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
@@ -505,9 +611,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register_report(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``report RUN_DIR [-o report.html]`` to the ``behavsim`` command line."""
-    p = subparsers.add_parser("report", help="one self-contained HTML report of a study run",
-                              description="Write one self-contained HTML file (tables, figures, tests, "
-                                          "signatures, config) from a run directory.")
+    p = subparsers.add_parser(
+        "report",
+        help="one self-contained HTML report of a study run",
+        description="Write one self-contained HTML file (tables, figures, tests, "
+        "signatures, config) from a run directory.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the study's output folder (holds manifest.json)")
     p.add_argument("-o", "--output", metavar="FILE", help="HTML file to write (default: RUN_DIR/report.html)")
     p.set_defaults(func=_cmd_report)

@@ -28,14 +28,23 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
-from behavsim import (ConfigError, ContextSet, ResponseTable, UnknownScore, closest_name, compare, list_scores,
-                      package_version)
+from behavsim import (
+    ConfigError,
+    ContextSet,
+    ResponseTable,
+    UnknownScore,
+    closest_name,
+    compare,
+    list_scores,
+    package_version,
+)
 from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
@@ -70,8 +79,10 @@ class StudyConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"study config {key!r}: expected a positive integer, got {v!r}")
         if self.dialogues % self.checkpoint_every:
-            raise ConfigError(f"study config: dialogues ({self.dialogues}) must be a multiple of checkpoint_every "
-                              f"({self.checkpoint_every})")
+            raise ConfigError(
+                f"study config: dialogues ({self.dialogues}) must be a multiple of checkpoint_every "
+                f"({self.checkpoint_every})"
+            )
         if not self.seeds or not self.rewards:
             raise ConfigError("study config: needs at least one seed and one reward")
         if self.nlg not in ("per-trial", "shared"):
@@ -117,8 +128,10 @@ def load_config(name_or_path: str, **overrides: Any) -> StudyConfig:
     if not path.suffix:
         path = CONFIG_DIR / f"{name_or_path}.toml"
         if not path.is_file():
-            raise ConfigError(f"unknown study config {name_or_path!r}; built-in configs: {list_configs()} "
-                              "(or pass a .toml/.json file)")
+            raise ConfigError(
+                f"unknown study config {name_or_path!r}; built-in configs: {list_configs()} "
+                "(or pass a .toml/.json file)"
+            )
     if not path.is_file():
         raise ConfigError(f"study config file {str(path)!r} not found")
     try:
@@ -135,8 +148,13 @@ def code_version() -> str:
     """``behavsim <version> (git <sha>)``: the installed version and, in a git checkout, the commit."""
     v = package_version("behavsim")
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         sha = ""
     return f"behavsim {v}" + (f" (git {sha})" if sha else "")
@@ -186,11 +204,19 @@ def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.DataFrame:
     from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
-    log(f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
-        f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues")
+    log(
+        f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
+        f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues"
+    )
 
-    tc = TrainConfig(policy="gp", rewards=cfg.rewards, seeds=cfg.seeds, dialogues=cfg.dialogues,
-                     checkpoint_every=cfg.checkpoint_every, eval_dialogues=cfg.eval_dialogues)
+    tc = TrainConfig(
+        policy="gp",
+        rewards=cfg.rewards,
+        seeds=cfg.seeds,
+        dialogues=cfg.dialogues,
+        checkpoint_every=cfg.checkpoint_every,
+        eval_dialogues=cfg.eval_dialogues,
+    )
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
     metrics = pd.DataFrame(rows)
     metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics] + [c for c in metrics if c not in METRIC_COLUMNS]]
@@ -223,13 +249,19 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
     for reward in cfg.rewards:
         last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
         key = _hash("collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed)
-        cs = cached(f"ccol-{reward}", lambda last=last: collect(last, dialogues=cfg.collect_dialogues,
-                                                                seed=cfg.collect_seed), key)
+        cs = cached(
+            f"ccol-{reward}",
+            lambda last=last: collect(last, dialogues=cfg.collect_dialogues, seed=cfg.collect_seed),
+            key,
+        )
         sets[f"ccol-{reward}"] = cs
         parts.append(cs)
     if len(parts) > 1:
-        sets["ccol-all"] = cached("ccol-all", lambda: ContextSet.concat(parts, description="union of C_col of every reward"),
-                                  _hash("union", [p.fingerprint for p in parts]))
+        sets["ccol-all"] = cached(
+            "ccol-all",
+            lambda: ContextSet.concat(parts, description="union of C_col of every reward"),
+            _hash("union", [p.fingerprint for p in parts]),
+        )
     else:
         sets["ccol-all"] = parts[0]
     for name, cs in sets.items():
@@ -262,8 +294,12 @@ def _pair_label(a: dict, b: dict) -> str:
     return f"{a.get('seed')} vs {b.get('seed')}"
 
 
-def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str, dict[str, ResponseTable]],
-                 trials: dict[tuple[str, int], list[str]]):
+def _comparisons(
+    cfg: StudyConfig,
+    sets: dict[str, ContextSet],
+    tables: dict[str, dict[str, ResponseTable]],
+    trials: dict[tuple[str, int], list[str]],
+):
     """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
     convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
     (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
@@ -289,7 +325,9 @@ def _comparisons(cfg: StudyConfig, sets: dict[str, ContextSet], tables: dict[str
                     continue
                 comp = compare(group, "all", scores=scores)
                 ck = group[0].policy["checkpoint"]
-                labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
+                labels = [
+                    _pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])
+                ]
                 yield "seeds", name, {"reward": reward, "checkpoint": ck, "pair": labels}, comp
     if len(cfg.rewards) == 2:
         ra, rb = cfg.rewards
@@ -362,9 +400,9 @@ class _Responses:
     tables: dict[str, dict[str, ResponseTable]]
 
 
-def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet],
-                   log: Callable[[str], None]) -> _Responses:
+def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log: Callable[[str], None]) -> _Responses:
     log("[3/7] responses of every checkpoint on every context set")
+
     # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
     # generator seeded with the trial's seed), so two trials may say one act differently, as the
     # paper's generator did (Appendix A row 3); "shared": one generator seed for every policy.
@@ -377,12 +415,16 @@ def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet],
     return _Responses(trials, specs, tables)
 
 
-def _stage_compare_and_analyse(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses,
-                               log: Callable[[str], None]) -> None:
+def _stage_compare_and_analyse(
+    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
+) -> None:
     """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
     state = _State(run / "state.json")
-    key = _hash(cfg.to_dict(), {n: cs.fingerprint for n, cs in sets.items()},
-                {n: sorted(t.id for t in tb.values()) for n, tb in responses.tables.items()})
+    key = _hash(
+        cfg.to_dict(),
+        {n: cs.fingerprint for n, cs in sets.items()},
+        {n: sorted(t.id for t in tb.values()) for n, tb in responses.tables.items()},
+    )
     if state.done("compare", key):
         log("[4/7] comparisons: up to date")
         log("[5/7] analysis: up to date")
@@ -398,8 +440,9 @@ def _stage_compare_and_analyse(cfg: StudyConfig, run: Path, sets: dict[str, Cont
     state.mark("compare", key)
 
 
-def _compare_all(cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses,
-                 results: Path) -> tuple[pd.DataFrame, dict[str, str]]:
+def _compare_all(
+    cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses, results: Path
+) -> tuple[pd.DataFrame, dict[str, str]]:
     """Every comparison: means with bootstrap CIs (``<kind>.csv``), per-turn TMR/DMR, the most
     disagreeing contexts and every per-context value (``per_context/all.csv``, returned)."""
     from behavsim import analysis
@@ -451,8 +494,9 @@ def _per_turn(comp, cs: ContextSet, name: str, extra: dict[str, Any], scores: li
     return pt
 
 
-def _disagreements(cfg: StudyConfig, comp, cs: ContextSet, responses: _Responses, name: str, kind: str,
-                   scores: list[str]) -> list[pd.DataFrame]:
+def _disagreements(
+    cfg: StudyConfig, comp, cs: ContextSet, responses: _Responses, name: str, kind: str, scores: list[str]
+) -> list[pd.DataFrame]:
     """The contexts where each compared pair disagrees most (by CMR when computed)."""
     from behavsim import analysis
 
@@ -460,8 +504,9 @@ def _disagreements(cfg: StudyConfig, comp, cs: ContextSet, responses: _Responses
     table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
     out = []
     for p in range(len(comp.means)):
-        d = analysis.disagreements(comp, cs, table_list, pair=p, top=cfg.disagreements,
-                                   by="CMR" if "CMR" in scores else scores[0])
+        d = analysis.disagreements(
+            comp, cs, table_list, pair=p, top=cfg.disagreements, by="CMR" if "CMR" in scores else scores[0]
+        )
         d.insert(0, "comparison", f"{kind}/{name}/{comp.means['a'].iloc[p]} vs {comp.means['b'].iloc[p]}")
         out.append(d)
     return out
@@ -490,32 +535,52 @@ def _reward_vs_seed_tests(cfg: StudyConfig, allper: pd.DataFrame, responses: _Re
     rew = allper[(allper["kind"] == "rewards") & (allper["context_set"] == "ccol-all")]
     last = {trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds}
     last_ids = {tables["ccol-all"][sp].id for sp in last}
-    seeds_df = allper[(allper["kind"] == "seeds") & (allper["context_set"] == "ccol-all")
-                      & allper["a"].isin(last_ids) & allper["b"].isin(last_ids)]
+    seeds_df = allper[
+        (allper["kind"] == "seeds")
+        & (allper["context_set"] == "ccol-all")
+        & allper["a"].isin(last_ids)
+        & allper["b"].isin(last_ids)
+    ]
     tests = []
     for score in [s for s in ("TMR", "DMR", "CMR") if s in scores]:
         x = rew.groupby("context")[score].mean()
         y = seeds_df.groupby("context")[score].mean()
         common = x.index.intersection(y.index)
-        r = analysis.paired_permutation_test(x.loc[common].to_numpy(), y.loc[common].to_numpy(),
-                                             n_permutations=cfg.permutations, seed=cfg.analysis_seed)
-        tests.append({"name": "reward vs seed", "score": score, "context_set": "ccol-all",
-                      "mean_x": r.mean_x, "mean_y": r.mean_y, "diff": r.diff, "p_value": r.p_value, "n": r.n,
-                      "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
-                                     f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
-                                     f"sign-flip permutation test, {cfg.permutations} permutations"})
+        r = analysis.paired_permutation_test(
+            x.loc[common].to_numpy(), y.loc[common].to_numpy(), n_permutations=cfg.permutations, seed=cfg.analysis_seed
+        )
+        tests.append(
+            {
+                "name": "reward vs seed",
+                "score": score,
+                "context_set": "ccol-all",
+                "mean_x": r.mean_x,
+                "mean_y": r.mean_y,
+                "diff": r.diff,
+                "p_value": r.p_value,
+                "n": r.n,
+                "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
+                f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
+                f"sign-flip permutation test, {cfg.permutations} permutations",
+            }
+        )
     return tests
 
 
-def _write_manifest(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], figures: list[dict[str, str]],
-                    elapsed: float) -> float:
+def _write_manifest(
+    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], figures: list[dict[str, str]], elapsed: float
+) -> float:
     """``manifest.json``: config, code version, signatures, context sets, figures and the wall time
     summed over every invocation on this folder; returns ``elapsed``."""
     manifest = {
-        "config_name": cfg.name, "config": cfg.to_dict(), "code_version": code_version(),
-        "created": _created(run), "signatures": json.loads((run / "results" / "signatures.json").read_text()),
-        "context_sets": {n: {"fingerprint": cs.fingerprint, "size": len(cs), "meta": _short_meta(cs.meta)}
-                         for n, cs in sets.items()},
+        "config_name": cfg.name,
+        "config": cfg.to_dict(),
+        "code_version": code_version(),
+        "created": _created(run),
+        "signatures": json.loads((run / "results" / "signatures.json").read_text()),
+        "context_sets": {
+            n: {"fingerprint": cs.fingerprint, "size": len(cs), "meta": _short_meta(cs.meta)} for n, cs in sets.items()
+        },
         "figures": figures,
     }
     prev = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
@@ -547,8 +612,9 @@ def _short_meta(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if len(json.dumps(v, default=str)) <= 120}
 
 
-def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame,
-                   log: Callable[[str], None]) -> list[dict[str, str]]:
+def _stage_figures(
+    cfg: StudyConfig, run: Path, metrics: pd.DataFrame, log: Callable[[str], None]
+) -> list[dict[str, str]]:
     from behavsim import plots
 
     from .plots import learning_curves
@@ -567,18 +633,31 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame,
     if conv is not None:
         conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
         for name, df in conv.groupby("context_set", sort=True):
-            add(plots.convergence_curves(df, fig / f"convergence_{name}", score="TMR", x="checkpoint", hue="trial"),
-                f"Convergence (TMR of checkpoint k vs k-1) on {name}", "convergence")
+            add(
+                plots.convergence_curves(df, fig / f"convergence_{name}", score="TMR", x="checkpoint", hue="trial"),
+                f"Convergence (TMR of checkpoint k vs k-1) on {name}",
+                "convergence",
+            )
     seeds = pd.read_csv(res / "seeds.csv") if (res / "seeds.csv").exists() else None
     if seeds is not None:
         for (name, reward), df in seeds.groupby(["context_set", "reward"], sort=True):
-            add(plots.pair_curves(df, fig / f"seeds_{name}_{reward}", scores=list(cfg.scores), x="checkpoint", hue="pair"),
-                f"Seeds: all scores of trial pairs, {reward} on {name}", "seeds")
+            add(
+                plots.pair_curves(
+                    df, fig / f"seeds_{name}_{reward}", scores=list(cfg.scores), x="checkpoint", hue="pair"
+                ),
+                f"Seeds: all scores of trial pairs, {reward} on {name}",
+                "seeds",
+            )
     if (res / "per_turn.csv").exists():
         pt = pd.read_csv(res / "per_turn.csv")
         for reward, df in pt.groupby("reward", sort=True):
-            add(plots.per_turn_plot(df, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]),
-                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint", "per_turn")
+            add(
+                plots.per_turn_plot(
+                    df, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]
+                ),
+                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint",
+                "per_turn",
+            )
     if (res / "rewards.csv").exists() and seeds is not None:
         rew = pd.read_csv(res / "rewards.csv")
         last_ck = seeds["checkpoint"].max()
@@ -587,14 +666,25 @@ def _stage_figures(cfg: StudyConfig, run: Path, metrics: pd.DataFrame,
         rew = rew.assign(group="TS vs IQ")
         both = pd.concat([within, rew], ignore_index=True)
         for score in [s for s in ("TMR", "DMR") if s in cfg.scores]:
-            add(plots.pair_bars(both, fig / f"rewards_{score}", score=score, group="group"),
-                f"{score}: TS vs IQ trials next to trials of one reward (last checkpoint, C_col^all)", "rewards")
+            add(
+                plots.pair_bars(both, fig / f"rewards_{score}", score=score, group="group"),
+                f"{score}: TS vs IQ trials next to trials of one reward (last checkpoint, C_col^all)",
+                "rewards",
+            )
     for suffix, label in (("", "all contexts"), ("_mismatch", "contexts whose acts differ")):
         for kind, title in (("corr", "Pearson correlation"), ("mse", "Mean squared error")):
             p = res / f"score_{kind}{suffix}.csv"
             if p.exists():
                 m = pd.read_csv(p).set_index("score")
-                add(plots.heatmap(m, fig / f"score_{kind}{suffix}", f"{title} between scores ({label})",
-                                  vmin=-1 if kind == "corr" else 0, vmax=1 if kind == "corr" else None),
-                    f"{title} between scores ({label})", "scores")
+                add(
+                    plots.heatmap(
+                        m,
+                        fig / f"score_{kind}{suffix}",
+                        f"{title} between scores ({label})",
+                        vmin=-1 if kind == "corr" else 0,
+                        vmax=1 if kind == "corr" else None,
+                    ),
+                    f"{title} between scores ({label})",
+                    "scores",
+                )
     return out

@@ -54,10 +54,12 @@ until ``inform_alternatives`` is taken; ``action_mask`` is a pure function of th
 ``inform_alternatives`` is allowed when that condition holds *in this belief* and a venue has
 been informed.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -65,9 +67,19 @@ from behavsim import ActParseError, DialogueAct, UnknownName, closest_name, pars
 
 from .domain import DONTCARE, NONE_VALUE, Domain
 
-__all__ = ["DiaAct", "parse_act", "ActParseError", "summary_actions", "SUMMARY_ACTIONS",
-           "action_mask", "to_master_act", "accepted_constraints", "top_value", "value_rank",
-           "UnknownSummaryAction"]
+__all__ = [
+    "DiaAct",
+    "parse_act",
+    "ActParseError",
+    "summary_actions",
+    "SUMMARY_ACTIONS",
+    "action_mask",
+    "to_master_act",
+    "accepted_constraints",
+    "top_value",
+    "value_rank",
+    "UnknownSummaryAction",
+]
 
 INFORM_COUNT_ACCEPTED = 4
 MAX_INFORM_SLOTS = 5
@@ -125,8 +137,9 @@ class DiaAct(NamedTuple):
 
 @lru_cache(maxsize=8192)
 def _from_canonical(act: DialogueAct) -> DiaAct:
-    return DiaAct(act.act_type, tuple((s, None if v == "" and not s.endswith("!") else v.lower())
-                                      for s, v in act.items))
+    return DiaAct(
+        act.act_type, tuple((s, None if v == "" and not s.endswith("!") else v.lower()) for s, v in act.items)
+    )
 
 
 @lru_cache(maxsize=64)
@@ -134,8 +147,7 @@ def _actions_for(slots: tuple[str, ...]) -> tuple[str, ...]:
     names: list[str] = []
     for s in sorted(slots):
         names += [f"request_{s}", f"confirm_{s}", f"select_{s}"]
-    names += ["inform", "inform_byname", "inform_alternatives", "bye", "repeat", "reqmore",
-              "restart"]
+    names += ["inform", "inform_byname", "inform_alternatives", "bye", "repeat", "reqmore", "restart"]
     return tuple(names)
 
 
@@ -153,7 +165,7 @@ SUMMARY_ACTIONS: tuple[str, ...] = _actions_for(("area", "food", "pricerange"))
 
 
 # ---------------------------------------------------------------- belief summaries
-_UNKNOWN_RANK = 1 << 40                 # values the domain does not list: after its own values
+_UNKNOWN_RANK = 1 << 40  # values the domain does not list: after its own values
 _TAIL_RANK = {DONTCARE: _UNKNOWN_RANK + 1, NONE_VALUE: _UNKNOWN_RANK + 2}
 
 
@@ -204,8 +216,9 @@ def top_value(dist: dict, rank: dict[str, int] | None = None) -> tuple[str, floa
     return best_k, best_p
 
 
-def _top_two_excluding_none(dist: dict, rank: dict[str, int] | None = None
-                            ) -> tuple[tuple[str, float], tuple[str, float]]:
+def _top_two_excluding_none(
+    dist: dict, rank: dict[str, int] | None = None
+) -> tuple[tuple[str, float], tuple[str, float]]:
     """The two most probable keys other than ``**NONE**`` (ties by rank); ``("", 0.0)`` fills
     in for missing ones."""
     key = _tie_key(_DEFAULT_RANK if rank is None else rank)
@@ -311,11 +324,14 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
             if ok:
                 accepted = accepted_constraints(belief, domain)
                 if len(accepted) < INFORM_COUNT_ACCEPTED and domain.can_discriminate(
-                        tuple((s, v) for s, v, _ in accepted)):
+                    tuple((s, v) for s, v, _ in accepted)
+                ):
                     ok = False
         elif kind == "inform_byname":
-            ok = method == "byname" and (last_venue != "" or top_value(
-                beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])[0] != NONE_VALUE)
+            ok = method == "byname" and (
+                last_venue != ""
+                or top_value(beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])[0] != NONE_VALUE
+            )
         elif kind == "inform_alternatives":
             ok = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief, domain)
         elif kind == "bye":
@@ -341,13 +357,13 @@ def _entity_act(domain: Domain, accepted: list[tuple[str, str, float]], ent: dic
 
 
 def _none_act(constraints: list[tuple[str, str]]) -> DiaAct:
-    items = [("name", "none")] + [(s, v) for s, v in constraints
-                                  if v != DONTCARE and v not in ("", "not available")]
+    items = [("name", "none")] + [(s, v) for s, v in constraints if v != DONTCARE and v not in ("", "not available")]
     return DiaAct("inform", tuple(items))
 
 
-def master_act(summary: str, belief: dict, domain: Domain,
-               last_system_act: "DiaAct | DialogueAct | str | None" = None) -> DiaAct:
+def master_act(
+    summary: str, belief: dict, domain: Domain, last_system_act: "DiaAct | DialogueAct | str | None" = None
+) -> DiaAct:
     """Like :func:`to_master_act` but returns a :class:`DiaAct`. ``last_system_act`` (any act
     form) is what ``repeat`` says again; given as a ``DiaAct`` it keeps its item order."""
     if summary not in _action_set(domain.system_requestable):
@@ -373,8 +389,10 @@ def master_act(summary: str, belief: dict, domain: Domain,
         pick = last if last is not None and last in idx else idx[0]
         return _entity_act(domain, accepted, domain.venues[pick])
     if summary == "inform_byname":
-        requested = sorted((s for s, p in (beliefs.get("requested") or {}).items() if p > 0.5),
-                           key=_tie_key(_ranks(domain)["requested"]))
+        requested = sorted(
+            (s for s, p in (beliefs.get("requested") or {}).items() if p > 0.5),
+            key=_tie_key(_ranks(domain)["requested"]),
+        )
         name, _ = top_value(beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])
         if name == NONE_VALUE:
             name = feats.get("lastInformedVenue", "") or ""
@@ -419,12 +437,12 @@ def master_act(summary: str, belief: dict, domain: Domain,
 
 def _unknown_action(summary: object, domain: Domain) -> UnknownSummaryAction:
     names = list(summary_actions(domain))
-    return UnknownSummaryAction("summary action", summary, names,
-                                closest_name(summary, names, cutoff=0.6))
+    return UnknownSummaryAction("summary action", summary, names, closest_name(summary, names, cutoff=0.6))
 
 
-def to_master_act(summary: str, belief: dict, domain: Domain,
-                  last_system_act: "DiaAct | DialogueAct | str | None" = None) -> str:
+def to_master_act(
+    summary: str, belief: dict, domain: Domain, last_system_act: "DiaAct | DialogueAct | str | None" = None
+) -> str:
     """PyDial-style master act string for a summary action in a belief state, e.g.
     ``inform(name="the olive",area="centre",food="italian",pricerange="cheap")``."""
     return str(master_act(summary, belief, domain, last_system_act))

@@ -148,7 +148,9 @@ def _check_meta(path: Path, meta: dict[str, Any]) -> None:
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a GP-SARSA checkpoint (format {meta.get('format')!r}, expected {FORMAT!r})")
     if meta.get("version") != VERSION:
-        raise CheckpointError(f"{path}: unsupported checkpoint version {meta.get('version')!r} (this code reads {VERSION})")
+        raise CheckpointError(
+            f"{path}: unsupported checkpoint version {meta.get('version')!r} (this code reads {VERSION})"
+        )
     for key in ("learner", "policy"):
         if not isinstance(meta.get(key), dict):
             raise CheckpointError(f"{path}: metadata lacks the {key!r} section")
@@ -193,8 +195,7 @@ def policy_name(meta: dict[str, Any]) -> str:
     return str(meta["policy"]["name"])
 
 
-def load_checkpoint(path: str | os.PathLike, *, domain: Any = None, learning: bool = False,
-                    name: str | None = None):
+def load_checkpoint(path: str | os.PathLike, *, domain: Any = None, learning: bool = False, name: str | None = None):
     """The ``GPSarsaPolicy`` saved at ``path``: greedy and deterministic unless ``learning``;
     named ``name`` or :func:`policy_name` of the file (e.g. ``gp-ts-seed0-40000``)."""
     from .gp import GPSarsaPolicy

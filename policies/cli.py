@@ -34,22 +34,63 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "Re-running on the same folder resumes.",
     )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder (created; resumed if it exists)")
-    p.add_argument("--policy", default="gp", metavar="NAME", help=f"policy to train/evaluate: {', '.join(list_learners())} (default gp)")
-    p.add_argument("--reward", "--rewards", dest="rewards", nargs="+", default=None, metavar="NAME",
-                   help="reward(s): ts (task success), iq (interaction quality); default ts")
-    p.add_argument("--seed", "--seeds", dest="seeds", nargs="+", type=int, default=None, metavar="S",
-                   help="random seed(s), one trial per reward and seed; default 0")
-    p.add_argument("--dialogues", type=int, default=40_000, metavar="N", help="training dialogues per trial (default 40000)")
-    p.add_argument("--checkpoint-every", type=int, default=1_000, metavar="K", help="dialogues between checkpoints (default 1000)")
-    p.add_argument("--eval-dialogues", type=int, default=100, metavar="M", help="evaluation dialogues per checkpoint (default 100)")
-    p.add_argument("--eval-seed", type=int, default=EVAL_SEED, metavar="S", help=f"seed of the evaluation dialogues (default {EVAL_SEED})")
-    p.add_argument("--workers", type=int, default=None, metavar="W", help="parallel processes (default: min(trials, cores))")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help="progress bars on a terminal, one line per checkpoint otherwise (default on)")
-    p.add_argument("--monitor", metavar="CONTEXTS",
-                   help="watch convergence while training: snapshot every checkpoint's responses on this context "
-                        "set and score it against the previous one (runs `behavsim monitor DIR --follow` beside the "
-                        "training; outputs in DIR/monitor/<trial>/)")
+    p.add_argument(
+        "--policy",
+        default="gp",
+        metavar="NAME",
+        help=f"policy to train/evaluate: {', '.join(list_learners())} (default gp)",
+    )
+    p.add_argument(
+        "--reward",
+        "--rewards",
+        dest="rewards",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="reward(s): ts (task success), iq (interaction quality); default ts",
+    )
+    p.add_argument(
+        "--seed",
+        "--seeds",
+        dest="seeds",
+        nargs="+",
+        type=int,
+        default=None,
+        metavar="S",
+        help="random seed(s), one trial per reward and seed; default 0",
+    )
+    p.add_argument(
+        "--dialogues", type=int, default=40_000, metavar="N", help="training dialogues per trial (default 40000)"
+    )
+    p.add_argument(
+        "--checkpoint-every", type=int, default=1_000, metavar="K", help="dialogues between checkpoints (default 1000)"
+    )
+    p.add_argument(
+        "--eval-dialogues", type=int, default=100, metavar="M", help="evaluation dialogues per checkpoint (default 100)"
+    )
+    p.add_argument(
+        "--eval-seed",
+        type=int,
+        default=EVAL_SEED,
+        metavar="S",
+        help=f"seed of the evaluation dialogues (default {EVAL_SEED})",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="W", help="parallel processes (default: min(trials, cores))"
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bars on a terminal, one line per checkpoint otherwise (default on)",
+    )
+    p.add_argument(
+        "--monitor",
+        metavar="CONTEXTS",
+        help="watch convergence while training: snapshot every checkpoint's responses on this context "
+        "set and score it against the previous one (runs `behavsim monitor DIR --follow` beside the "
+        "training; outputs in DIR/monitor/<trial>/)",
+    )
     p.add_argument("--monitor-scores", nargs="+", metavar="NAME", help="scores of --monitor (default TMR DMR CER CMR)")
     g = p.add_argument_group("GP-SARSA hyper-parameters (PyDial defaults)")
     g.add_argument("--gamma", type=float, default=1.0, help="discount (default 1.0)")
@@ -85,10 +126,24 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     from .train import ConfigError
 
     if not Path(args.monitor).is_file():
-        raise ConfigError(f"--monitor: context-set file {args.monitor!r} not found "
-                          "(make one with `behavsim contexts generate -o cgen.jsonl`)")
-    cmd = [sys.executable, "-m", "behavsim.cli", "monitor", str(args.output), "--contexts", str(args.monitor),
-           "--follow", "--interval", "1", "--stop-after", "900"]
+        raise ConfigError(
+            f"--monitor: context-set file {args.monitor!r} not found "
+            "(make one with `behavsim contexts generate -o cgen.jsonl`)"
+        )
+    cmd = [
+        sys.executable,
+        "-m",
+        "behavsim.cli",
+        "monitor",
+        str(args.output),
+        "--contexts",
+        str(args.monitor),
+        "--follow",
+        "--interval",
+        "1",
+        "--stop-after",
+        "900",
+    ]
     if args.monitor_scores:
         cmd += ["--scores", *args.monitor_scores]
     return subprocess.Popen(cmd)

@@ -21,18 +21,28 @@ sorted order (CamRestaurants' rules file lists them as food, pricerange, area).
 Queries are answered from precomputed per-(slot, value) bitsets (Python ints, one bit per
 venue), so ``count``/``matches`` cost well under a microsecond for cached constraint sets.
 """
+
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from behavsim import BehavsimError, Registry, UnknownName
 
-__all__ = ["Domain", "DomainError", "UnknownDomain", "DOMAINS", "resolve_domain", "DONTCARE",
-           "NONE_VALUE", "DATA_DIR", "DEFAULT_DOMAIN"]
+__all__ = [
+    "Domain",
+    "DomainError",
+    "UnknownDomain",
+    "DOMAINS",
+    "resolve_domain",
+    "DONTCARE",
+    "NONE_VALUE",
+    "DATA_DIR",
+    "DEFAULT_DOMAIN",
+]
 
 DONTCARE = "dontcare"
 NONE_VALUE = "**NONE**"
@@ -43,8 +53,7 @@ _CAMREST_RULES = DATA_DIR / "camrestaurants" / "CamRestaurants-rules.json"
 _CAMREST_DB = DATA_DIR / "camrestaurants" / "CamRestaurants-dbase.db"
 #: The registered name of the domain used when none is given (today: the invented example).
 DEFAULT_DOMAIN = "example-restaurants"
-_REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "method",
-                  "discourseAct")
+_REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "method", "discourseAct")
 
 
 class DomainError(BehavsimError, ValueError):
@@ -73,11 +82,19 @@ class Domain:
     behavsim 0.1's ``lastActionInformNone`` flag, see :mod:`policies.features`).
     """
 
-    def __init__(self, name: str, informable: Mapping[str, Iterable[str]],
-                 requestable: Iterable[str], system_requestable: Iterable[str],
-                 method: Iterable[str], discourse_act: Iterable[str],
-                 venues: Iterable[Mapping[str, str]], binary: Iterable[str] = (),
-                 source: str = "<memory>", legacy_state: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        informable: Mapping[str, Iterable[str]],
+        requestable: Iterable[str],
+        system_requestable: Iterable[str],
+        method: Iterable[str],
+        discourse_act: Iterable[str],
+        venues: Iterable[Mapping[str, str]],
+        binary: Iterable[str] = (),
+        source: str = "<memory>",
+        legacy_state: bool = False,
+    ) -> None:
         self.name = name
         self.source = source
         self.legacy_state = bool(legacy_state)
@@ -129,8 +146,7 @@ class Domain:
         return DOMAINS.create(name)
 
     @classmethod
-    def from_pydial(cls, rules_json_path: str | Path, db_path: str | Path,
-                    table: str | None = None) -> "Domain":
+    def from_pydial(cls, rules_json_path: str | Path, db_path: str | Path, table: str | None = None) -> "Domain":
         """Load a PyDial-format rules JSON + SQLite database.
 
         ``table`` defaults to the database's only table, or to the table named like the rules
@@ -144,12 +160,18 @@ class Domain:
         rules_path, db_path = Path(rules_json_path), Path(db_path)
         rules = _read_rules(rules_path)
         venues = _read_db(db_path, rules, table, rules_path)
-        return cls(name=rules["type"], informable=rules["informable"],
-                   requestable=rules["requestable"],
-                   system_requestable=sorted(rules["system_requestable"]), method=rules["method"],
-                   discourse_act=rules["discourseAct"], venues=venues,
-                   binary=rules.get("binary", ()), source=str(rules_path),
-                   legacy_state=legacy_state)
+        return cls(
+            name=rules["type"],
+            informable=rules["informable"],
+            requestable=rules["requestable"],
+            system_requestable=sorted(rules["system_requestable"]),
+            method=rules["method"],
+            discourse_act=rules["discourseAct"],
+            venues=venues,
+            binary=rules.get("binary", ()),
+            source=str(rules_path),
+            legacy_state=legacy_state,
+        )
 
     # ------------------------------------------------------------------ queries
     def _constraint_bits(self, constraints: Mapping[str, str]) -> int:
@@ -159,8 +181,10 @@ class Domain:
                 continue
             table = self._bits.get(slot)
             if table is None:
-                raise DomainError(f"{self.source}: unknown slot {slot!r} in constraints; "
-                                  f"informable slots are {sorted(self.informable)}")
+                raise DomainError(
+                    f"{self.source}: unknown slot {slot!r} in constraints; "
+                    f"informable slots are {sorted(self.informable)}"
+                )
             bits &= table.get(value, 0)
             if not bits:
                 return 0
@@ -207,8 +231,9 @@ class Domain:
         try:
             return self.informable[slot]
         except KeyError:
-            raise DomainError(f"{self.source}: unknown informable slot {slot!r}; "
-                              f"known: {sorted(self.informable)}") from None
+            raise DomainError(
+                f"{self.source}: unknown informable slot {slot!r}; known: {sorted(self.informable)}"
+            ) from None
 
     def can_discriminate(self, constraints: Iterable[tuple[str, str]]) -> bool:
         """PyDial's test: do ≥2 venues match and differ on an informable slot (not name,
@@ -261,8 +286,9 @@ def _db_beside(rules: Path) -> Path:
     for cand in (rules.with_name(f"{stem}-dbase.db"), rules.with_name(f"{stem}.db")):
         if cand.is_file():
             return cand
-    raise DomainError(f"{rules}: no database beside the rules file (looked for {stem}-dbase.db "
-                      f"and {stem}.db); pass (rules, db)")
+    raise DomainError(
+        f"{rules}: no database beside the rules file (looked for {stem}-dbase.db and {stem}.db); pass (rules, db)"
+    )
 
 
 def resolve_domain(domain: "Domain | str | Path | tuple | None" = None) -> Domain:
@@ -282,17 +308,17 @@ def resolve_domain(domain: "Domain | str | Path | tuple | None" = None) -> Domai
         return _load_cached(str(rules.resolve()), str(db.resolve()))
     if isinstance(domain, (str, Path)):
         text = str(domain)
-        looks_like_path = isinstance(domain, Path) or text.endswith(".json") or "/" in text \
-            or "\\" in text
+        looks_like_path = isinstance(domain, Path) or text.endswith(".json") or "/" in text or "\\" in text
         if not looks_like_path:
             return DOMAINS.create(text)
         rules = Path(text)
         if not rules.is_file():
-            raise DomainError(f"{rules}: rules file not found (domain names: "
-                              f"{', '.join(DOMAINS.names())})")
+            raise DomainError(f"{rules}: rules file not found (domain names: {', '.join(DOMAINS.names())})")
         return _load_cached(str(rules.resolve()), str(_db_beside(rules).resolve()))
-    raise DomainError(f"domain: expected a domain name, a Domain, a rules file path or a "
-                      f"(rules, db) pair, got {type(domain).__name__}")
+    raise DomainError(
+        f"domain: expected a domain name, a Domain, a rules file path or a "
+        f"(rules, db) pair, got {type(domain).__name__}"
+    )
 
 
 def _read_rules(path: Path) -> dict:
@@ -303,21 +329,21 @@ def _read_rules(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise DomainError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
     except json.JSONDecodeError as exc:
-        raise DomainError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                          f"{exc.msg}") from None
+        raise DomainError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     if not isinstance(raw, dict):
         raise DomainError(f"{path}: expected a JSON object with keys {list(_REQUIRED_KEYS)}")
     missing = [k for k in _REQUIRED_KEYS if k not in raw]
     if missing:
-        raise DomainError(f"{path}: missing key(s) {missing} (a PyDial rules file has "
-                          f"{list(_REQUIRED_KEYS)})")
+        raise DomainError(f"{path}: missing key(s) {missing} (a PyDial rules file has {list(_REQUIRED_KEYS)})")
     if not isinstance(raw["type"], str):
         raise DomainError(f"{path}: key 'type' must be a string")
     inf = raw["informable"]
     if not isinstance(inf, dict) or not inf:
         raise DomainError(f"{path}: key 'informable' must be a non-empty object slot -> values")
-    rules = {"type": raw["type"],
-             "informable": {s.lower(): _str_list(v, f"informable.{s}", path) for s, v in inf.items()}}
+    rules = {
+        "type": raw["type"],
+        "informable": {s.lower(): _str_list(v, f"informable.{s}", path) for s, v in inf.items()},
+    }
     for key in ("requestable", "system_requestable", "method", "discourseAct"):
         rules[key] = _str_list(raw[key], key, path)
     rules["binary"] = _str_list(raw.get("binary", []), "binary", path)
@@ -338,8 +364,7 @@ def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> li
     except sqlite3.Error as exc:  # pragma: no cover - rare
         raise DomainError(f"{path}: cannot open SQLite database ({exc})") from None
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
         if table is None:
             stem = rules_path.name.removesuffix(".json").removesuffix("-rules")
             if len(tables) == 1:
@@ -347,8 +372,7 @@ def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> li
             elif stem in tables:
                 table = stem
             else:
-                raise DomainError(f"{path}: cannot tell which table holds the venues; tables are "
-                                  f"{tables}, pass table=")
+                raise DomainError(f"{path}: cannot tell which table holds the venues; tables are {tables}, pass table=")
         elif table not in tables:
             raise DomainError(f"{path}: no table {table!r}; tables are {tables}")
         cur = con.execute(f'SELECT * FROM "{table}"')
@@ -361,8 +385,7 @@ def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> li
     needed = ["name", *rules["system_requestable"]]
     missing = [c for c in needed if c not in cols]
     if missing:
-        raise DomainError(f"{path}: table {table!r} lacks column(s) {missing} needed by "
-                          f"{rules_path.name}")
+        raise DomainError(f"{path}: table {table!r} lacks column(s) {missing} needed by {rules_path.name}")
     venues = []
     for row in rows:
         v = {c: ("" if x is None else str(x).strip().lower()) for c, x in zip(cols, row)}
@@ -371,6 +394,8 @@ def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> li
         known = set(rules["informable"][slot])
         for v in venues:
             if v[slot] not in known and v[slot] not in ("", "not available"):
-                raise DomainError(f"{path}: venue {v['name']!r} has {slot}={v[slot]!r}, which is "
-                                  f"not among the values of {slot!r} in {rules_path.name}")
+                raise DomainError(
+                    f"{path}: venue {v['name']!r} has {slot}={v[slot]!r}, which is "
+                    f"not among the values of {slot!r} in {rules_path.name}"
+                )
     return venues

@@ -25,13 +25,14 @@ constraints was offered and every request was answered) is left to the reward fu
 ``asr_confidence``. ``exchanges`` holds one dict per exchange (keys: see ``EXCHANGE_KEYS``);
 with ``hello=True`` the opening ``hello()`` is exchange 1 and counts as a turn.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from behavsim import BehavsimError, ConfigError
 
-from .actions import DiaAct, accepted_constraints, action_mask, master_act, summary_actions, _unknown_action
+from .actions import DiaAct, _unknown_action, accepted_constraints, action_mask, master_act, summary_actions
 from .domain import Domain
 from .nlg import TemplateNLG
 from .tracker import ErrorModel, FocusTracker
@@ -39,9 +40,20 @@ from .user import SimulatedUser, UserConfig
 
 __all__ = ["DialogueEnv", "EXCHANGE_KEYS", "EnvError", "check_env"]
 
-EXCHANGE_KEYS = ("turn", "system_act", "system_act_type", "user_act", "user_act_type", "reprompt",
-                 "confirmation", "asr_confidence", "constraints_filled", "user_goal_constraints",
-                 "informed_venue", "success_so_far")
+EXCHANGE_KEYS = (
+    "turn",
+    "system_act",
+    "system_act_type",
+    "user_act",
+    "user_act_type",
+    "reprompt",
+    "confirmation",
+    "asr_confidence",
+    "constraints_filled",
+    "user_goal_constraints",
+    "informed_venue",
+    "success_so_far",
+)
 
 
 class EnvError(BehavsimError, RuntimeError):
@@ -53,15 +65,21 @@ class DialogueEnv:
 
     metadata = {"render_modes": []}
 
-    def __init__(self, domain: Domain | None = None, *, max_turns: int = 25,
-                 error_model: ErrorModel | None = None, hello: bool = False,
-                 user_config: UserConfig | dict | None = None, nlg_seed: int = 0,
-                 final_system_turn: bool = True) -> None:
+    def __init__(
+        self,
+        domain: Domain | None = None,
+        *,
+        max_turns: int = 25,
+        error_model: ErrorModel | None = None,
+        hello: bool = False,
+        user_config: UserConfig | dict | None = None,
+        nlg_seed: int = 0,
+        final_system_turn: bool = True,
+    ) -> None:
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ConfigError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
         if error_model is not None and not isinstance(error_model, ErrorModel):
-            raise TypeError(f"DialogueEnv: error_model must be an ErrorModel or None, got "
-                            f"{type(error_model).__name__}")
+            raise TypeError(f"DialogueEnv: error_model must be an ErrorModel or None, got {type(error_model).__name__}")
         self.domain = domain if domain is not None else Domain.builtin()
         self.max_turns = max_turns
         self.error_model = error_model or ErrorModel()
@@ -101,10 +119,14 @@ class DialogueEnv:
             self.last_system_act = str(sys_act)
             self._last_sys = sys_act
         self._mask = action_mask(belief, self.domain)
-        info = {"action_mask": self._mask, "turns": self.turns,
-                "goal": {"constraints": dict(goal.constraints), "requests": list(goal.requests)},
-                "user_act": str(user_act), "exchanges": self.exchanges,
-                "success": self.user.success}
+        info = {
+            "action_mask": self._mask,
+            "turns": self.turns,
+            "goal": {"constraints": dict(goal.constraints), "requests": list(goal.requests)},
+            "user_act": str(user_act),
+            "exchanges": self.exchanges,
+            "success": self.user.success,
+        }
         if sys_act is not None:
             info["master_act"] = str(sys_act)
             info["prompt"] = self.nlg.generate(sys_act)
@@ -149,8 +171,7 @@ class DialogueEnv:
         self.last_system_act = ex["system_act"]
         self._last_sys = sys_act
         terminated = user_act.type == "bye" or sys_act.type == "bye"
-        if (terminated and sys_act.type != "bye" and self.final_system_turn
-                and self.turns < self.max_turns):
+        if terminated and sys_act.type != "bye" and self.final_system_turn and self.turns < self.max_turns:
             terminated = False  # the user hung up: the system still takes its closing turn
             self._closing = True
         truncated = (not terminated) and (not self._closing) and self.turns >= self.max_turns
@@ -244,6 +265,7 @@ def check_env(env: DialogueEnv, n_dialogues: int = 5, seed: int = 0) -> int:
     identical replays, a non-empty mask at every step, the documented exchange keys, and
     ``info["turns"]`` equal to the number of exchanges. Returns the number of turns played;
     raises :class:`EnvError` naming the first problem."""
+
     def play() -> list:
         trace = []
         for j in range(n_dialogues):
@@ -267,6 +289,7 @@ def check_env(env: DialogueEnv, n_dialogues: int = 5, seed: int = 0) -> int:
                 raise EnvError(f"check_env: dialogue {j}: turns={info['turns']} but {len(ex)} exchanges")
             trace.append((bool(info["success"]), repr(belief)))
         return trace
+
     first, second = play(), play()
     if first != second:
         i = next(k for k, (x, y) in enumerate(zip(first, second)) if x != y)

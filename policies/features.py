@@ -32,6 +32,7 @@ distributions, absent ``features``) count as 0; a distribution without ``**NONE*
 1 − Σ. The vector depends only on the belief's content, not on the order of the keys in its
 dicts. The kernel PyDial uses on it is the dot product (``polysort``).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,8 +42,7 @@ import numpy as np
 
 from .domain import NONE_VALUE, Domain
 
-__all__ = ["belief_vector", "vector_length", "vector_layout", "pydial_order",
-           "informed_since_none_flag"]
+__all__ = ["belief_vector", "vector_length", "vector_layout", "pydial_order", "informed_since_none_flag"]
 
 
 @lru_cache(maxsize=16)
@@ -54,9 +54,14 @@ def vector_layout(domain: Domain) -> tuple[tuple[str, int, int], ...]:
         n = len(values) + 2
         out.append((f"slot:{slot}", pos, n))
         pos += n
-    for name, n in (("discourseAct", len(domain.discourse_act)), ("method", len(domain.method)),
-                    ("requested", 2 * len(domain.requestable)), ("offerHappened", 2),
-                    ("lastActionInformNone", 2), ("inform_info", 50)):
+    for name, n in (
+        ("discourseAct", len(domain.discourse_act)),
+        ("method", len(domain.method)),
+        ("requested", 2 * len(domain.requestable)),
+        ("offerHappened", 2),
+        ("lastActionInformNone", 2),
+        ("inform_info", 50),
+    ):
         out.append((name, pos, n))
         pos += n
     return tuple(out)

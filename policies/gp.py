@@ -344,8 +344,15 @@ class GPSarsa:
         np.maximum(var, 0.0, out=var)
         return mean, var
 
-    def select(self, b: Any, mask: Any = None, *, explore: bool = False, scale: float | None = None,
-               rng: np.random.Generator | None = None) -> int:
+    def select(
+        self,
+        b: Any,
+        mask: Any = None,
+        *,
+        explore: bool = False,
+        scale: float | None = None,
+        rng: np.random.Generator | None = None,
+    ) -> int:
         """Choose an action for belief vector ``b`` among those with ``mask[a]`` true.
 
         ``explore=False``: the largest posterior mean (deterministic, ties → lowest index).
@@ -383,9 +390,7 @@ class GPSarsa:
         B = np.asarray(beliefs, dtype=np.float64)
         T = len(actions)
         if B.ndim != 2 or B.shape != (T, self.dim):
-            raise ValueError(
-                f"beliefs: expected shape ({T}, {self.dim}) matching {T} actions, got {B.shape}"
-            )
+            raise ValueError(f"beliefs: expected shape ({T}, {self.dim}) matching {T} actions, got {B.shape}")
         if T == 0:
             return
         acts = [int(a) for a in actions]
@@ -398,8 +403,10 @@ class GPSarsa:
         for i in range(1, T + 1):
             terminal = i == T
             self._step(
-                B[i - 1], acts[i - 1],
-                None if terminal else B[i], None if terminal else acts[i],
+                B[i - 1],
+                acts[i - 1],
+                None if terminal else B[i],
+                None if terminal else acts[i],
                 float(reward) if terminal else 0.0,
                 initial=i == 1,
             )
@@ -537,9 +544,14 @@ class GPSarsa:
     def from_state(cls, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "GPSarsa":
         """Inverse of :meth:`get_state`; raises ``ValueError`` on inconsistent input."""
         obj = cls(
-            int(meta["n_actions"]), int(meta["dim"]),
-            gamma=float(meta["gamma"]), sigma=float(meta["sigma"]), nu=float(meta["nu"]),
-            scale=float(meta["scale"]), seed=0, flush_every=int(meta["flush_every"]),
+            int(meta["n_actions"]),
+            int(meta["dim"]),
+            gamma=float(meta["gamma"]),
+            sigma=float(meta["sigma"]),
+            nu=float(meta["nu"]),
+            scale=float(meta["scale"]),
+            seed=0,
+            flush_every=int(meta["flush_every"]),
         )
         rs = meta["rng_state"]
         if rs.get("bit_generator") != type(obj.rng.bit_generator).__name__:
@@ -554,14 +566,12 @@ class GPSarsa:
         kinv = np.asarray(arrays["Kinv"], dtype=np.float64)
         m = act.shape[0]
         if X.shape != (m, obj.dim) or alpha.shape != (m,) or C.shape != (m, m):
-            raise ValueError(
-                f"inconsistent shapes: X {X.shape}, actions {act.shape}, alpha {alpha.shape}, C {C.shape}"
-            )
+            raise ValueError(f"inconsistent shapes: X {X.shape}, actions {act.shape}, alpha {alpha.shape}, C {C.shape}")
         if m and (act.min() < 0 or act.max() >= obj.n_actions):
             raise ValueError("actions: index out of range")
         counts = np.bincount(act, minlength=obj.n_actions)
         if kinv.shape != (int((counts**2).sum()),):
-            raise ValueError(f"Kinv: expected {int((counts ** 2).sum())} numbers, got {kinv.shape}")
+            raise ValueError(f"Kinv: expected {int((counts**2).sum())} numbers, got {kinv.shape}")
         U = np.asarray(arrays["U"], dtype=np.float64)
         sinv = np.asarray(arrays["sinv"], dtype=np.float64)
         t = sinv.shape[0] if sinv.ndim == 1 else -1
@@ -590,7 +600,7 @@ class GPSarsa:
             blk.n = n
             blk.X[:n] = X[g]
             blk.gidx[:n] = g
-            blk.Kinv[:n, :n] = kinv[off: off + n * n].reshape(n, n)
+            blk.Kinv[:n, :n] = kinv[off : off + n * n].reshape(n, n)
             blk.Cd[:n, :n] = C[np.ix_(g, g)]
             off += n * n
         return obj
@@ -662,8 +672,7 @@ class GPSarsaPolicy:
         if mask is None:
             mask = action_mask(belief, self.domain)
         if not self.learning and self.eval_scale > 0.0:
-            return self.learner.select(vec, mask, explore=True, scale=self.eval_scale,
-                                       rng=self._eval_rng), vec
+            return self.learner.select(vec, mask, explore=True, scale=self.eval_scale, rng=self._eval_rng), vec
         return self.learner.select(vec, mask, explore=self.learning), vec
 
     def summary_action(self, belief: dict) -> str:
@@ -714,6 +723,5 @@ class GPSarsaPolicy:
     def __repr__(self) -> str:
         return (
             f"GPSarsaPolicy(name={self.name!r}, dictionary={self.learner.dictionary_size}, "
-            f"learning={self.learning}"
-            + (f", eval_scale={self.eval_scale:g})" if self.eval_scale > 0 else ")")
+            f"learning={self.learning}" + (f", eval_scale={self.eval_scale:g})" if self.eval_scale > 0 else ")")
         )

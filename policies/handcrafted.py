@@ -20,6 +20,7 @@ The policy is a pure function of the belief's content (deterministic on any beli
 independent of the order of the keys in its dicts: ties follow the rules of
 :mod:`policies.actions`).
 """
+
 from __future__ import annotations
 
 from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, master_act, summary_actions
@@ -33,8 +34,14 @@ __all__ = ["HandcraftedPolicy"]
 class HandcraftedPolicy:
     """Rule-based policy; ``act(belief) -> Response``."""
 
-    def __init__(self, domain: Domain | None = None, *, name: str = "handcrafted",
-                 nlg_seed: int | None = 0, confirm_threshold: float = 0.8) -> None:
+    def __init__(
+        self,
+        domain: Domain | None = None,
+        *,
+        name: str = "handcrafted",
+        nlg_seed: int | None = 0,
+        confirm_threshold: float = 0.8,
+    ) -> None:
         self.domain = domain if domain is not None else Domain.builtin()
         self.name = name
         self.nlg = TemplateNLG(nlg_seed) if nlg_seed is not None else None
@@ -65,8 +72,11 @@ class HandcraftedPolicy:
             if s not in accepted:
                 return f"request_{s}"
         if offered:  # nothing asked: after thanks ask for more, else offer again
-            order = ("reqmore", "inform", "inform_byname") if _thanks_or_ack(belief, self.domain) \
+            order = (
+                ("reqmore", "inform", "inform_byname")
+                if _thanks_or_ack(belief, self.domain)
                 else ("inform", "inform_byname", "reqmore")
+            )
             for a in order:
                 if a in ok:
                     return a

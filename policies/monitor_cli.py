@@ -36,24 +36,45 @@ _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
 def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``monitor`` sub-command (entry point ``behavsim.commands``)."""
     p = subparsers.add_parser(
-        "monitor", help="follow a training run: each checkpoint against the previous one (convergence)",
+        "monitor",
+        help="follow a training run: each checkpoint against the previous one (convergence)",
         description="Score each checkpoint of a training run against the previous one on a fixed context set "
         "(paper §4.2.1, Figure 2): one row per pair in OUT/<trial>/convergence.csv, the snapshot's responses, "
         "and a plot. DIR is a trial folder (<reward>-seed<S>/ with ckpt-NNNNNN.npz) or a run folder holding "
-        "trial folders. With --follow, new checkpoints are picked up as the trainer writes them.")
+        "trial folders. With --follow, new checkpoints are picked up as the trainer writes them.",
+    )
     p.add_argument("dir", metavar="DIR", help="trial folder or run folder of `behavsim train`")
     p.add_argument("--contexts", required=True, metavar="F", help="context set (.jsonl or .parquet)")
-    p.add_argument("--scores", nargs="+", metavar="NAME", default=None,
-                   help="scores (default: TMR DMR CER CMR; text scores need their models)")
-    p.add_argument("--every", type=int, default=1, metavar="K",
-                   help="use only checkpoints at which a multiple of K dialogues was reached (default: every one)")
-    p.add_argument("--stop-rule", metavar="SCORE:T:P", default=None,
-                   help="mark convergence: SCORE >= T in P consecutive comparisons (e.g. TMR:0.99:3); advice only")
+    p.add_argument(
+        "--scores",
+        nargs="+",
+        metavar="NAME",
+        default=None,
+        help="scores (default: TMR DMR CER CMR; text scores need their models)",
+    )
+    p.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="K",
+        help="use only checkpoints at which a multiple of K dialogues was reached (default: every one)",
+    )
+    p.add_argument(
+        "--stop-rule",
+        metavar="SCORE:T:P",
+        default=None,
+        help="mark convergence: SCORE >= T in P consecutive comparisons (e.g. TMR:0.99:3); advice only",
+    )
     p.add_argument("--follow", action="store_true", help="keep polling DIR for new checkpoints")
     p.add_argument("--interval", type=float, default=None, metavar="S", help="seconds between polls (default 10)")
-    p.add_argument("--stop-after", type=float, default=None, metavar="N",
-                   help="with --follow: stop after N seconds without a new checkpoint (default: never; the command "
-                        "also stops once every trial reached the run's last checkpoint)")
+    p.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        metavar="N",
+        help="with --follow: stop after N seconds without a new checkpoint (default: never; the command "
+        "also stops once every trial reached the run's last checkpoint)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
     p.set_defaults(func=cmd_monitor)
@@ -137,8 +158,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     try:
         watch.poll()
         if not watch.monitors and not args.follow:
-            raise ConfigError(f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
-                              + ("" if watch.single else " in any trial folder") + "; use --follow to wait for them")
+            raise ConfigError(
+                f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
+                + ("" if watch.single else " in any trial folder")
+                + "; use --follow to wait for them"
+            )
         if args.follow:
             watch.follow(interval, args.stop_after)
     except KeyboardInterrupt:
@@ -180,8 +204,9 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
 class _Watch:
     """The monitors of the trials under ``root``: one per trial, created at its first checkpoint."""
 
-    def __init__(self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str],
-                 stop_rule: Any) -> None:
+    def __init__(
+        self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
+    ) -> None:
         self.args = args
         self.root = root
         self.contexts = contexts
@@ -205,14 +230,23 @@ class _Watch:
             # created only when the trial has a checkpoint: by then the trainer has written its
             # config.json, so OUT inside the run folder never makes `behavsim train` refuse it
             self.locks.append(OutputLock(self.out / trial / ".lock"))
-            m = ConvergenceMonitor(self.contexts, every=self.args.every, scores=self.score_names,
-                                   out_dir=self.out / trial, respond=respond, stop_rule=self.stop_rule,
-                                   plot=self.args.plot, name=trial)
+            m = ConvergenceMonitor(
+                self.contexts,
+                every=self.args.every,
+                scores=self.score_names,
+                out_dir=self.out / trial,
+                respond=respond,
+                stop_rule=self.stop_rule,
+                plot=self.args.plot,
+                name=trial,
+            )
             self.monitors[trial] = m
             if m.last_dialogues is not None:
                 self.handled[trial] = m.last_dialogues
-                _say(f"{trial:<{self.width}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
-                     f"{m.csv_path})")
+                _say(
+                    f"{trial:<{self.width}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
+                    f"{m.csv_path})"
+                )
         return self.monitors[trial]
 
     def poll(self) -> int:
@@ -270,9 +304,13 @@ class _Watch:
         if series:
             first = self.score_names[0]
             rule = self.stop_rule
-            plot_convergence(series, self.out / "convergence.png", score=first,
-                             title=f"Convergence of every trial ({first}, checkpoint k vs k-1)",
-                             threshold=rule.threshold if rule and rule.score == first else None)
+            plot_convergence(
+                series,
+                self.out / "convergence.png",
+                score=first,
+                title=f"Convergence of every trial ({first}, checkpoint k vs k-1)",
+                threshold=rule.threshold if rule and rule.score == first else None,
+            )
 
     def finished(self) -> bool:
         """Every trial of the run (or the one trial) reached the run's last checkpoint."""
@@ -309,8 +347,9 @@ class _Watch:
             status = ""
             if rule is not None:
                 at = rule.first_met(rows)
-                status = f"; {rule.describe()}: " + ("met now" if m.should_stop else
-                                                     f"first met at {at}, not now" if at else "not met")
+                status = f"; {rule.describe()}: " + (
+                    "met now" if m.should_stop else f"first met at {at}, not now" if at else "not met"
+                )
             _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
 
 

@@ -6,6 +6,7 @@ the order of its clauses. The choice is a deterministic function of the generato
 Python's salted ``hash()`` — so a generator always says an act the same way, and two
 generators with different seeds may say it differently (the paper's Appendix A, row 3).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,10 +32,14 @@ _CLAUSES = {
     "type": ("is a {v}", "is a {v} in town"),
 }
 _DONTCARE_CLAUSES = {
-    "area": "can be in any area", "food": "can serve any food", "pricerange": "can have any price",
+    "area": "can be in any area",
+    "food": "can serve any food",
+    "pricerange": "can have any price",
 }
 _NONE_CLAUSES = {
-    "area": "in the {v} area", "food": "serving {v} food", "pricerange": "in the {v} price range",
+    "area": "in the {v} area",
+    "food": "serving {v} food",
+    "pricerange": "in the {v} price range",
 }
 _INFORM = (
     "{name} {clauses}",
@@ -56,38 +61,58 @@ _INFORM_NONE_OTHER = (
     "i'm afraid {names} are the only places {clauses}",
 )
 _REQUEST = {
-    "area": ("what part of town do you have in mind?", "which area would you like?",
-             "where would you like to eat?"),
-    "food": ("what kind of food would you like?", "what type of cuisine are you looking for?",
-             "which food type do you prefer?"),
-    "pricerange": ("what price range would you like?",
-                   "would you like something cheap, moderate or expensive?",
-                   "how much would you like to spend?"),
+    "area": ("what part of town do you have in mind?", "which area would you like?", "where would you like to eat?"),
+    "food": (
+        "what kind of food would you like?",
+        "what type of cuisine are you looking for?",
+        "which food type do you prefer?",
+    ),
+    "pricerange": (
+        "what price range would you like?",
+        "would you like something cheap, moderate or expensive?",
+        "how much would you like to spend?",
+    ),
 }
-_REQUEST_ANY = ("what {slot} would you like?", "which {slot} do you have in mind?",
-                "could you tell me the {slot} you want?")
+_REQUEST_ANY = (
+    "what {slot} would you like?",
+    "which {slot} do you have in mind?",
+    "could you tell me the {slot} you want?",
+)
 _CONFIRM = {
-    "area": ("did you say you want a restaurant in the {v} area?",
-             "so you would like the {v} of town, is that right?",
-             "you are looking for a place in the {v}, right?"),
-    "food": ("you want {v} food, is that right?", "did you say {v} food?",
-             "so you are looking for {v} cuisine?"),
-    "pricerange": ("you are looking for something {v}, right?", "did you say the {v} price range?",
-                   "so you want a {v} place?"),
+    "area": (
+        "did you say you want a restaurant in the {v} area?",
+        "so you would like the {v} of town, is that right?",
+        "you are looking for a place in the {v}, right?",
+    ),
+    "food": ("you want {v} food, is that right?", "did you say {v} food?", "so you are looking for {v} cuisine?"),
+    "pricerange": (
+        "you are looking for something {v}, right?",
+        "did you say the {v} price range?",
+        "so you want a {v} place?",
+    ),
 }
 _CONFIRM_ANY = ("you want {slot} {v}, right?", "did you say {slot} {v}?", "so {slot} {v}, is that right?")
-_CONFIRM_DONTCARE = ("you don't mind about the {slot}, right?", "so any {slot} is fine?",
-                     "did you say the {slot} does not matter?")
+_CONFIRM_DONTCARE = (
+    "you don't mind about the {slot}, right?",
+    "so any {slot} is fine?",
+    "did you say the {slot} does not matter?",
+)
 _SELECT = ("would you like {a} or {b}?", "do you prefer {a} or {b}?", "{a} or {b}, which one would you like?")
 _FIXED = {
     "bye": ("goodbye.", "thank you, goodbye.", "have a nice day, goodbye.", "bye, enjoy your meal."),
-    "reqmore": ("can i help you with anything else?", "is there anything else?",
-                "anything else i can do for you?", "would you like to know anything else?"),
-    "hello": ("hello, welcome to the restaurant system. how may i help you?",
-              "hi! how can i help you?", "welcome! what kind of restaurant are you looking for?"),
+    "reqmore": (
+        "can i help you with anything else?",
+        "is there anything else?",
+        "anything else i can do for you?",
+        "would you like to know anything else?",
+    ),
+    "hello": (
+        "hello, welcome to the restaurant system. how may i help you?",
+        "hi! how can i help you?",
+        "welcome! what kind of restaurant are you looking for?",
+    ),
     "repeat": ("could you repeat that, please?", "sorry, say that again?", "pardon?"),
-    "null": ("sorry, i did not get that.", "i am sorry, could you rephrase that?",
-             "sorry, can you say that again?"),
+    "null": ("sorry, i did not get that.", "i am sorry, could you rephrase that?", "sorry, can you say that again?"),
 }
 
 
@@ -134,8 +159,11 @@ class TemplateNLG:
             if v == "dontcare":
                 opts = tuple(o.format(slot=slot) for o in _CONFIRM_DONTCARE)
             else:
-                opts = tuple(o.format(v=v) for o in _CONFIRM[slot]) if slot in _CONFIRM \
+                opts = (
+                    tuple(o.format(v=v) for o in _CONFIRM[slot])
+                    if slot in _CONFIRM
                     else tuple(o.format(slot=slot, v=v) for o in _CONFIRM_ANY)
+                )
             return opts[self._pick(key, "t", len(opts))]
         if t == "select" and len(a.items) >= 2:
             (slot, v1), (_, v2) = a.items[0], a.items[1]
@@ -174,8 +202,11 @@ class TemplateNLG:
         others = sorted((s, v) for s, v in a.items if s not in ("name", "name!") and v is not None)
         if name == "none":
             excluded = sorted(v for s, v in a.items if s == "name!")
-            parts = [(_NONE_CLAUSES[s].format(v=v) if s in _NONE_CLAUSES else f"with {s} {v}")
-                     for s, v in others if v != "dontcare"]
+            parts = [
+                (_NONE_CLAUSES[s].format(v=v) if s in _NONE_CLAUSES else f"with {s} {v}")
+                for s, v in others
+                if v != "dontcare"
+            ]
             parts = self._order(key, "o", parts)
             clauses = " ".join(parts) if parts else "like that"
             if excluded:

@@ -21,11 +21,28 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
-from behavsim.policy import (PolicyCheckError, PolicyErrorsWarning, PolicyFailed, check_policy, list_policy_kinds,
-                             parse_spec, respond, respond_many)
+from behavsim.policy import (
+    PolicyCheckError,
+    PolicyErrorsWarning,
+    PolicyFailed,
+    check_policy,
+    list_policy_kinds,
+    parse_spec,
+    respond,
+    respond_many,
+)
 
-__all__ = ["respond", "respond_many", "check_adapter", "check_policy", "PolicyFailed", "PolicyCheckError",
-           "PolicyErrorsWarning", "register_respond", "cmd_respond"]
+__all__ = [
+    "respond",
+    "respond_many",
+    "check_adapter",
+    "check_policy",
+    "PolicyFailed",
+    "PolicyCheckError",
+    "PolicyErrorsWarning",
+    "register_respond",
+    "cmd_respond",
+]
 
 #: The protocol checker under its earlier name (it checks any policy kind).
 check_adapter = check_policy
@@ -35,26 +52,54 @@ check_adapter = check_policy
 def register_respond(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``respond`` sub-command (entry point ``behavsim.commands``)."""
     p = subparsers.add_parser(
-        "respond", help="run policies on a context set: one response table per policy",
+        "respond",
+        help="run policies on a context set: one response table per policy",
         description="Run each policy deterministically on every context of a context set and write its response "
         "table. Policy specs: handcrafted[:nlg_seed=N] | PATH.npz (GP-SARSA checkpoint) | module:function | "
         "recorded:FILE | pydial:CFG[:domain=D][:nlg=off]. A context on which a policy fails is recorded as an error "
-        f"(see --strict). Policy kinds: {', '.join(list_policy_kinds())}.")
-    p.add_argument("--policy", action="extend", nargs="+", required=True, metavar="SPEC", dest="policies",
-                   help="policy spec(s); repeatable, and several may follow one --policy (e.g. a shell glob)")
+        f"(see --strict). Policy kinds: {', '.join(list_policy_kinds())}.",
+    )
+    p.add_argument(
+        "--policy",
+        action="extend",
+        nargs="+",
+        required=True,
+        metavar="SPEC",
+        dest="policies",
+        help="policy spec(s); repeatable, and several may follow one --policy (e.g. a shell glob)",
+    )
     p.add_argument("--contexts", required=True, metavar="FILE", help="context set (.jsonl or .parquet)")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="one policy: the table file (.jsonl/.parquet); several: a directory receiving <id>.jsonl")
-    p.add_argument("--format", choices=["jsonl", "parquet"], default=None,
-                   help="table format in a directory output (default jsonl; one file: taken from its suffix)")
-    p.add_argument("--id", action="append", metavar="ID", dest="ids",
-                   help="policy id in the table (once per --policy, in the same order)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="one policy: the table file (.jsonl/.parquet); several: a directory receiving <id>.jsonl",
+    )
+    p.add_argument(
+        "--format",
+        choices=["jsonl", "parquet"],
+        default=None,
+        help="table format in a directory output (default jsonl; one file: taken from its suffix)",
+    )
+    p.add_argument(
+        "--id",
+        action="append",
+        metavar="ID",
+        dest="ids",
+        help="policy id in the table (once per --policy, in the same order)",
+    )
     p.add_argument("--strict", action="store_true", help="stop at the first context a policy fails on")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="parallel processes (default: min(policies, cores))")
+    p.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="parallel processes (default: min(policies, cores))"
+    )
     p.add_argument("--pydial-root", metavar="DIR", help="PyDial3's root folder (for pydial:CFG specs)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: for long runs on a terminal)")
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: for long runs on a terminal)",
+    )
     p.set_defaults(func=cmd_respond)
     return p
 
@@ -64,18 +109,22 @@ def _output_paths(args: argparse.Namespace, ids: list[str]) -> list[Path]:
     single = len(ids) == 1 and not out.is_dir() and not args.output.endswith(os.sep)
     if single:
         if out.suffix not in (".jsonl", ".parquet"):
-            raise ConfigError(f"-o {args.output}: a table file must end in .jsonl or .parquet "
-                              "(or give an existing directory)")
+            raise ConfigError(
+                f"-o {args.output}: a table file must end in .jsonl or .parquet (or give an existing directory)"
+            )
         if args.format and out.suffix != "." + args.format:
             raise ConfigError(f"-o {args.output}: the suffix contradicts --format {args.format}")
         return [out]
     if (out.exists() and not out.is_dir()) or (not out.exists() and out.suffix in (".jsonl", ".parquet")):
-        raise ConfigError(f"-o {args.output}: with several policies -o must be a directory (each table is written "
-                          "there as <id>.jsonl)")
+        raise ConfigError(
+            f"-o {args.output}: with several policies -o must be a directory (each table is written "
+            "there as <id>.jsonl)"
+        )
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ConfigError(f"policy ids must be unique (they name the output files); repeated: {dupes}; "
-                          "give --id once per --policy")
+        raise ConfigError(
+            f"policy ids must be unique (they name the output files); repeated: {dupes}; give --id once per --policy"
+        )
     for i in ids:
         if not i or "/" in i or os.sep in i or i in (".", ".."):
             raise ConfigError(f"policy id {i!r} cannot name a file; give --id")
@@ -95,8 +144,15 @@ def cmd_respond(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolicyErrorsWarning)  # the summary below reports them
-        tables = respond_many(specs, contexts, workers=args.workers, strict=args.strict, policy_ids=args.ids,
-                              pydial_root=args.pydial_root, progress=args.progress)
+        tables = respond_many(
+            specs,
+            contexts,
+            workers=args.workers,
+            strict=args.strict,
+            policy_ids=args.ids,
+            pydial_root=args.pydial_root,
+            progress=args.progress,
+        )
     seconds = time.perf_counter() - t0
     paths = _output_paths(args, [t.id for t in tables])
     for t, path in zip(tables, paths):
@@ -110,6 +166,8 @@ def cmd_respond(args: argparse.Namespace) -> int:
             line += f"  (first: {first})"
         print(line)
     total = len(tables) * len(contexts)
-    print(f"{len(tables)} policies x {len(contexts)} contexts in {seconds:.2f} s "
-          f"({total / max(seconds, 1e-9):,.0f} contexts/s)")
+    print(
+        f"{len(tables)} policies x {len(contexts)} contexts in {seconds:.2f} s "
+        f"({total / max(seconds, 1e-9):,.0f} contexts/s)"
+    )
     return 0

@@ -40,10 +40,11 @@ method = byalternatives (reqalts) > finished (bye) > byconstraints / byname (an 
 ``features`` follow PyDial's ``BeliefTracker._updateMactFeat`` (computed from the *system* act
 of the turn) plus ``dbMatches``: venues matching all accepted constraints.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -81,9 +82,15 @@ def inform_info(belief: dict, domain: Domain, _cache: dict | None = None) -> tup
     return flags, total
 
 
-def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | None = None,
-                discourse_act: dict | None = None, requested: dict | None = None,
-                features: dict | None = None) -> dict:
+def make_belief(
+    domain: Domain,
+    slots: dict | None = None,
+    *,
+    method: dict | None = None,
+    discourse_act: dict | None = None,
+    requested: dict | None = None,
+    features: dict | None = None,
+) -> dict:
     """A complete belief state in the tracker's layout from partial distributions — e.g. the
     generated contexts of SPEC §4: ``make_belief(d, {"area": {"north": 0.4}},
     method={"byconstraints": 0.4})``.
@@ -139,8 +146,12 @@ def make_belief(domain: Domain, slots: dict | None = None, *, method: dict | Non
         req[k] = float(p)
     beliefs["requested"] = req
     belief = {"beliefs": beliefs}
-    feats = {"lastInformedVenue": "", "informedVenueSinceNone": [], "lastActionInformNone": False,
-             "offerHappened": False}
+    feats = {
+        "lastInformedVenue": "",
+        "informedVenueSinceNone": [],
+        "lastActionInformNone": False,
+        "offerHappened": False,
+    }
     feats.update(features or {})
     if "inform_info" not in feats or "dbMatches" not in feats:
         flags, n = inform_info(belief, domain)
@@ -160,7 +171,7 @@ def _convert(act, sys_act: DiaAct | None) -> DiaAct:
         for i, item in enumerate(a.items):
             if item in said:
                 if i:
-                    a = DiaAct(a.type, (item,) + a.items[:i] + a.items[i + 1:])
+                    a = DiaAct(a.type, (item,) + a.items[:i] + a.items[i + 1 :])
                 break
     return a
 
@@ -256,7 +267,7 @@ class FocusTracker:
                     elif slot in self._valid and value in self._valid[slot]:
                         informed[slot] = value  # request(name="x",phone)
             elif t == "confirm":
-                for slot, value in act.items:
+                for slot, _value in act.items:
                     requested.append(slot)
         if "reqalts" in types:
             method = "byalternatives"
@@ -266,8 +277,7 @@ class FocusTracker:
             method = "byname" if informed_name else "byconstraints"
         elif "restart" in types:
             method = "restart"
-        elif "deny" not in types and ("request" in types or "confirm" in types) \
-                and self.last_informed_venue != "":
+        elif "deny" not in types and ("request" in types or "confirm" in types) and self.last_informed_venue != "":
             method = "byname"
         else:
             method = "none"
@@ -443,8 +453,7 @@ class ErrorModel:
         if self.confusion != "uniform":
             raise ConfigError(f"ErrorModel: confusion must be 'uniform', got {self.confusion!r}")
 
-    def _corrupt(self, act: DiaAct, domain: Domain, rng: np.random.Generator,
-                 rate: float) -> DiaAct:
+    def _corrupt(self, act: DiaAct, domain: Domain, rng: np.random.Generator, rate: float) -> DiaAct:
         t = act.type
         if t in ("affirm", "negate") and rng.random() < rate:
             t = "negate" if t == "affirm" else "affirm"

@@ -84,15 +84,35 @@ from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_
 #: Default seed of the evaluation dialogues (shared by every trial and checkpoint).
 EVAL_SEED = 20_190_801
 METRIC_COLUMNS = (
-    "policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward",
-    "train_tsr", "train_mean_reward", "dictionary_size", "train_seconds", "wall_seconds",
+    "policy",
+    "reward",
+    "seed",
+    "dialogues",
+    "tsr",
+    "aiq",
+    "adl",
+    "mean_reward",
+    "train_tsr",
+    "train_mean_reward",
+    "dictionary_size",
+    "train_seconds",
+    "wall_seconds",
 )
 _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
 _TMP_RE = re.compile(r"^\.(ckpt-\d{6,}\.npz|metrics\.csv)\.tmp\d+$")
 # configuration keys that change the numbers of a trial (others may change between invocations)
 _FIXED_KEYS = (
-    "policy", "checkpoint_every", "eval_dialogues", "eval_seed", "gamma", "sigma", "nu", "scale",
-    "flush_every", "max_turns", "iq_estimator",
+    "policy",
+    "checkpoint_every",
+    "eval_dialogues",
+    "eval_seed",
+    "gamma",
+    "sigma",
+    "nu",
+    "scale",
+    "flush_every",
+    "max_turns",
+    "iq_estimator",
 )
 
 
@@ -141,7 +161,9 @@ class TrainConfig:
             raise ConfigError("rewards: expected at least one reward name, got none")
         for r in self.rewards:
             if r not in list_rewards():
-                raise ConfigError(f"rewards: unknown reward {r!r}; valid: {list_rewards()}.{did_you_mean(r, list_rewards(), cutoff=0.0)}")
+                raise ConfigError(
+                    f"rewards: unknown reward {r!r}; valid: {list_rewards()}.{did_you_mean(r, list_rewards(), cutoff=0.0)}"
+                )
         if len(set(self.rewards)) != len(self.rewards):
             raise ConfigError(f"rewards: duplicate names in {list(self.rewards)}")
         if not self.seeds:
@@ -183,7 +205,9 @@ class TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ConfigError(f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{did_you_mean(unknown[0], sorted(names), cutoff=0.0)}")
+            raise ConfigError(
+                f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{did_you_mean(unknown[0], sorted(names), cutoff=0.0)}"
+            )
         return cls(**d)
 
     def to_json(self) -> str:
@@ -274,8 +298,9 @@ class EvalResult:
         return {"tsr": self.tsr, "aiq": self.aiq, "adl": self.adl, "mean_reward": self.mean_reward}
 
 
-def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False,
-                 beliefs: list | None = None) -> tuple[list, list[int], float, dict]:
+def run_dialogue(
+    env: Any, policy: Any, seed: int, *, explore: bool = False, beliefs: list | None = None
+) -> tuple[list, list[int], float, dict]:
     """One dialogue of ``policy`` in ``env`` (reset with ``seed``).
 
     Returns ``(belief vectors, action indices, sum of the environment's rewards, final info)``;
@@ -292,12 +317,15 @@ def run_dialogue(env: Any, policy: Any, seed: int, *, explore: bool = False,
         policy.learning = explore
     choose = getattr(policy, "summary_action", None)
     if decide is None and choose is None:  # any protocol policy whose Response names a summary action
+
         def choose(b: dict) -> str:
             summary = policy.act(b).summary_action
             if summary is None:
-                raise TypeError(f"policy {getattr(policy, 'name', policy)!r} gives no summary action; "
-                                "the environment needs one")
+                raise TypeError(
+                    f"policy {getattr(policy, 'name', policy)!r} gives no summary action; the environment needs one"
+                )
             return summary
+
     while True:
         if beliefs is not None:
             beliefs.append(belief)
@@ -352,9 +380,16 @@ def evaluate_policy(
 def _row_from_meta(meta: dict[str, Any], wall: float | None = None, train_s: float | None = None) -> dict[str, Any]:
     t = meta["training"]
     return {
-        "policy": t["policy"], "reward": t["reward"], "seed": t["seed"], "dialogues": t["dialogues"],
-        **t["eval"], "train_tsr": t["train"]["tsr"], "train_mean_reward": t["train"]["mean_reward"],
-        "dictionary_size": t["dictionary_size"], "train_seconds": train_s, "wall_seconds": wall,
+        "policy": t["policy"],
+        "reward": t["reward"],
+        "seed": t["seed"],
+        "dialogues": t["dialogues"],
+        **t["eval"],
+        "train_tsr": t["train"]["tsr"],
+        "train_mean_reward": t["train"]["mean_reward"],
+        "dictionary_size": t["dictionary_size"],
+        "train_seconds": train_s,
+        "wall_seconds": wall,
     }
 
 
@@ -406,8 +441,12 @@ def _new_policy(config: TrainConfig, seed: int):
 
     return GPSarsaPolicy(
         seed=np.random.default_rng(np.random.SeedSequence([int(seed), 1])),
-        gamma=config.gamma, sigma=config.sigma, nu=config.nu, scale=config.scale,
-        flush_every=config.flush_every, nlg_seed=0,
+        gamma=config.gamma,
+        sigma=config.sigma,
+        nu=config.nu,
+        scale=config.scale,
+        flush_every=config.flush_every,
+        nlg_seed=0,
     )
 
 
@@ -449,10 +488,14 @@ class LearnerKind:
 
 #: The kinds of policy the runner can train or evaluate, by name.
 LEARNERS: Registry[LearnerKind] = Registry("policy")
-LEARNERS.register("gp", LearnerKind("gp", _new_policy, learns=True, restore=_restore_gp,
-                                    description="GP-SARSA, trained with exploration"))
-LEARNERS.register("handcrafted", LearnerKind("handcrafted", _new_handcrafted, learns=False,
-                                             description="the handcrafted policy, evaluated only"))
+LEARNERS.register(
+    "gp",
+    LearnerKind("gp", _new_policy, learns=True, restore=_restore_gp, description="GP-SARSA, trained with exploration"),
+)
+LEARNERS.register(
+    "handcrafted",
+    LearnerKind("handcrafted", _new_handcrafted, learns=False, description="the handcrafted policy, evaluated only"),
+)
 
 
 def list_learners() -> list[str]:
@@ -463,8 +506,10 @@ def list_learners() -> list[str]:
 def learner_kind(name: str) -> LearnerKind:
     """The registered :class:`LearnerKind` called ``name`` (exact spelling)."""
     if name not in LEARNERS.names():
-        raise ConfigError(f"policy: unknown policy {name!r}; valid: {list_learners()}."
-                          f"{did_you_mean(name, list_learners(), cutoff=0.0)}")
+        raise ConfigError(
+            f"policy: unknown policy {name!r}; valid: {list_learners()}."
+            f"{did_you_mean(name, list_learners(), cutoff=0.0)}"
+        )
     return LEARNERS.get(name)
 
 
@@ -573,10 +618,19 @@ def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path)
         if _TMP_RE.match(stale.name):
             stale.unlink()
     kind = learner_kind(config.policy)
-    return _Trial(config=config, kind=kind, reward_name=reward_name, seed=seed, name=name, dir=tdir,
-                  reward=get_reward(reward_name), estimator=get_iq_estimator(config.iq_estimator),
-                  schedule=kind.schedule(config), train_env=DialogueEnv(max_turns=config.max_turns),
-                  eval_env=DialogueEnv(max_turns=config.max_turns))
+    return _Trial(
+        config=config,
+        kind=kind,
+        reward_name=reward_name,
+        seed=seed,
+        name=name,
+        dir=tdir,
+        reward=get_reward(reward_name),
+        estimator=get_iq_estimator(config.iq_estimator),
+        schedule=kind.schedule(config),
+        train_env=DialogueEnv(max_turns=config.max_turns),
+        eval_env=DialogueEnv(max_turns=config.max_turns),
+    )
 
 
 def _new_acc() -> dict[str, Any]:
@@ -622,7 +676,9 @@ def _train_block(trial: _Trial, policy: Any, done: int, point: int, acc: dict[st
     for i in range(done, point):
         if i % trial.config.checkpoint_every == 0:
             acc = _new_acc()
-        vecs, acts, total, info = run_dialogue(trial.train_env, policy, train_dialogue_seed(trial.seed, i), explore=True)
+        vecs, acts, total, info = run_dialogue(
+            trial.train_env, policy, train_dialogue_seed(trial.seed, i), explore=True
+        )
         ret = total + trial.reward.final_reward(info)
         learner.learn_episode(np.asarray(vecs), acts, ret)
         acc["n"] += 1
@@ -637,8 +693,14 @@ def _checkpoint(trial: _Trial, policy: Any, point: int, acc: dict[str, Any]) -> 
     """Evaluate the policy after ``point`` dialogues, save it if it learns; returns the metric
     row (without the timings)."""
     config = trial.config
-    ev = evaluate_policy(policy, config.eval_dialogues, reward=trial.reward, eval_seed=config.eval_seed,
-                         iq_estimator=trial.estimator, env=trial.eval_env)
+    ev = evaluate_policy(
+        policy,
+        config.eval_dialogues,
+        reward=trial.reward,
+        eval_seed=config.eval_seed,
+        iq_estimator=trial.estimator,
+        env=trial.eval_env,
+    )
     trained = trial.kind.learns and acc["n"] > 0
     train_stats = {
         "tsr": acc["success"] / acc["n"] if trained else None,
@@ -647,17 +709,30 @@ def _checkpoint(trial: _Trial, policy: Any, point: int, acc: dict[str, Any]) -> 
     dict_size = None
     if trial.kind.learns:
         meta_training = {
-            "policy": config.policy, "reward": trial.reward_name, "reward_signature": trial.reward.signature,
-            "seed": trial.seed, "dialogues": point, "run": config.fixed(),
-            "eval": ev.summary(), "train": train_stats, "train_acc": dict(acc),
+            "policy": config.policy,
+            "reward": trial.reward_name,
+            "reward_signature": trial.reward.signature,
+            "seed": trial.seed,
+            "dialogues": point,
+            "run": config.fixed(),
+            "eval": ev.summary(),
+            "train": train_stats,
+            "train_acc": dict(acc),
             "dictionary_size": policy.learner.dictionary_size,
         }
         save_checkpoint(checkpoint_path(trial.dir, point), policy, meta_training)
         dict_size = policy.learner.dictionary_size
     return {
-        "policy": config.policy, "reward": trial.reward_name, "seed": trial.seed, "dialogues": point,
-        **ev.summary(), "train_tsr": train_stats["tsr"], "train_mean_reward": train_stats["mean_reward"],
-        "dictionary_size": dict_size, "train_seconds": None, "wall_seconds": None,
+        "policy": config.policy,
+        "reward": trial.reward_name,
+        "seed": trial.seed,
+        "dialogues": point,
+        **ev.summary(),
+        "train_tsr": train_stats["tsr"],
+        "train_mean_reward": train_stats["mean_reward"],
+        "dictionary_size": dict_size,
+        "train_seconds": None,
+        "wall_seconds": None,
     }
 
 
@@ -672,10 +747,14 @@ def table1(rows: Sequence[dict[str, Any]], at: Sequence[int] | None = None) -> l
     for n in points:
         for reward in sorted({rw for m, rw in groups if m == n}):
             g = groups[(n, reward)]
-            out.append({
-                "dialogues": n, "reward": reward, "n_seeds": len(g),
-                **{k: float(np.mean([float(r[k]) for r in g])) for k in ("tsr", "aiq", "adl")},
-            })
+            out.append(
+                {
+                    "dialogues": n,
+                    "reward": reward,
+                    "n_seeds": len(g),
+                    **{k: float(np.mean([float(r[k]) for r in g])) for k in ("tsr", "aiq", "adl")},
+                }
+            )
     return out
 
 
@@ -742,8 +821,16 @@ class _Progress:
             size = shutil.get_terminal_size((100, 24))  # falls back when a pty reports 0 x 0
             rows = max(size.lines, len(trials) + 1)
             for i, t in enumerate(trials):
-                self.bars[t] = tqdm(total=self.total, desc=t, position=i, unit="dlg", leave=True,
-                                    ncols=size.columns, nrows=rows, mininterval=0.5)
+                self.bars[t] = tqdm(
+                    total=self.total,
+                    desc=t,
+                    position=i,
+                    unit="dlg",
+                    leave=True,
+                    ncols=size.columns,
+                    nrows=rows,
+                    mininterval=0.5,
+                )
 
     def __call__(self, msg: tuple) -> None:
         if not self.enabled:
@@ -755,14 +842,16 @@ class _Progress:
         elif kind == "checkpoint":
             r = payload
             if self.tty:
-                self.bars[trial].set_postfix(tsr=f"{r['tsr']:.2f}", aiq=f"{r['aiq']:.2f}", adl=f"{r['adl']:.2f}",
-                                             refresh=False)
+                self.bars[trial].set_postfix(
+                    tsr=f"{r['tsr']:.2f}", aiq=f"{r['aiq']:.2f}", adl=f"{r['adl']:.2f}", refresh=False
+                )
             else:
                 size = "" if r["dictionary_size"] is None else f" dict {r['dictionary_size']}"
                 print(
                     f"{trial}: {r['dialogues']}/{self.total} dialogues  TSR {r['tsr']:.2f}  AIQ {r['aiq']:.2f}  "
                     f"ADL {r['adl']:.2f}{size}  ({time.perf_counter() - self.t0:.0f} s)",
-                    file=sys.stderr, flush=True,
+                    file=sys.stderr,
+                    flush=True,
                 )
 
     def close(self) -> None:

@@ -48,6 +48,7 @@ chosen in a goal change must keep the goal satisfiable; ``confreq`` is not suppo
 action produces it). All randomness comes from the ``np.random.Generator`` given to
 :meth:`SimulatedUser.reset`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -60,34 +61,44 @@ from behavsim import ConfigError, DialogueAct, Registry, UnknownName, did_you_me
 from .actions import DiaAct
 from .domain import DONTCARE, Domain
 
-__all__ = ["UserConfig", "UserGoal", "SimulatedUser", "UserConfigError", "UnknownUserConfig",
-           "DEFAULT_PROBS", "ENV1_PROBS", "ENV1_UNMODELLED", "ENV1_PATIENCE", "USER_CONFIGS"]
+__all__ = [
+    "UserConfig",
+    "UserGoal",
+    "SimulatedUser",
+    "UserConfigError",
+    "UnknownUserConfig",
+    "DEFAULT_PROBS",
+    "ENV1_PROBS",
+    "ENV1_UNMODELLED",
+    "ENV1_PATIENCE",
+    "USER_CONFIGS",
+]
 
 _EXTRA_REQUESTS = ("addr", "phone", "postcode", "signature", "description")
 
 #: decision probabilities: (low, high) ranges; PyDial's fixed values lie inside them
 DEFAULT_PROBS: dict[str, tuple[float, float]] = {
-    "InformCombination": (0.4, 0.8),      # PyDial 0.6
-    "AddSlotToReq": (0.2, 0.5),           # 0.333
-    "NoAfterReqmore": (0.5, 0.9),         # 0.7
-    "YesAfterReqmore": (0.1, 0.4),        # 0.25
-    "Greeting": (0.3, 0.7),               # 0.5
-    "ConstraintRelax": (0.5, 0.8),        # 0.667
-    "TellAboutChange": (0.3, 0.7),        # 0.5
-    "DealWithPending": (0.3, 0.7),        # 0.5
+    "InformCombination": (0.4, 0.8),  # PyDial 0.6
+    "AddSlotToReq": (0.2, 0.5),  # 0.333
+    "NoAfterReqmore": (0.5, 0.9),  # 0.7
+    "YesAfterReqmore": (0.1, 0.4),  # 0.25
+    "Greeting": (0.3, 0.7),  # 0.5
+    "ConstraintRelax": (0.5, 0.8),  # 0.667
+    "TellAboutChange": (0.3, 0.7),  # 0.5
+    "DealWithPending": (0.3, 0.7),  # 0.5
     "AddVenueNameToRequest": (0.0, 0.1),  # 0.05
-    "NoSlotWithDontcare": (0.6, 1.0),     # 0.8
-    "InformToConfirm": (0.0, 0.1),        # 0.05
+    "NoSlotWithDontcare": (0.6, 1.0),  # 0.8
+    "InformToConfirm": (0.0, 0.1),  # 0.05
     "CombAffirmWithAgdItem": (0.0, 0.1),  # 0.05
-    "OverruleCorrection": (0.0, 0.2),     # 0.1
-    "ConfirmRandomConstr": (0.0, 0.2),    # 0.1
+    "OverruleCorrection": (0.0, 0.2),  # 0.1
+    "ConfirmRandomConstr": (0.0, 0.2),  # 0.1
     "ReqAltsAfterVenRec1": (0.05, 0.25),  # 0.143
     "ReqAltsAfterVenRec2": (0.05, 0.25),  # 0.143
-    "CorrectingAct1": (0.3, 0.6),         # 0.45
-    "CorrectingAct2": (0.2, 0.4),         # 0.4
-    "ThankAck1": (0.0, 0.2),              # 0.1
-    "ThankAck2": (0.0, 0.2),              # 0.1
-    "AffirmCombination": (0.8, 1.0),      # 1.0
+    "CorrectingAct1": (0.3, 0.6),  # 0.45
+    "CorrectingAct2": (0.2, 0.4),  # 0.4
+    "ThankAck1": (0.0, 0.2),  # 0.1
+    "ThankAck2": (0.0, 0.2),  # 0.1
+    "AffirmCombination": (0.8, 1.0),  # 1.0
 }
 
 #: Environment 1's behaviour ranges (PyDial's ``config/sampledUM.cfg``, which
@@ -120,8 +131,11 @@ ENV1_PROBS: dict[str, tuple[float, float]] = {
 #: sampledUM.cfg entries without a decision in our user: ``Repeat`` and ``NullResp`` are 0
 #: there (never taken); the other three are decisions our user does not make.
 ENV1_UNMODELLED: dict[str, float | tuple[float, float]] = {
-    "Repeat": 0.0, "NullResp": 0.0, "ByeOrStartOver": (0.2, 0.5),
-    "NewRequestResp1": (0.1, 0.4), "NewRequestResp2": (0.1, 0.4),
+    "Repeat": 0.0,
+    "NullResp": 0.0,
+    "ByeOrStartOver": (0.2, 0.5),
+    "NewRequestResp1": (0.1, 0.4),
+    "NewRequestResp2": (0.1, 0.4),
 }
 #: Environment 1's ``[usermodel] patience = 4,6``: drawn per dialogue as PyDial does
 #: (``randint(4, 6)``, upper bound exclusive: 4 or 5).
@@ -153,27 +167,35 @@ class UserConfig:
         if isinstance(pat, list):
             object.__setattr__(self, "patience", pat := tuple(pat))
         if isinstance(pat, tuple):
-            if not (len(pat) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in pat)
-                    and 1 <= pat[0] < pat[1]):
-                raise UserConfigError("UserConfig.patience: a range must be two ints (low, high) with "
-                                      f"1 <= low < high (high exclusive), got {pat!r}")
+            if not (
+                len(pat) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in pat)
+                and 1 <= pat[0] < pat[1]
+            ):
+                raise UserConfigError(
+                    "UserConfig.patience: a range must be two ints (low, high) with "
+                    f"1 <= low < high (high exclusive), got {pat!r}"
+                )
         elif not isinstance(pat, int) or isinstance(pat, bool) or pat < 1:
-            raise UserConfigError(f"UserConfig.patience must be an int >= 1 or a range (low, high), "
-                                  f"got {pat!r}")
+            raise UserConfigError(f"UserConfig.patience must be an int >= 1 or a range (low, high), got {pat!r}")
         if not 0 <= self.min_matches <= self.max_matches:
-            raise UserConfigError("UserConfig: need 0 <= min_matches <= max_matches, got "
-                                  f"{self.min_matches!r}, {self.max_matches!r}")
+            raise UserConfigError(
+                f"UserConfig: need 0 <= min_matches <= max_matches, got {self.min_matches!r}, {self.max_matches!r}"
+            )
         if not 0 <= self.max_extra_requests <= len(_EXTRA_REQUESTS):
-            raise UserConfigError(f"UserConfig.max_extra_requests must be in 0..{len(_EXTRA_REQUESTS)}, "
-                                  f"got {self.max_extra_requests!r}")
+            raise UserConfigError(
+                f"UserConfig.max_extra_requests must be in 0..{len(_EXTRA_REQUESTS)}, got {self.max_extra_requests!r}"
+            )
         for k, v in self.probs.items():
             if k not in DEFAULT_PROBS:
                 hint = did_you_mean(k, DEFAULT_PROBS, cutoff=0.6)
                 raise UserConfigError(f"UserConfig.probs: unknown probability {k!r}.{hint}")
             lo, hi = (v, v) if isinstance(v, (int, float)) else tuple(v)
             if not 0.0 <= lo <= hi <= 1.0:
-                raise UserConfigError(f"UserConfig.probs[{k!r}] must be a probability or a range "
-                                      f"(low, high) with 0 <= low <= high <= 1, got {v!r}")
+                raise UserConfigError(
+                    f"UserConfig.probs[{k!r}] must be a probability or a range "
+                    f"(low, high) with 0 <= low <= high <= 1, got {v!r}"
+                )
 
     def ranges(self) -> dict[str, tuple[float, float]]:
         out = dict(DEFAULT_PROBS)
@@ -196,8 +218,10 @@ class UserConfig:
         if isinstance(d, str):
             return cls.named(d)
         if not isinstance(d, dict):
-            raise UserConfigError(f"user_config must be a UserConfig, a dict, a name "
-                                  f"({', '.join(USER_CONFIGS.names())}) or None, got {type(d).__name__}")
+            raise UserConfigError(
+                f"user_config must be a UserConfig, a dict, a name "
+                f"({', '.join(USER_CONFIGS.names())}) or None, got {type(d).__name__}"
+            )
         known = {f.name for f in fields(cls)}
         bad = sorted(set(d) - known)
         if bad:
@@ -251,11 +275,16 @@ class SimulatedUser:
         self._extra = tuple(r for r in _EXTRA_REQUESTS if r in domain.requestable)
         self._options = [domain.informable[s] + (DONTCARE,) for s in self.slots]
         c = self.config
-        self._admissible = [combo for combo in itertools.product(*self._options)
-                            if c.min_matches <= domain.count(dict(zip(self.slots, combo))) <= c.max_matches]
+        self._admissible = [
+            combo
+            for combo in itertools.product(*self._options)
+            if c.min_matches <= domain.count(dict(zip(self.slots, combo))) <= c.max_matches
+        ]
         if not c.unsatisfiable_goals and not self._admissible:
-            raise UserConfigError(f"no goal over {self.slots} has between {c.min_matches} and "
-                                  f"{c.max_matches} matching venues in {domain.source}")
+            raise UserConfigError(
+                f"no goal over {self.slots} has between {c.min_matches} and "
+                f"{c.max_matches} matching venues in {domain.source}"
+            )
         self._ranges = c.ranges()
         self.rng = np.random.default_rng(0)
         self.goal: UserGoal | None = None
@@ -326,8 +355,9 @@ class SimulatedUser:
         self.agenda.append(_act(t, *items))
 
     def _filter_slot(self, slot: str) -> None:
-        self.agenda = [a for a in self.agenda
-                       if not (a[0] in ("inform", "confirm", "affirm") and any(s == slot for s, _ in a[1]))]
+        self.agenda = [
+            a for a in self.agenda if not (a[0] in ("inform", "confirm", "affirm") and any(s == slot for s, _ in a[1]))
+        ]
 
     def _reset_requests(self) -> None:
         for r in self.goal.requests:
@@ -340,8 +370,7 @@ class SimulatedUser:
     def _confirmable(self, act: DiaAct) -> list[tuple[str, str]]:
         """Goal constraints (not dontcare) the system act does not mention with their value."""
         said = set(act.items)
-        return [(s, v) for s, v in self.goal.constraints.items()
-                if v != DONTCARE and (s, v) not in said]
+        return [(s, v) for s, v in self.goal.constraints.items() if v != DONTCARE and (s, v) not in said]
 
     def _check_values(self, act: DiaAct, from_confirm: bool) -> bool:
         """PyDial's implicit-confirmation check: correct the first wrong value in ``act``.
@@ -390,8 +419,12 @@ class SimulatedUser:
                     self.agenda.append(planned)
                 self._reset_requests()
                 return False
-            if not explicit_confirm and not from_confirm and not name_none \
-                    and self._r() < self.p["ConfirmRandomConstr"]:
+            if (
+                not explicit_confirm
+                and not from_confirm
+                and not name_none
+                and self._r() < self.p["ConfirmRandomConstr"]
+            ):
                 conf = self._confirmable(act)
                 if conf:
                     self._push("confirm", self._choice(conf))
@@ -456,8 +489,11 @@ class SimulatedUser:
         g = self.goal
         if len(self.agenda) > 1:
             top = self.agenda[-1]
-            if top[0] == "inform" and not any(s == "type" for s, _ in top[1]) \
-                    and self._r() < self.p["CombAffirmWithAgdItem"]:
+            if (
+                top[0] == "inform"
+                and not any(s == "type" for s, _ in top[1])
+                and self._r() < self.p["CombAffirmWithAgdItem"]
+            ):
                 self.agenda[-1] = ["affirm", list(top[1])]
             return
         if g.all_filled():
@@ -471,13 +507,15 @@ class SimulatedUser:
         elif self._r() < self.p["YesAfterReqmore"]:
             self._push("affirm")
         else:
-            self._push("inform", ("type", self.domain.name),
-                       *[(s, v) for s, v in g.constraints.items() if v != DONTCARE])
+            self._push(
+                "inform", ("type", self.domain.name), *[(s, v) for s, v in g.constraints.items() if v != DONTCARE]
+            )
 
     def _change_goal(self, act: DiaAct, name_none: bool) -> None:
         g = self.goal
-        cands = [s for s, v in act.items
-                 if s in self._slotset and v is not None and v != DONTCARE and v != self.domain.name]
+        cands = [
+            s for s, v in act.items if s in self._slotset and v is not None and v != DONTCARE and v != self.domain.name
+        ]
         slot = self._choice(cands) if cands else self._choice(list(g.constraints))
         g.name_eq = None
         g.name_neq = set()
@@ -485,8 +523,11 @@ class SimulatedUser:
             value = DONTCARE
         else:
             others = {s: v for s, v in g.constraints.items() if s != slot}
-            options = [v for v in self.domain.informable[slot]
-                       if v not in self.prev_used[slot] and self.domain.count({**others, slot: v}) > 0]
+            options = [
+                v
+                for v in self.domain.informable[slot]
+                if v not in self.prev_used[slot] and self.domain.count({**others, slot: v}) > 0
+            ]
             value = self._choice(options) if options else DONTCARE
         self.prev_used.setdefault(slot, set()).add(value)
         g.constraints[slot] = value
@@ -622,15 +663,25 @@ class SimulatedUser:
         last = self.last_sys.type if self.last_sys is not None else None
         if t in ("thankyou", "silence", "repeat", "ack", "deny", "confirm", "bye") or last == "reqmore":
             return DiaAct(t, tuple(items))
-        if last in ("request", "select") and t == "inform" and items and items[0][1] == DONTCARE \
-                and self._r() < self.p["NoSlotWithDontcare"]:
+        if (
+            last in ("request", "select")
+            and t == "inform"
+            and items
+            and items[0][1] == DONTCARE
+            and self._r() < self.p["NoSlotWithDontcare"]
+        ):
             items[0] = ("this", DONTCARE)
-        if t == "request" and len(items) == 1 and self.goal.requests.get("name") is not None \
-                and self._r() < self.p["AddVenueNameToRequest"]:
+        if (
+            t == "request"
+            and len(items) == 1
+            and self.goal.requests.get("name") is not None
+            and self._r() < self.p["AddVenueNameToRequest"]
+        ):
             items.insert(0, ("name", self.goal.requests["name"]))
         if t in ("inform", "negate", "hello", "affirm"):
-            while self.agenda and (self.agenda[-1][0] == "inform" or
-                                   (t == "hello" and self.agenda[-1][0] == "request")):
+            while self.agenda and (
+                self.agenda[-1][0] == "inform" or (t == "hello" and self.agenda[-1][0] == "request")
+            ):
                 if self._r() < self.p["InformCombination"]:
                     nxt = self.agenda.pop()
                     items.extend(nxt[1])
@@ -653,8 +704,11 @@ class SimulatedUser:
             if not isinstance(system_act, DiaAct):
                 system_act = DiaAct.from_act(system_act)
             if system_act.type in ("null", "badact") or (
-                    self.last_sys is not None and self.last_user is not None
-                    and self.last_user.type != "repeat" and system_act == self.last_sys):
+                self.last_sys is not None
+                and self.last_user is not None
+                and self.last_user.type != "repeat"
+                and system_act == self.last_sys
+            ):
                 self.patience -= 1
             if self.patience < 1:
                 self.gave_up = True

@@ -7,16 +7,60 @@
 * :func:`respond`, :func:`respond_many` and the protocol checker :func:`check_policy`.
 """
 
-from ._protocol import (Adapter, CallableAdapter, Policy, PolicyAdapter, Response, coerce_response, file_sha256,
-                        source_info)
-from ._respond import (PolicyCheckError, PolicyErrorsWarning, PolicyFailed, check_policy, error_text, respond,
-                       respond_many)
-from ._specs import (CALLABLE_RE, ENTRY_POINT_GROUP, PolicySpec, UnknownPolicyKind, as_adapter, list_policy_kinds,
-                     load_policy, parse_spec, policy_kinds)
+from ._protocol import (
+    Adapter,
+    CallableAdapter,
+    Policy,
+    PolicyAdapter,
+    Response,
+    coerce_response,
+    file_sha256,
+    source_info,
+)
+from ._respond import (
+    PolicyCheckError,
+    PolicyErrorsWarning,
+    PolicyFailed,
+    check_policy,
+    error_text,
+    respond,
+    respond_many,
+)
+from ._specs import (
+    CALLABLE_RE,
+    ENTRY_POINT_GROUP,
+    PolicySpec,
+    UnknownPolicyKind,
+    as_adapter,
+    list_policy_kinds,
+    load_policy,
+    parse_spec,
+    policy_kinds,
+)
 
 __all__ = [
-    "Response", "Policy", "Adapter", "PolicyAdapter", "CallableAdapter", "coerce_response", "file_sha256",
-    "source_info", "PolicySpec", "UnknownPolicyKind", "policy_kinds", "list_policy_kinds", "parse_spec",
-    "load_policy", "as_adapter", "CALLABLE_RE", "ENTRY_POINT_GROUP", "respond", "respond_many", "check_policy",
-    "PolicyFailed", "PolicyCheckError", "PolicyErrorsWarning", "error_text",
+    "Response",
+    "Policy",
+    "Adapter",
+    "PolicyAdapter",
+    "CallableAdapter",
+    "coerce_response",
+    "file_sha256",
+    "source_info",
+    "PolicySpec",
+    "UnknownPolicyKind",
+    "policy_kinds",
+    "list_policy_kinds",
+    "parse_spec",
+    "load_policy",
+    "as_adapter",
+    "CALLABLE_RE",
+    "ENTRY_POINT_GROUP",
+    "respond",
+    "respond_many",
+    "check_policy",
+    "PolicyFailed",
+    "PolicyCheckError",
+    "PolicyErrorsWarning",
+    "error_text",
 ]

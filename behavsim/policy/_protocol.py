@@ -17,13 +17,22 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .._errors import ConfigError
 
-__all__ = ["Response", "Policy", "Adapter", "PolicyAdapter", "CallableAdapter", "coerce_response", "file_sha256",
-           "source_info"]
+__all__ = [
+    "Response",
+    "Policy",
+    "Adapter",
+    "PolicyAdapter",
+    "CallableAdapter",
+    "coerce_response",
+    "file_sha256",
+    "source_info",
+]
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,9 @@ def coerce_response(out: Any) -> Response:
         prompt = getattr(out, "prompt", None)
         if prompt is None or isinstance(prompt, str):
             return Response(act=act, prompt=prompt, summary_action=getattr(out, "summary_action", None))
-    raise TypeError(f"expected an act string, an (act, prompt) pair of strings or a Response, "
-                    f"got {type(out).__name__}: {out!r:.80}")
+    raise TypeError(
+        f"expected an act string, an (act, prompt) pair of strings or a Response, got {type(out).__name__}: {out!r:.80}"
+    )
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -129,8 +139,9 @@ class Adapter:
         """Context in which :meth:`respond_one` runs (working directory, globals, ...)."""
         yield
 
-    def respond_one(self, belief: dict, *, context_id: str | None = None,
-                    context_meta: Mapping[str, Any] | None = None) -> Response:
+    def respond_one(
+        self, belief: dict, *, context_id: str | None = None, context_meta: Mapping[str, Any] | None = None
+    ) -> Response:
         raise NotImplementedError
 
     def __repr__(self) -> str:

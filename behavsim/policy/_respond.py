@@ -22,8 +22,9 @@ import os
 import pickle
 import sys
 import warnings
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from .._acts import canonical_act
 from .._contexts import ContextSet
@@ -32,8 +33,15 @@ from .._io import canonical_copy
 from .._tables import ResponseTable
 from ._specs import as_adapter, parse_spec
 
-__all__ = ["respond", "respond_many", "check_policy", "PolicyFailed", "PolicyErrorsWarning", "PolicyCheckError",
-           "error_text"]
+__all__ = [
+    "respond",
+    "respond_many",
+    "check_policy",
+    "PolicyFailed",
+    "PolicyErrorsWarning",
+    "PolicyCheckError",
+    "error_text",
+]
 
 _PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
 
@@ -77,12 +85,23 @@ def _progress_bar(total: int, desc: str, progress: bool | None):
 def _warn_errors(table: ResponseTable) -> None:
     failed = [e for e in table.errors if e is not None]
     if failed:
-        warnings.warn(f"policy {table.id!r} failed on {len(failed)} of {len(table)} contexts (recorded in the "
-                      f"table's errors; first: {failed[0]})", PolicyErrorsWarning, stacklevel=3)
+        warnings.warn(
+            f"policy {table.id!r} failed on {len(failed)} of {len(table)} contexts (recorded in the "
+            f"table's errors; first: {failed[0]})",
+            PolicyErrorsWarning,
+            stacklevel=3,
+        )
 
 
-def respond(policy: Any, contexts: ContextSet, *, strict: bool = False, policy_id: str | None = None,
-            progress: bool | None = None, **options: Any) -> ResponseTable:
+def respond(
+    policy: Any,
+    contexts: ContextSet,
+    *,
+    strict: bool = False,
+    policy_id: str | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> ResponseTable:
     """Run one policy on every context of ``contexts``; returns its :class:`~behavsim.ResponseTable`.
 
     ``policy``: a policy spec string (``behavsim.list_policy_kinds()``), an
@@ -100,8 +119,15 @@ def respond(policy: Any, contexts: ContextSet, *, strict: bool = False, policy_i
     return table
 
 
-def _respond(policy: Any, contexts: ContextSet, *, strict: bool, policy_id: str | None, progress: bool | None,
-             options: dict[str, Any]) -> ResponseTable:
+def _respond(
+    policy: Any,
+    contexts: ContextSet,
+    *,
+    strict: bool,
+    policy_id: str | None,
+    progress: bool | None,
+    options: dict[str, Any],
+) -> ResponseTable:
     contexts = _as_contexts(contexts)
     if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
         raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
@@ -127,8 +153,9 @@ def _respond(policy: Any, contexts: ContextSet, *, strict: bool, policy_id: str 
                         raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
                 except Exception as exc:  # a failing policy is recorded per context
                     if strict:
-                        raise PolicyFailed(f"policy {meta['id']!r} failed on context {i} (id {cid!r}): "
-                                           f"{error_text(exc)}") from exc
+                        raise PolicyFailed(
+                            f"policy {meta['id']!r} failed on context {i} (id {cid!r}): {error_text(exc)}"
+                        ) from exc
                     errors[i] = error_text(exc)
                 else:
                     acts[i], prompts[i] = act, prompt
@@ -137,8 +164,14 @@ def _respond(policy: Any, contexts: ContextSet, *, strict: bool, policy_id: str 
     finally:
         if bar is not None:
             bar.close()
-    return ResponseTable(policy=meta, context_fingerprint=contexts.fingerprint, acts=acts, prompts=prompts,
-                         errors=errors, context_ids=list(contexts.ids))
+    return ResponseTable(
+        policy=meta,
+        context_fingerprint=contexts.fingerprint,
+        acts=acts,
+        prompts=prompts,
+        errors=errors,
+        context_ids=list(contexts.ids),
+    )
 
 
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: Any) -> int:
@@ -187,8 +220,9 @@ def _picklable(obj: Any) -> bool:
 def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[str, Any]) -> tuple[str, Any]:
     assert _WORKER_CONTEXTS is not None
     try:
-        return "ok", _respond(policy, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, progress=False,
-                              options=options)
+        return "ok", _respond(
+            policy, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, progress=False, options=options
+        )
     except BehavsimError as exc:
         try:  # exceptions with custom constructors do not always survive pickling
             pickle.loads(pickle.dumps(exc))
@@ -197,9 +231,16 @@ def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[
             return "error", ConfigError(str(exc))
 
 
-def respond_many(policies: Sequence[Any], contexts: ContextSet, *, workers: int | None = None, strict: bool = False,
-                 policy_ids: Sequence[str | None] | None = None, progress: bool | None = None,
-                 **options: Any) -> list[ResponseTable]:
+def respond_many(
+    policies: Sequence[Any],
+    contexts: ContextSet,
+    *,
+    workers: int | None = None,
+    strict: bool = False,
+    policy_ids: Sequence[str | None] | None = None,
+    progress: bool | None = None,
+    **options: Any,
+) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set, in parallel processes.
 
     ``workers`` defaults to ``min(len(policies), os.cpu_count())``; with one worker everything runs
@@ -239,8 +280,11 @@ def respond_many(policies: Sequence[Any], contexts: ContextSet, *, workers: int 
         else:
             local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
             with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
-                futures = {i: ex.submit(_worker_run, s, strict, pid, options)
-                           for i, (s, pid) in enumerate(zip(specs, ids)) if i not in local}
+                futures = {
+                    i: ex.submit(_worker_run, s, strict, pid, options)
+                    for i, (s, pid) in enumerate(zip(specs, ids))
+                    if i not in local
+                }
                 try:
                     for i in local:
                         results[i] = one(i)

@@ -14,18 +14,27 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .._errors import ConfigError, UnknownName
 from .._registry import Registry
 from .._util import did_you_mean
 from ._protocol import Adapter, CallableAdapter, PolicyAdapter
 
-__all__ = ["PolicySpec", "UnknownPolicyKind", "policy_kinds", "list_policy_kinds", "parse_spec", "load_policy",
-           "as_adapter", "ENTRY_POINT_GROUP"]
+__all__ = [
+    "PolicySpec",
+    "UnknownPolicyKind",
+    "policy_kinds",
+    "list_policy_kinds",
+    "parse_spec",
+    "load_policy",
+    "as_adapter",
+    "ENTRY_POINT_GROUP",
+]
 
 ENTRY_POINT_GROUP = "behavsim.policy_kinds"
 
@@ -54,8 +63,9 @@ class _PolicyKinds(Registry[Adapter]):
             try:
                 factory = ep.load()
             except Exception as exc:  # a broken plugin must not take the others down
-                warnings.warn(f"policy kind {ep.name!r} ({ep.value}) could not be loaded: {exc}", RuntimeWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"policy kind {ep.name!r} ({ep.value}) could not be loaded: {exc}", RuntimeWarning, stacklevel=3
+                )
                 continue
             super().register(ep.name, factory)
 
@@ -112,8 +122,10 @@ class PolicySpec:
         for key in self.options:
             if key not in allowed:
                 valid = ", ".join(allowed) if allowed else "none"
-                raise ConfigError(f"policy spec {self.text!r}: unknown option {key!r} for kind {self.kind!r}."
-                                  f"{did_you_mean(key, allowed)} Valid options: {valid}")
+                raise ConfigError(
+                    f"policy spec {self.text!r}: unknown option {key!r} for kind {self.kind!r}."
+                    f"{did_you_mean(key, allowed)} Valid options: {valid}"
+                )
 
     def int_option(self, key: str, default: int | None) -> int | None:
         """Option ``key`` as a non-negative integer (``none``/``off``/``no`` → ``None``)."""
@@ -125,8 +137,9 @@ class PolicySpec:
         try:
             n = int(v)
         except ValueError:
-            raise ConfigError(f"policy spec {self.text!r}: option {key} must be an integer or 'none', "
-                              f"got {v!r}") from None
+            raise ConfigError(
+                f"policy spec {self.text!r}: option {key} must be an integer or 'none', got {v!r}"
+            ) from None
         if n < 0:
             raise ConfigError(f"policy spec {self.text!r}: option {key} must be non-negative, got {n}")
         return n
@@ -143,8 +156,10 @@ def parse_spec(text: str) -> PolicySpec:
         raise ConfigError(f"policy spec: expected a string, got {type(text).__name__}")
     raw = text.strip()
     if not raw:
-        raise ConfigError("policy spec: empty string (expected e.g. 'handcrafted', 'runs/ts-seed0/ckpt-001000.npz', "
-                          "'mymodule:policy', 'recorded:answers.jsonl' or 'pydial:config.cfg')")
+        raise ConfigError(
+            "policy spec: empty string (expected e.g. 'handcrafted', 'runs/ts-seed0/ckpt-001000.npz', "
+            "'mymodule:policy', 'recorded:answers.jsonl' or 'pydial:config.cfg')"
+        )
     parts = raw.split(":")
     options: dict[str, str] = {}
     while len(parts) > 1 and _OPTION_RE.match(parts[-1]):
@@ -167,8 +182,10 @@ def parse_spec(text: str) -> PolicySpec:
         return PolicySpec(raw, policy_kinds.canonical("callable"), head, options)
     if Path(head).exists():
         known = " or ".join(f"{getattr(policy_kinds.get(k), 'path_description', k)} ({s})" for s, k in suffixes.items())
-        raise ConfigError(f"policy spec {raw!r}: {head!r} exists but is not a {known or 'file any kind recognises'}; "
-                          f"other files take their kind as a prefix ({', '.join(k + ':' for k in policy_kinds)})")
+        raise ConfigError(
+            f"policy spec {raw!r}: {head!r} exists but is not a {known or 'file any kind recognises'}; "
+            f"other files take their kind as a prefix ({', '.join(k + ':' for k in policy_kinds)})"
+        )
     policy_kinds.canonical(prefix if sep else head)  # raises UnknownPolicyKind with the closest kind
     raise ConfigError(f"policy spec {raw!r}: cannot tell its kind")  # pragma: no cover
 
@@ -197,5 +214,7 @@ def as_adapter(obj: Any, **options: Any) -> Adapter:
         return PolicyAdapter(obj)
     if callable(obj):
         return CallableAdapter(obj)
-    raise ConfigError(f"policy: expected a policy spec string, an Adapter, a policy object with act(belief) or a "
-                      f"callable, got {type(obj).__name__}")
+    raise ConfigError(
+        f"policy: expected a policy spec string, an Adapter, a policy object with act(belief) or a "
+        f"callable, got {type(obj).__name__}"
+    )

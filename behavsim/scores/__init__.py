@@ -12,16 +12,36 @@ from __future__ import annotations
 from .._errors import UnknownScore
 from .._registry import Registry
 from ._base import Score, ScoreInfo, SemanticScore, TextScore
-from ._semantic import (CER, CMR, DMR, TMR, act_match, concept_error, concept_match,
-                        symmetric_concept_error, total_match)
-from ._text import BERTScore, BLEU4, USEAng, USECos, sentence_bleu, symmetric_bleu
+from ._semantic import CER, CMR, DMR, TMR, act_match, concept_error, concept_match, symmetric_concept_error, total_match
+from ._text import BLEU4, BERTScore, USEAng, USECos, sentence_bleu, symmetric_bleu
 
 __all__ = [
-    "Score", "ScoreInfo", "SemanticScore", "TextScore",
-    "TMR", "DMR", "CER", "CMR", "USECos", "USEAng", "BLEU4", "BERTScore",
-    "total_match", "act_match", "concept_error", "symmetric_concept_error", "concept_match",
-    "sentence_bleu", "symmetric_bleu",
-    "scores", "get_score", "score_info", "list_scores", "SEMANTIC_SCORES", "TEXT_SCORES", "ALL_SCORES",
+    "Score",
+    "ScoreInfo",
+    "SemanticScore",
+    "TextScore",
+    "TMR",
+    "DMR",
+    "CER",
+    "CMR",
+    "USECos",
+    "USEAng",
+    "BLEU4",
+    "BERTScore",
+    "total_match",
+    "act_match",
+    "concept_error",
+    "symmetric_concept_error",
+    "concept_match",
+    "sentence_bleu",
+    "symmetric_bleu",
+    "scores",
+    "get_score",
+    "score_info",
+    "list_scores",
+    "SEMANTIC_SCORES",
+    "TEXT_SCORES",
+    "ALL_SCORES",
 ]
 
 scores: Registry[Score] = Registry("score", UnknownScore)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +31,9 @@ def intern(values: Iterable[Hashable | None], index: dict[Any, int]) -> np.ndarr
     return np.asarray(out, dtype=np.int64)
 
 
-def unique_pairs(codes_a: np.ndarray, codes_b: np.ndarray, *,
-                 symmetric: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unique_pairs(
+    codes_a: np.ndarray, codes_b: np.ndarray, *, symmetric: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct pairs among aligned non-negative integer codes ``(codes_a[i], codes_b[i])``.
 
     Returns ``(first, second, inverse)``: the codes of each distinct pair, sorted by

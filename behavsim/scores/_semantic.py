@@ -7,7 +7,7 @@ Functional forms (``total_match``, ``act_match``, ``concept_error``, ``symmetric
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -97,7 +97,9 @@ class _ActPairScore(SemanticScore):
 
 
 class TMR(_ActPairScore):
-    info = ScoreInfo("TMR", "total match rate: 1 if the canonical acts are equal", "semantic", title="total match rate (TMR)")
+    info = ScoreInfo(
+        "TMR", "total match rate: 1 if the canonical acts are equal", "semantic", title="total match rate (TMR)"
+    )
     _fn = staticmethod(total_match)
 
     def _signature_parts(self) -> list[str]:
@@ -105,13 +107,22 @@ class TMR(_ActPairScore):
 
 
 class DMR(_ActPairScore):
-    info = ScoreInfo("DMR", "dialogue-act match rate: 1 if the act types are equal", "semantic", title="dialogue act match rate (DMR)")
+    info = ScoreInfo(
+        "DMR",
+        "dialogue-act match rate: 1 if the act types are equal",
+        "semantic",
+        title="dialogue act match rate (DMR)",
+    )
     _fn = staticmethod(act_match)
 
 
 class CER(_ActPairScore):
-    info = ScoreInfo("CER", "symmetric concept error: δ(t,t')·(CE(a,a')+CE(a',a))/2, CE clipped at 0",
-                     "semantic", title="concept error rate similarity (CER)")
+    info = ScoreInfo(
+        "CER",
+        "symmetric concept error: δ(t,t')·(CE(a,a')+CE(a',a))/2, CE clipped at 0",
+        "semantic",
+        title="concept error rate similarity (CER)",
+    )
     _fn = staticmethod(symmetric_concept_error)
 
     def _signature_parts(self) -> list[str]:
@@ -119,7 +130,12 @@ class CER(_ActPairScore):
 
 
 class CMR(_ActPairScore):
-    info = ScoreInfo("CMR", "concept match: (δ(t,t')+|shared concepts|)/(1+|all concepts|)", "semantic", title="concept match rate (CMR)")
+    info = ScoreInfo(
+        "CMR",
+        "concept match: (δ(t,t')+|shared concepts|)/(1+|all concepts|)",
+        "semantic",
+        title="concept match rate (CMR)",
+    )
     _fn = staticmethod(concept_match)
 
     def _signature_parts(self) -> list[str]:

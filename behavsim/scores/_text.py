@@ -11,8 +11,9 @@ import math
 import os
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +37,9 @@ class _NGrams:
         self.counts = [Counter(zip(*(tokens[k:] for k in range(n)))) for n in range(1, max_n + 1)]
 
 
-def _bleu_direction(hyp: _NGrams, ref_len: int, overlaps: list[int], weights: Sequence[float],
-                    smoothing: str, epsilon: float) -> float:
+def _bleu_direction(
+    hyp: _NGrams, ref_len: int, overlaps: list[int], weights: Sequence[float], smoothing: str, epsilon: float
+) -> float:
     """NLTK ``sentence_bleu`` (one reference) from the clipped overlaps, exactly as NLTK computes it."""
     if overlaps[0] == 0:
         return 0.0
@@ -70,8 +72,15 @@ def _overlaps(x: _NGrams, y: _NGrams) -> list[int]:
     return out
 
 
-def sentence_bleu(hypothesis: str, reference: str, *, max_n: int = 4, smoothing: str = "method1",
-                  epsilon: float = 0.1, lowercase: bool = True) -> float:
+def sentence_bleu(
+    hypothesis: str,
+    reference: str,
+    *,
+    max_n: int = 4,
+    smoothing: str = "method1",
+    epsilon: float = 0.1,
+    lowercase: bool = True,
+) -> float:
     """One direction of BLEU, equal to NLTK's ``sentence_bleu([ref], hyp)`` on whitespace tokens."""
     h = (hypothesis.lower() if lowercase else hypothesis).split()
     r = (reference.lower() if lowercase else reference).split()
@@ -94,7 +103,9 @@ class BLEU4(TextScore):
     (0.07, 0.07, 1.00, 0.80, 0.00); ``method0`` (none) gives 0.00 for rows 0 and 1.
     """
 
-    info = ScoreInfo("BLEU4", "sentence BLEU-4, mean of both directions (NLTK, smoothing method1)", "text", title="BLEU-4")
+    info = ScoreInfo(
+        "BLEU4", "sentence BLEU-4, mean of both directions (NLTK, smoothing method1)", "text", title="BLEU-4"
+    )
 
     def __init__(self, max_n: int = 4, smoothing: str = "method1", epsilon: float = 0.1, lowercase: bool = True):
         if smoothing not in _SMOOTHINGS:
@@ -113,9 +124,15 @@ class BLEU4(TextScore):
 
     def _signature_parts(self) -> list[str]:
         smooth = f"nltk-{self.smoothing}" + (f"(eps={self.epsilon:g})" if self.smoothing == "method1" else "")
-        return [f"n:{self.max_n}", "w:uniform", f"smooth:{smooth}", "tok:whitespace",
-                f"case:{'lower' if self.lowercase else 'mixed'}", "sym:mean-of-directions",
-                f"nltk:{package_version('nltk')}"]
+        return [
+            f"n:{self.max_n}",
+            "w:uniform",
+            f"smooth:{smooth}",
+            "tok:whitespace",
+            f"case:{'lower' if self.lowercase else 'mixed'}",
+            "sym:mean-of-directions",
+            f"nltk:{package_version('nltk')}",
+        ]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         pairs, where = self._distinct_pairs(a, b)
@@ -132,8 +149,10 @@ class BLEU4(TextScore):
         for k, (x, y) in enumerate(pairs):
             gx, gy = ng(x), ng(y)
             ov = _overlaps(gx, gy)
-            vals[k] = (_bleu_direction(gx, gy.length, ov, w, self.smoothing, self.epsilon)
-                       + _bleu_direction(gy, gx.length, ov, w, self.smoothing, self.epsilon)) / 2.0
+            vals[k] = (
+                _bleu_direction(gx, gy.length, ov, w, self.smoothing, self.epsilon)
+                + _bleu_direction(gy, gx.length, ov, w, self.smoothing, self.epsilon)
+            ) / 2.0
         return vals[where]
 
 
@@ -168,7 +187,14 @@ class USECos(_USEBase):
     real prompt pairs.
     """
 
-    info = ScoreInfo("USE_cos", "cosine similarity of USE embeddings", "text", lower=-1.0, needs_model=True, title="USE cosine similarity")
+    info = ScoreInfo(
+        "USE_cos",
+        "cosine similarity of USE embeddings",
+        "text",
+        lower=-1.0,
+        needs_model=True,
+        title="USE cosine similarity",
+    )
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         return self.cosines(a, b)
@@ -177,7 +203,13 @@ class USECos(_USEBase):
 class USEAng(_USEBase):
     """Angular similarity of the USE embeddings: 1 − arccos(cos)/π."""
 
-    info = ScoreInfo("USE_ang", "angular similarity of USE embeddings: 1 - arccos(cos)/pi", "text", needs_model=True, title="USE angular similarity")
+    info = ScoreInfo(
+        "USE_ang",
+        "angular similarity of USE embeddings: 1 - arccos(cos)/pi",
+        "text",
+        needs_model=True,
+        title="USE angular similarity",
+    )
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         return 1.0 - np.arccos(self.cosines(a, b)) / np.pi
@@ -199,13 +231,27 @@ class BERTScore(TextScore):
     in the local Hugging Face cache.
     """
 
-    info = ScoreInfo("BERTScore", "BERTScore F1 (greedy matching of contextual token embeddings)", "text",
-                     needs_model=True, title="BERTScore")
+    info = ScoreInfo(
+        "BERTScore",
+        "BERTScore F1 (greedy matching of contextual token embeddings)",
+        "text",
+        needs_model=True,
+        title="BERTScore",
+    )
 
-    def __init__(self, model: str | HFTokenEncoder = "minilm", num_layers: int | None = None,
-                 model_path: str | None = None, idf: bool = False, idf_corpus: Sequence[str] | None = None,
-                 rescale_with_baseline: bool = False, baseline_path: str | None = None, lang: str = "en",
-                 cache: bool | str = True, device: str | None = None):
+    def __init__(
+        self,
+        model: str | HFTokenEncoder = "minilm",
+        num_layers: int | None = None,
+        model_path: str | None = None,
+        idf: bool = False,
+        idf_corpus: Sequence[str] | None = None,
+        rescale_with_baseline: bool = False,
+        baseline_path: str | None = None,
+        lang: str = "en",
+        cache: bool | str = True,
+        device: str | None = None,
+    ):
         opts: dict[str, Any] = {"cache": cache, "device": device}
         if num_layers is not None:
             opts["num_layers"] = num_layers
@@ -218,8 +264,13 @@ class BERTScore(TextScore):
         self.idf_corpus = list(idf_corpus) if idf_corpus is not None else None
         self.rescale_with_baseline = bool(rescale_with_baseline)
         self._baseline = self._load_baseline(baseline_path, lang) if self.rescale_with_baseline else None
-        self._options = {"model": model if isinstance(model, str) else model.label, "num_layers": self.encoder.num_layers,
-                         "model_path": model_path, "idf": self.idf, "rescale_with_baseline": self.rescale_with_baseline}
+        self._options = {
+            "model": model if isinstance(model, str) else model.label,
+            "num_layers": self.encoder.num_layers,
+            "model_path": model_path,
+            "idf": self.idf,
+            "rescale_with_baseline": self.rescale_with_baseline,
+        }
         if self.rescale_with_baseline:
             self.info = dataclasses.replace(self.info, lower=-math.inf)
 
@@ -233,8 +284,10 @@ class BERTScore(TextScore):
             name = os.path.basename(os.path.normpath(self.encoder.model_path))
             baseline_path = str(Path(bert_score.__file__).parent / "rescale_baseline" / lang / f"{name}.tsv")
         if not Path(baseline_path).is_file():
-            raise ConfigError(f"no BERTScore rescaling baseline at {baseline_path!r}: pass baseline_path=<tsv file> "
-                              "(columns LAYER,P,R,F as bert-score ships them) or rescale_with_baseline=False")
+            raise ConfigError(
+                f"no BERTScore rescaling baseline at {baseline_path!r}: pass baseline_path=<tsv file> "
+                "(columns LAYER,P,R,F as bert-score ships them) or rescale_with_baseline=False"
+            )
         import pandas as pd
 
         table = pd.read_csv(baseline_path)
@@ -244,8 +297,12 @@ class BERTScore(TextScore):
         return float(row["F"].iloc[0])
 
     def _signature_parts(self) -> list[str]:
-        return [f"model:{self.encoder.signature}", f"idf:{'yes' if self.idf else 'no'}",
-                f"rescale:{'yes' if self.rescale_with_baseline else 'no'}", "F1"]
+        return [
+            f"model:{self.encoder.signature}",
+            f"idf:{'yes' if self.idf else 'no'}",
+            f"rescale:{'yes' if self.rescale_with_baseline else 'no'}",
+            "F1",
+        ]
 
     def _idf_weights(self, texts: list[str]) -> tuple[dict[int, float], float]:
         """The idf of each word piece of the corpus, and the idf of a word piece outside it."""
@@ -280,7 +337,7 @@ class BERTScore(TextScore):
         r_vals = np.empty(len(pairs))
         for members in buckets.values():
             for start in range(0, len(members), 4096):
-                chunk = members[start:start + 4096]
+                chunk = members[start : start + 4096]
                 ex = np.stack([embs[pairs[k][0]] for k in chunk])
                 ey = np.stack([embs[pairs[k][1]] for k in chunk])
                 wx = np.stack([weights[pairs[k][0]] for k in chunk])

@@ -29,14 +29,45 @@ groups the checkpoints of one trial).
 
 from __future__ import annotations
 
-from ._base import (Adapter, CallableAdapter, DomainPolicyAdapter, PolicyAdapter, PolicySpec, UnknownAdapterKind,
-                    adapter_kinds, as_adapter, file_sha256, list_adapter_kinds, load_adapter, parse_spec, source_info)
-from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
+from ._base import (
+    Adapter,
+    CallableAdapter,
+    DomainPolicyAdapter,
+    PolicyAdapter,
+    PolicySpec,
+    UnknownAdapterKind,
+    adapter_kinds,
+    as_adapter,
+    file_sha256,
+    list_adapter_kinds,
+    load_adapter,
+    parse_spec,
+    source_info,
+)
 from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
+from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
 
 __all__ = [
-    "Adapter", "PolicyAdapter", "CallableAdapter", "DomainPolicyAdapter", "RecordedAdapter", "PyDialAdapter",
-    "PolicySpec", "parse_spec", "load_adapter", "as_adapter", "adapter_kinds", "list_adapter_kinds",
-    "UnknownAdapterKind", "RecordedFailure", "StateVectorMismatch", "write_recorded", "find_pydial_root",
-    "file_sha256", "source_info", "RECORDED_FORMAT", "RECORDED_VERSION", "PYDIAL_HINT",
+    "Adapter",
+    "PolicyAdapter",
+    "CallableAdapter",
+    "DomainPolicyAdapter",
+    "RecordedAdapter",
+    "PyDialAdapter",
+    "PolicySpec",
+    "parse_spec",
+    "load_adapter",
+    "as_adapter",
+    "adapter_kinds",
+    "list_adapter_kinds",
+    "UnknownAdapterKind",
+    "RecordedFailure",
+    "StateVectorMismatch",
+    "write_recorded",
+    "find_pydial_root",
+    "file_sha256",
+    "source_info",
+    "RECORDED_FORMAT",
+    "RECORDED_VERSION",
+    "PYDIAL_HINT",
 ]

@@ -17,8 +17,20 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, closest_name
-from behavsim.policy import (CALLABLE_RE, Adapter, CallableAdapter, PolicyAdapter, PolicySpec, as_adapter, file_sha256,
-                             list_policy_kinds, load_policy, parse_spec, policy_kinds, source_info)
+from behavsim.policy import (
+    CALLABLE_RE,
+    Adapter,
+    CallableAdapter,
+    PolicyAdapter,
+    PolicySpec,
+    as_adapter,
+    file_sha256,
+    list_policy_kinds,
+    load_policy,
+    parse_spec,
+    policy_kinds,
+    source_info,
+)
 from behavsim.policy import UnknownPolicyKind as UnknownAdapterKind
 
 __all__ = [
@@ -69,8 +81,10 @@ class DomainPolicyAdapter(PolicyAdapter):
             return
         mine = os.path.basename(str(source))
         if any(w != mine for w in wanted):
-            raise ConfigError(f"policy {self.id!r} works on the domain of {mine!r}, but the contexts were built on "
-                              f"{', '.join(sorted(wanted))}; their belief states do not fit it")
+            raise ConfigError(
+                f"policy {self.id!r} works on the domain of {mine!r}, but the contexts were built on "
+                f"{', '.join(sorted(wanted))}; their belief states do not fit it"
+            )
 
 
 def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
@@ -79,13 +93,21 @@ def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapt
 
     spec.check_options(("nlg_seed",))
     if spec.target:
-        raise ConfigError(f"policy spec {spec.text!r}: handcrafted takes no argument, only options "
-                          "(handcrafted:nlg_seed=N)")
+        raise ConfigError(
+            f"policy spec {spec.text!r}: handcrafted takes no argument, only options (handcrafted:nlg_seed=N)"
+        )
     nlg_seed = spec.int_option("nlg_seed", 0)
     pol = HandcraftedPolicy(domain, nlg_seed=nlg_seed)
     pid = "handcrafted" if nlg_seed == 0 else f"handcrafted-nlg{nlg_seed if nlg_seed is not None else 'none'}"
-    meta = {"id": pid, "name": pol.name, "kind": "handcrafted", "policy": "handcrafted", "domain": pol.domain.name,
-            "nlg_seed": nlg_seed, "confirm_threshold": pol.confirm_threshold}
+    meta = {
+        "id": pid,
+        "name": pol.name,
+        "kind": "handcrafted",
+        "policy": "handcrafted",
+        "domain": pol.domain.name,
+        "nlg_seed": nlg_seed,
+        "confirm_threshold": pol.confirm_threshold,
+    }
     return DomainPolicyAdapter(pol, meta, label=pol.name)
 
 
@@ -109,15 +131,21 @@ def checkpoint_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapte
         raise ConfigError(f"policy spec {spec.text!r}: {path}: {exc}") from None
     training = meta_file.get("training") or {}
     if "nlg_seed" in spec.options:  # same learner, another generator seed
-        pol = GPSarsaPolicy(pol.domain, learner=learner, learning=False, name=pol.name,
-                            nlg_seed=spec.int_option("nlg_seed", 0))
+        pol = GPSarsaPolicy(
+            pol.domain, learner=learner, learning=False, name=pol.name, nlg_seed=spec.int_option("nlg_seed", 0)
+        )
     reward, seed, dialogues = training.get("reward"), training.get("seed"), training.get("dialogues")
     if reward is not None and seed is not None and dialogues is not None:
         pid = f"{reward}-seed{seed}-{int(dialogues):06d}"
     else:
         pid = path.stem
-    meta: dict[str, Any] = {"id": pid, "name": pol.name, "kind": "checkpoint", "policy": training.get("policy", "gp"),
-                            "domain": pol.domain.name}
+    meta: dict[str, Any] = {
+        "id": pid,
+        "name": pol.name,
+        "kind": "checkpoint",
+        "policy": training.get("policy", "gp"),
+        "domain": pol.domain.name,
+    }
     for key in ("reward", "seed"):
         if training.get(key) is not None:
             meta[key] = training[key]
@@ -138,8 +166,10 @@ def callable_kind(spec: PolicySpec, **_: Any) -> Adapter:
     ``belief -> act | (act, prompt) | Response``."""
     spec.check_options(())
     if not CALLABLE_RE.match(spec.target or ""):
-        raise ConfigError(f"policy spec {spec.text!r}: expected module:function (an importable module and a "
-                          "callable in it, e.g. mypackage.policies:answer)")
+        raise ConfigError(
+            f"policy spec {spec.text!r}: expected module:function (an importable module and a "
+            "callable in it, e.g. mypackage.policies:answer)"
+        )
     module_name, _, attr = spec.target.partition(":")
     try:
         module = importlib.import_module(module_name)

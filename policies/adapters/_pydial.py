@@ -29,24 +29,32 @@ import importlib.util
 import os
 import random as _pyrandom
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
-
 from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_info
 
 __all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
 
 SUPPORTED_POLICY_TYPES = ("gp", "hdc")
-_MODULES = ("utils/Settings.py", "utils/DiaAct.py", "ontology/Ontology.py", "policy/GPPolicy.py",
-            "policy/HDCPolicy.py", "semo/SemOManager.py")
+_MODULES = (
+    "utils/Settings.py",
+    "utils/DiaAct.py",
+    "ontology/Ontology.py",
+    "policy/GPPolicy.py",
+    "policy/HDCPolicy.py",
+    "semo/SemOManager.py",
+)
 _PACKAGES = ("utils", "ontology", "policy", "semo")
 
-PYDIAL_HINT = ("To make PyDial available: git clone https://github.com/helloric/pydial3 (the Python 3 port of "
-               "PyDial), install its requirements, and either put its root folder on PYTHONPATH or pass "
-               "--pydial-root DIR (Python: pydial_root=DIR, or the spec option pydial:CFG:root=DIR). "
-               "behavsim runs PyDial from its root folder because PyDial opens its data files by relative path.")
+PYDIAL_HINT = (
+    "To make PyDial available: git clone https://github.com/helloric/pydial3 (the Python 3 port of "
+    "PyDial), install its requirements, and either put its root folder on PYTHONPATH or pass "
+    "--pydial-root DIR (Python: pydial_root=DIR, or the spec option pydial:CFG:root=DIR). "
+    "behavsim runs PyDial from its root folder because PyDial opens its data files by relative path."
+)
 
 
 class StateVectorMismatch(BehavsimError, ValueError):
@@ -67,8 +75,9 @@ def find_pydial_root(root: str | os.PathLike | None = None) -> Path:
             raise ModelNotAvailable(f"PyDial root {str(root)!r} is not a folder. {PYDIAL_HINT}")
         missing = _missing_files(r)
         if missing:
-            raise ModelNotAvailable(f"{str(r)!r} is not a PyDial3 root folder (missing {', '.join(missing)}). "
-                                    f"{PYDIAL_HINT}")
+            raise ModelNotAvailable(
+                f"{str(r)!r} is not a PyDial3 root folder (missing {', '.join(missing)}). {PYDIAL_HINT}"
+            )
         return r
     env = os.environ.get("PYDIAL_ROOT")
     if env:
@@ -80,8 +89,9 @@ def find_pydial_root(root: str | os.PathLike | None = None) -> Path:
                 return base.resolve()
         except OSError:
             continue
-    raise ModelNotAvailable(f"PyDial is not available: no folder on sys.path holds PyDial3's "
-                            f"{', '.join(_MODULES[:3])}, ... {PYDIAL_HINT}")
+    raise ModelNotAvailable(
+        f"PyDial is not available: no folder on sys.path holds PyDial3's {', '.join(_MODULES[:3])}, ... {PYDIAL_HINT}"
+    )
 
 
 def _check_imports(root: Path) -> None:
@@ -94,9 +104,11 @@ def _check_imports(root: Path) -> None:
         if getattr(mod, "__file__", None):
             locations.append(Path(mod.__file__).resolve().parent)
         if (root / pkg).resolve() not in locations:
-            raise ModelNotAvailable(f"a module named {pkg!r} from {[str(p) for p in locations] or mod!r} is already "
-                                    f"imported, so PyDial's {pkg!r} package in {root} cannot be; run behavsim in a "
-                                    f"fresh process. {PYDIAL_HINT}")
+            raise ModelNotAvailable(
+                f"a module named {pkg!r} from {[str(p) for p in locations] or mod!r} is already "
+                f"imported, so PyDial's {pkg!r} package in {root} cannot be; run behavsim in a "
+                f"fresh process. {PYDIAL_HINT}"
+            )
 
 
 def _git_commit(root: Path) -> str | None:
@@ -146,15 +158,24 @@ class PyDialAdapter(Adapter):
 
     kind = "pydial"
 
-    def __init__(self, config: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                 domain: str | None = None, nlg: bool = True, seed: int = 0, policy_id: str | None = None):
+    def __init__(
+        self,
+        config: str | os.PathLike,
+        *,
+        root: str | os.PathLike | None = None,
+        domain: str | None = None,
+        nlg: bool = True,
+        seed: int = 0,
+        policy_id: str | None = None,
+    ):
         self.root = find_pydial_root(root)
         cfg = Path(config).expanduser()
         if not cfg.is_file() and not cfg.is_absolute() and (self.root / cfg).is_file():
             cfg = self.root / cfg
         if not cfg.is_file():
-            raise ConfigError(f"PyDial config {str(config)!r} not found (looked in the working directory and in "
-                              f"{self.root})")
+            raise ConfigError(
+                f"PyDial config {str(config)!r} not found (looked in the working directory and in {self.root})"
+            )
         self.config_path = cfg.resolve()
         self.seed = int(seed)
         _check_imports(self.root)
@@ -166,8 +187,10 @@ class PyDialAdapter(Adapter):
                 self._DiaAct = importlib.import_module("utils.DiaAct")
                 self._Ontology = importlib.import_module("ontology.Ontology")
             except ImportError as exc:
-                raise ModelNotAvailable(f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
-                                        f"its requirements. {PYDIAL_HINT}") from None
+                raise ModelNotAvailable(
+                    f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
+                    f"its requirements. {PYDIAL_HINT}"
+                ) from None
             S = self._Settings
             S.init(str(self.config_path), self.seed)
             conf = S.config
@@ -176,8 +199,10 @@ class PyDialAdapter(Adapter):
             domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
             if domain is None:
                 if not domains:
-                    raise ConfigError(f"{self.config_path}: [GENERAL] domains is not set; give the domain "
-                                      "(pydial:CFG:domain=CamRestaurants)")
+                    raise ConfigError(
+                        f"{self.config_path}: [GENERAL] domains is not set; give the domain "
+                        "(pydial:CFG:domain=CamRestaurants)"
+                    )
                 domain = domains[0]
             elif domains and domain not in domains:
                 raise ConfigError(f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}")
@@ -185,9 +210,11 @@ class PyDialAdapter(Adapter):
             sections = ["policy", f"policy_{domain}"]
             self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
             if self.policy_type not in SUPPORTED_POLICY_TYPES:
-                raise ConfigError(f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
-                                  f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
-                                  "elsewhere and use recorded:FILE")
+                raise ConfigError(
+                    f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
+                    f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
+                    "elsewhere and use recorded:FILE"
+                )
             # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
             overrides = {"policy.learning": "False"}
             for sec in sections:
@@ -202,9 +229,14 @@ class PyDialAdapter(Adapter):
             self._ontology = self._Ontology.global_ontology
             self._config = conf
             meta: dict[str, Any] = {
-                "id": policy_id or f"pydial-{self.config_path.stem}", "name": f"pydial-{self.policy_type}",
-                "kind": "pydial", "policy": self.policy_type, "domain": domain,
-                "rng_seed": self.seed, "overrides": overrides, "pydial_commit": _git_commit(self.root),
+                "id": policy_id or f"pydial-{self.config_path.stem}",
+                "name": f"pydial-{self.policy_type}",
+                "kind": "pydial",
+                "policy": self.policy_type,
+                "domain": domain,
+                "rng_seed": self.seed,
+                "overrides": overrides,
+                "pydial_commit": _git_commit(self.root),
                 # everything specific to these files under "path" (see policies.adapters.source_info)
                 "path": {"root": str(self.root), **source_info(self.config_path)},
             }
@@ -212,24 +244,30 @@ class PyDialAdapter(Adapter):
             if self.policy_type == "gp":
                 infile = _get(conf, sections, "inpolicyfile", "") or ""
                 if not infile:
-                    raise ConfigError(f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
-                                      "the trained .dct/.prm files)")
+                    raise ConfigError(
+                        f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
+                        "the trained .dct/.prm files)"
+                    )
                 files = [Path(infile + ext) for ext in (".dct", ".prm")]
                 missing = [str(f) for f in files if not f.is_file()]
                 if missing:
-                    raise ConfigError(f"{self.config_path}: policy files not found (relative paths are taken from the "
-                                      f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
-                                      "untrained policy")
+                    raise ConfigError(
+                        f"{self.config_path}: policy files not found (relative paths are taken from the "
+                        f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
+                        "untrained policy"
+                    )
                 policy_mod = importlib.import_module("policy.GPPolicy")
                 self.policy = policy_mod.GPPolicy(domain, False)
                 dictionary = self.policy.learner.params.get("_dictionary") or []
                 if not dictionary:
-                    raise ConfigError(f"{self.config_path}: the GP policy {infile!r} has an empty dictionary "
-                                      "(untrained?)")
+                    raise ConfigError(
+                        f"{self.config_path}: the GP policy {infile!r} has an empty dictionary (untrained?)"
+                    )
                 vec = getattr(dictionary[0][0], "beliefStateVec", None)
                 self._expected_len = None if vec is None else len(vec)
-                meta["path"].update(policy_file=infile, policy_sha256=[file_sha256(f) for f in files],
-                                    dictionary_size=len(dictionary))
+                meta["path"].update(
+                    policy_file=infile, policy_sha256=[file_sha256(f) for f in files], dictionary_size=len(dictionary)
+                )
             else:
                 policy_mod = importlib.import_module("policy.HDCPolicy")
                 self.policy = policy_mod.HDCPolicy(domain)
@@ -252,16 +290,16 @@ class PyDialAdapter(Adapter):
         if self._active:
             yield
             return
-        S, O = self._Settings, self._Ontology
-        saved = (S.config, O.global_ontology)
-        S.config, O.global_ontology = self._config, self._ontology
+        S, Onto = self._Settings, self._Ontology
+        saved = (S.config, Onto.global_ontology)
+        S.config, Onto.global_ontology = self._config, self._ontology
         self._active = True
         try:
             with contextlib.chdir(self.root):
                 yield
         finally:
             self._active = False
-            S.config, O.global_ontology = saved
+            S.config, Onto.global_ontology = saved
 
     def _pydial_belief(self, belief: dict) -> dict:
         """PyDial reads ``method`` and ``discourseAct`` in dict order: put them in the ontology's."""
@@ -270,7 +308,10 @@ class PyDialAdapter(Adapter):
         for key, order in (("method", self._method_order), ("discourseAct", self._dact_order)):
             dist = beliefs.get(key)
             if isinstance(dist, dict) and order:
-                beliefs[key] = {**{k: dist.get(k, 0.0) for k in order}, **{k: v for k, v in dist.items() if k not in order}}
+                beliefs[key] = {
+                    **{k: dist.get(k, 0.0) for k in order},
+                    **{k: v for k, v in dist.items() if k not in order},
+                }
         b["beliefs"] = beliefs
         return b
 
@@ -283,7 +324,8 @@ class PyDialAdapter(Adapter):
                     raise StateVectorMismatch(
                         f"the belief gives a GP state vector of {n} numbers, the policy's dictionary points have "
                         f"{self._expected_len}: the belief does not fit PyDial's {self.domain} ontology (values of "
-                        "the informable slots, method, discourseAct, requested slots, inform_info)")
+                        "the informable slots, method, discourseAct, requested slots, inform_info)"
+                    )
             self._Settings.set_seed(self.seed)
             self.policy.restart()
             last = (context_meta or {}).get("last_system_act")
@@ -315,5 +357,10 @@ def pydial_kind(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = Non
         seed = int(spec.options.get("seed", "0"))
     except ValueError:
         raise ConfigError(f"policy spec {spec.text!r}: option seed must be an integer") from None
-    return PyDialAdapter(spec.target, root=spec.options.get("root") or pydial_root, domain=spec.options.get("domain"),
-                         nlg=nlg in ("on", "true", "1", "yes"), seed=seed)
+    return PyDialAdapter(
+        spec.target,
+        root=spec.options.get("root") or pydial_root,
+        domain=spec.options.get("domain"),
+        nlg=nlg in ("on", "true", "1", "yes"),
+        seed=seed,
+    )

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError
-
 from behavsim.policy import Adapter, PolicySpec, Response, source_info
 
 __all__ = ["RecordedAdapter", "RecordedFailure", "write_recorded", "RECORDED_FORMAT", "RECORDED_VERSION"]
@@ -92,11 +91,15 @@ class RecordedAdapter(Adapter):
                 if header is not None or rows:
                     raise TableFormatError(f"{path}:{n}: a header line may only come first")
                 if obj["format"] not in (RECORDED_FORMAT, _TABLE_FORMAT):
-                    raise TableFormatError(f"{path}:{n}: unknown format {obj['format']!r} (expected "
-                                           f"{RECORDED_FORMAT!r} or a response table)")
+                    raise TableFormatError(
+                        f"{path}:{n}: unknown format {obj['format']!r} (expected "
+                        f"{RECORDED_FORMAT!r} or a response table)"
+                    )
                 if obj.get("version") != RECORDED_VERSION:
-                    raise TableFormatError(f"{path}:{n}: format version {obj.get('version')!r} is not supported "
-                                           f"(this behavsim reads version {RECORDED_VERSION})")
+                    raise TableFormatError(
+                        f"{path}:{n}: format version {obj.get('version')!r} is not supported "
+                        f"(this behavsim reads version {RECORDED_VERSION})"
+                    )
                 if "policy" in obj and not isinstance(obj["policy"], dict):
                     raise TableFormatError(f"{path}:{n}: header 'policy' must be an object")
                 header = obj
@@ -119,18 +122,24 @@ class RecordedAdapter(Adapter):
 
     def prepare(self, contexts: Any) -> None:
         if self.fingerprint is not None and self.fingerprint != contexts.fingerprint:
-            raise ContextSetMismatch(f"{self.path}: recorded on context set {self.fingerprint}, but the contexts given "
-                                     f"are {contexts.fingerprint}; record the system on these contexts")
+            raise ContextSetMismatch(
+                f"{self.path}: recorded on context set {self.fingerprint}, but the contexts given "
+                f"are {contexts.fingerprint}; record the system on these contexts"
+            )
         missing = [cid for cid in dict.fromkeys(contexts.ids) if cid not in self.rows]
         if missing:
             shown = ", ".join(missing[:10]) + (", ..." if len(missing) > 10 else "")
-            raise ConfigError(f"{self.path}: no recorded response for {len(missing)} of {len(contexts)} contexts; "
-                              f"missing context ids: {shown}")
+            raise ConfigError(
+                f"{self.path}: no recorded response for {len(missing)} of {len(contexts)} contexts; "
+                f"missing context ids: {shown}"
+            )
 
     def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
         if context_id is None:
-            raise ConfigError("recorded responses are looked up by context id, and none was given: a recorded policy "
-                              "answers only the contexts it was recorded on and cannot play new dialogues")
+            raise ConfigError(
+                "recorded responses are looked up by context id, and none was given: a recorded policy "
+                "answers only the contexts it was recorded on and cannot play new dialogues"
+            )
         row = self.rows.get(str(context_id))
         if row is None:
             raise KeyError(f"no recorded response for context id {context_id!r}")
@@ -168,5 +177,7 @@ def write_recorded(table: Any, path: str | os.PathLike, *, fingerprint: bool = T
 def recorded_kind(spec: PolicySpec, **_: Any) -> Adapter:
     spec.check_options(())
     if not spec.target:
-        raise ConfigError(f"policy spec {spec.text!r}: expected recorded:FILE (a JSONL file of act/prompt per context id)")
+        raise ConfigError(
+            f"policy spec {spec.text!r}: expected recorded:FILE (a JSONL file of act/prompt per context id)"
+        )
     return RecordedAdapter(spec.target)

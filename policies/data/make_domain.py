@@ -12,6 +12,7 @@ three constraints set usually has two or three matching venues, as PyDial's goal
 Run ``python -m policies.data.make_domain`` (or this file) to regenerate; the output is
 byte-for-byte reproducible for a given ``SEED``.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,17 +53,82 @@ FOODS = {
     "portuguese": (1, ["piri piri chicken", "bacalhau", "pastel de nata"]),
     "african": (1, ["jollof rice", "bobotie", "injera platter"]),
 }
-NAME_FIRST = ["the", "golden", "little", "blue", "old", "red", "silver", "green", "royal",
-              "hidden", "copper", "velvet", "crooked", "jolly", "amber", "saffron", "lucky",
-              "rustic", "quiet", "wandering"]
-NAME_SECOND = ["lantern", "fig", "olive", "kettle", "willow", "heron", "orchard", "spoon",
-               "pepper", "lotus", "anchor", "compass", "garden", "harvest", "bamboo", "dragon",
-               "tandoor", "bistro", "table", "ladle", "vine", "cellar", "mill", "quay", "pagoda",
-               "cactus", "maple", "tavern", "kitchen", "grill"]
-STREETS = ["mill lane", "orchard road", "kings parade", "station road", "river walk", "market street",
-           "hills avenue", "bridge street", "castle hill", "fen causeway", "newmarket road",
-           "mill road", "high street", "victoria avenue", "regent street", "trinity lane",
-           "chesterton road", "hope street", "park terrace", "green end"]
+NAME_FIRST = [
+    "the",
+    "golden",
+    "little",
+    "blue",
+    "old",
+    "red",
+    "silver",
+    "green",
+    "royal",
+    "hidden",
+    "copper",
+    "velvet",
+    "crooked",
+    "jolly",
+    "amber",
+    "saffron",
+    "lucky",
+    "rustic",
+    "quiet",
+    "wandering",
+]
+NAME_SECOND = [
+    "lantern",
+    "fig",
+    "olive",
+    "kettle",
+    "willow",
+    "heron",
+    "orchard",
+    "spoon",
+    "pepper",
+    "lotus",
+    "anchor",
+    "compass",
+    "garden",
+    "harvest",
+    "bamboo",
+    "dragon",
+    "tandoor",
+    "bistro",
+    "table",
+    "ladle",
+    "vine",
+    "cellar",
+    "mill",
+    "quay",
+    "pagoda",
+    "cactus",
+    "maple",
+    "tavern",
+    "kitchen",
+    "grill",
+]
+STREETS = [
+    "mill lane",
+    "orchard road",
+    "kings parade",
+    "station road",
+    "river walk",
+    "market street",
+    "hills avenue",
+    "bridge street",
+    "castle hill",
+    "fen causeway",
+    "newmarket road",
+    "mill road",
+    "high street",
+    "victoria avenue",
+    "regent street",
+    "trinity lane",
+    "chesterton road",
+    "hope street",
+    "park terrace",
+    "green end",
+]
 AREA_POSTCODE = {"centre": "cb2", "north": "cb4", "south": "cb1", "east": "cb5", "west": "cb3"}
 DESCRIPTION = [
     "{name} is a {price} {food} restaurant in the {area} of town, popular with students and locals",
@@ -99,22 +165,23 @@ def make_venues(n_venues: int = 102, seed: int = SEED) -> list[dict]:
         v["name"] = name
         v["addr"] = f"{rng.randint(1, 120)} {rng.choice(STREETS)}"
         v["phone"] = f"01223 {rng.randint(300000, 499999)}"
-        v["postcode"] = f"{AREA_POSTCODE[v['area']]} {rng.randint(1, 9)}{rng.choice('abdefghjlnpqrstuwxyz')}{rng.choice('abdefghjlnpqrstuwxyz')}"
+        v["postcode"] = (
+            f"{AREA_POSTCODE[v['area']]} {rng.randint(1, 9)}{rng.choice('abdefghjlnpqrstuwxyz')}{rng.choice('abdefghjlnpqrstuwxyz')}"
+        )
         v["signature"] = rng.choice(FOODS[v["food"]][1])
-        v["description"] = rng.choice(DESCRIPTION).format(name=name, price=v["pricerange"],
-                                                          food=v["food"], area=v["area"])
+        v["description"] = rng.choice(DESCRIPTION).format(
+            name=name, price=v["pricerange"], food=v["food"], area=v["area"]
+        )
     return venues
 
 
-COLUMNS = ["id", "name", "addr", "area", "food", "phone", "pricerange", "postcode", "signature",
-           "description"]
+COLUMNS = ["id", "name", "addr", "area", "food", "phone", "pricerange", "postcode", "signature", "description"]
 
 
 def make_rules(venues: list[dict]) -> dict:
     return {
         "type": "restaurant",
-        "requestable": ["addr", "area", "food", "name", "phone", "pricerange", "postcode",
-                        "signature", "description"],
+        "requestable": ["addr", "area", "food", "name", "phone", "pricerange", "postcode", "signature", "description"],
         "discourseAct": ["ack", "hello", "none", "repeat", "silence", "thankyou"],
         "method": ["none", "byconstraints", "byname", "finished", "byalternatives", "restart"],
         "system_requestable": ["area", "food", "pricerange"],
@@ -137,8 +204,9 @@ def write(out_dir: Path = HERE, seed: int = SEED) -> tuple[Path, Path]:
     con = sqlite3.connect(db_path)
     cols = ", ".join(f"{c} TEXT" + (" PRIMARY KEY NOT NULL" if c == "name" else "") for c in COLUMNS)
     con.execute(f'CREATE TABLE "{TABLE}" ({cols})')
-    con.executemany(f'INSERT INTO "{TABLE}" VALUES ({", ".join("?" * len(COLUMNS))})',
-                    [[v[c] for c in COLUMNS] for v in venues])
+    con.executemany(
+        f'INSERT INTO "{TABLE}" VALUES ({", ".join("?" * len(COLUMNS))})', [[v[c] for c in COLUMNS] for v in venues]
+    )
     con.commit()
     con.close()
     return rules_path, db_path

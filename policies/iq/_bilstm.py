@@ -35,9 +35,7 @@ def _torch():
     try:
         import torch
     except ImportError as err:  # pragma: no cover - torch is a declared dependency
-        raise IQModelError(
-            "the 'bilstm' IQ estimator needs PyTorch: pip install torch (CPU build is enough)"
-        ) from err
+        raise IQModelError("the 'bilstm' IQ estimator needs PyTorch: pip install torch (CPU build is enough)") from err
     return torch
 
 
@@ -358,8 +356,9 @@ class BiLSTMIQEstimator:
             )
         expected_digest = config.pop("weights_sha256", None)
         try:
-            est = cls(hidden=config["hidden"], attention=config["attention"], lr=config["lr"],
-                      batch_size=config["batch_size"])
+            est = cls(
+                hidden=config["hidden"], attention=config["attention"], lr=config["lr"], batch_size=config["batch_size"]
+            )
             if len(config["mean"]) != len(FEATURE_NAMES) or len(config["std"]) != len(FEATURE_NAMES):
                 raise ValueError("mean/std do not have one value per feature")
         except (KeyError, TypeError, ValueError) as err:

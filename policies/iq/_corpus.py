@@ -87,15 +87,20 @@ def read_exchange_csv(path: str | Path) -> list[LabelledDialogue]:
                 raise _fail(path, row_no, "<extra>", f"{n_fields} fields for {len(header)} columns")
             for col in REQUIRED_COLUMNS:
                 if raw[col] is None:
-                    raise _fail(path, row_no, col,
-                                f"missing value (row has fewer fields than the header's {len(header)})")
+                    raise _fail(
+                        path, row_no, col, f"missing value (row has fewer fields than the header's {len(header)})"
+                    )
             did = raw["dialogue_id"].strip()
             if not did:
                 raise _fail(path, row_no, "dialogue_id", "empty dialogue id")
             if did != current_id:
                 if did in seen:
-                    raise _fail(path, row_no, "dialogue_id",
-                                f"dialogue {did!r} appears again after other dialogues; keep its rows together")
+                    raise _fail(
+                        path,
+                        row_no,
+                        "dialogue_id",
+                        f"dialogue {did!r} appears again after other dialogues; keep its rows together",
+                    )
                 close()
                 seen.add(did)
                 current_id, exchanges, labels = did, [], []
@@ -129,7 +134,9 @@ def _parse_exchange(path: Path, row: int, raw: dict, *, expected_turn: int) -> d
     turn = _parse_int(path, row, "turn", raw["turn"])
     if turn != expected_turn:
         raise _fail(
-            path, row, "turn",
+            path,
+            row,
+            "turn",
             f"expected turn {expected_turn} of dialogue {raw['dialogue_id'].strip()!r} "
             f"(turns run 1, 2, ... in order), got {turn}",
         )
@@ -147,7 +154,9 @@ def _parse_exchange(path: Path, row: int, raw: dict, *, expected_turn: int) -> d
     try:
         conf = float(raw["asr_confidence"].strip())
     except ValueError:
-        raise _fail(path, row, "asr_confidence", f"expected a number in [0, 1], got {raw['asr_confidence']!r}") from None
+        raise _fail(
+            path, row, "asr_confidence", f"expected a number in [0, 1], got {raw['asr_confidence']!r}"
+        ) from None
     if not 0.0 <= conf <= 1.0:
         raise _fail(path, row, "asr_confidence", f"expected a number in [0, 1], got {raw['asr_confidence']!r}")
     ex["asr_confidence"] = conf

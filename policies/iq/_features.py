@@ -88,9 +88,7 @@ def validate_exchanges(exchanges: Any) -> None:
     estimate itself; :meth:`ParameterIQEstimator.estimate` only does the cheap part of it.
     """
     if not isinstance(exchanges, Sequence) or isinstance(exchanges, (str, bytes)):
-        raise IQInputError(
-            f"exchanges: expected a list of exchange dicts, got {type(exchanges).__name__}"
-        )
+        raise IQInputError(f"exchanges: expected a list of exchange dicts, got {type(exchanges).__name__}")
     if len(exchanges) == 0:
         raise IQInputError("exchanges: expected at least one exchange, got an empty list")
     for i, ex in enumerate(exchanges):
@@ -101,8 +99,7 @@ def validate_exchanges(exchanges: Any) -> None:
             raise IQInputError(f"exchanges[{i}]: missing key(s) {', '.join(map(repr, missing))}")
         if ex["turn"] != i + 1:
             raise IQInputError(
-                f"exchanges[{i}]['turn']: expected {i + 1} (the full history, turns 1..T), "
-                f"got {ex['turn']!r}"
+                f"exchanges[{i}]['turn']: expected {i + 1} (the full history, turns 1..T), got {ex['turn']!r}"
             )
         conf = ex["asr_confidence"]
         if not isinstance(conf, (int, float, np.floating)) or not 0.0 <= conf <= 1.0:

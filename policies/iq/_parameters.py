@@ -149,15 +149,20 @@ class ParameterIQEstimator:
             last = exchanges[-1]
             if last["turn"] != n:
                 raise IQInputError(
-                    f"exchanges[{n - 1}]['turn']: expected {n} (the full history, turns 1..T), "
-                    f"got {last['turn']!r}"
+                    f"exchanges[{n - 1}]['turn']: expected {n} (the full history, turns 1..T), got {last['turn']!r}"
                 )
             goal = last["user_goal_constraints"]
             progress = 1.0 if goal <= 0 else min(1.0, last["constraints_filled"] / goal)
             closed = last["system_act_type"] == "bye" or last["user_act_type"] == "bye"
             return _score(
-                n, n_rep, n_conf, asr_sum / n, progress,
-                offered, bool(last["success_so_far"]), closed,
+                n,
+                n_rep,
+                n_conf,
+                asr_sum / n,
+                progress,
+                offered,
+                bool(last["success_so_far"]),
+                closed,
             )
         except KeyError as err:
             raise IQInputError(f"exchanges: an exchange lacks the key {err.args[0]!r}") from None

@@ -51,9 +51,7 @@ def _make_bilstm(path: Any = None, **kw: Any):
     if kw:
         raise TypeError(f"get_iq_estimator('bilstm') takes only path=..., got {', '.join(sorted(kw))}")
     if path is None:
-        raise IQModelError(
-            "get_iq_estimator('bilstm') needs path=<directory written by BiLSTMIQEstimator.save()>"
-        )
+        raise IQModelError("get_iq_estimator('bilstm') needs path=<directory written by BiLSTMIQEstimator.save()>")
     return BiLSTMIQEstimator.load(path)
 
 

@@ -152,9 +152,7 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
     return exchanges
 
 
-def make_sample_corpus(
-    path: str | Path, *, dialogues: int = 80, seed: int = 0, noise: float = 0.1
-) -> Path:
+def make_sample_corpus(path: str | Path, *, dialogues: int = 80, seed: int = 0, noise: float = 0.1) -> Path:
     """Write the synthetic exchange-level corpus (see the module docstring) to ``path``."""
     rng = np.random.default_rng(seed)
     rater = ParameterIQEstimator()
