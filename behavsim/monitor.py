@@ -10,7 +10,7 @@ A :class:`ConvergenceMonitor` plugs into any training loop through one small cal
             break
 
 Each snapshot takes the policy's responses on the fixed context set, scores them against the
-previous snapshot with :func:`behavsim.compare` (snapshot k against k−1: SPEC §6.1) and writes
+previous snapshot with :func:`behavsim.compare` (snapshot k against k−1, the convergence scenario) and writes
 
 * ``out_dir/convergence.csv`` — one row per compared pair: ``dialogues, prev_dialogues``, one
   column per score (the mean over the contexts, full precision; empty where undefined), ``n``

@@ -1,7 +1,7 @@
 """Builders of context sets — the dialogue contexts (belief states) every policy answers.
 
 * :func:`generate_grid` — C_gen, a grid over the belief in one value per search slot and the
-  method (SPEC §4);
+  method;
 * :func:`collect` — C_col, the belief states met by given policies in seeded dialogues with
   the simulated user;
 * :class:`ContextRecorder` and :func:`from_jsonl` — contexts logged from any system;

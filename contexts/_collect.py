@@ -1,4 +1,4 @@
-"""Collected context sets (C_col, SPEC §4): the belief states policies meet in seeded dialogues.
+"""Collected context sets (C_col): the belief states policies meet in seeded dialogues.
 
 Each source policy — any policy behavsim can ask (:func:`behavsim.as_adapter`) — plays
 ``dialogues`` dialogues with the simulated user of :class:`policies.env.DialogueEnv`, greedily (a
@@ -152,7 +152,7 @@ def collect(
     dedupe: bool = False,
     progress: bool | None = None,
 ) -> ContextSet:
-    """The collected context set C_col of SPEC §4 (see the module doc).
+    """The collected context set C_col (see the module doc).
 
     ``policies``: a list of sources — anything :func:`behavsim.respond` takes: policy spec strings
     of any registered kind (``handcrafted``, a checkpoint path, ``module:function``, ``pydial:CFG``),

@@ -226,7 +226,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "contexts",
         help="build, import, subset and inspect context sets",
-        description="Context sets: the belief states every policy answers (SPEC §4).",
+        description="Context sets: the belief states every policy answers.",
     )
     sub = p.add_subparsers(dest="contexts_command", metavar="ACTION")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])

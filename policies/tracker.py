@@ -92,7 +92,7 @@ def make_belief(
     features: dict | None = None,
 ) -> dict:
     """A complete belief state in the tracker's layout from partial distributions — e.g. the
-    generated contexts of SPEC §4: ``make_belief(d, {"area": {"north": 0.4}},
+    generated contexts (see :mod:`contexts`): ``make_belief(d, {"area": {"north": 0.4}},
     method={"byconstraints": 0.4})``.
 
     Missing slots start as PyDial's initial belief (all mass on ``**NONE**``); a given slot

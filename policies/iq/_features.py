@@ -23,25 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from ..env import EXCHANGE_KEYS
 from ._errors import IQInputError
 
 __all__ = ["EXCHANGE_KEYS", "FEATURE_NAMES", "WINDOW", "exchange_features", "validate_exchanges"]
 
-#: The keys every exchange dict carries (the environment's contract).
-EXCHANGE_KEYS: tuple[str, ...] = (
-    "turn",
-    "system_act",
-    "system_act_type",
-    "user_act",
-    "user_act_type",
-    "reprompt",
-    "confirmation",
-    "asr_confidence",
-    "constraints_filled",
-    "user_goal_constraints",
-    "informed_venue",
-    "success_so_far",
-)
+# EXCHANGE_KEYS: the keys every exchange dict carries (the environment's contract, policies.env).
 
 #: Window length of the window-level parameters (LEGO uses the last 3 exchanges).
 WINDOW = 3
