@@ -63,19 +63,10 @@ def _output(path: str) -> Path:
 
 
 def _domain(args: argparse.Namespace):
-    if not getattr(args, "domain", None):
-        return None
-    from policies.domain import DomainError, resolve_domain
+    from policies.domain import domain_spec, resolve_domain
 
-    if len(args.domain) > 2:
-        raise ConfigError(
-            f"--domain: expected a domain name, a rules file, or a rules file and its database; "
-            f"got {len(args.domain)} values"
-        )
-    try:
-        return resolve_domain(args.domain[0] if len(args.domain) == 1 else tuple(args.domain))
-    except (DomainError, KeyError) as exc:
-        raise ConfigError(f"--domain: {exc}") from None
+    spec = domain_spec(getattr(args, "domain", None))
+    return None if spec is None else resolve_domain(spec)
 
 
 def _save(cs: ContextSet, out: Path) -> int:
@@ -232,14 +223,9 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        q.add_argument(
-            "--domain",
-            nargs="+",
-            metavar="NAME|RULES_JSON [DB]",
-            help="a shipped domain by name (camrestaurants: PyDial's Cambridge restaurants; "
-            "example-restaurants: the default) or a PyDial-format rules JSON (database beside it as "
-            "<X>-dbase.db, or given second)",
-        )
+        from policies.domain import add_domain_option
+
+        add_domain_option(q)
 
     g = sub.add_parser(
         "generate",

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from behavsim import BehavsimError, Registry, UnknownName
 
@@ -399,3 +400,35 @@ def _read_db(path: Path, rules: dict, table: str | None, rules_path: Path) -> li
                     f"not among the values of {slot!r} in {rules_path.name}"
                 )
     return venues
+
+
+def domain_spec(values: "Sequence[str] | None") -> "str | tuple[str, str] | None":
+    """The domain a command line's ``--domain NAME | RULES_JSON [DB]`` names, checked (it must
+    load), in a picklable form for :func:`resolve_domain`; ``None`` when the option is absent.
+    Bad values raise :class:`behavsim.ConfigError` naming the option."""
+    from behavsim import ConfigError
+
+    if not values:
+        return None
+    if len(values) > 2:
+        raise ConfigError(
+            f"--domain: expected a domain name, a rules file, or a rules file and its database; "
+            f"got {len(values)} values"
+        )
+    spec: str | tuple[str, str] = values[0] if len(values) == 1 else (values[0], values[1])
+    try:
+        resolve_domain(spec)
+    except (DomainError, KeyError) as exc:
+        raise ConfigError(f"--domain: {exc}") from None
+    return spec
+
+
+def add_domain_option(parser: Any) -> None:
+    """Add ``--domain NAME | RULES_JSON [DB]`` to an argparse parser (read it with :func:`domain_spec`)."""
+    parser.add_argument(
+        "--domain",
+        nargs="+",
+        metavar="NAME|RULES_JSON [DB]",
+        help="a shipped domain by name (" + ", ".join(DOMAINS.names()) + f"; default {DEFAULT_DOMAIN}) or a "
+        "PyDial-format rules JSON (database beside it as <X>-dbase.db, or given second)",
+    )

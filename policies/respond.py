@@ -32,6 +32,8 @@ from behavsim.policy import (
     respond_many,
 )
 
+from .domain import add_domain_option, domain_spec
+
 __all__ = [
     "respond",
     "respond_many",
@@ -94,6 +96,7 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
         "--workers", type=int, default=None, metavar="N", help="parallel processes (default: min(policies, cores))"
     )
     p.add_argument("--pydial-root", metavar="DIR", help="PyDial3's root folder (for pydial:CFG specs)")
+    add_domain_option(p)  # the built-in policies' domain (handcrafted, checkpoints)
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -138,6 +141,10 @@ def cmd_respond(args: argparse.Namespace) -> int:
         raise ConfigError(f"--id: give it once per --policy ({len(specs)} policies, {len(args.ids)} ids)")
     for s in specs:
         parse_spec(s)
+    options: dict[str, Any] = {"pydial_root": args.pydial_root}
+    domain = domain_spec(args.domain)
+    if domain is not None:
+        options["domain"] = domain
     if len(specs) == 1:
         _output_paths(args, ["policy"])  # check -o before the work
     contexts = ContextSet.load(args.contexts)
@@ -150,8 +157,8 @@ def cmd_respond(args: argparse.Namespace) -> int:
             workers=args.workers,
             strict=args.strict,
             policy_ids=args.ids,
-            pydial_root=args.pydial_root,
             progress=args.progress,
+            **options,
         )
     seconds = time.perf_counter() - t0
     paths = _output_paths(args, [t.id for t in tables])

@@ -83,8 +83,21 @@ class DomainPolicyAdapter(PolicyAdapter):
         if any(w != mine for w in wanted):
             raise ConfigError(
                 f"policy {self.id!r} works on the domain of {mine!r}, but the contexts were built on "
-                f"{', '.join(sorted(wanted))}; their belief states do not fit it"
+                f"{', '.join(sorted(wanted))}; their belief states do not fit it (give the policy their domain: --domain NAME, or domain=...)"
             )
+
+
+def _domain(domain: Any) -> Any:
+    """``None`` (the policy's default domain) or the :class:`policies.domain.Domain` that a domain,
+    a shipped domain's name or a rules file names (picklable specs cross worker processes)."""
+    if domain is None:
+        return None
+    from ..domain import DomainError, resolve_domain
+
+    try:
+        return resolve_domain(domain)
+    except (DomainError, KeyError) as exc:
+        raise ConfigError(f"domain: {exc}") from None
 
 
 def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
@@ -97,7 +110,7 @@ def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapt
             f"policy spec {spec.text!r}: handcrafted takes no argument, only options (handcrafted:nlg_seed=N)"
         )
     nlg_seed = spec.int_option("nlg_seed", 0)
-    pol = HandcraftedPolicy(domain, nlg_seed=nlg_seed)
+    pol = HandcraftedPolicy(_domain(domain), nlg_seed=nlg_seed)
     pid = "handcrafted" if nlg_seed == 0 else f"handcrafted-nlg{nlg_seed if nlg_seed is not None else 'none'}"
     meta = {
         "id": pid,
@@ -124,7 +137,7 @@ def checkpoint_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapte
         raise ConfigError(f"policy spec {spec.text!r}: checkpoint file {str(path)!r} not found")
     try:
         learner, meta_file = read_checkpoint(path)
-        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta_file, domain=domain, learning=False)
+        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta_file, domain=_domain(domain), learning=False)
     except CheckpointError as exc:
         raise ConfigError(f"policy spec {spec.text!r}: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:

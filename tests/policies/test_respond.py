@@ -155,6 +155,28 @@ def test_cli_one_policy(contexts, contexts_file, tmp_path, capsys):
     assert t.acts == respond("handcrafted", contexts).acts and t.id == "handcrafted"
 
 
+def test_cli_domain_option(tmp_path, capsys):
+    """--domain gives the built-in policies the contexts' domain (PyDial's CamRestaurants here);
+    without it they refuse contexts of another domain before answering any; a bad name is one line."""
+    from contexts import generate_grid
+    from policies.domain import resolve_domain
+    from policies.handcrafted import HandcraftedPolicy
+
+    cam = resolve_domain("camrestaurants")
+    path = generate_grid(cam, step=0.5).save(tmp_path / "cam.jsonl")
+    out = tmp_path / "hc.jsonl"
+    assert main(["respond", "--policy", "handcrafted", "--contexts", str(path), "-o", str(out)]) == 2
+    assert "--domain NAME" in capsys.readouterr().err and not out.exists()
+    argv = ["respond", "--policy", "handcrafted", "--domain", "camrestaurants", "--contexts", str(path), "-o", str(out)]
+    assert main(argv) == 0
+    table = ResponseTable.load(out)
+    assert table.n_errors == 0 and table.policy["domain"] == cam.name
+    assert table.acts == respond(HandcraftedPolicy(cam), ContextSet.load(path)).acts
+    argv[4] = "camrestaurnt"
+    assert main(argv) == 2
+    assert "Did you mean 'camrestaurants'" in capsys.readouterr().err
+
+
 def test_cli_several_policies(contexts, contexts_file, ckpts, tmp_path, capsys):
     out = tmp_path / "tables"
     args = ["respond", "--contexts", str(contexts_file), "-o", str(out), "--workers", "2", "--format", "parquet",
