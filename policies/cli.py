@@ -97,6 +97,12 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     g.add_argument("--sigma", type=float, default=5.0, help="noise standard deviation (default 5.0)")
     g.add_argument("--nu", type=float, default=0.001, help="sparsification threshold (default 0.001)")
     g.add_argument("--scale", type=float, default=3.0, help="exploration scale while training (default 3)")
+    p.add_argument(
+        "--domain",
+        metavar="NAME|RULES_JSON",
+        help="the domain to train and evaluate on: a shipped domain (camrestaurants: PyDial's Cambridge "
+        "restaurants; example-restaurants: the default) or a PyDial rules JSON with its <X>-dbase.db beside it",
+    )
     p.set_defaults(func=cmd_train)
     return p
 
@@ -116,6 +122,7 @@ def _config_from_args(args: argparse.Namespace):
         sigma=args.sigma,
         nu=args.nu,
         scale=args.scale,
+        domain=args.domain,
     )
 
 

@@ -432,3 +432,15 @@ def add_domain_option(parser: Any) -> None:
         help="a shipped domain by name (" + ", ".join(DOMAINS.names()) + f"; default {DEFAULT_DOMAIN}) or a "
         "PyDial-format rules JSON (database beside it as <X>-dbase.db, or given second)",
     )
+
+
+def shipped_domain(rules_name: str) -> "Domain | None":
+    """The shipped domain whose rules file is called ``rules_name`` (a file name, as checkpoints and
+    context sets record it), or ``None``."""
+    import os.path
+
+    for name in DOMAINS.names():
+        domain = DOMAINS.create(name)
+        if os.path.basename(str(domain.source)) == rules_name:
+            return domain
+    return None

@@ -694,11 +694,22 @@ class GPSarsaPolicy:
         return Response(act=act, prompt=prompt, summary_action=summary)
 
     # -------------------------------------------------------------- metadata
+    def _domain_rules(self) -> dict[str, str]:
+        """``{"domain_rules": FILE}`` for a domain other than the default one (which checkpoints
+        have always left implicit): what :meth:`from_checkpoint_meta` finds a shipped domain by."""
+        import os.path
+
+        from .domain import Domain
+
+        rules = os.path.basename(str(self.domain.source))
+        return {} if rules == os.path.basename(str(Domain.builtin().source)) else {"domain_rules": rules}
+
     def describe(self) -> dict[str, Any]:
         """JSON-able description stored in checkpoints."""
         return {
             "name": self.name,
             "domain": self.domain.name,
+            **self._domain_rules(),
             "summary_actions": list(self.actions),
             "dim": self.dim,
             "kernel": "polysort-dot*delta",
@@ -710,6 +721,12 @@ class GPSarsaPolicy:
         cls, learner: GPSarsa, meta: dict[str, Any], *, domain: Any = None, learning: bool = False
     ) -> "GPSarsaPolicy":
         pol = meta["policy"]
+        if domain is None and pol.get("domain_rules"):  # trained on a shipped domain other than the default
+            from .domain import shipped_domain
+
+            domain = shipped_domain(str(pol["domain_rules"]))
+            if domain is None:
+                raise ValueError(f"the checkpoint is for the domain of {pol['domain_rules']!r}; give that domain")
         obj = cls(domain, learner=learner, learning=learning, name=str(pol["name"]), nlg_seed=pol.get("nlg_seed", 0))
         if list(pol["summary_actions"]) != list(obj.actions):
             raise ValueError(

@@ -146,6 +146,7 @@ class TrainConfig:
     flush_every: int = 48
     max_turns: int = 25
     iq_estimator: str = "parameters"
+    domain: str | None = None  # a shipped domain's name or a rules file (None: the default domain)
     version: int = field(default=1)
 
     def __post_init__(self) -> None:
@@ -188,6 +189,10 @@ class TrainConfig:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
                 raise ConfigError(f"{key}: expected {what}, got {v!r}")
+        if self.domain is not None:
+            if not isinstance(self.domain, str) or not self.domain:
+                raise ConfigError(f"domain: expected a domain name or a rules file, got {self.domain!r}")
+            _domain_of(self)  # it must load
         if not isinstance(self.iq_estimator, str) or not self.iq_estimator:
             raise ConfigError(f"iq_estimator: expected an estimator name, got {self.iq_estimator!r}")
 
@@ -196,6 +201,8 @@ class TrainConfig:
         d = dataclasses.asdict(self)
         d["rewards"] = list(self.rewards)
         d["seeds"] = [int(s) for s in self.seeds]
+        if d["domain"] is None:  # runs on the default domain keep the config they always had
+            del d["domain"]
         return d
 
     @classmethod
@@ -436,10 +443,23 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
+def _domain_of(config: TrainConfig) -> Any:
+    """The run's domain (``None``: the default one)."""
+    if config.domain is None:
+        return None
+    from .domain import DomainError, resolve_domain
+
+    try:
+        return resolve_domain(config.domain)
+    except (DomainError, KeyError) as exc:
+        raise ConfigError(f"domain: {exc}") from None
+
+
 def _new_policy(config: TrainConfig, seed: int):
     from .gp import GPSarsaPolicy
 
     return GPSarsaPolicy(
+        _domain_of(config),
         seed=np.random.default_rng(np.random.SeedSequence([int(seed), 1])),
         gamma=config.gamma,
         sigma=config.sigma,
@@ -464,7 +484,7 @@ def _restore_gp(path: Path):
 def _new_handcrafted(config: TrainConfig, seed: int):
     from .handcrafted import HandcraftedPolicy
 
-    return HandcraftedPolicy(nlg_seed=None)
+    return HandcraftedPolicy(_domain_of(config), nlg_seed=None)
 
 
 @dataclass(frozen=True)
@@ -628,8 +648,8 @@ def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path)
         reward=get_reward(reward_name),
         estimator=get_iq_estimator(config.iq_estimator),
         schedule=kind.schedule(config),
-        train_env=DialogueEnv(max_turns=config.max_turns),
-        eval_env=DialogueEnv(max_turns=config.max_turns),
+        train_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns),
+        eval_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns),
     )
 
 

@@ -369,3 +369,22 @@ def test_learner_kinds_are_a_registry(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match=r"policy: unknown policy 'quiett'; valid: \['gp', 'handcrafted', 'quiet'\]"
                                           r"\. Did you mean 'quiet'\?"):
         TrainConfig(policy="quiett")
+
+
+def test_training_on_another_domain(tmp_path):
+    """A run on PyDial's CamRestaurants: its config and checkpoints name the domain, a checkpoint
+    loads on it without being told, and the default domain's config keeps its old form."""
+    import json
+
+    from policies.domain import resolve_domain
+
+    cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=3,
+                      domain="camrestaurants")
+    run_training(cfg, tmp_path / "cam")
+    assert json.loads((tmp_path / "cam" / "config.json").read_text())["domain"] == "camrestaurants"
+    pol = load_checkpoint(tmp_path / "cam" / "ts-seed0" / "ckpt-000040.npz")
+    cam = resolve_domain("camrestaurants")
+    assert pol.domain.source == cam.source and pol.dim == 305
+    assert "domain" not in TrainConfig().to_dict()
+    with pytest.raises(ConfigError, match="Did you mean 'camrestaurants'"):
+        TrainConfig(domain="camrestaurnts")
