@@ -28,12 +28,17 @@ def register_reproduce(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--dialogues", type=int, help="override: training dialogues per trial")
     p.add_argument("--seeds", type=int, nargs="+", help="override: seeds per reward")
     p.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    p.add_argument(
+        "--domain",
+        metavar="NAME|RULES_JSON",
+        help="override: the study's domain (camrestaurants: PyDial's Cambridge restaurants; default: the config's)",
+    )
     p.set_defaults(func=_cmd_reproduce)
     return p
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    overrides = {"dialogues": args.dialogues, "seeds": args.seeds}
+    overrides = {"dialogues": args.dialogues, "seeds": args.seeds, "domain": args.domain}
     if args.no_report:
         overrides["report"] = False
     cfg = load_config(args.config, **overrides)

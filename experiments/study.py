@@ -72,6 +72,7 @@ class StudyConfig:
     disagreements: int = 15
     nlg: str = "per-trial"
     report: bool = True
+    domain: str | None = None  # a shipped domain's name or a rules file; None: the default domain
 
     def __post_init__(self) -> None:
         for key in ("dialogues", "checkpoint_every", "eval_dialogues", "collect_dialogues"):
@@ -88,6 +89,15 @@ class StudyConfig:
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+        if self.domain is not None:
+            from policies.domain import DomainError, resolve_domain
+
+            if not isinstance(self.domain, str) or not self.domain:
+                raise ConfigError(f"study config 'domain': expected a domain name or a rules file, got {self.domain!r}")
+            try:
+                resolve_domain(self.domain)
+            except (DomainError, KeyError) as exc:
+                raise ConfigError(f"study config 'domain': {exc}") from None
 
     @staticmethod
     def _score_name(name: Any) -> str:
@@ -101,7 +111,10 @@ class StudyConfig:
             raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        if d["domain"] is None:  # studies on the default domain keep the config they always had
+            del d["domain"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, source: str = "config") -> "StudyConfig":
@@ -216,6 +229,7 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.
         dialogues=cfg.dialogues,
         checkpoint_every=cfg.checkpoint_every,
         eval_dialogues=cfg.eval_dialogues,
+        domain=cfg.domain,
     )
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
     metrics = pd.DataFrame(rows)
@@ -244,14 +258,16 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
         keyfile.write_text(key)
         return ContextSet.load(path)
 
-    sets = {"cgen": cached("cgen", lambda: generate_grid(step=cfg.grid_step), _hash("grid", cfg.grid_step))}
+    domain = _domain(cfg)
+    grid_key = _hash("grid", cfg.grid_step) if cfg.domain is None else _hash("grid", cfg.grid_step, cfg.domain)
+    sets = {"cgen": cached("cgen", lambda: generate_grid(domain, step=cfg.grid_step), grid_key)}
     parts = []
     for reward in cfg.rewards:
         last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
         key = _hash("collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed)
         cs = cached(
             f"ccol-{reward}",
-            lambda last=last: collect(last, dialogues=cfg.collect_dialogues, seed=cfg.collect_seed),
+            lambda last=last: collect(last, dialogues=cfg.collect_dialogues, seed=cfg.collect_seed, domain=domain),
             key,
         )
         sets[f"ccol-{reward}"] = cs
@@ -269,7 +285,18 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
     return sets
 
 
-def _respond_set(specs: Sequence[str], cs: ContextSet, rdir: Path) -> dict[str, ResponseTable]:
+def _domain(cfg: StudyConfig) -> Any:
+    """The study's domain (``None``: the default one)."""
+    if cfg.domain is None:
+        return None
+    from policies.domain import resolve_domain
+
+    return resolve_domain(cfg.domain)
+
+
+def _respond_set(
+    specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None
+) -> dict[str, ResponseTable]:
     """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
     from policies.respond import respond_many
 
@@ -280,7 +307,8 @@ def _respond_set(specs: Sequence[str], cs: ContextSet, rdir: Path) -> dict[str, 
         index = {"__fingerprint__": cs.fingerprint}
     todo = [s for s in specs if s not in index or not (rdir / index[s]).exists()]
     if todo:
-        for spec, table in zip(todo, respond_many(todo, cs)):
+        options = {} if domain is None else {"domain": domain}
+        for spec, table in zip(todo, respond_many(todo, cs, **options)):
             name = f"{table.id}.jsonl"
             table.save(rdir / name)
             index[spec] = name
@@ -411,7 +439,7 @@ def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log
 
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
-    tables = {name: _respond_set(specs, cs, run / "responses" / name) for name, cs in sets.items()}
+    tables = {name: _respond_set(specs, cs, run / "responses" / name, cfg.domain) for name, cs in sets.items()}
     return _Responses(trials, specs, tables)
 
 

@@ -114,3 +114,13 @@ def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
     n_figures = len(json.loads((tiny_run / "manifest.json").read_text())["figures"])
     assert dom.body_attrs.get("data-figures-loaded") == f"{n_figures}/{n_figures}"
     checks.check_tables(dom, tiny_run)
+
+
+def test_study_domain_option():
+    """domain = "camrestaurants" is checked up front (closest name on a typo); a study on the
+    default domain keeps the config it always had (no domain key)."""
+    assert "domain" not in load_config("tiny").to_dict()
+    cfg = load_config("tiny", domain="camrestaurants")
+    assert cfg.to_dict()["domain"] == "camrestaurants" and StudyConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ConfigError, match="Did you mean 'camrestaurants'"):
+        load_config("tiny", domain="camrestaurnts")
