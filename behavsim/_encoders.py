@@ -285,6 +285,7 @@ class HFTokenEncoder(TokenEncoder):
         self.model_path = str(model)
         self.label = label or os.path.basename(os.path.normpath(self.model_path))
         if num_layers is None:
+            local_hf_model(self.model_path)  # a model that is not here fails at once, before bert-score loads
             from bert_score.utils import model2layers
 
             if self.model_path not in model2layers:
