@@ -73,6 +73,8 @@ class StudyConfig:
     nlg: str = "per-trial"
     report: bool = True
     domain: str | None = None  # a shipped domain's name or a rules file; None: the default domain
+    user: str | None = None  # simulated-user configuration ("env1": Environment 1); None: the default user
+    eval_scale: float = 0.0  # Table 1's evaluation: 0 greedy, 1 sampling as PyDial's tests do
 
     def __post_init__(self) -> None:
         for key in ("dialogues", "checkpoint_every", "eval_dialogues", "collect_dialogues"):
@@ -98,6 +100,13 @@ class StudyConfig:
                 resolve_domain(self.domain)
             except (DomainError, KeyError) as exc:
                 raise ConfigError(f"study config 'domain': {exc}") from None
+        if self.user is not None or self.eval_scale != 0.0:
+            from policies.train import TrainConfig
+
+            try:  # the training runner checks them as it would at the training stage
+                TrainConfig(user=self.user, eval_scale=self.eval_scale)
+            except ConfigError as exc:
+                raise ConfigError(f"study config: {exc}") from None
 
     @staticmethod
     def _score_name(name: Any) -> str:
@@ -112,8 +121,9 @@ class StudyConfig:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
-        if d["domain"] is None:  # studies on the default domain keep the config they always had
-            del d["domain"]
+        for key, default in (("domain", None), ("user", None), ("eval_scale", 0.0)):
+            if d[key] == default:  # studies with the defaults keep the config they always had
+                del d[key]
         return d
 
     @classmethod
@@ -230,6 +240,8 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.
         checkpoint_every=cfg.checkpoint_every,
         eval_dialogues=cfg.eval_dialogues,
         domain=cfg.domain,
+        user=cfg.user,
+        eval_scale=cfg.eval_scale,
     )
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
     metrics = pd.DataFrame(rows)

@@ -103,6 +103,19 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         help="the domain to train and evaluate on: a shipped domain (camrestaurants: PyDial's Cambridge "
         "restaurants; example-restaurants: the default) or a PyDial rules JSON with its <X>-dbase.db beside it",
     )
+    p.add_argument(
+        "--user",
+        metavar="NAME",
+        help="simulated-user configuration (env1: Environment 1's behaviour ranges and patience, drawn per "
+        "dialogue; default: the fixed default user)",
+    )
+    p.add_argument(
+        "--eval-scale",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
+    )
     p.set_defaults(func=cmd_train)
     return p
 
@@ -123,6 +136,8 @@ def _config_from_args(args: argparse.Namespace):
         nu=args.nu,
         scale=args.scale,
         domain=args.domain,
+        user=args.user,
+        eval_scale=args.eval_scale,
     )
 
 

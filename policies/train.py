@@ -147,6 +147,8 @@ class TrainConfig:
     max_turns: int = 25
     iq_estimator: str = "parameters"
     domain: str | None = None  # a shipped domain's name or a rules file (None: the default domain)
+    user: str | None = None  # a named simulated-user configuration ("env1": Environment 1); None: the default
+    eval_scale: float = 0.0  # evaluation: 0 greedy on the posterior mean; 1 samples as PyDial's tests do
     version: int = field(default=1)
 
     def __post_init__(self) -> None:
@@ -193,6 +195,17 @@ class TrainConfig:
             if not isinstance(self.domain, str) or not self.domain:
                 raise ConfigError(f"domain: expected a domain name or a rules file, got {self.domain!r}")
             _domain_of(self)  # it must load
+        if self.user is not None:
+            from .user import USER_CONFIGS
+
+            if not isinstance(self.user, str) or self.user not in USER_CONFIGS:
+                raise ConfigError(
+                    f"user: unknown user configuration {self.user!r}.{did_you_mean(self.user, USER_CONFIGS.names())} "
+                    f"Valid: {', '.join(USER_CONFIGS.names())}"
+                )
+        v = self.eval_scale
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ConfigError(f"eval_scale: expected a non-negative number (0: greedy), got {v!r}")
         if not isinstance(self.iq_estimator, str) or not self.iq_estimator:
             raise ConfigError(f"iq_estimator: expected an estimator name, got {self.iq_estimator!r}")
 
@@ -201,8 +214,9 @@ class TrainConfig:
         d = dataclasses.asdict(self)
         d["rewards"] = list(self.rewards)
         d["seeds"] = [int(s) for s in self.seeds]
-        if d["domain"] is None:  # runs on the default domain keep the config they always had
-            del d["domain"]
+        for key, default in (("domain", None), ("user", None), ("eval_scale", 0.0)):
+            if d[key] == default:  # runs with the defaults keep the config they always had
+                del d[key]
         return d
 
     @classmethod
@@ -358,8 +372,11 @@ def evaluate_policy(
     eval_seed: int = EVAL_SEED,
     iq_estimator: Any = "parameters",
     env: Any = None,
+    scale: float = 0.0,
 ) -> EvalResult:
-    """Greedy evaluation (no exploration, no learning) on ``n_dialogues`` fixed dialogues."""
+    """Evaluation (no learning) on ``n_dialogues`` fixed dialogues: greedy (``scale=0``), or, for
+    a GP-SARSA policy, sampling ``Q ~ N(mean, (scale·std)²)`` as PyDial's tests do (``scale=1``)
+    from a generator seeded per dialogue by ``eval_seed`` (the same draws at every checkpoint)."""
     from .env import DialogueEnv
     from .iq import get_iq_estimator
     from .rewards import get_reward
@@ -368,9 +385,14 @@ def evaluate_policy(
     est = get_iq_estimator(iq_estimator) if isinstance(iq_estimator, str) else iq_estimator
     env = env if env is not None else DialogueEnv()
     learning = getattr(policy, "learning", None)
+    sampling = scale > 0 and hasattr(policy, "eval_scale")
+    saved = (policy.eval_scale, policy._eval_rng) if sampling else None
     res = EvalResult([], [], [], [])
     try:
         for j in range(n_dialogues):
+            if sampling:
+                policy.eval_scale = float(scale)
+                policy._eval_rng = np.random.default_rng(np.random.SeedSequence([int(eval_seed), 5, j]))
             _, _, total, info = run_dialogue(env, policy, eval_dialogue_seed(j, eval_seed), explore=False)
             iq = int(est.estimate(info["exchanges"]))
             res.success.append(bool(info["success"]))
@@ -380,6 +402,8 @@ def evaluate_policy(
     finally:
         if learning is not None:
             policy.learning = learning
+        if saved is not None:
+            policy.eval_scale, policy._eval_rng = saved
     return res
 
 
@@ -648,8 +672,8 @@ def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path)
         reward=get_reward(reward_name),
         estimator=get_iq_estimator(config.iq_estimator),
         schedule=kind.schedule(config),
-        train_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns),
-        eval_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns),
+        train_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns, user_config=config.user),
+        eval_env=DialogueEnv(_domain_of(config), max_turns=config.max_turns, user_config=config.user),
     )
 
 
@@ -720,6 +744,7 @@ def _checkpoint(trial: _Trial, policy: Any, point: int, acc: dict[str, Any]) -> 
         eval_seed=config.eval_seed,
         iq_estimator=trial.estimator,
         env=trial.eval_env,
+        scale=config.eval_scale,
     )
     trained = trial.kind.learns and acc["n"] > 0
     train_stats = {

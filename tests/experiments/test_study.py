@@ -124,3 +124,7 @@ def test_study_domain_option():
     assert cfg.to_dict()["domain"] == "camrestaurants" and StudyConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError, match="Did you mean 'camrestaurants'"):
         load_config("tiny", domain="camrestaurnts")
+    env1 = load_config("tiny", domain="camrestaurants", user="env1", eval_scale=1.0).to_dict()
+    assert (env1["user"], env1["eval_scale"]) == ("env1", 1.0) and "user" not in load_config("tiny").to_dict()
+    with pytest.raises(ConfigError, match="study config: user: unknown user configuration 'env2'"):
+        load_config("tiny", user="env2")

@@ -388,3 +388,31 @@ def test_training_on_another_domain(tmp_path):
     assert "domain" not in TrainConfig().to_dict()
     with pytest.raises(ConfigError, match="Did you mean 'camrestaurants'"):
         TrainConfig(domain="camrestaurnts")
+
+
+def test_environment_1_user_and_sampled_evaluation(tmp_path):
+    """user="env1" and eval_scale=1 (PyDial's test-time sampling) reach the trials; a sampled
+    evaluation is deterministic (seeded per dialogue) and leaves the policy greedy afterwards."""
+    import json
+
+    cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=10,
+                      domain="camrestaurants", user="env1", eval_scale=1.0)
+    a = run_training(cfg, tmp_path / "a")
+    b = run_training(cfg, tmp_path / "b")
+    strip = [{k: v for k, v in r.items() if k not in TIMING} for r in a]
+    assert strip == [{k: v for k, v in r.items() if k not in TIMING} for r in b]
+    saved = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert (saved["user"], saved["eval_scale"]) == ("env1", 1.0)
+    assert "user" not in TrainConfig().to_dict() and "eval_scale" not in TrainConfig().to_dict()
+    pol = load_checkpoint(tmp_path / "a" / "ts-seed0" / "ckpt-000040.npz")
+    from policies.env import DialogueEnv
+
+    env = DialogueEnv(pol.domain, user_config="env1")
+    greedy = evaluate_policy(pol, 10, env=env)
+    sampled = [evaluate_policy(pol, 10, env=env, scale=1.0) for _ in range(2)]
+    assert sampled[0] == sampled[1] and pol.eval_scale == 0.0
+    assert evaluate_policy(pol, 10, env=env) == greedy
+    with pytest.raises(ConfigError, match="Did you mean 'env1'"):
+        TrainConfig(user="env2")
+    with pytest.raises(ConfigError, match="eval_scale"):
+        TrainConfig(eval_scale=-1)
