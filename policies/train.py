@@ -116,8 +116,8 @@ _FIXED_KEYS = (
 )
 
 
-class ConfigError(_BehavsimConfigError):
-    """An invalid training configuration; the message names the parameter (a ``ValueError``)."""
+#: Invalid training configurations raise the core's ConfigError (a ``ValueError``), named here too.
+ConfigError = _BehavsimConfigError
 
 
 class ConfigMismatch(ConfigError):
