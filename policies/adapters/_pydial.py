@@ -39,6 +39,8 @@ from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_i
 __all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
 
 SUPPORTED_POLICY_TYPES = ("gp", "hdc")
+_SPECIAL_VALUES = frozenset({"dontcare", "**NONE**", "none"})
+_NON_SLOTS = frozenset({"method", "discourseAct", "requested"})
 _MODULES = (
     "utils/Settings.py",
     "utils/DiaAct.py",
@@ -283,6 +285,51 @@ class PyDialAdapter(Adapter):
             self._dact_order = list(self._ontology.get_discourseAct(domain))
         super().__init__(meta)
         self._active = False
+
+    # ------------------------------------------------------------------ checking
+    def _ontology_values(self) -> dict[str, set[str]]:
+        """PyDial's informable slots for the domain and their values (without ``dontcare``/``**NONE**``)."""
+        with self.session():
+            slots = self._ontology.get_informable_slots_and_values(self.domain)
+        return {s: {str(v) for v in vals} - _SPECIAL_VALUES for s, vals in slots.items()}
+
+    def check_contexts(self, contexts: Any) -> None:
+        """Refuse a context set whose informable slots or values are not those of PyDial's ontology
+        for the domain: PyDial would answer on a state vector that means something else."""
+        beliefs = getattr(contexts, "beliefs", None)
+        if not beliefs:
+            return
+        ours = self._ontology_values()
+        theirs: dict[str, set[str]] = {}
+        for belief in beliefs:
+            for slot, dist in ((belief or {}).get("beliefs") or {}).items():
+                if slot in _NON_SLOTS or not isinstance(dist, dict):
+                    continue
+                theirs.setdefault(slot, set()).update(str(v) for v in dist)
+        theirs = {s: v - _SPECIAL_VALUES for s, v in theirs.items()}
+        problems = []
+        for slot in sorted(set(ours) | set(theirs)):
+            if slot not in theirs:
+                problems.append(f"slot {slot!r} missing from the beliefs")
+            elif slot not in ours:
+                problems.append(f"slot {slot!r} unknown to PyDial")
+            elif ours[slot] != theirs[slot]:
+                extra, missing = sorted(theirs[slot] - ours[slot]), sorted(ours[slot] - theirs[slot])
+                parts = [f"{len(extra)} values PyDial lacks (e.g. {', '.join(map(repr, extra[:3]))})"] if extra else []
+                if missing:
+                    parts.append(f"{len(missing)} PyDial values missing (e.g. {', '.join(map(repr, missing[:3]))})")
+                problems.append(f"slot {slot!r}: {'; '.join(parts)}")
+        if problems:
+            meta = getattr(contexts, "meta", None) or {}
+            built = " ".join(
+                str(x) for x in (meta.get("domain"), meta.get("domain_rules") and f"({meta['domain_rules']})") if x
+            )
+            raise ConfigError(
+                f"contexts are built on domain {built or '(unnamed)'} ({'; '.join(problems[:4])}"
+                f"{'; ...' if len(problems) > 4 else ''}) but pydial:{self.config_path} loads {self.domain} "
+                f"(informable slots {', '.join(f'{k} ({len(v)} values)' for k, v in sorted(ours.items()))}); "
+                f"build the contexts on PyDial's domain (behavsim contexts generate --domain camrestaurants)"
+            )
 
     # ------------------------------------------------------------------ running
     @contextlib.contextmanager
