@@ -79,3 +79,33 @@ def test_camrestaurants_grid_answered(work):
     table = rows(work / "gp.jsonl")
     assert len(table) == 1296
     assert all(row.get("error") is None and row.get("act") for row in table)
+
+
+def python(code: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PYDIAL_ROOT", None)
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+_CACHE_CHECK = """
+from behavsim import ContextSet, respond
+from policies.adapters import PyDialAdapter
+
+class Uncached(PyDialAdapter):
+    def respond_one(self, belief, **kw):
+        self._prompts.clear()
+        return super().respond_one(belief, **kw)
+
+cs = ContextSet.load("grid-cr-05.jsonl")
+cfg = "root/env1-configs/adapter-gp.cfg"
+cached, uncached = respond(PyDialAdapter(cfg, root="root"), cs), respond(Uncached(cfg, root="root"), cs)
+assert cached.n_errors == 0 and all(cached.prompts), cached.errors[:3]
+assert (cached.acts, cached.prompts) == (uncached.acts, uncached.prompts)
+print("prompts", len(set(cached.prompts)))
+"""
+
+
+def test_prompts_cached_per_act_equal_uncached(work):
+    r = python(_CACHE_CHECK, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("prompts ")
