@@ -109,3 +109,91 @@ def test_prompts_cached_per_act_equal_uncached(work):
     r = python(_CACHE_CHECK, cwd=work)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("prompts ")
+
+
+POLICIES = ("adapter-gp.cfg", "adapter-gp-seed2.cfg", "adapter-hdc.cfg")
+
+
+def respond_acts(work: Path, out: str, configs: tuple[str, ...], *extra: str) -> dict[str, list]:
+    specs = [f"pydial:{cfg(work, c)}:nlg=off" for c in configs]
+    r = behavsim(
+        "respond", "--policy", *specs, "--pydial-root", str(work / "root"), "--contexts", "grid-cr-05.jsonl",
+        "-o", out, "--no-progress", *extra, cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    files = [work / out] if out.endswith(".jsonl") else sorted((work / out).glob("*.jsonl"))
+    tables = {f.stem: [(row["act"], row["error"]) for row in rows(f)] for f in files}
+    assert all(len(t) == 81 and not any(e for _, e in t) for t in tables.values())
+    return tables
+
+
+@pytest.fixture(scope="module")
+def alone(work) -> dict[str, list]:
+    """Each policy in a process of its own."""
+    out = {}
+    for c in POLICIES:
+        (table,) = respond_acts(work, f"alone-{c}.jsonl", (c,)).values()
+        out[f"pydial-{Path(c).stem}"] = table
+    # the two GP policies disagree on many grid contexts, so state leaking between them shows
+    assert sum(a != b for a, b in zip(out["pydial-adapter-gp"], out["pydial-adapter-gp-seed2"])) > 20
+    return out
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_several_pydial_policies_in_one_run_answer_as_alone(work, alone, workers):
+    together = respond_acts(work, f"together-{workers}", POLICIES, "--workers", str(workers))
+    assert sorted(together) == sorted(alone)
+    for pid, table in alone.items():
+        assert together[pid] == table, pid
+
+
+_INTERLEAVED = """
+from behavsim import ContextSet
+from policies.adapters import PyDialAdapter
+
+cs = ContextSet.load("grid-cr-05.jsonl")
+names = ["adapter-gp.cfg", "adapter-gp-seed2.cfg", "adapter-hdc.cfg"]
+def build(n):
+    return PyDialAdapter("root/env1-configs/" + n, root="root", nlg=False)
+def ask(a, b):
+    return a.respond_one(b).act
+alone = {}
+for n in names:  # one adapter at a time, each answering all the contexts
+    a = build(n)
+    alone[n] = [ask(a, b) for b in cs.beliefs]
+adapters = {n: build(n) for n in names}  # all built, then asked in turn, context by context
+mixed = {n: [] for n in names}
+for b in cs.beliefs:
+    for n in names:
+        mixed[n].append(ask(adapters[n], b))
+assert mixed == alone, [n for n in names if mixed[n] != alone[n]]
+print("ok")
+"""
+
+
+def test_pydial_adapters_interleaved_in_one_process_answer_as_alone(work):
+    r = python(_INTERLEAVED, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+
+
+_LOAD_ERROR = """
+import pickle
+from behavsim import ConfigError
+from policies.adapters import PyDialAdapter
+
+open("broken.cfg", "w").write(
+    "[GENERAL]\\ndomains = Atlantis\\n[policy]\\npolicytype = gp\\ninpolicyfile = _bspolicies/env1-gp-CR-seed1-00.4\\n"
+)
+try:
+    PyDialAdapter("broken.cfg", root="root")
+except ConfigError as exc:
+    assert "\\n" not in str(exc), str(exc)
+    print(str(pickle.loads(pickle.dumps(exc))))
+"""
+
+
+def test_pydial_error_while_loading_is_a_one_line_picklable_config_error(work):
+    r = python(_LOAD_ERROR, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert "broken.cfg: PyDial failed while loading the policy: ExceptionRaisedByLogger" in r.stdout, r.stdout
