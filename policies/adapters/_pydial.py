@@ -16,9 +16,13 @@ PyDial is imported only when this adapter is built. The calls relied on (PyDial3
   when the config sets ``[semo_<domain>] semotype = BasicSemO`` (template generator).
 
 PyDial opens its data files by paths relative to its root, so loading and every call run inside
-a ``chdir`` to the root. Its state is module-global (config, ontology, random generator): the
-adapter re-installs its own config and ontology before each run, so several PyDial adapters can
-live in one process.
+a ``chdir`` to the root. Its state is module-global (``Settings.config``/``random``/``root``,
+``Ontology.global_ontology``, and a count that lets ``FlatOntologyManager`` be built only once):
+each adapter builds its own config and ontology with that count reset, restores the globals it
+found after loading, and installs its own for each run (:meth:`PyDialAdapter.session`), so any
+number of PyDial adapters live in one process, built one after another or asked in turn. An
+exception from inside PyDial while loading becomes a one-line :class:`ConfigError` naming the
+policy. Prompts are generated once per act string (they depend on the act alone).
 """
 
 from __future__ import annotations
