@@ -154,7 +154,7 @@ def compare(
 
 
 def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
-    """At least two tables, all of one context set, with distinct policy ids."""
+    """At least two tables, all of one context set, with distinct policy ids, each with an answer."""
     tables = list(tables)
     if len(tables) < 2:
         raise ConfigError(f"compare needs at least two response tables, got {len(tables)}")
@@ -171,6 +171,13 @@ def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"policy ids must be unique among the compared tables; repeated: {dupes}")
+    failed = [t for t in tables if len(t) and all(a is None for a in t.acts)]
+    if failed:
+        first = next((e for e in failed[0].errors if e), "no act")
+        raise ConfigError(
+            f"response table(s) {', '.join(repr(t.id) for t in failed)} answered none of their {len(ref)} contexts "
+            f"(every act is an error; first: {first}): their scores would all be NaN; fix the policy and respond again"
+        )
     return tables
 
 

@@ -16,9 +16,13 @@ PyDial is imported only when this adapter is built. The calls relied on (PyDial3
   when the config sets ``[semo_<domain>] semotype = BasicSemO`` (template generator).
 
 PyDial opens its data files by paths relative to its root, so loading and every call run inside
-a ``chdir`` to the root. Its state is module-global (config, ontology, random generator): the
-adapter re-installs its own config and ontology before each run, so several PyDial adapters can
-live in one process.
+a ``chdir`` to the root. Its state is module-global (``Settings.config``/``random``/``root``,
+``Ontology.global_ontology``, and a count that lets ``FlatOntologyManager`` be built only once):
+each adapter builds its own config and ontology with that count reset, restores the globals it
+found after loading, and installs its own for each run (:meth:`PyDialAdapter.session`), so any
+number of PyDial adapters live in one process, built one after another or asked in turn. An
+exception from inside PyDial while loading becomes a one-line :class:`ConfigError` naming the
+policy. Prompts are generated once per act string (they depend on the act alone).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_i
 __all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
 
 SUPPORTED_POLICY_TYPES = ("gp", "hdc")
+_SPECIAL_VALUES = frozenset({"dontcare", "**NONE**", "none"})
+_NON_SLOTS = frozenset({"method", "discourseAct", "requested"})
 _MODULES = (
     "utils/Settings.py",
     "utils/DiaAct.py",
@@ -144,6 +150,34 @@ def _set(config: Any, section: str, key: str, value: str) -> None:
     config.set(section, key, value)
 
 
+_GLOBALS = ("config", "random", "root")
+
+
+def _save_globals(settings: Any, ontology: Any) -> tuple:
+    """PyDial's module-global state (``utils.Settings``, ``Ontology.global_ontology``)."""
+    return tuple(getattr(settings, g, None) for g in _GLOBALS) + (getattr(ontology, "global_ontology", None),)
+
+
+def _restore_globals(settings: Any, ontology: Any, saved: tuple) -> None:
+    for g, value in zip(_GLOBALS, saved):
+        setattr(settings, g, value)
+    ontology.global_ontology = saved[-1]
+
+
+@contextlib.contextmanager
+def _pydial_errors(policy: str, doing: str) -> Iterator[None]:
+    """An exception from inside PyDial becomes a one-line, picklable :class:`ConfigError` naming the policy."""
+    try:
+        yield
+    except BehavsimError:
+        raise
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        raise ConfigError(
+            f"{policy}: PyDial failed while {doing}: {type(exc).__name__}" + (f": {lines[0]}" if lines else "")
+        ) from None
+
+
 class PyDialAdapter(Adapter):
     """A PyDial3 policy (GP-SARSA or handcrafted) loaded from its config file.
 
@@ -192,97 +226,156 @@ class PyDialAdapter(Adapter):
                     f"its requirements. {PYDIAL_HINT}"
                 ) from None
             S = self._Settings
-            S.init(str(self.config_path), self.seed)
-            conf = S.config
-            if conf is None or not conf.sections():
-                raise ConfigError(f"PyDial config {str(self.config_path)!r} is empty or unreadable")
-            domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
-            if domain is None:
-                if not domains:
-                    raise ConfigError(
-                        f"{self.config_path}: [GENERAL] domains is not set; give the domain "
-                        "(pydial:CFG:domain=CamRestaurants)"
-                    )
-                domain = domains[0]
-            elif domains and domain not in domains:
-                raise ConfigError(f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}")
-            self.domain = domain
-            sections = ["policy", f"policy_{domain}"]
-            self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
-            if self.policy_type not in SUPPORTED_POLICY_TYPES:
-                raise ConfigError(
-                    f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
-                    f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
-                    "elsewhere and use recorded:FILE"
-                )
-            # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
-            overrides = {"policy.learning": "False"}
-            for sec in sections:
-                if conf.has_section(sec) or sec == "policy":
-                    _set(conf, sec, "learning", "False")
-            for sec in ("gpsarsa", f"gpsarsa_{domain}"):
-                if conf.has_section(sec) or sec == "gpsarsa":
-                    _set(conf, sec, "scale", "-1")
-                    _set(conf, sec, "random", "False")
-            overrides.update({"gpsarsa.scale": "-1", "gpsarsa.random": "False"})
-            self._Ontology.init_global_ontology()
-            self._ontology = self._Ontology.global_ontology
-            self._config = conf
-            meta: dict[str, Any] = {
-                "id": policy_id or f"pydial-{self.config_path.stem}",
-                "name": f"pydial-{self.policy_type}",
-                "kind": "pydial",
-                "policy": self.policy_type,
-                "domain": domain,
-                "rng_seed": self.seed,
-                "overrides": overrides,
-                "pydial_commit": _git_commit(self.root),
-                # everything specific to these files under "path" (see policies.adapters.source_info)
-                "path": {"root": str(self.root), **source_info(self.config_path)},
-            }
-            self._expected_len: int | None = None
-            if self.policy_type == "gp":
-                infile = _get(conf, sections, "inpolicyfile", "") or ""
-                if not infile:
-                    raise ConfigError(
-                        f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
-                        "the trained .dct/.prm files)"
-                    )
-                files = [Path(infile + ext) for ext in (".dct", ".prm")]
-                missing = [str(f) for f in files if not f.is_file()]
-                if missing:
-                    raise ConfigError(
-                        f"{self.config_path}: policy files not found (relative paths are taken from the "
-                        f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
-                        "untrained policy"
-                    )
-                policy_mod = importlib.import_module("policy.GPPolicy")
-                self.policy = policy_mod.GPPolicy(domain, False)
-                dictionary = self.policy.learner.params.get("_dictionary") or []
-                if not dictionary:
-                    raise ConfigError(
-                        f"{self.config_path}: the GP policy {infile!r} has an empty dictionary (untrained?)"
-                    )
-                vec = getattr(dictionary[0][0], "beliefStateVec", None)
-                self._expected_len = None if vec is None else len(vec)
-                meta["path"].update(
-                    policy_file=infile, policy_sha256=[file_sha256(f) for f in files], dictionary_size=len(dictionary)
-                )
-            else:
-                policy_mod = importlib.import_module("policy.HDCPolicy")
-                self.policy = policy_mod.HDCPolicy(domain)
-            self._semo = None
-            semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
-            if nlg and semotype and semotype != "PassthroughSemO":
-                semo_mod = importlib.import_module("semo.SemOManager")
-                self._semo = semo_mod.SemOManager()
-                meta["nlg"] = f"{semotype}:{_get(conf, [f'semo_{domain}'], 'templatefile', '')}"
-            else:
-                meta["nlg"] = None  # PassthroughSemO would echo the act: no prompt instead
-            self._method_order = list(self._ontology.get_method(domain))
-            self._dact_order = list(self._ontology.get_discourseAct(domain))
+            saved = _save_globals(S, self._Ontology)
+            try:
+                with _pydial_errors(f"pydial:{self.config_path}", "loading the policy"):
+                    S.init(str(self.config_path), self.seed)
+                    conf = S.config
+                    self._settings_root = getattr(S, "root", "")
+                    if conf is None or not conf.sections():
+                        raise ConfigError(f"PyDial config {str(self.config_path)!r} is empty or unreadable")
+                    domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
+                    if domain is None:
+                        if not domains:
+                            raise ConfigError(
+                                f"{self.config_path}: [GENERAL] domains is not set; give the domain "
+                                "(pydial:CFG:domain=CamRestaurants)"
+                            )
+                        domain = domains[0]
+                    elif domains and domain not in domains:
+                        raise ConfigError(
+                            f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}"
+                        )
+                    self.domain = domain
+                    sections = ["policy", f"policy_{domain}"]
+                    self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
+                    if self.policy_type not in SUPPORTED_POLICY_TYPES:
+                        raise ConfigError(
+                            f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
+                            f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
+                            "elsewhere and use recorded:FILE"
+                        )
+                    # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
+                    overrides = {"policy.learning": "False"}
+                    for sec in sections:
+                        if conf.has_section(sec) or sec == "policy":
+                            _set(conf, sec, "learning", "False")
+                    for sec in ("gpsarsa", f"gpsarsa_{domain}"):
+                        if conf.has_section(sec) or sec == "gpsarsa":
+                            _set(conf, sec, "scale", "-1")
+                            _set(conf, sec, "random", "False")
+                    overrides.update({"gpsarsa.scale": "-1", "gpsarsa.random": "False"})
+                    # PyDial's ontology manager refuses a second instance in a process: each adapter owns one
+                    with contextlib.suppress(ImportError, AttributeError):
+                        importlib.import_module("ontology.FlatOntologyManager").FlatOntologyManager.instances = 0
+                    self._Ontology.init_global_ontology()
+                    self._ontology = self._Ontology.global_ontology
+                    self._config = conf
+                    meta: dict[str, Any] = {
+                        "id": policy_id or f"pydial-{self.config_path.stem}",
+                        "name": f"pydial-{self.policy_type}",
+                        "kind": "pydial",
+                        "policy": self.policy_type,
+                        "domain": domain,
+                        "rng_seed": self.seed,
+                        "overrides": overrides,
+                        "pydial_commit": _git_commit(self.root),
+                        # everything specific to these files under "path" (see policies.adapters.source_info)
+                        "path": {"root": str(self.root), **source_info(self.config_path)},
+                    }
+                    self._expected_len: int | None = None
+                    if self.policy_type == "gp":
+                        infile = _get(conf, sections, "inpolicyfile", "") or ""
+                        if not infile:
+                            raise ConfigError(
+                                f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
+                                "the trained .dct/.prm files)"
+                            )
+                        files = [Path(infile + ext) for ext in (".dct", ".prm")]
+                        missing = [str(f) for f in files if not f.is_file()]
+                        if missing:
+                            raise ConfigError(
+                                f"{self.config_path}: policy files not found (relative paths are taken from the "
+                                f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
+                                "untrained policy"
+                            )
+                        policy_mod = importlib.import_module("policy.GPPolicy")
+                        self.policy = policy_mod.GPPolicy(domain, False)
+                        dictionary = self.policy.learner.params.get("_dictionary") or []
+                        if not dictionary:
+                            raise ConfigError(
+                                f"{self.config_path}: the GP policy {infile!r} has an empty dictionary (untrained?)"
+                            )
+                        vec = getattr(dictionary[0][0], "beliefStateVec", None)
+                        self._expected_len = None if vec is None else len(vec)
+                        meta["path"].update(
+                            policy_file=infile,
+                            policy_sha256=[file_sha256(f) for f in files],
+                            dictionary_size=len(dictionary),
+                        )
+                    else:
+                        policy_mod = importlib.import_module("policy.HDCPolicy")
+                        self.policy = policy_mod.HDCPolicy(domain)
+                    self._semo = None
+                    self._prompts: dict[str, Any] = {}
+                    semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
+                    if nlg and semotype and semotype != "PassthroughSemO":
+                        semo_mod = importlib.import_module("semo.SemOManager")
+                        self._semo = semo_mod.SemOManager()
+                        meta["nlg"] = f"{semotype}:{_get(conf, [f'semo_{domain}'], 'templatefile', '')}"
+                    else:
+                        meta["nlg"] = None  # PassthroughSemO would echo the act: no prompt instead
+                    self._method_order = list(self._ontology.get_method(domain))
+                    self._dact_order = list(self._ontology.get_discourseAct(domain))
+            finally:
+                _restore_globals(S, self._Ontology, saved)
         super().__init__(meta)
         self._active = False
+
+    # ------------------------------------------------------------------ checking
+    def _ontology_values(self) -> dict[str, set[str]]:
+        """PyDial's informable slots for the domain and their values (without ``dontcare``/``**NONE**``)."""
+        with self.session():
+            slots = self._ontology.get_informable_slots_and_values(self.domain)
+        return {s: {str(v) for v in vals} - _SPECIAL_VALUES for s, vals in slots.items()}
+
+    def check_contexts(self, contexts: Any) -> None:
+        """Refuse a context set whose informable slots or values are not those of PyDial's ontology
+        for the domain: PyDial would answer on a state vector that means something else."""
+        beliefs = getattr(contexts, "beliefs", None)
+        if not beliefs:
+            return
+        ours = self._ontology_values()
+        theirs: dict[str, set[str]] = {}
+        for belief in beliefs:
+            for slot, dist in ((belief or {}).get("beliefs") or {}).items():
+                if slot in _NON_SLOTS or not isinstance(dist, dict):
+                    continue
+                theirs.setdefault(slot, set()).update(str(v) for v in dist)
+        theirs = {s: v - _SPECIAL_VALUES for s, v in theirs.items()}
+        problems = []
+        for slot in sorted(set(ours) | set(theirs)):
+            if slot not in theirs:
+                problems.append(f"slot {slot!r} missing from the beliefs")
+            elif slot not in ours:
+                problems.append(f"slot {slot!r} unknown to PyDial")
+            elif ours[slot] != theirs[slot]:
+                extra, missing = sorted(theirs[slot] - ours[slot]), sorted(ours[slot] - theirs[slot])
+                parts = [f"{len(extra)} values PyDial lacks (e.g. {', '.join(map(repr, extra[:3]))})"] if extra else []
+                if missing:
+                    parts.append(f"{len(missing)} PyDial values missing (e.g. {', '.join(map(repr, missing[:3]))})")
+                problems.append(f"slot {slot!r}: {'; '.join(parts)}")
+        if problems:
+            meta = getattr(contexts, "meta", None) or {}
+            built = " ".join(
+                str(x) for x in (meta.get("domain"), meta.get("domain_rules") and f"({meta['domain_rules']})") if x
+            )
+            raise ConfigError(
+                f"contexts are built on domain {built or '(unnamed)'} ({'; '.join(problems[:4])}"
+                f"{'; ...' if len(problems) > 4 else ''}) but pydial:{self.config_path} loads {self.domain} "
+                f"(informable slots {', '.join(f'{k} ({len(v)} values)' for k, v in sorted(ours.items()))}); "
+                f"build the contexts on PyDial's domain (behavsim contexts generate --domain camrestaurants)"
+            )
 
     # ------------------------------------------------------------------ running
     @contextlib.contextmanager
@@ -291,15 +384,15 @@ class PyDialAdapter(Adapter):
             yield
             return
         S, Onto = self._Settings, self._Ontology
-        saved = (S.config, Onto.global_ontology)
-        S.config, Onto.global_ontology = self._config, self._ontology
+        saved = _save_globals(S, Onto)
+        S.config, S.root, Onto.global_ontology = self._config, self._settings_root, self._ontology
         self._active = True
         try:
             with contextlib.chdir(self.root):
                 yield
         finally:
             self._active = False
-            S.config, Onto.global_ontology = saved
+            _restore_globals(S, Onto, saved)
 
     def _pydial_belief(self, belief: dict) -> dict:
         """PyDial reads ``method`` and ``discourseAct`` in dict order: put them in the ontology's."""
@@ -314,6 +407,19 @@ class PyDialAdapter(Adapter):
                 }
         b["beliefs"] = beliefs
         return b
+
+    def _prompt(self, act: str) -> str:
+        """The template generator's prompt for ``act``, generated once per act string: it reads
+        nothing but the act and Python's ``random`` (seeded with ``seed`` for each generation)."""
+        if act not in self._prompts:
+            state = _pyrandom.getstate()  # the template generator shuffles items with `random`
+            _pyrandom.seed(self.seed)
+            try:
+                prompt = self._semo.generate(self._DiaAct.DiaAct(act), self.domain)
+            finally:
+                _pyrandom.setstate(state)
+            self._prompts[act] = prompt
+        return self._prompts[act]
 
     def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
         with self.session():
@@ -335,14 +441,7 @@ class PyDialAdapter(Adapter):
                 act = str(act)
             summary = getattr(self.policy, "actToBeRecorded", None)
             summary = getattr(summary, "act", summary)
-            prompt = None
-            if self._semo is not None:
-                state = _pyrandom.getstate()  # the template generator shuffles items with `random`
-                _pyrandom.seed(self.seed)
-                try:
-                    prompt = self._semo.generate(self._DiaAct.DiaAct(act), self.domain)
-                finally:
-                    _pyrandom.setstate(state)
+            prompt = None if self._semo is None else self._prompt(act)
             return Response(act=act, prompt=prompt, summary_action=summary if isinstance(summary, str) else None)
 
 

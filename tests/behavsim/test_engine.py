@@ -1,9 +1,15 @@
-
 import numpy as np
 import pytest
 
-from behavsim import (ConfigError, ContextSetMismatch, ResponseTable, TableFormatError, compare,
-                      context_fingerprint, plan_pairs)
+from behavsim import (
+    ConfigError,
+    ContextSetMismatch,
+    ResponseTable,
+    TableFormatError,
+    compare,
+    context_fingerprint,
+    plan_pairs,
+)
 from behavsim.scores import ScoreInfo, SemanticScore, TextScore, concept_error, get_score
 from behavsim.scores._base import unique_pairs
 
@@ -11,9 +17,23 @@ CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0
 FP = context_fingerprint(CONTEXTS)
 
 ACTS = {
-    "p0": ["request(area)", "request(food)", "confirm(area=north)", 'inform(name="x",area=north)', "bye()", "reqmore()"],
+    "p0": [
+        "request(area)",
+        "request(food)",
+        "confirm(area=north)",
+        'inform(name="x",area=north)',
+        "bye()",
+        "reqmore()",
+    ],
     "p1": ["request(area)", "request(pricerange)", "confirm(area=north)", 'inform(area=north,name="x")', "bye()", None],
-    "p2": ["request(food)", "request(food)", "select(area=north,area=south)", 'inform(name="y",area=north)', "reqmore()", "bye()"],
+    "p2": [
+        "request(food)",
+        "request(food)",
+        "select(area=north,area=south)",
+        'inform(name="y",area=north)',
+        "reqmore()",
+        "bye()",
+    ],
 }
 PROMPTS = {
     "p0": ["which area", "what food", "north, right?", "x is in the north", "bye", "anything else"],
@@ -24,8 +44,9 @@ PROMPTS = {
 
 def make(pid, **meta):
     errors = [None if a is not None else "ValueError: boom" for a in ACTS[pid]]
-    return ResponseTable(policy={"id": pid, **meta}, context_fingerprint=FP, acts=ACTS[pid],
-                         prompts=PROMPTS[pid], errors=errors)
+    return ResponseTable(
+        policy={"id": pid, **meta}, context_fingerprint=FP, acts=ACTS[pid], prompts=PROMPTS[pid], errors=errors
+    )
 
 
 FAST = ["TMR", "DMR", "CER", "CMR", "BLEU4"]
@@ -67,15 +88,22 @@ def test_hand_checked_means():
 
 
 def test_refuses_tables_from_different_context_sets():
-    other = ResponseTable(policy={"id": "q"}, context_fingerprint=context_fingerprint(CONTEXTS[:5] + [{"x": 1}]),
-                          acts=ACTS["p0"], prompts=PROMPTS["p0"])
+    other = ResponseTable(
+        policy={"id": "q"},
+        context_fingerprint=context_fingerprint(CONTEXTS[:5] + [{"x": 1}]),
+        acts=ACTS["p0"],
+        prompts=PROMPTS["p0"],
+    )
     with pytest.raises(ContextSetMismatch, match=r"'p0'.*'q'"):
         compare([make("p0"), other], scores=["TMR"])
 
 
 def test_pair_modes():
-    ts = [make("p0", reward="ts", seed=0, checkpoint=1000), make("p1", reward="ts", seed=0, checkpoint=2000),
-          make("p2", reward="iq", seed=0, checkpoint=2000)]
+    ts = [
+        make("p0", reward="ts", seed=0, checkpoint=1000),
+        make("p1", reward="ts", seed=0, checkpoint=2000),
+        make("p2", reward="iq", seed=0, checkpoint=2000),
+    ]
     assert plan_pairs(ts, "all") == [(0, 1), (0, 2), (1, 2)]
     assert plan_pairs(ts, "consecutive") == [(0, 1)]
     assert plan_pairs(ts, "cross", by="reward") == [(0, 2), (1, 2)]
@@ -83,8 +111,10 @@ def test_pair_modes():
         plan_pairs(ts, "cross")
     with pytest.raises(ConfigError, match=r"needs by="):
         compare(ts, "cross", scores=["TMR"])
-    assert compare(ts, "cross", by="reward", scores=["TMR"]).means[["a", "b"]].values.tolist() == [["p0", "p2"],
-                                                                                                   ["p1", "p2"]]
+    assert compare(ts, "cross", by="reward", scores=["TMR"]).means[["a", "b"]].values.tolist() == [
+        ["p0", "p2"],
+        ["p1", "p2"],
+    ]
     with pytest.raises(ConfigError, match="exactly two groups"):
         plan_pairs(ts, "cross", by="seed")
     with pytest.raises(ConfigError, match="pairs must be one of"):
@@ -197,9 +227,35 @@ class _LengthShare(TextScore):
 
 def test_asymmetric_text_score_keeps_each_order():
     s = _LengthShare()
-    np.testing.assert_array_equal(s.pairwise(["a b", "a b c d", "a b", None], ["a b c d", "a b", "a b c d", "x"]),
-                                  [1 / 3, 2 / 3, 1 / 3, np.nan])
+    np.testing.assert_array_equal(
+        s.pairwise(["a b", "a b c d", "a b", None], ["a b c d", "a b", "a b c d", "x"]), [1 / 3, 2 / 3, 1 / 3, np.nan]
+    )
     t0 = ResponseTable(policy={"id": "u"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b"] * 6)
     t1 = ResponseTable(policy={"id": "v"}, context_fingerprint=FP, acts=ACTS["p0"], prompts=["a b c d"] * 6)
     comp = compare([t0, t1], [("u", "v"), ("v", "u")], scores=[s])
     assert comp.means["LengthShare"].tolist() == pytest.approx([1 / 3, 2 / 3])
+
+
+def test_refuses_tables_whose_acts_are_all_errors(tmp_path, capsys):
+    from behavsim.cli import main
+
+    dead = ResponseTable(
+        policy={"id": "dead"},
+        context_fingerprint=FP,
+        acts=[None] * 6,
+        prompts=[None] * 6,
+        errors=["ConfigError: no PyDial"] * 6,
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"response table\(s\) 'dead' answered none of their 6 contexts \(every act "
+        r"is an error; first: ConfigError: no PyDial\)",
+    ):
+        compare([make("p0"), dead], scores=["TMR"])
+    paths = []
+    for t in (make("p0"), dead):
+        paths.append(tmp_path / f"{t.id}.jsonl")
+        t.save(paths[-1])
+    rc = main(["compare", *map(str, paths), "--scores", "TMR", "-o", str(tmp_path / "out")])
+    assert rc != 0 and "'dead' answered none of their 6 contexts" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,4 +1,5 @@
 """Stand-in for PyDial3's ontology/Ontology.py: reads <domain>-rules.json by relative path."""
+
 import json
 
 from utils import Settings
@@ -26,6 +27,9 @@ class _FlatOntologyManager:
 
     def get_informable_slots(self, d):
         return list(self.ontologies[d]["informable"])
+
+    def get_informable_slots_and_values(self, d):
+        return {s: list(v) for s, v in self.ontologies[d]["informable"].items()}
 
     def get_len_informable_slot(self, d, slot):
         return len(self.ontologies[d]["informable"][slot])
