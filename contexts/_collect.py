@@ -44,6 +44,15 @@ def dialogue_seed(seed: int, j: int) -> int:
     return eval_dialogue_seed(int(j), int(seed))
 
 
+def _user_meta(env_options: Mapping[str, Any] | None) -> Any:
+    """The simulated user of a collection, as its metadata records it: a configuration's name
+    (the default's when none was given) or its settings."""
+    from policies.user import DEFAULT_USER
+
+    user = dict(env_options or {}).get("user_config")
+    return DEFAULT_USER if user is None else jsonable(user)
+
+
 def _source(spec: Any, domain: Any, where: str) -> Adapter:
     """The adapter of one source: a policy spec string (any registered kind), a path, an adapter,
     a policy object or a callable — built on the collection's ``domain``."""
@@ -227,8 +236,8 @@ def collect(
             bar.close()
     env_meta = jsonable(
         {k: getattr(env, k) for k in ("max_turns", "hello", "final_system_turn")}
-        | {"error_model": env.error_model}
-        | jsonable(dict(env_options or {}))
+        | {"error_model": env.error_model, "user_config": _user_meta(env_options)}
+        | jsonable({k: v for k, v in dict(env_options or {}).items() if k != "user_config"})
     )
     meta = {
         "builder": "collected",

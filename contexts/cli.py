@@ -105,6 +105,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     if specs and plain:
         raise ConfigError("--policy: give every policy a LABEL=... or none of them")
     env_options: dict[str, Any] = {"max_turns": args.max_turns}
+    if args.user is not None:
+        env_options["user_config"] = args.user
     if args.error_rate:
         env_options["error_model"] = {"error_rate": args.error_rate, "nbest": args.nbest}
     cs = collect(
@@ -273,6 +275,11 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     c.add_argument("--max-turns", type=int, default=25, help="dialogue length limit (default 25)")
     c.add_argument("--error-rate", type=float, default=0.0, help="semantic error rate (default 0, Environment 1)")
     c.add_argument("--nbest", type=int, default=1, help="N-best list size with --error-rate (default 1)")
+    c.add_argument(
+        "--user",
+        metavar="NAME",
+        help="simulated-user configuration: env1 (the default, Environment 1) or legacy (behavsim 0.1's user)",
+    )
     c.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

@@ -72,8 +72,8 @@ class StudyConfig:
     disagreements: int = 15
     nlg: str = "per-trial"
     report: bool = True
-    domain: str | None = None  # a shipped domain's name or a rules file; None: the default domain
-    user: str | None = None  # simulated-user configuration ("env1": Environment 1); None: the default user
+    domain: str | None = None  # a shipped domain's name or a rules file; None: camrestaurants, the default
+    user: str | None = None  # simulated-user configuration; None: env1 (Environment 1), the default
     eval_scale: float = 0.0  # Table 1's evaluation: 0 greedy, 1 sampling as PyDial's tests do
 
     def __post_init__(self) -> None:
@@ -91,6 +91,13 @@ class StudyConfig:
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+        from policies.domain import DEFAULT_DOMAIN
+        from policies.user import DEFAULT_USER
+
+        if self.domain is None:
+            object.__setattr__(self, "domain", DEFAULT_DOMAIN)
+        if self.user is None:
+            object.__setattr__(self, "user", DEFAULT_USER)
         if self.domain is not None:
             from policies.domain import DomainError, resolve_domain
 
@@ -120,11 +127,7 @@ class StudyConfig:
             raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
-        for key, default in (("domain", None), ("user", None), ("eval_scale", 0.0)):
-            if d[key] == default:  # studies with the defaults keep the config they always had
-                del d[key]
-        return d
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, source: str = "config") -> "StudyConfig":
@@ -271,15 +274,23 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
         return ContextSet.load(path)
 
     domain = _domain(cfg)
-    grid_key = _hash("grid", cfg.grid_step) if cfg.domain is None else _hash("grid", cfg.grid_step, cfg.domain)
+    grid_key = _hash("grid", cfg.grid_step, cfg.domain)
     sets = {"cgen": cached("cgen", lambda: generate_grid(domain, step=cfg.grid_step), grid_key)}
     parts = []
     for reward in cfg.rewards:
         last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
-        key = _hash("collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed)
+        key = _hash(
+            "collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed, cfg.user
+        )
         cs = cached(
             f"ccol-{reward}",
-            lambda last=last: collect(last, dialogues=cfg.collect_dialogues, seed=cfg.collect_seed, domain=domain),
+            lambda last=last: collect(
+                last,
+                dialogues=cfg.collect_dialogues,
+                seed=cfg.collect_seed,
+                domain=domain,
+                env_options={"user_config": cfg.user},
+            ),
             key,
         )
         sets[f"ccol-{reward}"] = cs
@@ -298,9 +309,7 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
 
 
 def _domain(cfg: StudyConfig) -> Any:
-    """The study's domain (``None``: the default one)."""
-    if cfg.domain is None:
-        return None
+    """The study's domain."""
     from policies.domain import resolve_domain
 
     return resolve_domain(cfg.domain)

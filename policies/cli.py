@@ -28,9 +28,9 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "train",
         help="train GP-SARSA policies (checkpoints + evaluations, paper Table 1)",
-        description="Train GP-SARSA dialogue policies in the simulated restaurant domain "
-        "(0% semantic error, 25 turns), checkpoint every K dialogues and evaluate each checkpoint "
-        "greedily on M fixed dialogues (TSR, AIQ, ADL). Several rewards/seeds run as parallel trials. "
+        description="Train GP-SARSA dialogue policies in PyDial's Cambridge-restaurants Environment 1 "
+        "(0% semantic error, 25 turns) or another domain, checkpoint every K dialogues and evaluate each "
+        "checkpoint on M fixed dialogues (TSR, AIQ, ADL; greedily, or sampling with --eval-scale). Several rewards/seeds run as parallel trials. "
         "Re-running on the same folder resumes.",
     )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder (created; resumed if it exists)")
@@ -101,13 +101,14 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "--domain",
         metavar="NAME|RULES_JSON",
         help="the domain to train and evaluate on: a shipped domain (camrestaurants: PyDial's Cambridge "
-        "restaurants; example-restaurants: the default) or a PyDial rules JSON with its <X>-dbase.db beside it",
+        "restaurants, the default; example-restaurants: behavsim's invented example) or a PyDial rules JSON "
+        "with its <X>-dbase.db beside it",
     )
     p.add_argument(
         "--user",
         metavar="NAME",
-        help="simulated-user configuration (env1: Environment 1's behaviour ranges and patience, drawn per "
-        "dialogue; default: the fixed default user)",
+        help="simulated-user configuration: env1 (the default: Environment 1's behaviour ranges and patience, "
+        "drawn per dialogue) or legacy (behavsim 0.1's user: patience 5, its own ranges)",
     )
     p.add_argument(
         "--eval-scale",

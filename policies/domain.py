@@ -8,10 +8,10 @@ Shipped domains are listed in :data:`DOMAINS` (a :class:`behavsim.Registry`):
 
 * ``camrestaurants`` — PyDial's CamRestaurants ontology and database (``policies/data/
   camrestaurants/``, PyDial's files unchanged, Apache-2.0, with PyDial's NOTICE beside them);
-  the domain of the paper's task;
+  the domain of the paper's task and the default (``resolve_domain(None)``);
 * ``example-restaurants`` — behavsim's own invented Cambridge-restaurants-style domain
-  (``policies/data/``, written by ``policies/data/make_domain.py``): an example of a custom
-  domain. It is today's default (``Domain.builtin()``, ``resolve_domain(None)``).
+  (``policies/data/``, written by ``policies/data/make_domain.py``, ``Domain.builtin()``): an
+  example of a custom domain, and the domain of checkpoints written before the default changed.
 
 ``resolve_domain(x)`` accepts a registered name, a :class:`Domain`, a rules file path (the
 database found beside it) or a ``(rules, db)`` pair; ``Domain.from_pydial(rules, db)`` loads
@@ -52,8 +52,8 @@ _BUILTIN_RULES = DATA_DIR / "behavsim-restaurants-rules.json"
 _BUILTIN_DB = DATA_DIR / "behavsim-restaurants-dbase.db"
 _CAMREST_RULES = DATA_DIR / "camrestaurants" / "CamRestaurants-rules.json"
 _CAMREST_DB = DATA_DIR / "camrestaurants" / "CamRestaurants-dbase.db"
-#: The registered name of the domain used when none is given (today: the invented example).
-DEFAULT_DOMAIN = "example-restaurants"
+#: The registered name of the domain used when none is given: PyDial's CamRestaurants, the paper's task.
+DEFAULT_DOMAIN = "camrestaurants"
 _REQUIRED_KEYS = ("type", "informable", "requestable", "system_requestable", "method", "discourseAct")
 
 
@@ -137,7 +137,7 @@ class Domain:
     @classmethod
     def builtin(cls) -> "Domain":
         """behavsim's own invented restaurant domain, ``example-restaurants`` (cached;
-        domains are immutable). Today's default domain."""
+        domains are immutable); the default is :data:`DEFAULT_DOMAIN`."""
         return _load_cached(str(_BUILTIN_RULES), str(_BUILTIN_DB), True)
 
     @classmethod

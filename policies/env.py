@@ -33,7 +33,7 @@ import numpy as np
 from behavsim import BehavsimError, ConfigError
 
 from .actions import DiaAct, _unknown_action, accepted_constraints, action_mask, master_act, summary_actions
-from .domain import Domain
+from .domain import Domain, resolve_domain
 from .nlg import TemplateNLG
 from .tracker import ErrorModel, FocusTracker
 from .user import SimulatedUser, UserConfig
@@ -80,7 +80,7 @@ class DialogueEnv:
             raise ConfigError(f"DialogueEnv: max_turns must be a positive int, got {max_turns!r}")
         if error_model is not None and not isinstance(error_model, ErrorModel):
             raise TypeError(f"DialogueEnv: error_model must be an ErrorModel or None, got {type(error_model).__name__}")
-        self.domain = domain if domain is not None else Domain.builtin()
+        self.domain = resolve_domain(domain)
         self.max_turns = max_turns
         self.error_model = error_model or ErrorModel()
         self.hello = bool(hello)

@@ -635,10 +635,10 @@ class GPSarsaPolicy:
         **hyperparameters: float,
     ) -> None:
         from .actions import summary_actions
-        from .domain import Domain
+        from .domain import resolve_domain
         from .features import vector_length
 
-        self.domain = domain if domain is not None else Domain.builtin()
+        self.domain = resolve_domain(domain)
         self.actions: tuple[str, ...] = tuple(summary_actions(self.domain))
         self.dim = vector_length(self.domain)
         if learner is None:
@@ -695,14 +695,10 @@ class GPSarsaPolicy:
 
     # -------------------------------------------------------------- metadata
     def _domain_rules(self) -> dict[str, str]:
-        """``{"domain_rules": FILE}`` for a domain other than the default one (which checkpoints
-        have always left implicit): what :meth:`from_checkpoint_meta` finds a shipped domain by."""
+        """``{"domain_rules": FILE}``: what :meth:`from_checkpoint_meta` finds a shipped domain by."""
         import os.path
 
-        from .domain import Domain
-
-        rules = os.path.basename(str(self.domain.source))
-        return {} if rules == os.path.basename(str(Domain.builtin().source)) else {"domain_rules": rules}
+        return {"domain_rules": os.path.basename(str(self.domain.source))}
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description stored in checkpoints."""
@@ -721,12 +717,16 @@ class GPSarsaPolicy:
         cls, learner: GPSarsa, meta: dict[str, Any], *, domain: Any = None, learning: bool = False
     ) -> "GPSarsaPolicy":
         pol = meta["policy"]
-        if domain is None and pol.get("domain_rules"):  # trained on a shipped domain other than the default
+        if domain is None and pol.get("domain_rules"):  # the shipped domain it names
             from .domain import shipped_domain
 
             domain = shipped_domain(str(pol["domain_rules"]))
             if domain is None:
                 raise ValueError(f"the checkpoint is for the domain of {pol['domain_rules']!r}; give that domain")
+        elif domain is None:  # checkpoints that name no rules file predate the CamRestaurants default
+            from .domain import Domain
+
+            domain = Domain.builtin()
         obj = cls(domain, learner=learner, learning=learning, name=str(pol["name"]), nlg_seed=pol.get("nlg_seed", 0))
         if list(pol["summary_actions"]) != list(obj.actions):
             raise ValueError(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, master_act, summary_actions
 from .base import Response
-from .domain import Domain
+from .domain import Domain, resolve_domain
 from .nlg import TemplateNLG
 
 __all__ = ["HandcraftedPolicy"]
@@ -42,7 +42,7 @@ class HandcraftedPolicy:
         nlg_seed: int | None = 0,
         confirm_threshold: float = 0.8,
     ) -> None:
-        self.domain = domain if domain is not None else Domain.builtin()
+        self.domain = resolve_domain(domain)
         self.name = name
         self.nlg = TemplateNLG(nlg_seed) if nlg_seed is not None else None
         self.confirm_threshold = confirm_threshold

@@ -77,6 +77,9 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
+    from .domain import add_domain_option
+
+    add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
     p.set_defaults(func=cmd_monitor)
     return p
 
@@ -220,6 +223,10 @@ class _Watch:
         self.handled: dict[str, int] = {}  # highest checkpoint dealt with (snapshot or skipped by --every)
         self.noted: set[str] = set()
         self.width = 8
+        from .domain import domain_spec
+
+        domain = domain_spec(getattr(args, "domain", None))
+        self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
 
     def monitor_for(self, trial: str):
         from behavsim.monitor import ConvergenceMonitor
@@ -288,7 +295,7 @@ class _Watch:
                 break
             with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
                 warnings.simplefilter("ignore", PolicyErrorsWarning)
-                table = respond(str(path), self.contexts)
+                table = respond(str(path), self.contexts, **self.options)
             res = m.snapshot(table, d)
             self.handled[trial] = d
             if res is not None:

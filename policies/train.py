@@ -113,7 +113,13 @@ _FIXED_KEYS = (
     "flush_every",
     "max_turns",
     "iq_estimator",
+    "domain",
+    "user",
+    "eval_scale",
 )
+#: The environment of training configurations written before ``version`` 2, which did not name
+#: it: behavsim 0.1's example domain and user.
+_V1_ENVIRONMENT = {"domain": "example-restaurants", "user": "legacy"}
 
 
 #: Invalid training configurations raise the core's ConfigError (a ``ValueError``), named here too.
@@ -146,12 +152,19 @@ class TrainConfig:
     flush_every: int = 48
     max_turns: int = 25
     iq_estimator: str = "parameters"
-    domain: str | None = None  # a shipped domain's name or a rules file (None: the default domain)
-    user: str | None = None  # a named simulated-user configuration ("env1": Environment 1); None: the default
+    domain: str | None = None  # a shipped domain's name or a rules file (None: camrestaurants, the default)
+    user: str | None = None  # a named simulated-user configuration (None: env1, Environment 1, the default)
     eval_scale: float = 0.0  # evaluation: 0 greedy on the posterior mean; 1 samples as PyDial's tests do
-    version: int = field(default=1)
+    version: int = field(default=2)
 
     def __post_init__(self) -> None:
+        from .domain import DEFAULT_DOMAIN
+        from .user import DEFAULT_USER
+
+        if self.domain is None:
+            object.__setattr__(self, "domain", DEFAULT_DOMAIN)
+        if self.user is None:
+            object.__setattr__(self, "user", DEFAULT_USER)
         object.__setattr__(self, "rewards", tuple(self.rewards))
         object.__setattr__(self, "seeds", tuple(self.seeds))
         self.validate()
@@ -214,9 +227,6 @@ class TrainConfig:
         d = dataclasses.asdict(self)
         d["rewards"] = list(self.rewards)
         d["seeds"] = [int(s) for s in self.seeds]
-        for key, default in (("domain", None), ("user", None), ("eval_scale", 0.0)):
-            if d[key] == default:  # runs with the defaults keep the config they always had
-                del d[key]
         return d
 
     @classmethod
@@ -229,6 +239,8 @@ class TrainConfig:
             raise ConfigError(
                 f"config: unknown key {unknown[0]!r}; valid: {sorted(names)}.{did_you_mean(unknown[0], sorted(names), cutoff=0.0)}"
             )
+        if not _is_int(d.get("version", 1)) or d.get("version", 1) < 2:  # before the CamRestaurants default
+            d = {**_V1_ENVIRONMENT, **d}
         return cls(**d)
 
     def to_json(self) -> str:
@@ -468,9 +480,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def _domain_of(config: TrainConfig) -> Any:
-    """The run's domain (``None``: the default one)."""
-    if config.domain is None:
-        return None
+    """The run's domain."""
     from .domain import DomainError, resolve_domain
 
     try:

@@ -13,7 +13,7 @@ each, merges further ``inform`` acts into it. Requests are not on the initial ag
 pushed once a venue has been offered.
 
 Behaviour (one probability per decision, named as in PyDial; each drawn per dialogue
-uniformly from the range in :data:`DEFAULT_PROBS`):
+uniformly from the range in :data:`DEFAULT_PROBS`, Environment 1's ``sampledUM.cfg`` ranges):
 
 * ``request(s)`` → ``inform(s=goal)`` (the pending inform for s moves to the top); after a
   venue was offered with requests still open, the user asks for them instead;
@@ -34,7 +34,7 @@ uniformly from the range in :data:`DEFAULT_PROBS`):
 * ``hello()`` → maybe ``hello()`` (``Greeting``); ``repeat()`` → the last user act;
   ``bye()`` → ``bye()``.
 
-Patience (default 5; Environment 1, ``user_config="env1"``: 4 or 5, drawn per dialogue) drops
+Patience (Environment 1, the default: 4 or 5, drawn per dialogue; ``legacy``: 5) drops
 by one whenever the system repeats its previous act (or says
 ``null()``); below 1 the user says ``bye()``. The user says ``bye()`` when its agenda runs
 out, normally right after its last request was answered.
@@ -68,38 +68,16 @@ __all__ = [
     "UserConfigError",
     "UnknownUserConfig",
     "DEFAULT_PROBS",
+    "LEGACY_PROBS",
+    "LEGACY_PATIENCE",
     "ENV1_PROBS",
     "ENV1_UNMODELLED",
     "ENV1_PATIENCE",
     "USER_CONFIGS",
+    "DEFAULT_USER",
 ]
 
 _EXTRA_REQUESTS = ("addr", "phone", "postcode", "signature", "description")
-
-#: decision probabilities: (low, high) ranges; PyDial's fixed values lie inside them
-DEFAULT_PROBS: dict[str, tuple[float, float]] = {
-    "InformCombination": (0.4, 0.8),  # PyDial 0.6
-    "AddSlotToReq": (0.2, 0.5),  # 0.333
-    "NoAfterReqmore": (0.5, 0.9),  # 0.7
-    "YesAfterReqmore": (0.1, 0.4),  # 0.25
-    "Greeting": (0.3, 0.7),  # 0.5
-    "ConstraintRelax": (0.5, 0.8),  # 0.667
-    "TellAboutChange": (0.3, 0.7),  # 0.5
-    "DealWithPending": (0.3, 0.7),  # 0.5
-    "AddVenueNameToRequest": (0.0, 0.1),  # 0.05
-    "NoSlotWithDontcare": (0.6, 1.0),  # 0.8
-    "InformToConfirm": (0.0, 0.1),  # 0.05
-    "CombAffirmWithAgdItem": (0.0, 0.1),  # 0.05
-    "OverruleCorrection": (0.0, 0.2),  # 0.1
-    "ConfirmRandomConstr": (0.0, 0.2),  # 0.1
-    "ReqAltsAfterVenRec1": (0.05, 0.25),  # 0.143
-    "ReqAltsAfterVenRec2": (0.05, 0.25),  # 0.143
-    "CorrectingAct1": (0.3, 0.6),  # 0.45
-    "CorrectingAct2": (0.2, 0.4),  # 0.4
-    "ThankAck1": (0.0, 0.2),  # 0.1
-    "ThankAck2": (0.0, 0.2),  # 0.1
-    "AffirmCombination": (0.8, 1.0),  # 1.0
-}
 
 #: Environment 1's behaviour ranges (PyDial's ``config/sampledUM.cfg``, which
 #: ``env1-hdc-CR.cfg`` names as ``[usermodel] configfile``), each probability drawn uniformly
@@ -128,6 +106,34 @@ ENV1_PROBS: dict[str, tuple[float, float]] = {
     "ThankAck2": (0.01, 0.2),
     "AffirmCombination": (0.2, 0.7),
 }
+#: The default user's decision probabilities, (low, high) ranges drawn per dialogue: Environment 1's.
+DEFAULT_PROBS: dict[str, tuple[float, float]] = ENV1_PROBS
+#: behavsim 0.1's user (the ``legacy`` configuration): (low, high) ranges around PyDial's
+#: ``defaultUM.cfg`` values, which lie inside them
+LEGACY_PROBS: dict[str, tuple[float, float]] = {
+    "InformCombination": (0.4, 0.8),  # PyDial 0.6
+    "AddSlotToReq": (0.2, 0.5),  # 0.333
+    "NoAfterReqmore": (0.5, 0.9),  # 0.7
+    "YesAfterReqmore": (0.1, 0.4),  # 0.25
+    "Greeting": (0.3, 0.7),  # 0.5
+    "ConstraintRelax": (0.5, 0.8),  # 0.667
+    "TellAboutChange": (0.3, 0.7),  # 0.5
+    "DealWithPending": (0.3, 0.7),  # 0.5
+    "AddVenueNameToRequest": (0.0, 0.1),  # 0.05
+    "NoSlotWithDontcare": (0.6, 1.0),  # 0.8
+    "InformToConfirm": (0.0, 0.1),  # 0.05
+    "CombAffirmWithAgdItem": (0.0, 0.1),  # 0.05
+    "OverruleCorrection": (0.0, 0.2),  # 0.1
+    "ConfirmRandomConstr": (0.0, 0.2),  # 0.1
+    "ReqAltsAfterVenRec1": (0.05, 0.25),  # 0.143
+    "ReqAltsAfterVenRec2": (0.05, 0.25),  # 0.143
+    "CorrectingAct1": (0.3, 0.6),  # 0.45
+    "CorrectingAct2": (0.2, 0.4),  # 0.4
+    "ThankAck1": (0.0, 0.2),  # 0.1
+    "ThankAck2": (0.0, 0.2),  # 0.1
+    "AffirmCombination": (0.8, 1.0),  # 1.0
+}
+
 #: sampledUM.cfg entries without a decision in our user: ``Repeat`` and ``NullResp`` are 0
 #: there (never taken); the other three are decisions our user does not make.
 ENV1_UNMODELLED: dict[str, float | tuple[float, float]] = {
@@ -140,6 +146,8 @@ ENV1_UNMODELLED: dict[str, float | tuple[float, float]] = {
 #: Environment 1's ``[usermodel] patience = 4,6``: drawn per dialogue as PyDial does
 #: (``randint(4, 6)``, upper bound exclusive: 4 or 5).
 ENV1_PATIENCE = (4, 6)
+#: behavsim 0.1's fixed patience (the ``legacy`` configuration).
+LEGACY_PATIENCE = 5
 
 
 class UserConfigError(ConfigError):
@@ -151,10 +159,10 @@ class UserConfig:
     """Simulated-user settings; ``probs`` overrides entries of :data:`DEFAULT_PROBS`
     (a number fixes a probability, a pair gives a range). ``patience`` is a number, or a pair
     ``(low, high)`` drawn per dialogue with the upper bound exclusive, as PyDial draws
-    ``patience = 4,6``. Named configurations: :data:`USER_CONFIGS` (``"default"``, ``"env1"``);
+    ``patience = 4,6``. Named configurations: :data:`USER_CONFIGS` (``"env1"``, the default, and ``"legacy"``);
     :meth:`from_dict` also takes such a name."""
 
-    patience: int | tuple[int, int] = 5
+    patience: int | tuple[int, int] = ENV1_PATIENCE
     min_matches: int = 2
     max_matches: int = 3
     max_extra_requests: int = 2
@@ -233,14 +241,16 @@ class UnknownUserConfig(UnknownName, UserConfigError):
     """A user-configuration name that :data:`USER_CONFIGS` does not hold."""
 
 
-#: Named simulated-user configurations: ``default`` (today's user, patience 5, the
-#: :data:`DEFAULT_PROBS` ranges) and ``env1`` (Environment 1 of Casanueva et al. 2017 as
-#: PyDial's ``env1`` configs set it: :data:`ENV1_PROBS`, patience drawn from
-#: :data:`ENV1_PATIENCE`; goals as the default: all three constraints, 2–3 matching venues,
-#: ``name`` plus 0–2 extra requests).
+#: Named simulated-user configurations: ``env1`` (the default, ``UserConfig()``: Environment 1 of
+#: Casanueva et al. 2017 as PyDial's ``env1`` configs set it: :data:`ENV1_PROBS`, patience drawn
+#: from :data:`ENV1_PATIENCE`; goals: all three constraints, 2–3 matching venues, ``name`` plus
+#: 0–2 extra requests) and ``legacy`` (behavsim 0.1's user: patience 5, the
+#: :data:`LEGACY_PROBS` ranges; same goals).
 USER_CONFIGS: Registry[UserConfig] = Registry("user config", UnknownUserConfig)
-USER_CONFIGS.register("default", UserConfig)
-USER_CONFIGS.register("env1", lambda: UserConfig(patience=ENV1_PATIENCE, probs=dict(ENV1_PROBS)))
+USER_CONFIGS.register("env1", UserConfig)
+#: The named configuration of the default user (``UserConfig()``, ``user_config=None``).
+DEFAULT_USER = "env1"
+USER_CONFIGS.register("legacy", lambda: UserConfig(patience=LEGACY_PATIENCE, probs=dict(LEGACY_PROBS)))
 
 
 @dataclass

@@ -9,7 +9,7 @@ import pytest
 
 from behavsim import ConfigError, ContextSet
 from contexts import default_values, generate_grid, grid_levels
-from policies.domain import Domain
+from policies.domain import Domain, resolve_domain
 from policies.tracker import inform_info, make_belief
 
 GRID_SLOTS = ("area", "pricerange", "food")
@@ -53,7 +53,7 @@ def test_step_01_levels_exact_and_sums():
 
 
 def test_chosen_values_recorded_and_used(cgen):
-    d = Domain.builtin()
+    d = resolve_domain(None)
     assert cgen.meta["values"] == default_values(d, GRID_SLOTS) == {"area": "centre", "pricerange": "expensive",
                                                                     "food": "indian"}
     assert cgen.meta["slots"] == list(GRID_SLOTS)
@@ -76,7 +76,7 @@ def test_values_can_be_given():
 
 def test_each_context_is_make_belief_of_its_grid_point(cgen):
     """Every context is exactly make_belief of its grid point (up to key order)."""
-    d = Domain.builtin()
+    d = resolve_domain(None)
     vals = cgen.meta["values"]
     for b, m in zip(cgen.beliefs, cgen.metas):
         g = m["grid"]
@@ -86,9 +86,11 @@ def test_each_context_is_make_belief_of_its_grid_point(cgen):
 
 def test_features_follow_the_beliefs(cgen):
     full = [b for b, m in zip(cgen.beliefs, cgen.metas) if all(m["grid"][s] == 1.0 for s in GRID_SLOTS)]
-    assert full and all(b["features"]["dbMatches"] == 2 for b in full)  # centre, expensive, indian
+    d = resolve_domain(None)
+    n = d.count(cgen.meta["values"])
+    assert n == 6 and full and all(b["features"]["dbMatches"] == n for b in full)  # centre, expensive, indian
     empty = [b for b, m in zip(cgen.beliefs, cgen.metas) if all(m["grid"][s] == 0.0 for s in GRID_SLOTS)]
-    assert all(b["features"]["dbMatches"] == len(Domain.builtin().venues) for b in empty)
+    assert all(b["features"]["dbMatches"] == len(resolve_domain(None).venues) for b in empty)
     assert all(len(b["features"]["inform_info"]) == 25 for b in cgen.beliefs)
 
 
@@ -97,7 +99,7 @@ def test_ties_at_one_half_go_to_the_value():
     the value beats **NONE** (policies.actions' rule: ontology values, then dontcare, then
     **NONE**), so the value is accepted and every context, ties included, is make_belief of its
     grid point."""
-    d = Domain.builtin()
+    d = resolve_domain(None)
     cs = generate_grid(step=0.1)
     vals = cs.meta["values"]
     for b, m in zip(cs.beliefs, cs.metas):
@@ -194,5 +196,6 @@ def test_pydial_domain_grid_and_policy():
     cs = generate_grid(cam, step=0.5)
     assert len(cs) == 81 and cs.meta["domain_rules"] == "CamRestaurants-rules.json"
     assert cs.meta["domain_venues"] == len(cam.venues)
-    assert cs.fingerprint != generate_grid(step=0.5).fingerprint
+    assert cs.fingerprint == generate_grid(step=0.5).fingerprint  # the default domain
+    assert cs.fingerprint != generate_grid(Domain.builtin(), step=0.5).fingerprint
     assert check_policy(HandcraftedPolicy(cam), cs.beliefs) == 81

@@ -117,14 +117,17 @@ def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
 
 
 def test_study_domain_option():
-    """domain = "camrestaurants" is checked up front (closest name on a typo); a study on the
-    default domain keeps the config it always had (no domain key)."""
-    assert "domain" not in load_config("tiny").to_dict()
-    cfg = load_config("tiny", domain="camrestaurants")
-    assert cfg.to_dict()["domain"] == "camrestaurants" and StudyConfig.from_dict(cfg.to_dict()) == cfg
+    """domain = "camrestaurants" (the default) is checked up front (closest name on a typo); the
+    study's config names its domain and user, defaults included."""
+    tiny = load_config("tiny").to_dict()
+    assert (tiny["domain"], tiny["user"], tiny["eval_scale"]) == ("camrestaurants", "env1", 0.0)
+    assert load_config("tiny", domain="camrestaurants") == load_config("tiny")
+    cfg = load_config("tiny", domain="example-restaurants", user="legacy")
+    assert cfg.to_dict()["domain"] == "example-restaurants" and StudyConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError, match="Did you mean 'camrestaurants'"):
         load_config("tiny", domain="camrestaurnts")
-    env1 = load_config("tiny", domain="camrestaurants", user="env1", eval_scale=1.0).to_dict()
-    assert (env1["user"], env1["eval_scale"]) == ("env1", 1.0) and "user" not in load_config("tiny").to_dict()
+    env1 = load_config("tiny", user="env1", eval_scale=1.0).to_dict()
+    assert (env1["user"], env1["eval_scale"]) == ("env1", 1.0)
+    assert (load_config("quick").eval_scale, load_config("paper").eval_scale) == (1.0, 1.0)
     with pytest.raises(ConfigError, match="study config: user: unknown user configuration 'env2'"):
         load_config("tiny", user="env2")

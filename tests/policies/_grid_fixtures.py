@@ -10,11 +10,11 @@ from behavsim import ContextSet
 
 
 def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
-    """A 3^4 grid over area/pricerange/food/method beliefs of the built-in domain."""
-    from policies.domain import Domain
+    """A 3^4 grid over area/pricerange/food/method beliefs of the default domain (CamRestaurants)."""
+    from policies.domain import resolve_domain
     from policies.tracker import make_belief
 
-    d = Domain.builtin()
+    d = resolve_domain(None)
     beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
                            method={"byconstraints": m})
                for a, p, f, m in itertools.product(levels, repeat=4)]

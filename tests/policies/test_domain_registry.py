@@ -15,13 +15,14 @@ CAM = DATA_DIR / "camrestaurants"
 
 def test_registry_lists_the_shipped_domains():
     assert DOMAINS.names() == ["camrestaurants", "example-restaurants"]
-    assert DEFAULT_DOMAIN == "example-restaurants"
+    assert DEFAULT_DOMAIN == "camrestaurants"
 
 
-def test_default_domain_is_unchanged():
+def test_default_domain_is_pydials_camrestaurants():
     d = resolve_domain(None)
-    assert d is Domain.builtin() is resolve_domain("example-restaurants")
-    assert d.n_venues == len(Domain.builtin().venues) and d.legacy_state
+    assert d is resolve_domain("camrestaurants") and not d.legacy_state
+    example = resolve_domain("example-restaurants")
+    assert example is Domain.builtin() and example.n_venues == 102 and example.legacy_state
 
 
 def test_camrestaurants_is_pydials_data():

@@ -198,7 +198,12 @@ def test_belief_invariants_under_random_play(error_model):
         while not done:
             bel = b["beliefs"]
             for s in list(d.informable) + ["method", "discourseAct"]:
-                assert sum(bel[s].values()) == pytest.approx(1.0)
+                if s == "method" and not d.legacy_state:
+                    # PyDial's tracker: a stale method["none"] that the policy's summary replaces by
+                    # 1 - sum before reading (docs/environment.md), so the raw sum may fall short
+                    assert sum(bel[s].values()) <= 1.0 + 1e-9
+                else:
+                    assert sum(bel[s].values()) == pytest.approx(1.0)
                 assert all(0.0 <= p <= 1.0 + 1e-12 for p in bel[s].values())
             assert all(0.0 <= p <= 1.0 for p in bel["requested"].values())
             assert len(b["features"]["inform_info"]) == 25

@@ -23,10 +23,10 @@ DOMAIN = "CamRestaurants"
 
 
 def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
-    from policies.domain import Domain
+    from policies.domain import resolve_domain
     from policies.tracker import make_belief
 
-    d = Domain.builtin()
+    d = resolve_domain("camrestaurants")
     beliefs = [
         make_belief(
             d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}}, method={"byconstraints": m}

@@ -156,22 +156,24 @@ def test_cli_one_policy(contexts, contexts_file, tmp_path, capsys):
 
 
 def test_cli_domain_option(tmp_path, capsys):
-    """--domain gives the built-in policies the contexts' domain (PyDial's CamRestaurants here);
-    without it they refuse contexts of another domain before answering any; a bad name is one line."""
+    """--domain gives the built-in policies the contexts' domain (the example domain here; the
+    default is PyDial's CamRestaurants); without it they refuse contexts of another domain before
+    answering any; a bad name is one line."""
     from contexts import generate_grid
     from policies.domain import resolve_domain
     from policies.handcrafted import HandcraftedPolicy
 
-    cam = resolve_domain("camrestaurants")
-    path = generate_grid(cam, step=0.5).save(tmp_path / "cam.jsonl")
+    example = resolve_domain("example-restaurants")
+    path = generate_grid(example, step=0.5).save(tmp_path / "example.jsonl")
     out = tmp_path / "hc.jsonl"
     assert main(["respond", "--policy", "handcrafted", "--contexts", str(path), "-o", str(out)]) == 2
     assert "--domain NAME" in capsys.readouterr().err and not out.exists()
-    argv = ["respond", "--policy", "handcrafted", "--domain", "camrestaurants", "--contexts", str(path), "-o", str(out)]
+    argv = ["respond", "--policy", "handcrafted", "--domain", "example-restaurants", "--contexts", str(path), "-o",
+            str(out)]
     assert main(argv) == 0
     table = ResponseTable.load(out)
-    assert table.n_errors == 0 and table.policy["domain"] == cam.name
-    assert table.acts == respond(HandcraftedPolicy(cam), ContextSet.load(path)).acts
+    assert table.n_errors == 0 and table.policy["domain"] == example.name
+    assert table.acts == respond(HandcraftedPolicy(example), ContextSet.load(path)).acts
     argv[4] = "camrestaurnt"
     assert main(argv) == 2
     assert "Did you mean 'camrestaurants'" in capsys.readouterr().err
@@ -248,19 +250,14 @@ def test_docs_quick_start_runs(capsys):
 
 
 def test_policy_and_contexts_of_different_domains_are_refused():
-    from pathlib import Path
-
     from contexts import generate_grid
     from policies.domain import Domain
 
-    r = Path("/work/shared/pydial-ontology")
-    if not r.is_dir():
-        pytest.skip("PyDial's CamRestaurants ontology is not on this machine")
-    cam = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
-    grid_cam = generate_grid(cam, step=0.5)
-    with pytest.raises(ConfigError, match="works on the domain of 'behavsim-restaurants-rules.json', but the contexts "
-                                          "were built on CamRestaurants-rules.json"):
-        respond("handcrafted", grid_cam.select(range(4)))  # subsets keep the parent's domain
+    example = Domain.builtin()
+    grid_example = generate_grid(example, step=0.5)
+    with pytest.raises(ConfigError, match="works on the domain of 'CamRestaurants-rules.json', but the contexts "
+                                          "were built on behavsim-restaurants-rules.json"):
+        respond("handcrafted", grid_example.select(range(4)))  # subsets keep the parent's domain
     from policies.handcrafted import HandcraftedPolicy
 
-    assert respond(HandcraftedPolicy(cam), grid_cam).n_errors == 0
+    assert respond(HandcraftedPolicy(example), grid_example).n_errors == 0

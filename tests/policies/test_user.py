@@ -11,7 +11,7 @@ PLAIN = {k: 0.0 for k in DEFAULT_PROBS} | {"CorrectingAct1": 1.0}
 
 
 def fresh(seed=0, probs=None, **cfg):
-    u = SimulatedUser(D, UserConfig(probs=PLAIN | (probs or {}), **cfg))
+    u = SimulatedUser(D, UserConfig(probs=PLAIN | (probs or {}), **({"patience": 5} | cfg)))  # fixed patience
     u.reset(np.random.default_rng(seed))
     return u
 

@@ -10,15 +10,17 @@ import pytest
 
 from policies.domain import resolve_domain
 from policies.env import DialogueEnv
-from policies.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, USER_CONFIGS,
+from policies.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, LEGACY_PROBS, USER_CONFIGS,
                            SimulatedUser, UnknownUserConfig, UserConfig, UserConfigError)
 
 PYDIAL = Path(__file__).resolve().parents[3] / "shared" / "pydial3"
 
 
 def test_named_configs():
-    assert USER_CONFIGS.names() == ["default", "env1"]
-    assert UserConfig.from_dict("default") == UserConfig() == UserConfig.from_dict(None)
+    assert USER_CONFIGS.names() == ["env1", "legacy"]
+    assert UserConfig.from_dict("env1") == UserConfig() == UserConfig.from_dict(None)
+    legacy = UserConfig.from_dict("legacy")
+    assert legacy.patience == 5 and legacy.ranges() == LEGACY_PROBS != ENV1_PROBS
     env1 = UserConfig.from_dict("env1")
     assert env1.patience == ENV1_PATIENCE == (4, 6)
     assert env1.ranges() == ENV1_PROBS
@@ -78,6 +80,6 @@ def test_env_runs_environment_1_and_default_is_unchanged():
     env = DialogueEnv(resolve_domain("camrestaurants"), user_config="env1")
     belief, info = env.reset(seed=3)
     assert info["goal"]["constraints"]
-    a = DialogueEnv(user_config="default").reset(seed=5)[1]["goal"]
+    a = DialogueEnv(user_config="env1").reset(seed=5)[1]["goal"]
     b = DialogueEnv().reset(seed=5)[1]["goal"]
     assert a == b

@@ -17,16 +17,16 @@ def forget_pydial():
 
 
 def make_fake_root(dest):
-    """A stand-in PyDial root at ``dest``: modules, an ontology with behavsim's built-in values,
+    """A stand-in PyDial root at ``dest``: modules, PyDial's CamRestaurants ontology (as behavsim ships it),
     templates, configs ``config/gp.cfg`` (GP, BasicSemO) and ``config/hdc.cfg``, GP policy files."""
-    from policies.domain import Domain
+    from policies.domain import resolve_domain
     from policies.tracker import make_belief
 
     r = Path(dest)
     shutil.copytree(HERE, r, ignore=shutil.ignore_patterns("make_root.py", "README.md", "__pycache__"))
     for pkg in PACKAGES:
         (r / pkg / "__init__.py").write_text("")
-    d = Domain.builtin()
+    d = resolve_domain("camrestaurants")
     rules = json.loads(Path(d.source).read_text())
     (r / "ontology/ontologies").mkdir(parents=True)
     (r / f"ontology/ontologies/{DOMAIN}-rules.json").write_text(json.dumps(rules))
