@@ -3,7 +3,9 @@
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
 #   bash run.sh lint    ruff (lint and format check) and mypy on the packages
-# The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder).
+#   bash run.sh test-tfhub  the TensorFlow Hub encoder tests (tests/tfhub) in their own environment
+# The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder); the one of
+# test-tfhub, with TensorFlow and without PyTorch, in $BEHAVSIM_TF_VENV (default: .venv-tf).
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV="${BEHAVSIM_VENV:-.venv}"
@@ -26,6 +28,34 @@ setup() {
     fi
 }
 
+# TensorFlow (CPU build) and tensorflow-hub, pinned; tf-keras because tensorflow_hub imports it
+# under Keras 3, installed without its dependency on the full "tensorflow" wheel (tensorflow-cpu
+# provides the same module). behavsim itself without its dependencies: the USE path of `behavsim
+# pair` needs only numpy, pandas and pyarrow, so no PyTorch here. setuptools<81 keeps the
+# pkg_resources that tensorflow_hub imports.
+TF_PINS="tensorflow-cpu==2.21.0 tensorflow-hub==0.16.1 tf-keras==2.21.0"
+setup_tf() {
+    local venv="$1"
+    if [ ! -x "$venv/bin/python" ]; then
+        "$PY" -m venv "$venv"
+    fi
+    local stamp="$venv/.behavsim-tf-installed"
+    local want
+    want="$( (cat setup.cfg pyproject.toml; echo "$TF_PINS") | sha256sum | cut -c1-16)"
+    if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+        "$venv/bin/python" -m pip install -q --upgrade pip
+        "$venv/bin/python" -m pip install -q 'setuptools<81' tensorflow-cpu==2.21.0
+        "$venv/bin/python" -m pip install -q --no-deps tensorflow-hub==0.16.1 tf-keras==2.21.0
+        "$venv/bin/python" -m pip install -q 'numpy>=1.26' 'pandas>=2.0' 'pyarrow>=12' 'pytest>=7' 'pytest-socket>=0.7'
+        "$venv/bin/python" -m pip install -q --no-deps -e .
+        if "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+            echo "run.sh: PyTorch ended up in $venv; test-tfhub must not install it" >&2
+            exit 1
+        fi
+        echo "$want" > "$stamp"
+    fi
+}
+
 case "${1:-}" in
     main)
         setup
@@ -42,6 +72,12 @@ case "${1:-}" in
         shift
         exec "$VENV/bin/python" -m pytest "$@"
         ;;
+    test-tfhub)
+        TF_VENV="${BEHAVSIM_TF_VENV:-.venv-tf}"
+        setup_tf "$TF_VENV"
+        shift
+        exec "$TF_VENV/bin/python" -m pytest tests/tfhub "$@"
+        ;;
     lint)
         setup
         "$VENV/bin/ruff" check behavsim contexts policies experiments
@@ -49,7 +85,7 @@ case "${1:-}" in
         "$VENV/bin/mypy" behavsim
         ;;
     *)
-        echo "usage: bash run.sh main|test|lint [args...]" >&2
+        echo "usage: bash run.sh main|test|test-tfhub|lint [args...]" >&2
         exit 2
         ;;
 esac

@@ -244,7 +244,16 @@ class TFHubEncoder(SentenceEncoder):
                 "the tfhub encoder needs TensorFlow and tensorflow-hub: pip install 'behavsim[tfhub]'"
             ) from exc
         os.environ.setdefault("TFHUB_MODEL_LOAD_FORMAT", "UNCOMPRESSED")
-        return hub.load(local)
+        try:
+            model = hub.load(local)
+        except Exception as exc:  # TF raises ValueError, OSError, DecodeError, OpError... for a bad directory
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ModelNotAvailable(f"cannot load a TF Hub SavedModel from {self.handle!r}: {reason}") from exc
+        if not callable(model):
+            raise ModelNotAvailable(
+                f"the SavedModel at {self.handle!r} is not callable on a batch of strings (no __call__ signature)"
+            )
+        return model
 
     def _encode_one(self, text: str) -> np.ndarray:
         if self._model is None:
