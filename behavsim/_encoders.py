@@ -195,6 +195,25 @@ class Usem3Encoder(SentenceEncoder):
         return self._model.encode([text])[0]
 
 
+def _model_digest(folder: Path, whole: int = 64 << 20, part: int = 4 << 20) -> str:
+    """A SHA-256 over a model folder's files (relative path, size and content), 16 hex digits.
+
+    Files up to ``whole`` bytes are hashed whole; larger ones (variable shards) by their size and
+    their first and last ``part`` bytes, so a multi-GB model is fingerprinted in milliseconds."""
+    h = hashlib.sha256()
+    for f in sorted(x for x in folder.rglob("*") if x.is_file()):
+        size = f.stat().st_size
+        h.update(f"{f.relative_to(folder).as_posix()}\0{size}\0".encode())
+        with open(f, "rb") as fh:
+            if size <= whole:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(part))
+                fh.seek(size - part)
+                h.update(fh.read(part))
+    return h.hexdigest()[:16]
+
+
 class TFHubEncoder(SentenceEncoder):
     """A Universal Sentence Encoder SavedModel loaded with ``tensorflow_hub`` from a local path.
 
@@ -211,10 +230,16 @@ class TFHubEncoder(SentenceEncoder):
             raise ConfigError("the tfhub encoder needs handle=<path to a local USE SavedModel>")
         self.handle = str(handle)
         self._model: Any = None
+        self._digest: str | None = None
 
     @property
     def signature(self) -> str:
-        return f"tfhub:{os.path.basename(os.path.normpath(self.handle))}|tensorflow-hub-{_version('tensorflow-hub')}"
+        """Names the model's content, not only its folder: two SavedModels in folders of the same
+        name must never share cached vectors (see :func:`_model_digest`)."""
+        if self._digest is None:
+            self._digest = _model_digest(Path(self._local_dir()))
+        name = os.path.basename(os.path.normpath(self.handle))
+        return f"tfhub:{name}@{self._digest}|tensorflow-hub-{_version('tensorflow-hub')}"
 
     def _local_dir(self) -> str:
         """The SavedModel directory of the handle, found without any network access."""

@@ -57,3 +57,19 @@ def test_class_and_function_agree_and_missing_is_nan():
     assert s.score("request(food)", "request(pricerange)") == 0.5
     vals = s.pairwise(["request(food)", None], ["request(food)", "bye()"])
     assert vals[0] == 1.0 and vals[1] != vals[1]
+
+
+def test_tfhub_cache_key_names_the_models_content(tmp_path):
+    """Two SavedModels in folders of the same name never share cached vectors: the signature
+    (the embedding cache's key) carries a digest of the folder's files."""
+    from behavsim._encoders import TFHubEncoder
+
+    sigs = []
+    for i, content in enumerate((b"model one", b"model two", b"model one")):
+        d = tmp_path / str(i) / "use"
+        (d / "variables").mkdir(parents=True)
+        (d / "saved_model.pb").write_bytes(content)
+        (d / "variables" / "variables.index").write_bytes(b"index")
+        sigs.append(TFHubEncoder(handle=str(d)).signature)
+    assert sigs[0] != sigs[1] and sigs[0] == sigs[2]
+    assert sigs[0].startswith("tfhub:use@")
