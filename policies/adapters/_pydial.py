@@ -408,6 +408,23 @@ class PyDialAdapter(Adapter):
         b["beliefs"] = beliefs
         return b
 
+    @staticmethod
+    def _before_global_summary(belief: dict) -> dict:
+        """``belief`` with ``method["none"]`` as PyDial's tracker leaves it.
+
+        PyDial's ``SummaryUtils.globalSummary`` — called by the policy before it reads the belief
+        (the masks, the GP state, the handcrafted rules) — overwrites ``method["none"]`` in place
+        with 1 − Σ of every method entry, ``none`` included; behavsim's beliefs hold the value
+        after that overwrite (what the policy reads, see :mod:`policies.tracker`). The overwrite is
+        its own inverse, so PyDial is handed 1 − Σ(other methods) − ``none`` and reads the
+        belief's own value: a belief recorded in a PyDial dialogue is answered as it was there."""
+        method = (belief.get("beliefs") or {}).get("method")
+        if not isinstance(method, dict) or "none" not in method:
+            return belief
+        rest = sum(float(v) for k, v in method.items() if k != "none")
+        beliefs = {**belief["beliefs"], "method": {**method, "none": 1.0 - rest - float(method["none"])}}
+        return {**belief, "beliefs": beliefs}
+
     def _prompt(self, act: str) -> str:
         """The template generator's prompt for ``act``, generated once per act string: it reads
         nothing but the act and Python's ``random`` (seeded with ``seed`` for each generation)."""
@@ -436,7 +453,7 @@ class PyDialAdapter(Adapter):
             self.policy.restart()
             last = (context_meta or {}).get("last_system_act")
             self.policy.lastSystemAction = last
-            act = self.policy.nextAction(b)
+            act = self.policy.nextAction(self._before_global_summary(b))
             if not isinstance(act, str):
                 act = str(act)
             summary = getattr(self.policy, "actToBeRecorded", None)
