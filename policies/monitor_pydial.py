@@ -5,8 +5,8 @@
 ``.prm`` (``<name>-<err>.<batch>`` without a seed), ``<name>`` being the config's file name
 without ``.cfg``, ``<err>`` the training error rate (``00``) and ``<batch>`` 1, 2, ... Every
 ``<prefix>.<batch>`` group is a *trial* here (several seeds or configs in one folder give
-several; when some are named after ``CFG`` — ``<CFG's name>-...``, as PyDial names the
-policies of a training with ``CFG`` — only those are followed). Each new batch is answered on the context set through the ``pydial:`` adapter —
+several; when ``CFG`` is a training config — it has an ``[exec_config]`` section — only the
+policies named after it, ``<CFG's name>-...``, are followed, as PyDial names them). Each new batch is answered on the context set through the ``pydial:`` adapter —
 ``CFG`` with ``inpolicyfile`` replaced by that batch (:class:`policies.adapters.PyDialAdapter`
 ``policy_file``; learning off, GP greedy) — and scored against the previous batch with
 :class:`behavsim.monitor.ConvergenceMonitor`: ``OUT/<trial>/convergence.csv``, the snapshots'
@@ -65,8 +65,9 @@ def _settled(prefix: Path, settle: float) -> bool:
         return False
 
 
-def _config_numbers(cfg: Path) -> tuple[int | None, int | None]:
-    """(dialogues per batch, last batch) from ``[exec_config]``; ``None`` where not set."""
+def _config_numbers(cfg: Path) -> tuple[int | None, int | None, bool]:
+    """(dialogues per batch, last batch) from ``[exec_config]``, ``None`` where not set, and
+    whether the config has that section (a training config)."""
     p = configparser.ConfigParser(allow_no_value=True)
     try:
         p.read(cfg)
@@ -81,7 +82,7 @@ def _config_numbers(cfg: Path) -> tuple[int | None, int | None]:
 
     per, n, start = num("traindialogsperbatch"), num("numtrainbatches"), num("trainsourceiteration")
     last = None if n is None else (start or 0) + n
-    return (per if per and per > 0 else None), last
+    return (per if per and per > 0 else None), last, p.has_section("exec_config")
 
 
 class PyDialWatch(_Watch):
@@ -103,7 +104,8 @@ class PyDialWatch(_Watch):
         self.stop_rule = stop_rule
         self.pydial_root = find_pydial_root(args.pydial_root)
         self.config = resolve_config(args.pydial_config, self.pydial_root)
-        self.per_batch, self.last_batch = _config_numbers(self.config)
+        self.per_batch, self.last_batch, training = _config_numbers(self.config)
+        self.prefix = f"{self.config.stem}-" if training else None
         self.nlg = any(s in TEXT_SCORES for s in score_names)
         self.out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"
         self.monitors: dict[str, Any] = {}
@@ -141,10 +143,11 @@ class PyDialWatch(_Watch):
         return self.monitors[trial]
 
     def trials(self) -> dict[str, list[tuple[int, Path]]]:
-        """The trials followed: those named after the config when there are some, else all."""
+        """The trials followed: for a training config those named after it, else all."""
         trials = pydial_trials(self.policy_dir)
-        mine = {t: b for t, b in trials.items() if t.startswith(f"{self.config.stem}-")}
-        return mine or trials
+        if self.prefix is None:
+            return trials
+        return {t: b for t, b in trials.items() if t.startswith(self.prefix)}
 
     def poll(self) -> int:
         trials = self.trials()
