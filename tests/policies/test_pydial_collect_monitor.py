@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 _CLI = "import sys; from behavsim.cli import main; sys.exit(main())"
+N_DIALOGUES = 4
 
 
 def _env() -> dict:
@@ -72,33 +73,42 @@ def work(tmp_path_factory) -> Path:
     return d
 
 
-def collect(work: Path, cfg: str, out: str, dialogues: int, seed: int) -> subprocess.CompletedProcess:
-    return behavsim(
+def collect_args(cfg: str, out: str, dialogues: int, seed: int) -> list[str]:
+    return [
         "contexts", "collect-pydial", "--config", f"env1-configs/{cfg}", "--root", "root",
-        "--dialogues", str(dialogues), "--seed", str(seed), "-o", out, cwd=work,
-    )  # fmt: skip
+        "--dialogues", str(dialogues), "--seed", str(seed), "-o", out,
+    ]  # fmt: skip
+
+
+def collect(work: Path, cfg: str, out: str, dialogues: int, seed: int) -> subprocess.CompletedProcess:
+    return behavsim(*collect_args(cfg, out, dialogues, seed), cwd=work)
 
 
 @pytest.fixture(scope="module")
 def ccol(work) -> Path:
-    r = collect(work, "adapter-gp.cfg", "ccol-gp.jsonl", 6, 3)
+    r = collect(work, "adapter-gp.cfg", "ccol-gp.jsonl", N_DIALOGUES, 3)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("wrote ")
     return work / "ccol-gp.jsonl"
 
 
 def test_same_seed_same_fingerprint(work, ccol):
-    again = collect(work, "adapter-gp.cfg", "ccol-gp-again.jsonl", 6, 3)
-    other = collect(work, "adapter-gp.cfg", "ccol-gp-seed4.jsonl", 6, 4)
-    assert again.returncode == 0 and other.returncode == 0, again.stderr + other.stderr
+    runs = [  # two processes at once
+        subprocess.Popen([sys.executable, "-c", _CLI, *collect_args("adapter-gp.cfg", out, N_DIALOGUES, seed)],
+                         cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for out, seed in (("ccol-gp-again.jsonl", 3), ("ccol-gp-seed4.jsonl", 4))
+    ]  # fmt: skip
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
     h = header(ccol)
     assert h["fingerprint"] == header(work / "ccol-gp-again.jsonl")["fingerprint"]
     assert h["fingerprint"] != header(work / "ccol-gp-seed4.jsonl")["fingerprint"]
     assert h["meta"]["builder"] == "collected-pydial" and h["meta"]["domain_rules"] == "CamRestaurants-rules.json"
     metas = [r["meta"] for r in rows(ccol)]
-    assert sorted({m["dialogue"] for m in metas}) == list(range(6))
+    assert sorted({m["dialogue"] for m in metas}) == list(range(N_DIALOGUES))
     assert all(m["origin"] == "collected" and m["seed"] == 3 and m["act"] for m in metas)
-    assert sum(m["closing_turn"] for m in metas) == 6  # the simulated user ends every dialogue here
+    assert sum(m["closing_turn"] for m in metas) == N_DIALOGUES  # the simulated user ends every dialogue here
     assert all(
         set(r["belief"]) == {"beliefs", "features"} and "dbMatches" in r["belief"]["features"] for r in rows(ccol)
     )
@@ -108,7 +118,7 @@ def test_same_seed_same_fingerprint(work, ccol):
 def test_pydial_adapter_answers_with_the_acts_taken_in_the_dialogues(work, ccol, cfg):
     contexts = ccol
     if cfg != "adapter-gp.cfg":
-        r = collect(work, cfg, "ccol-hdc.jsonl", 4, 1)
+        r = collect(work, cfg, "ccol-hdc.jsonl", 3, 1)
         assert r.returncode == 0, r.stderr
         contexts = work / "ccol-hdc.jsonl"
     out = f"answers-{cfg}.jsonl"
