@@ -135,6 +135,7 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
         domain=args.pydial_domain,
         error_rate=args.error_rate,
         explore=args.explore,
+        policy_file=args.policy_file,
     )
     return _save(cs, out)
 
@@ -335,6 +336,13 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         "--explore",
         action="store_true",
         help="keep the config's exploration (GP scale, random) instead of greedy; learning stays off",
+    )
+    cp.add_argument(
+        "--policy-file",
+        metavar="PREFIX",
+        default=None,
+        help="GP policy .dct/.prm prefix replacing the config's inpolicyfile, relative to the root "
+        "(e.g. _bspolicies/env1-gp-CR-seed1-00.4 with the training config env1-configs/env1-gp-CR.cfg)",
     )
     cp.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     cp.set_defaults(func=cmd_collect_pydial)

@@ -135,6 +135,7 @@ def collect_pydial(
     explore: bool = False,
     label: str | None = None,
     timeout: float | None = None,
+    policy_file: str | os.PathLike | None = None,
 ) -> ContextSet:
     """The belief states PyDial's policy (``config``) met in ``dialogues`` of PyDial's own
     simulated dialogues seeded with ``seed`` (see the module doc).
@@ -142,7 +143,9 @@ def collect_pydial(
     ``root``: PyDial3's root folder (default: ``$PYDIAL_ROOT`` or found on ``sys.path``); a
     relative ``config`` is looked up in the working directory, then under the root.
     ``domain``: PyDial's domain name (default: the config's first). ``error_rate``: PyDial's
-    semantic error rate (0..1). Per-context ``meta``: ``origin="collected"``, ``source_policy``,
+    semantic error rate (0..1). ``policy_file``: the GP policy's ``.dct``/``.prm`` prefix (relative
+    to the root), replacing the config's ``inpolicyfile`` — so a training config can be used.
+    Per-context ``meta``: ``origin="collected"``, ``source_policy``,
     ``dialogue`` (0-based), ``turn`` (1-based system turn; turn 1 is PyDial's opening),
     ``seed``, ``act`` (the policy's master act, canonical), ``summary_action``,
     ``last_system_act``, ``closing_turn`` (the user has said bye: PyDial's
@@ -165,6 +168,7 @@ def collect_pydial(
         "domain": pdomain,
         "error_rate": float(error_rate),
         "explore": bool(explore),
+        "policy_file": None if policy_file is None else str(policy_file),
     }
     result = _run_helper(job, r, cfg, timeout)
     label = label or f"pydial-{cfg.stem}"
@@ -212,6 +216,7 @@ def collect_pydial(
                 "pydial_commit": _git_commit(r),
                 "explore": bool(explore),
                 "error_rate": float(error_rate),
+                "policy_file": None if policy_file is None else str(policy_file),
             }
         ],
         "env": "PyDial's simulation (Simulate.SimulationSystem: its simulated user and focus tracker)",

@@ -15,10 +15,12 @@ PyDial's classes (PyDial3, ``helloric/pydial3``):
 
 ``SimulationSystem.run_dialogs`` is *not* used: it ends with ``power_down_factory``, which may
 save the policy. The config is forced to evaluation as the ``pydial:`` adapter forces it
-(``learning = False``, GP ``scale = -1`` greedy, ``random = False``) unless ``explore`` is set.
+(``learning = False``, GP ``scale = -1`` greedy, ``random = False``); with ``explore`` the
+config's ``scale`` and ``random`` are kept (learning stays off).
 
 Input (JSON on stdin): ``{"config": path, "seed": int, "dialogues": int, "domain": str|null,
-"error_rate": float, "explore": bool, "output": path}``. Output (JSON written to ``output``):
+"error_rate": float, "explore": bool, "policy_file": str|null (replaces inpolicyfile),
+"output": path}``. Output (JSON written to ``output``):
 ``{"seed": int, "domain": str, "policy_type": str, "records": [{"dialogue", "turn", "belief",
 "last_system_act", "act", "summary_action"}, ...]}`` where ``belief`` is a deep copy of the belief
 handed to ``policy.nextAction`` (``beliefs`` and ``features``) before the call. Any failure:
@@ -77,9 +79,11 @@ def run(job: dict) -> dict:
     policy_type = "hdc"
     for sec in sections:
         policy_type = conf.get(sec, "policytype", fallback=policy_type)
+    for sec in sections:  # never learn, so never save a policy
+        _set(conf, sec, "learning", "False")
+        if job.get("policy_file"):
+            _set(conf, sec, "inpolicyfile", str(job["policy_file"]))
     if not job.get("explore"):
-        for sec in sections:
-            _set(conf, sec, "learning", "False")
         for sec in ["gpsarsa"] + ([f"gpsarsa_{domain}"] if conf.has_section(f"gpsarsa_{domain}") else []):
             _set(conf, sec, "scale", "-1")
             _set(conf, sec, "random", "False")
@@ -92,6 +96,11 @@ def run(job: dict) -> dict:
             raise RuntimeError(
                 f"{job['config']}: GP policy files not found (relative to the PyDial root): "
                 f"{', '.join(missing) or '[policy] inpolicyfile is not set'}; PyDial would run an untrained policy"
+                + (
+                    " (a training config: give the policy files, --policy-file / policy_file=)"
+                    if infile == "auto"
+                    else ""
+                )
             )
     # no log files, no colour; warnings and worse only
     _set(conf, "logging", "usecolor", "False")
@@ -148,7 +157,11 @@ def main() -> int:
     except Exception as exc:  # one line for the caller; the traceback on stderr
         traceback.print_exc()
         lines = str(exc).strip().splitlines()
-        out = {"error": f"{type(exc).__name__}" + (f": {lines[0]}" if lines else "")}
+        first = lines[0] if lines else ""
+        # RuntimeError: a check of this script (its message says it all); else PyDial's exception
+        out = {
+            "error": first if type(exc) is RuntimeError else f"{type(exc).__name__}" + (f": {first}" if first else "")
+        }
         status = 3
     with open(job["output"], "w", encoding="utf-8") as f:
         json.dump(out, f)
