@@ -8,7 +8,7 @@ Against the real PyDial3 snapshot (``../shared/pydial3`` beside the repository r
   handcrafted); behavsim's own handcrafted policy answers the set; a missing root or config is a
   one-line error;
 * ``behavsim monitor POLICYDIR --pydial-config CFG --follow`` while ``pydial.py``'s
-  ``train_command`` trains 3 batches of 4 dialogues (a config derived from
+  ``train_command`` trains 3 batches of 3 dialogues (a config derived from
   ``env1-configs/env1-gp-CR.cfg``): one comparison per batch after the first, TMR in [0, 1], a
   PNG; PyDial's ``<name>.train.cfg`` is refused by the adapter with a clear error.
 
@@ -134,6 +134,26 @@ def test_pydial_adapter_answers_with_the_acts_taken_in_the_dialogues(work, ccol,
     assert not differ, differ[:5]
 
 
+def test_training_config_with_policy_file(work):
+    """The training config (Environment 1's user, inpolicyfile = auto) with --policy-file; the
+    adapter config of the same policy answers with the acts taken."""
+    r = behavsim(
+        *collect_args("env1-gp-CR.cfg", "ccol-env1.jsonl", 2, 0), "--policy-file", "_bspolicies/env1-gp-CR-seed1-00.4",
+        cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert header(work / "ccol-env1.jsonl")["meta"]["sources"][0]["policy_file"] == "_bspolicies/env1-gp-CR-seed1-00.4"
+    r = behavsim(
+        "respond", "--policy", "pydial:root/env1-configs/adapter-gp.cfg:nlg=off", "--pydial-root", "root",
+        "--contexts", "ccol-env1.jsonl", "-o", "answers-env1.jsonl", "--no-progress", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    taken = [c["meta"]["act"] for c in rows(work / "ccol-env1.jsonl")]
+    assert [a["act"] for a in rows(work / "answers-env1.jsonl")] == taken
+    r = behavsim(*collect_args("env1-gp-CR.cfg", "never.jsonl", 1, 0), cwd=work)
+    assert r.returncode == 2 and "auto.dct" in r.stderr and "--policy-file" in r.stderr, r.stderr
+
+
 def test_behavsims_own_policy_answers_the_set(work, ccol):
     r = behavsim(
         "respond", "--policy", "handcrafted", "--domain", "camrestaurants", "--contexts", ccol.name,
@@ -191,12 +211,12 @@ sys.argv = ["pydial.py"]
 import pydial
 pydial.train_command("env1-configs/short-gp.cfg", seed="1")
 """
-BATCHES, PER_BATCH = 3, 4
+BATCHES, PER_BATCH = 3, 3
 
 
 @pytest.fixture(scope="module")
 def training(work, ccol):
-    """PyDial trains 3 x 4 dialogues while `behavsim monitor --follow` follows its policy folder."""
+    """PyDial trains 3 x 3 dialogues while `behavsim monitor --follow` follows its policy folder."""
     root = work / "root"
     text = (root / "env1-configs" / "env1-gp-CR.cfg").read_text()
     text = re.sub(r"(?m)^numtrainbatches\s*=.*$", f"numtrainbatches = {BATCHES}", text)
