@@ -6,6 +6,8 @@ contexts.cli:register_contexts``); every sub-command is one library call::
     behavsim contexts generate --step 0.2 --value area=centre -o cgen.jsonl
     behavsim contexts collect --policy handcrafted --policy runs/ts-seed0/ckpt-040000.npz \\
         --dialogues 10 --seed 0 -o ccol.jsonl
+    behavsim contexts collect-pydial --config env1-configs/adapter-gp.cfg --root ../pydial3 \\
+        --dialogues 10 --seed 0 -o ccol-pydial.jsonl
     behavsim contexts import my-log.jsonl -o logged.parquet
     behavsim contexts select ccol.jsonl --turn 1 --slot-belief food=0.5:1.0 -o first-turns.jsonl
     behavsim contexts info ccol.jsonl
@@ -117,6 +119,23 @@ def cmd_collect(args: argparse.Namespace) -> int:
         env_options=env_options,
         dedupe=args.dedupe,
         progress=args.progress,
+    )
+    return _save(cs, out)
+
+
+def cmd_collect_pydial(args: argparse.Namespace) -> int:
+    from policies.adapters._pydial_collect import collect_pydial
+
+    out = _output(args.output)
+    cs = collect_pydial(
+        args.config,
+        root=args.root,
+        dialogues=args.dialogues,
+        seed=args.seed,
+        domain=args.pydial_domain,
+        error_rate=args.error_rate,
+        explore=args.explore,
+        policy_file=args.policy_file,
     )
     return _save(cs, out)
 
@@ -289,6 +308,44 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     domain_opt(c)
     c.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     c.set_defaults(func=cmd_collect)
+
+    cp = sub.add_parser(
+        "collect-pydial",
+        help="C_col from PyDial's own dialogues (its simulated user, tracker and a policy config)",
+        description="Runs N dialogues of PyDial3's simulation (its simulated user and focus tracker) with the "
+        "policy of a PyDial config, in a subprocess inside the PyDial root, and records the belief state the "
+        "policy saw at every system turn, in behavsim's layout, with the act it took (meta 'act'). The policy "
+        "runs as the pydial: adapter runs it (no learning, GP greedy) unless --explore. Same seed, same set.",
+    )
+    cp.add_argument("--config", required=True, metavar="CFG", help="PyDial config (as for pydial:CFG)")
+    cp.add_argument(
+        "--root",
+        "--pydial-root",
+        dest="root",
+        metavar="DIR",
+        default=None,
+        help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH); PyDial runs there",
+    )
+    cp.add_argument("--dialogues", type=int, default=10, help="number of dialogues (default 10)")
+    cp.add_argument("--seed", type=int, default=0, help="PyDial's seed (Settings.init(config, seed); default 0)")
+    cp.add_argument(
+        "--pydial-domain", metavar="DOMAIN", default=None, help="PyDial domain (default: the config's first)"
+    )
+    cp.add_argument("--error-rate", type=float, default=0.0, help="PyDial's semantic error rate, 0..1 (default 0)")
+    cp.add_argument(
+        "--explore",
+        action="store_true",
+        help="keep the config's exploration (GP scale, random) instead of greedy; learning stays off",
+    )
+    cp.add_argument(
+        "--policy-file",
+        metavar="PREFIX",
+        default=None,
+        help="GP policy .dct/.prm prefix replacing the config's inpolicyfile, relative to the root "
+        "(e.g. _bspolicies/env1-gp-CR-seed1-00.4 with the training config env1-configs/env1-gp-CR.cfg)",
+    )
+    cp.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    cp.set_defaults(func=cmd_collect_pydial)
 
     i = sub.add_parser(
         "import",

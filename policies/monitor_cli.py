@@ -77,6 +77,25 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
+    q = p.add_argument_group(
+        "PyDial training",
+        "follow the GP policies PyDial3's `pydial.py train` writes: DIR is its policy folder (e.g. _bspolicies/, "
+        "files <name>-seed<S>-<err>.<batch>.dct/.prm); each batch is answered through the pydial: adapter "
+        "(CFG with inpolicyfile set to that batch) and scored against the previous batch",
+    )
+    q.add_argument(
+        "--pydial-config",
+        metavar="CFG",
+        default=None,
+        help="PyDial config to load each batch with (the training config itself will do); relative paths "
+        "are also looked up under the PyDial root",
+    )
+    q.add_argument(
+        "--pydial-root",
+        metavar="DIR",
+        default=None,
+        help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH)",
+    )
     from .domain import add_domain_option
 
     add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
@@ -154,6 +173,12 @@ class OutputLock:
 # ----------------------------------------------------------------------------- command
 def cmd_monitor(args: argparse.Namespace) -> int:
     """Run the ``monitor`` command; returns the exit code (bad input raises BehavsimError → 2)."""
+    if getattr(args, "pydial_config", None):
+        from .monitor_pydial import cmd_monitor_pydial
+
+        return cmd_monitor_pydial(args)
+    if getattr(args, "pydial_root", None):
+        raise ConfigError("--pydial-root only makes sense with --pydial-config (following a PyDial training)")
     root = Path(args.dir)
     interval, stop_rule, score_names = _check_args(args, root)
     contexts = ContextSet.load(args.contexts)

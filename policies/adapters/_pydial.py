@@ -144,6 +144,21 @@ def _get(config: Any, sections: list[str], key: str, default: str | None = None)
     return value
 
 
+def _check_train_cfg(path: Path, infile: str) -> None:
+    """Refuse ``<name>.train.cfg`` (written by ``pydial.py train`` for the batch that produced
+    policy ``<name>``) whose ``inpolicyfile`` is another policy: the one training started from."""
+    if not path.name.endswith(".train.cfg"):
+        return
+    produced = path.name[: -len(".train.cfg")]
+    if infile and Path(infile).name != produced:
+        raise ConfigError(
+            f"{path}: PyDial wrote this config while training the batch that produced policy {produced!r}; its "
+            f"inpolicyfile {infile!r} is the policy that batch started from, not {produced!r}. To load "
+            f"{produced!r}, give the policy files (pydial:CFG:policyfile=<policydir>/{produced}, or "
+            "PyDialAdapter(..., policy_file=...)), or use a config whose inpolicyfile names it"
+        )
+
+
 def _set(config: Any, section: str, key: str, value: str) -> None:
     if not config.has_section(section):
         config.add_section(section)
@@ -188,6 +203,12 @@ class PyDialAdapter(Adapter):
     ``seed``: PyDial's random generator is re-seeded with it before every context (PyDial's
     ``inform`` picks one of the matching venues at random), so each answer depends on the
     context alone, not on the order of the contexts.
+    ``policy_file``: the prefix of the GP policy's ``.dct``/``.prm`` files, replacing the config's
+    ``inpolicyfile`` (relative to the root, as in PyDial) — e.g. one batch of a PyDial training.
+
+    A config PyDial wrote while training, ``<configdir>/<name>-<batch>.train.cfg``, is refused
+    without ``policy_file``: PyDial names it after the batch it *produced*, but its
+    ``inpolicyfile`` is the batch that training started from (the previous one).
     """
 
     kind = "pydial"
@@ -201,6 +222,7 @@ class PyDialAdapter(Adapter):
         nlg: bool = True,
         seed: int = 0,
         policy_id: str | None = None,
+        policy_file: str | os.PathLike | None = None,
     ):
         self.root = find_pydial_root(root)
         cfg = Path(config).expanduser()
@@ -257,6 +279,13 @@ class PyDialAdapter(Adapter):
                         )
                     # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
                     overrides = {"policy.learning": "False"}
+                    if policy_file is not None:
+                        for sec in sections:
+                            if conf.has_section(sec) or sec == "policy":
+                                _set(conf, sec, "inpolicyfile", str(policy_file))
+                        overrides["policy.inpolicyfile"] = str(policy_file)
+                    else:
+                        _check_train_cfg(self.config_path, _get(conf, sections, "inpolicyfile", "") or "")
                     for sec in sections:
                         if conf.has_section(sec) or sec == "policy":
                             _set(conf, sec, "learning", "False")
@@ -408,6 +437,23 @@ class PyDialAdapter(Adapter):
         b["beliefs"] = beliefs
         return b
 
+    @staticmethod
+    def _before_global_summary(belief: dict) -> dict:
+        """``belief`` with ``method["none"]`` as PyDial's tracker leaves it.
+
+        PyDial's ``SummaryUtils.globalSummary`` — called by the policy before it reads the belief
+        (the masks, the GP state, the handcrafted rules) — overwrites ``method["none"]`` in place
+        with 1 − Σ of every method entry, ``none`` included; behavsim's beliefs hold the value
+        after that overwrite (what the policy reads, see :mod:`policies.tracker`). The overwrite is
+        its own inverse, so PyDial is handed 1 − Σ(other methods) − ``none`` and reads the
+        belief's own value: a belief recorded in a PyDial dialogue is answered as it was there."""
+        method = (belief.get("beliefs") or {}).get("method")
+        if not isinstance(method, dict) or "none" not in method:
+            return belief
+        rest = sum(float(v) for k, v in method.items() if k != "none")
+        beliefs = {**belief["beliefs"], "method": {**method, "none": 1.0 - rest - float(method["none"])}}
+        return {**belief, "beliefs": beliefs}
+
     def _prompt(self, act: str) -> str:
         """The template generator's prompt for ``act``, generated once per act string: it reads
         nothing but the act and Python's ``random`` (seeded with ``seed`` for each generation)."""
@@ -436,7 +482,7 @@ class PyDialAdapter(Adapter):
             self.policy.restart()
             last = (context_meta or {}).get("last_system_act")
             self.policy.lastSystemAction = last
-            act = self.policy.nextAction(b)
+            act = self.policy.nextAction(self._before_global_summary(b))
             if not isinstance(act, str):
                 act = str(act)
             summary = getattr(self.policy, "actToBeRecorded", None)
@@ -446,7 +492,7 @@ class PyDialAdapter(Adapter):
 
 
 def pydial_kind(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = None, **_: Any) -> Adapter:
-    spec.check_options(("domain", "nlg", "seed", "root"))
+    spec.check_options(("domain", "nlg", "seed", "root", "policyfile"))
     if not spec.target:
         raise ConfigError(f"policy spec {spec.text!r}: expected pydial:CONFIG.cfg")
     nlg = spec.options.get("nlg", "on").lower()
@@ -462,4 +508,5 @@ def pydial_kind(spec: PolicySpec, *, pydial_root: str | os.PathLike | None = Non
         domain=spec.options.get("domain"),
         nlg=nlg in ("on", "true", "1", "yes"),
         seed=seed,
+        policy_file=spec.options.get("policyfile"),
     )
