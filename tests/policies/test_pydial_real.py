@@ -43,7 +43,7 @@ def work(tmp_path_factory) -> Path:
     for name, extra in (
         ("grid-cr.jsonl", ["--domain", "camrestaurants", "--step", "0.2"]),
         ("grid-cr-05.jsonl", ["--domain", "camrestaurants", "--step", "0.5"]),
-        ("grid-default.jsonl", ["--step", "0.2"]),
+        ("grid-example.jsonl", ["--domain", "example-restaurants", "--step", "0.2"]),
     ):
         r = behavsim("contexts", "generate", *extra, "-o", name, cwd=d)
         assert r.returncode == 0, r.stderr
@@ -62,7 +62,7 @@ def cfg(work: Path, name: str) -> str:
 def test_other_domain_refused_before_any_context(work):
     r = behavsim(
         "respond", "--policy", f"pydial:{cfg(work, 'adapter-gp.cfg')}", "--pydial-root", str(work / "root"),
-        "--contexts", "grid-default.jsonl", "-o", "refused.jsonl", "--no-progress", cwd=work,
+        "--contexts", "grid-example.jsonl", "-o", "refused.jsonl", "--no-progress", cwd=work,
     )  # fmt: skip
     assert r.returncode != 0
     assert "contexts are built on domain restaurant (behavsim-restaurants-rules.json)" in r.stderr
