@@ -26,7 +26,9 @@ uniformly from the range in :data:`DEFAULT_PROBS`):
 * ``inform(name=x, …)``: stated values are checked against the goal (corrections as above);
   the first offered venue may be rejected (``ReqAltsAfterVenRec1``: ``reqalts()``) or trigger
   a goal change (``ReqAltsAfterVenRec2``); otherwise the user stores the venue, fills its
-  requests from the act's slots, maybe says ``thankyou()``/``ack()``, and asks for open
+  requests from the act's slots (an empty database value counts: PyDial's policies say
+  ``description=""``, which reaches the user as a valueless item and fills the request with
+  ``""``, as in PyDial), maybe says ``thankyou()``/``ack()``, and asks for open
   requests (``request(phone)``, more slots with ``AddSlotToReq``);
   ``inform(name=none, …)`` with correct values → the user relaxes one constraint
   (``dontcare`` with ``ConstraintRelax``, else a new value) and says ``reqalts(s=new)``;
@@ -257,6 +259,22 @@ class UserGoal:
         return None not in self.requests.values()
 
 
+def _heard(slot: str, value: str | None) -> str | None:
+    """The value a system ``inform``/``confirm`` item gives a requested slot, or None if it gives none.
+
+    An empty database value reaches us valueless: a toolkit policy says ``description=""``
+    and the act parser (:func:`behavsim.parse_act`, whose canonical items cannot tell ``""``
+    from a bare slot) hands the user ``("description", None)``. PyDial's user fills a request
+    with whatever value the system's item carries (``""`` there), so that is an answer: such an
+    item gives ``""``. The venue ``name`` needs a real value, and a negated item (``name!``)
+    never answers."""
+    if slot.endswith("!"):
+        return None
+    if value is None:
+        return None if slot == "name" else ""
+    return value
+
+
 def _act(t: str, *items) -> list:
     """Mutable agenda act: [type, [(slot, value), ...]]."""
     return [t, list(items)]
@@ -431,8 +449,9 @@ class SimulatedUser:
                     explicit_confirm = True
         if explicit_confirm:
             for s, v in act.items:
-                if s in g.requests and v is not None and not s.endswith("!"):
-                    g.requests[s] = v
+                heard = _heard(s, v)
+                if s in g.requests and heard is not None:
+                    g.requests[s] = heard
             return False
         return True
 
@@ -597,8 +616,9 @@ class SimulatedUser:
                 g.requests[r] = chosen
                 continue
             for s, v in act.items:
-                if s == r and v is not None and not (r == "name" and v == "none"):
-                    g.requests[r] = v
+                heard = _heard(s, v)
+                if s == r and heard is not None and not (r == "name" and heard == "none"):
+                    g.requests[r] = heard
         if self._r() < self.p["InformToConfirm"]:
             for a in self.agenda:
                 if a[0] == "inform" and a[1] and a[1][0][1] != DONTCARE and a[1][0][0] != "type":

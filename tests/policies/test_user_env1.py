@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from policies.actions import DiaAct
 from policies.domain import resolve_domain
 from policies.env import DialogueEnv
 from policies.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, USER_CONFIGS,
@@ -81,3 +82,57 @@ def test_env_runs_environment_1_and_default_is_unchanged():
     a = DialogueEnv(user_config="default").reset(seed=5)[1]["goal"]
     b = DialogueEnv().reset(seed=5)[1]["goal"]
     assert a == b
+
+
+def _user_holding(venue: str, requests: dict) -> SimulatedUser:
+    """An Environment 1 user whose goal is ``venue``'s constraints, the venue already accepted."""
+    cam = resolve_domain("camrestaurants")
+    user = SimulatedUser(cam, "env1")
+    user.reset(np.random.default_rng(0))
+    v = cam.venues[cam.venue_index(venue)]
+    user.goal.constraints = {s: v[s] for s in ("area", "food", "pricerange")}
+    user.goal.requests = {"name": venue, **requests}
+    user.goal.name_eq = venue
+    user.first_recommendation = False
+    user.agenda = [["bye", []]]
+    return user
+
+
+@pytest.mark.parametrize("act", ['inform(name="prezzo",description="")', 'inform(description="",name="prezzo")'])
+def test_empty_database_value_answers_the_request(act):
+    """PyDial's policies inform an empty database value as ``description=""``; PyDial's user
+    fills the request with whatever value the act carries (``UMHdcSim`` copies ``item.val``,
+    here ``""``), so the request counts as answered and the dialogue can succeed. behavsim's
+    act parser cannot tell ``description=""`` from a bare ``description``: both reach the
+    user as a valueless item of a system inform, which must answer the request too."""
+    user = _user_holding("prezzo", {"description": None})
+    reply = user.respond(act)
+    assert user.goal.requests == {"name": "prezzo", "description": ""}
+    assert user.success
+    assert reply.type != "request"  # nothing left to ask
+    # the same act built by the environment itself (value "") behaves alike
+    same = _user_holding("prezzo", {"description": None})
+    same.respond(DiaAct("inform", (("name", "prezzo"), ("description", ""))))
+    assert same.goal.requests == user.goal.requests and same.success
+
+
+def test_empty_value_in_env_step_act_succeeds():
+    """Through the environment: a toolkit policy's act string with an empty value."""
+    env = DialogueEnv(resolve_domain("camrestaurants"), user_config="env1")
+    env.reset(seed=0)
+    env.user = _user_holding("prezzo", {"phone": None, "description": None})
+    env.user.goal.requests["phone"] = "01799 521260"
+    _, _, _, _, info = env.step_act('inform(name="prezzo",description="")')
+    assert info["success"]
+
+
+def test_valueless_name_or_request_act_is_not_an_answer():
+    """Only informed slots answer requests: a ``request(description)`` or a bare ``name`` does not."""
+    user = _user_holding("prezzo", {"description": None})
+    user.respond('request(description)')
+    assert user.goal.requests["description"] is None
+    user = _user_holding("prezzo", {"description": None})
+    user.goal.requests["name"] = None
+    user.goal.name_eq = None
+    user.respond('inform(name,description="")')
+    assert user.goal.requests["name"] is None and not user.success
