@@ -13,8 +13,11 @@ Both sides are driven by ``tests/policies/_pydial_simulate.py`` (PyDial's side: 
 ``Simulate.SimulationSystem`` in subprocesses on a temporary copy of the PyDial root, config
 derived from ``env1-configs/env1-gp-CR.cfg`` with ``policytype = hdc``; our side: the
 environment run as PyDial's loop runs, opening ``hello()`` uncounted). A third line shows our
-environment with its default opening (``hello=False``, the user speaks first). Skipped, saying
-so, when there is no PyDial root.
+environment with its default opening (``hello=False``, the user speaks first). With
+``--adapter``, two more lines: PyDial's handcrafted policy asked through behavsim's ``pydial:``
+adapter (``env1-configs/adapter-hdc.cfg``, one context at a time, no prompts) inside our
+environment, with either opening — the same policy on both environments. Skipped, saying so,
+when there is no PyDial root.
 """
 
 from __future__ import annotations
@@ -50,6 +53,27 @@ def summary(sim, label: str, rows: list[dict], seconds: float) -> str:
     )
 
 
+def run_adapter(root: Path, n: int, seed: int, hello: bool) -> tuple[list[dict], float]:
+    """PyDial's hdc policy through the ``pydial:`` adapter in ``DialogueEnv`` (turns as PyDial counts them)."""
+    from policies.adapters._pydial import PyDialAdapter
+    from policies.domain import resolve_domain
+    from policies.env import DialogueEnv
+
+    adapter = PyDialAdapter(root / "env1-configs" / "adapter-hdc.cfg", root=root, nlg=False)
+    env = DialogueEnv(resolve_domain("camrestaurants"), user_config="env1", hello=hello, max_turns=26 if hello else 25)
+    rows = []
+    t0 = time.perf_counter()
+    for i in range(n):
+        belief, info = env.reset(seed=seed + i)
+        done = False
+        while not done:
+            act = adapter.respond_one(belief, context_meta={"last_system_act": env.last_system_act}).act
+            belief, _, terminated, truncated, info = env.step_act(act)
+            done = terminated or truncated
+        rows.append({"success": bool(info["success"]), "turns": int(info["turns"]) - int(hello)})
+    return rows, time.perf_counter() - t0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_root = os.environ.get("BEHAVSIM_PYDIAL_ROOT") or str(REPO.parent / "shared" / "pydial3")
@@ -57,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dialogues", type=int, default=1000, help="dialogues a side (default 1,000)")
     ap.add_argument("--workers", type=int, default=1, help="PyDial processes (default 1)")
     ap.add_argument("--seed", type=int, default=1, help="PyDial's seed (process k: seed + k); ours: seed * 1e6 + i")
+    ap.add_argument("--adapter", action="store_true", help="also PyDial's hdc policy inside our environment")
     args = ap.parse_args(argv)
     src = Path(args.pydial_root)
     if not (src / "Simulate.py").is_file():
@@ -72,12 +97,18 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         theirs, their_s = sim.run_pydial(root, config, n, args.seed, workers=args.workers)
         wall = time.perf_counter() - t0
+        adapted = {}
+        if args.adapter:
+            for hello in (True, False):
+                adapted[hello] = run_adapter(root, n, args.seed * 1_000_000, hello)
     ours, our_s = sim.run_ours(n, args.seed * 1_000_000)
     plain, plain_s = sim.run_ours(n, args.seed * 1_000_000, hello=False, max_turns=25)
     print(f"Environment 1, CamRestaurants, handcrafted policies, {n} dialogues a side (95% intervals)")
     print(summary(sim, "PyDial3 (hdc, Simulate.SimulationSystem)", theirs, their_s))
     print(summary(sim, "behavsim (HandcraftedPolicy, DialogueEnv)", ours, our_s))
     print(summary(sim, "behavsim, default opening (hello=False)", plain, plain_s))
+    for hello, (rows, secs) in adapted.items():
+        print(summary(sim, f"PyDial hdc via pydial: adapter, hello={hello}", rows, secs))
     print(
         f"speed: behavsim {n / our_s:.1f} vs PyDial {n / their_s:.1f} dialogues/s per process = "
         f"{(n / our_s) / (n / their_s):.0f}x; PyDial wall time {wall:.1f} s with {args.workers} process(es)"

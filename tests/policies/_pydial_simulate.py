@@ -102,13 +102,18 @@ def write_config(root: Path, name: str = "env1-hdc-statistics.cfg") -> Path:
 
 def run_pydial(root: Path, config: Path, n: int, seed: int, workers: int = 2) -> tuple[list[dict], float]:
     """``n`` dialogues of PyDial's simulation, split over ``workers`` processes (process ``k``
-    runs its share with seed ``seed + k``; PyDial seeds one global ``RandomState``). Returns
-    the per-dialogue rows and the summed seconds the processes spent simulating."""
+    runs its share with seed ``seed + k``; PyDial seeds one global ``RandomState``). With the
+    same seed PyDial's dialogues still vary from process to process with Python's string
+    hashing (the iteration order of sets and the like), so the processes run with
+    ``PYTHONHASHSEED=0``, which makes a run reproducible. Returns the per-dialogue rows and the summed seconds the
+    processes spent simulating."""
     shares = [n // workers + (k < n % workers) for k in range(workers)]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}  # PyDial draws from sets: their order must not vary
     procs = [
         subprocess.Popen(
             [sys.executable, str(HERE), str(config), str(m), str(seed + k)],
             cwd=root,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
