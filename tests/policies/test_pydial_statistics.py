@@ -24,9 +24,10 @@ weaker statements are in the failure message. Why a margin and not "the interval
 pooled over 5,000 PyDial and 13,000 of our dialogues PyDial's policy averages ≈ 5.96 turns and
 ours ≈ 6.12 (≈ 5.83 with ``hello=False``) at ≈ 100% success on both sides — a ≈ 0.15-turn gap
 that makes the overlap test pass or fail with the seeds (with the seeds here it fails: PyDial
-5.917 [5.787, 6.047], ours 6.187 [6.126, 6.247]). The gap is the environment's, not the
-policies': PyDial's own handcrafted policy asked through the ``pydial:`` adapter inside our
-environment (``hello=True``) also averages ≈ 6.16 turns (2,000 dialogues). The seeds are fixed
+5.917 [5.787, 6.047], ours 6.187 [6.126, 6.247]). The gap looks like the environment's, not
+the policies': PyDial's own handcrafted policy asked through the ``pydial:`` adapter inside our
+environment (``hello=True``) also averages ≈ 6.16 turns (2,000 dialogues; ``benchmarks/
+pydial_env.py --adapter``). The seeds are fixed
 (PyDial's processes also with ``PYTHONHASHSEED=0``: PyDial's dialogues vary with string
 hashing), so the outcome is reproducible. ``test_known_bad_environment_fails`` shows the
 criterion can fail: against the same PyDial sample it rejects our environment with the default
