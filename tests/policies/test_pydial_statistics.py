@@ -174,10 +174,23 @@ def test_success_and_turns_agree_with_pydial(pydial_rows):
     assert disagreements(pydial_rows, ours) == []
 
 
+def test_our_default_environment_agrees_with_pydial(pydial_rows):
+    """Our default Environment 1 (``DialogueEnv()``: the user speaks first, ``hello=False``; turns
+    counted alike) against PyDial's: the equivalence criterion, and the 95% intervals of success
+    and of mean turns overlap (the issue's wording; with these seeds: PyDial 5.917 [5.787, 6.047],
+    ours about 5.83)."""
+    ours, _ = sim.run_ours(N_OURS, OURS_SEED, hello=False, max_turns=25)
+    assert disagreements(pydial_rows, ours) == []
+    k1, k2 = sum(r["success"] for r in pydial_rows), sum(r["success"] for r in ours)
+    assert overlap(sim.wilson(k1, len(pydial_rows)), sim.wilson(k2, len(ours)))
+    m1, m2 = sim.mean_ci([r["turns"] for r in pydial_rows]), sim.mean_ci([r["turns"] for r in ours])
+    assert overlap(m1[1:], m2[1:]), (m1, m2)
+
+
 def test_known_bad_environment_fails(pydial_rows):
     """Known-bad variants of our environment must be told apart from PyDial's Environment 1 by
     the same criterion (1,000 dialogues each: enough to reject them)."""
-    bad, _ = sim.run_ours(N_BAD, OURS_SEED, user_config="default")  # patience 5, DEFAULT_PROBS
+    bad, _ = sim.run_ours(N_BAD, OURS_SEED, user_config="legacy")  # behavsim 0.1's user: patience 5, its ranges
     problems = disagreements(pydial_rows, bad)
     assert any(p.startswith("mean turns") for p in problems), problems
     bad, _ = sim.run_ours(N_BAD, OURS_SEED, max_turns=8)  # 7 counted turns instead of 25
