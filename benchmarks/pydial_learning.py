@@ -18,13 +18,14 @@ PyDial's test does:
 * behavsim: ``policies.train.run_training`` with ``TrainConfig(domain="camrestaurants",
   user="env1", eval_scale=1)`` — what ``behavsim train --domain camrestaurants --user env1
   --eval-scale 1`` runs — with ``--workers`` processes too, so both are timed under the same
-  load.
+  kind of load; run (and timed) once before PyDial and once after it, so a change in the load
+  from other jobs during PyDial's long run shows (the seeded trials must give identical curves).
 
 Prints the test success rate (TSR) per seed and the mean at every point, and the training speed
 of both: dialogues/s per process, training only (evaluation excluded; PyDial's figure includes
 building its simulation system and saving the policy at the end of each batch, which it does as
-part of training), and the ratio behavsim / PyDial3 measured in this run. Skipped, saying so,
-when there is no PyDial root.
+part of training), and the ratio behavsim / PyDial3 measured in this run (behavsim's two
+timings pooled, and each alone). Skipped, saying so, when there is no PyDial root.
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def _per(xs, fmt: str = ".2f") -> str:
     return " / ".join(format(x, fmt) for x in xs)
 
 
-def report(pyd: list[dict], ours: list[dict], points: list[int], n_eval: int, workers: int) -> dict:
+def report(
+    pyd: list[dict], ours: list[dict], ours_after: list[dict], points: list[int], n_eval: int, workers: int
+) -> dict:
     seeds = [r["seed"] for r in ours]
     print(
         f"GP-SARSA learning curves: CamRestaurants, Environment 1, R_TS, training scale 3; TSR on {n_eval} "
@@ -186,25 +189,33 @@ def report(pyd: list[dict], ours: list[dict], points: list[int], n_eval: int, wo
             }
         )
     pn, pt, pper = _speed(_pydial_speed_rows(pyd))
-    on, ot, oper = _speed(ours)
-    prate, orate = pn / pt, on / ot
+    prate = pn / pt
     print(f"\nTraining speed (training only, per process, {workers} process(es) at a time):")
     print(
-        f"  PyDial3 : {pn:,} dialogues in {pt:7.1f} s = {prate:8.2f} dialogues/s "
+        f"  PyDial3               : {pn:,} dialogues in {pt:7.1f} s = {prate:7.2f} dialogues/s "
         f"(per seed {_per(pper)}; logging at its quietest)"
     )
-    print(f"  behavsim: {on:,} dialogues in {ot:7.1f} s = {orate:8.1f} dialogues/s (per seed {_per(oper, '.0f')})")
-    print(f"  ratio behavsim / PyDial3: {orate / prate:.0f}x")
+    speed = {"pydial_dialogues_per_s": prate, "workers": workers}
+    for label, key, runs in (("before PyDial", "before", [ours]), ("after PyDial", "after", [ours_after])):
+        on, ot, oper = _speed(runs[0])
+        print(
+            f"  behavsim, {label:13s}: {on:,} dialogues in {ot:7.1f} s = {on / ot:7.1f} dialogues/s "
+            f"(per seed {_per(oper, '.0f')}) = {on / ot / prate:.0f}x PyDial3"
+        )
+        speed[f"behavsim_{key}_dialogues_per_s"] = on / ot
+    on, ot, _ = _speed(ours + ours_after)
+    orate = on / ot
+    speed.update(behavsim_dialogues_per_s=orate, ratio=orate / prate)
+    same = [r["points"] for r in ours] == [r["points"] for r in ours_after]
+    print(f"  ratio behavsim / PyDial3 (both behavsim timings pooled): {orate / prate:.0f}x")
+    print(f"  behavsim's two runs gave {'identical' if same else 'DIFFERENT'} curves (trials are seeded)")
     return {
         "curve": curve,
         "pydial": pyd,
         "behavsim": ours,
-        "speed": {
-            "pydial_dialogues_per_s": prate,
-            "behavsim_dialogues_per_s": orate,
-            "ratio": orate / prate,
-            "workers": workers,
-        },
+        "behavsim_after": ours_after,
+        "speed": speed,
+        "behavsim_reproduced": same,
     }
 
 
@@ -247,9 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     t2 = time.perf_counter()
-    res = report(pyd, ours, points, args.eval_dialogues, workers)
-    res["wall_seconds"] = {"behavsim": t1 - t0, "pydial": t2 - t1}
-    print(f"  wall time with evaluations: behavsim {t1 - t0:.1f} s, PyDial3 {t2 - t1:.1f} s")
+    ours_after = run_ours(args.seeds, points, args.eval_dialogues, workers)
+    t3 = time.perf_counter()
+    res = report(pyd, ours, ours_after, points, args.eval_dialogues, workers)
+    res["wall_seconds"] = {"behavsim": t1 - t0, "pydial": t2 - t1, "behavsim_after": t3 - t2, "total": t3 - t0}
+    print(
+        f"  wall time with evaluations: behavsim {t1 - t0:.1f} s + {t3 - t2:.1f} s, PyDial3 {t2 - t1:.1f} s; "
+        f"whole benchmark {(t3 - t0) / 60:.1f} min"
+    )
     if args.json:
         print(json.dumps(res))
     return 0
