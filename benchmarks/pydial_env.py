@@ -53,25 +53,17 @@ def summary(sim, label: str, rows: list[dict], seconds: float) -> str:
     )
 
 
-def run_adapter(root: Path, n: int, seed: int, hello: bool) -> tuple[list[dict], float]:
+def run_adapter(sim, root: Path, n: int, seed: int, hello: bool) -> tuple[list[dict], float]:
     """PyDial's hdc policy through the ``pydial:`` adapter in ``DialogueEnv`` (turns as PyDial counts them)."""
     from policies.adapters._pydial import PyDialAdapter
-    from policies.domain import resolve_domain
-    from policies.env import DialogueEnv
 
     adapter = PyDialAdapter(root / "env1-configs" / "adapter-hdc.cfg", root=root, nlg=False)
-    env = DialogueEnv(resolve_domain("camrestaurants"), user_config="env1", hello=hello, max_turns=26 if hello else 25)
-    rows = []
-    t0 = time.perf_counter()
-    for i in range(n):
-        belief, info = env.reset(seed=seed + i)
-        done = False
-        while not done:
-            act = adapter.respond_one(belief, context_meta={"last_system_act": env.last_system_act}).act
-            belief, _, terminated, truncated, info = env.step_act(act)
-            done = terminated or truncated
-        rows.append({"success": bool(info["success"]), "turns": int(info["turns"]) - int(hello)})
-    return rows, time.perf_counter() - t0
+
+    def step(env, belief):
+        act = adapter.respond_one(belief, context_meta={"last_system_act": env.last_system_act}).act
+        return env.step_act(act)
+
+    return sim.run_ours(n, seed, step=step, hello=hello, max_turns=26 if hello else 25)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         adapted = {}
         if args.adapter:
             for hello in (True, False):
-                adapted[hello] = run_adapter(root, n, args.seed * 1_000_000, hello)
+                adapted[hello] = run_adapter(sim, root, n, args.seed * 1_000_000, hello)
     ours, our_s = sim.run_ours(n, args.seed * 1_000_000)
     plain, plain_s = sim.run_ours(n, args.seed * 1_000_000, hello=False, max_turns=25)
     print(f"Environment 1, CamRestaurants, handcrafted policies, {n} dialogues a side (95% intervals)")

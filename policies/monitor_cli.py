@@ -235,28 +235,38 @@ class _Watch:
     def __init__(
         self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
     ) -> None:
-        self.args = args
         self.root = root
-        self.contexts = contexts
-        self.score_names = score_names
-        self.stop_rule = stop_rule
         self.single = _is_trial_dir(root)
         self.run_dir = root.parent if self.single else root
-        self.out = Path(args.output) if args.output else self.run_dir / "monitor"
-        self.monitors: dict[str, Any] = {}
-        self.locks: list[OutputLock] = []
-        self.handled: dict[str, int] = {}  # highest checkpoint dealt with (snapshot or skipped by --every)
-        self.noted: set[str] = set()
-        self.width = 8
+        self._setup(
+            args, contexts, score_names, stop_rule, Path(args.output) if args.output else self.run_dir / "monitor"
+        )
         from .domain import domain_spec
 
         domain = domain_spec(getattr(args, "domain", None))
         self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
 
-    def monitor_for(self, trial: str):
-        from behavsim.monitor import ConvergenceMonitor
+    def _setup(
+        self, args: argparse.Namespace, contexts: ContextSet, score_names: list[str], stop_rule: Any, out: Path
+    ) -> None:
+        """The state every watcher keeps (this one and the PyDial folder's)."""
+        self.args = args
+        self.contexts = contexts
+        self.score_names = score_names
+        self.stop_rule = stop_rule
+        self.out = out
+        self.monitors: dict[str, Any] = {}
+        self.locks: list[OutputLock] = []
+        self.handled: dict[str, int] = {}  # highest checkpoint (or batch) dealt with
+        self.noted: set[str] = set()
+        self.width = 8
 
-        from .respond import respond
+    def handled_after(self, dialogues: int) -> int:
+        """What :attr:`handled` records for a trial resumed after ``dialogues``."""
+        return dialogues
+
+    def monitor_for(self, trial: str, respond: Any = None):
+        from behavsim.monitor import ConvergenceMonitor
 
         if trial not in self.monitors:
             # created only when the trial has a checkpoint: by then the trainer has written its
@@ -274,7 +284,7 @@ class _Watch:
             )
             self.monitors[trial] = m
             if m.last_dialogues is not None:
-                self.handled[trial] = m.last_dialogues
+                self.handled[trial] = self.handled_after(m.last_dialogues)
                 _say(
                     f"{trial:<{self.width}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
                     f"{m.csv_path})"
@@ -301,7 +311,7 @@ class _Watch:
         from .respond import PolicyErrorsWarning, respond
 
         news = 0
-        m = self.monitor_for(trial)
+        m = self.monitor_for(trial, respond)
         for d, path in ckpts:
             last = self.handled.get(trial)
             if last is not None and d <= last:

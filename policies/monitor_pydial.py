@@ -32,7 +32,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet
 
-from .monitor_cli import OutputLock, _check_args, _say, _Watch
+from .monitor_cli import _check_args, _say, _Watch
 
 __all__ = ["cmd_monitor_pydial", "pydial_trials", "SETTLE"]
 
@@ -97,50 +97,21 @@ class PyDialWatch(_Watch):
         from .adapters._pydial import find_pydial_root
         from .adapters._pydial_collect import resolve_config
 
-        self.args = args
+        out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"
+        self._setup(args, contexts, score_names, stop_rule, out)  # self.handled: the highest batch dealt with
         self.policy_dir = policy_dir
-        self.contexts = contexts
-        self.score_names = score_names
-        self.stop_rule = stop_rule
         self.pydial_root = find_pydial_root(args.pydial_root)
         self.config = resolve_config(args.pydial_config, self.pydial_root)
         self.per_batch, self.last_batch, training = _config_numbers(self.config)
         self.prefix = f"{self.config.stem}-" if training else None
         self.nlg = any(s in TEXT_SCORES for s in score_names)
-        self.out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"
-        self.monitors: dict[str, Any] = {}
-        self.locks: list[Any] = []
-        self.handled: dict[str, int] = {}  # highest batch dealt with
-        self.noted: set[str] = set()
-        self.width = 8
         self.single = False
 
     def dialogues(self, batch: int) -> int:
         return batch * (self.per_batch or 1)
 
-    def monitor_for(self, trial: str):
-        from behavsim.monitor import ConvergenceMonitor
-
-        if trial not in self.monitors:
-            self.locks.append(OutputLock(self.out / trial / ".lock"))
-            m = ConvergenceMonitor(
-                self.contexts,
-                every=self.args.every,
-                scores=self.score_names,
-                out_dir=self.out / trial,
-                stop_rule=self.stop_rule,
-                plot=self.args.plot,
-                name=trial,
-            )
-            self.monitors[trial] = m
-            if m.last_dialogues is not None:
-                per = self.per_batch or 1
-                self.handled[trial] = m.last_dialogues // per
-                _say(
-                    f"{trial:<{self.width}}  resuming after {m.last_dialogues} ({len(m.rows)} comparisons in "
-                    f"{m.csv_path})"
-                )
-        return self.monitors[trial]
+    def handled_after(self, dialogues: int) -> int:
+        return dialogues // (self.per_batch or 1)
 
     def trials(self) -> dict[str, list[tuple[int, Path]]]:
         """The trials followed: for a training config those named after it, else all."""

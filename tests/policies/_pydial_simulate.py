@@ -144,13 +144,14 @@ PYDIAL_LOOP = {"hello": True, "max_turns": 26}
 TURN_OFFSET = 1
 
 
-def run_ours(n: int, seed: int, user_config="env1", **env_kwargs) -> tuple[list[dict], float]:
+def run_ours(n: int, seed: int, user_config="env1", step=None, **env_kwargs) -> tuple[list[dict], float]:
     """``n`` dialogues of behavsim's handcrafted policy in ``DialogueEnv(camrestaurants,
     user_config=...)`` (default: :data:`PYDIAL_LOOP`), dialogue ``i`` on seed ``seed + i``.
     Turns are PyDial's: ``info["turns"]`` counts one turn per system act that answers a user
     act (the closing ``bye()`` after the user's ``bye()`` included, as PyDial's evaluator
     counts the agent's answer to it), plus the counted opening ``hello()`` with ``hello=True``,
-    which is taken off. Returns the rows and the seconds spent."""
+    which is taken off. ``step(env, belief)`` plays one system turn (default: the handcrafted
+    policy's summary action). Returns the rows and the seconds spent."""
     from policies.domain import resolve_domain
     from policies.env import DialogueEnv
     from policies.handcrafted import HandcraftedPolicy
@@ -159,14 +160,19 @@ def run_ours(n: int, seed: int, user_config="env1", **env_kwargs) -> tuple[list[
     offset = TURN_OFFSET if kwargs.get("hello") else 0
     cam = resolve_domain("camrestaurants")
     env = DialogueEnv(cam, user_config=user_config, **kwargs)
-    policy = HandcraftedPolicy(cam, nlg_seed=None)
+    if step is None:
+        policy = HandcraftedPolicy(cam, nlg_seed=None)
+
+        def step(env, belief):
+            return env.step(policy.summary_action(belief))
+
     rows = []
     t0 = time.perf_counter()
     for i in range(n):
         belief, info = env.reset(seed=seed + i)
         done = False
         while not done:
-            belief, _, terminated, truncated, info = env.step(policy.summary_action(belief))
+            belief, _, terminated, truncated, info = step(env, belief)
             done = terminated or truncated
         rows.append({"success": bool(info["success"]), "turns": int(info["turns"]) - offset})
     return rows, time.perf_counter() - t0
