@@ -324,19 +324,28 @@ class _Watch:
             except CheckpointError as exc:
                 if not self.args.follow:
                     raise
-                if str(path) not in self.noted:
-                    self.noted.add(str(path))
-                    _say(f"{trial:<{self.width}}  cannot read {path.name} yet ({exc}); retrying")
+                self._not_yet(trial, str(path), f"cannot read {path.name} yet ({exc})")
                 break
             with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
                 warnings.simplefilter("ignore", PolicyErrorsWarning)
                 table = respond(str(path), self.contexts, **self.options)
-            res = m.snapshot(table, d)
-            self.handled[trial] = d
-            if res is not None:
-                news += 1
-                _say(f"{trial:<{self.width}}  {res.line()}")
+            news += self._record(trial, m, table, d, d)
         return news
+
+    def _not_yet(self, trial: str, key: str, why: str) -> None:
+        """Say once per file that it cannot be used yet (it is retried at the next poll)."""
+        if key not in self.noted:
+            self.noted.add(key)
+            _say(f"{trial:<{self.width}}  {why}; retrying")
+
+    def _record(self, trial: str, m: Any, table: Any, dialogues: int, handled: int, label: str = "") -> int:
+        """Snapshot ``table`` at ``dialogues``, mark ``handled``; 1 if a comparison was added."""
+        res = m.snapshot(table, dialogues)
+        self.handled[trial] = handled
+        if res is None:
+            return 0
+        _say(f"{trial:<{self.width}}  {label}{res.line()}")
+        return 1
 
     def _plot_all(self) -> None:
         """``OUT/convergence.png``: the first score of every trial (the paper's Figure 2)."""

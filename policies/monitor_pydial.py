@@ -157,19 +157,13 @@ class PyDialWatch(_Watch):
             except ConfigError as exc:
                 if not self.args.follow:
                     raise
-                if str(prefix) not in self.noted:
-                    self.noted.add(str(prefix))
-                    _say(f"{trial:<{self.width}}  cannot load batch {b} yet ({exc}); retrying")
+                self._not_yet(trial, str(prefix), f"cannot load batch {b} yet ({exc})")
                 break
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PolicyErrorsWarning)
                 table = respond(adapter, self.contexts)
             del adapter
-            res = m.snapshot(table, d)
-            self.handled[trial] = b
-            if res is not None:
-                news += 1
-                _say(f"{trial:<{self.width}}  batch {b}: {res.line()}")
+            news += self._record(trial, m, table, d, b, f"batch {b}: ")
         return news
 
     def finished(self) -> bool:
