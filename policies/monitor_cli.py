@@ -183,14 +183,17 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     interval, stop_rule, score_names = _check_args(args, root)
     contexts = ContextSet.load(args.contexts)
     watch = _Watch(args, root, contexts, score_names, stop_rule)
+    nothing = f"{root}: no checkpoints (ckpt-NNNNNN.npz) found" + ("" if watch.single else " in any trial folder")
+    return run_watch(watch, args, interval, nothing)
+
+
+def run_watch(watch: Any, args: argparse.Namespace, interval: float, nothing: str) -> int:
+    """Poll once, then follow if asked; ``nothing`` says what was not found when there is nothing
+    to watch and no ``--follow``. Ctrl-C stops cleanly (the same command continues)."""
     try:
         watch.poll()
         if not watch.monitors and not args.follow:
-            raise ConfigError(
-                f"{root}: no checkpoints (ckpt-NNNNNN.npz) found"
-                + ("" if watch.single else " in any trial folder")
-                + "; use --follow to wait for them"
-            )
+            raise ConfigError(nothing + "; use --follow to wait for them")
         if args.follow:
             watch.follow(interval, args.stop_after)
     except KeyboardInterrupt:

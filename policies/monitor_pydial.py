@@ -32,7 +32,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet
 
-from .monitor_cli import _check_args, _say, _Watch
+from .monitor_cli import _check_args, _Watch, run_watch
 
 __all__ = ["cmd_monitor_pydial", "pydial_trials", "SETTLE"]
 
@@ -180,17 +180,4 @@ def cmd_monitor_pydial(args: argparse.Namespace) -> int:
     interval, stop_rule, score_names = _check_args(args, policy_dir)
     contexts = ContextSet.load(args.contexts)
     watch = PyDialWatch(args, policy_dir, contexts, score_names, stop_rule)
-    try:
-        watch.poll()
-        if not watch.monitors and not args.follow:
-            raise ConfigError(
-                f"{policy_dir}: no PyDial policies (<name>.<batch>.dct with .prm) found; use --follow to wait for them"
-            )
-        if args.follow:
-            watch.follow(interval, args.stop_after)
-    except KeyboardInterrupt:
-        _say("interrupted; run the same command again to continue")
-    finally:
-        watch.close()
-    watch.summarise()
-    return 0
+    return run_watch(watch, args, interval, f"{policy_dir}: no PyDial policies (<name>.<batch>.dct with .prm) found")
