@@ -220,3 +220,23 @@ def test_cli_matrix_refuses_bad_input(tmp_path):
         assert "Traceback" not in r.stderr and message in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_model_scores_equal_the_engine():
+    """USE cosine and BERTScore (also with idf, a statistic over the prompts of one batch call)
+    with the same models and cache: the distinct prompt pairs are scored in one call, as the
+    engine does, so the idf and hence the values agree."""
+    from behavsim.scores import BERTScore, USECos
+
+    tables = _tables()
+    scores = [USECos(), BERTScore(), BERTScore(idf=True)]
+    for s in scores[1:]:
+        s.encoder.progress = False
+    for score in scores:
+        mc = compare_matrix(tables, scores=[score], chunk_contexts=1)
+        means = _engine_means(tables, [score])
+        comp = compare(tables, "all", scores=[score]).means  # the engine's own batch on a < b
+        for frame in (means, comp):
+            for _, row in frame.iterrows():
+                got, want = mc.means[score.name].loc[row["a"], row["b"]], row[score.name]
+                assert (np.isnan(want) and np.isnan(got)) or abs(got - want) <= 1e-12, (score, row["a"], row["b"])
