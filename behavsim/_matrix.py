@@ -183,7 +183,9 @@ def _group_sums(
     n_ctx = codes.shape[1]
     base = max(len(items), 1)
     slices = [slice(s, min(s + chunk, n_ctx)) for s in range(0, n_ctx, chunk)]
-    dense = base * base <= 2**24  # a lookup table over all combinations (<= 128 MB) instead of sorting
+    # A lookup table over all base**2 combinations instead of sorting, when it is no bigger than
+    # one chunk array (4 bytes per combination against 8 per cell).
+    dense = _use_lookup(base, chunk * ia.size)
     t1 = time.perf_counter()
     # pass 1: the distinct combinations
     if dense:
@@ -220,7 +222,7 @@ def _group_sums(
     counts = {s.name: np.zeros(n_pairs, dtype=np.int64) for s in members}
     lut: np.ndarray | None = None
     if dense:
-        lut = np.full(base * base, distinct.size, dtype=np.int64)
+        lut = np.full(base * base, distinct.size, dtype=np.int32)
         lut[distinct] = np.arange(distinct.size)
     for sl in _progress(slices, show, "pairs"):
         keys = _chunk_keys(codes, ia, ib, sl, base, symmetric)
@@ -240,6 +242,12 @@ def _group_sums(
         time.perf_counter() - t3
     )
     return {k: sums[k] + comps[k] for k in sums}, counts
+
+
+def _use_lookup(base: int, chunk_cells: int) -> bool:
+    """Whether a dense lookup table over all ``base**2`` combinations (int32) is used instead of
+    sorting: when it is no bigger than one chunk array."""
+    return base * base <= max(2 * chunk_cells, 2**16) and base * base < 2**31
 
 
 def _fold(total: np.ndarray, comp: np.ndarray, rows: np.ndarray) -> None:

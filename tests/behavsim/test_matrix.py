@@ -135,6 +135,19 @@ def test_chunking_invariance_on_many_contexts():
         np.testing.assert_allclose(ref.means[name].to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
 
 
+def test_sorted_path_equals_lookup_path(monkeypatch):
+    """Many distinct answers switch the lookup table off for sorting; both give the same result."""
+    import behavsim._matrix as matrix
+
+    tables = _tables()
+    ref = compare_matrix(tables, scores=SCORES, chunk_contexts=2)
+    monkeypatch.setattr(matrix, "_use_lookup", lambda base, cells: False)
+    got = compare_matrix(tables, scores=SCORES, chunk_contexts=2)
+    for name in ref.score_names:
+        pd.testing.assert_frame_equal(got.means[name], ref.means[name], check_exact=True)
+        pd.testing.assert_frame_equal(got.n_missing[name], ref.n_missing[name], check_exact=True)
+
+
 def test_deterministic():
     tables = _tables()
     a = compare_matrix(tables, scores=SCORES)
