@@ -60,7 +60,8 @@ class MatrixComparison:
     mean over the contexts of ``score(a's answer, b's answer)`` (row = first argument, as the
     ``a`` column of :func:`behavsim.compare`), NaN where no context has a defined value.
     ``n_missing[score]``: the same shape, the number of contexts whose value is missing.
-    ``n``: the number of contexts. ``matrix[score]`` is ``means[score]``.
+    ``n``: the number of contexts. ``n_distinct[score]``: the distinct answer combinations the
+    score was computed on. ``matrix[score]`` is ``means[score]``.
     """
 
     means: dict[str, pd.DataFrame]
@@ -71,6 +72,7 @@ class MatrixComparison:
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     chunk_contexts: int = 0
     timings: dict[str, float] = field(default_factory=dict)
+    n_distinct: dict[str, int] = field(default_factory=dict)
 
     @property
     def score_names(self) -> list[str]:
@@ -115,6 +117,7 @@ def compare_matrix(
         groups.setdefault((s.info.level, bool(s.info.symmetric)), []).append(s)
     codes_cache: dict[str, tuple[np.ndarray, list[str]]] = {}
     means: dict[str, pd.DataFrame] = {}
+    n_distinct: dict[str, int] = {}
     missing: dict[str, pd.DataFrame] = {}
     for (level, symmetric), members in groups.items():
         if level not in codes_cache:
@@ -129,8 +132,9 @@ def compare_matrix(
             ia, ib = np.triu_indices(n_pol)
         else:
             ia, ib = (x.ravel() for x in np.indices((n_pol, n_pol)))
-        sums, counts = _group_sums(members, codes, items, ia, ib, chunk, show, timings)
+        sums, counts, n_combos = _group_sums(members, codes, items, ia, ib, chunk, show, timings)
         for s in members:
+            n_distinct[s.name] = n_combos
             total = np.full((n_pol, n_pol), np.nan)
             cnt = np.zeros((n_pol, n_pol), dtype=np.int64)
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -153,6 +157,7 @@ def compare_matrix(
         policies={t.id: dict(t.policy) for t in tables},
         chunk_contexts=chunk,
         timings=timings,
+        n_distinct={k: n_distinct[k] for k in order},
     )
 
 
@@ -177,8 +182,9 @@ def _group_sums(
     chunk: int,
     show: bool,
     timings: dict[str, float],
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Per score of one group, the per-pair sums and counts of defined values."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
+    """Per score of one group, the per-pair sums and counts of defined values; and the number of
+    distinct combinations."""
     symmetric = bool(members[0].info.symmetric)
     n_ctx = codes.shape[1]
     base = max(len(items), 1)
@@ -197,9 +203,16 @@ def _group_sums(
         del seen
     else:
         distinct = np.zeros(0, dtype=np.int64)
+        pending: list[np.ndarray] = []
+        n_pending = 0
         for sl in _progress(slices, show, "combinations"):
             keys = _chunk_keys(codes, ia, ib, sl, base, symmetric)
-            distinct = np.union1d(distinct, np.unique(keys[keys >= 0]))
+            pending.append(np.unique(keys[keys >= 0]))
+            n_pending += pending[-1].size
+            if n_pending > max(distinct.size, chunk * ia.size):  # merge now and then: bounded, few merges
+                distinct = np.unique(np.concatenate([distinct, *pending]))
+                pending, n_pending = [], 0
+        distinct = np.unique(np.concatenate([distinct, *pending]))
     timings[f"distinct_{members[0].info.level}"] = timings.get(f"distinct_{members[0].info.level}", 0.0) + (
         time.perf_counter() - t1
     )
@@ -241,7 +254,7 @@ def _group_sums(
     timings[f"gather_{members[0].info.level}"] = timings.get(f"gather_{members[0].info.level}", 0.0) + (
         time.perf_counter() - t3
     )
-    return {k: sums[k] + comps[k] for k in sums}, counts
+    return {k: sums[k] + comps[k] for k in sums}, counts, int(distinct.size)
 
 
 def _use_lookup(base: int, chunk_cells: int) -> bool:

@@ -98,6 +98,8 @@ def main() -> None:
         f"chunk {mc.chunk_contexts} contexts): {sec:7.2f} s, peak {peak:8.1f} MB"
     )
     print("  timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in mc.timings.items()))
+    combos = {f"{mc.n_distinct[s]:,}": None for s in scores}
+    print(f"  distinct answer combinations scored (acts{', prompts' if args.text else ''}): {', '.join(combos)}")
 
     sub = tables[: args.engine_policies]
     q = len(sub)
