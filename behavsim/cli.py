@@ -208,9 +208,7 @@ def _write_matrices(tables: list, args: argparse.Namespace) -> None:
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
-        png, _ = heatmap(
-            mc.means[name], out / name, f"{info.title or name}: mean over {mc.n} contexts", vmin=lo, vmax=hi
-        )
+        png, _ = heatmap(mc.means[name], out / name, f"{name}, mean over {mc.n} contexts", vmin=lo, vmax=hi)
         written.append((name, csv, png))
     meta = out / "matrix.meta.json"
     meta.write_text(
