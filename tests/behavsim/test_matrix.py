@@ -236,13 +236,13 @@ def test_cli_matrix_refuses_bad_input(tmp_path):
 
 
 def test_model_scores_equal_the_engine():
-    """USE cosine and BERTScore (also with idf, a statistic over the prompts of one batch call)
+    """USE cosine and angular and BERTScore (also with idf, a statistic over the prompts of one batch call)
     with the same models and cache: the distinct prompt pairs are scored in one call, as the
     engine does, so the idf and hence the values agree."""
-    from behavsim.scores import BERTScore, USECos
+    from behavsim.scores import BERTScore, USEAng, USECos
 
     tables = _tables()
-    scores = [USECos(), BERTScore(), BERTScore(idf=True)]
+    scores = [USECos(), USEAng(), BERTScore(), BERTScore(idf=True)]
     for s in scores[1:]:
         s.encoder.progress = False
     for score in scores:
