@@ -32,6 +32,7 @@ from ._errors import (
     UnknownScore,
 )
 from ._io import canonical_copy
+from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
@@ -100,6 +101,8 @@ __all__ = [
     "canonical_copy",
     "compare",
     "Comparison",
+    "compare_matrix",
+    "MatrixComparison",
     "plan_pairs",
     "PAIR_MODES",
 ]

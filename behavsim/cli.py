@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from ._errors import BehavsimError
+from ._errors import BehavsimError, ConfigError
 from ._util import package_version
 from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
 from .scores import scores as score_registry
@@ -124,6 +124,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ._engine import compare
     from ._tables import ResponseTable
 
+    if args.output is None and args.matrix is None:
+        raise ConfigError("compare needs -o/--output (per-context values) or --matrix DIR (all-pairs matrices)")
+    if args.chunk_contexts is not None and args.matrix is None:
+        raise ConfigError("--chunk-contexts applies to --matrix only")
     tables = [ResponseTable.load(p) for p in args.tables]
     for t in tables:
         if t.n_errors:
@@ -131,6 +135,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
                 file=sys.stderr,
             )
+    if args.matrix is not None:
+        _write_matrices(tables, args)
+        if args.output is None:
+            return 0
     pairs = args.pairs
     if args.pair:
         pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
@@ -176,6 +184,55 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_matrices(tables: list, args: argparse.Namespace) -> None:
+    """``compare --matrix DIR``: every ordered pair and self-pair, whatever ``--pairs`` says."""
+    from ._matrix import compare_matrix
+    from .plots import heatmap
+
+    if args.pair or args.pairs != "all":
+        print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
+    mc = compare_matrix(
+        tables,
+        scores=_score_names(args.scores),
+        score_options=_score_options(args),
+        chunk_contexts=args.chunk_contexts,
+        progress=args.progress,
+    )
+    out = Path(args.matrix)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in mc.score_names:
+        csv = out / f"{name}.csv"
+        mc.means[name].to_csv(csv, float_format="%.10g")
+        mc.n_missing[name].to_csv(out / f"{name}.n_missing.csv")
+        info = score_info(name)
+        lo = info.lower if math.isfinite(info.lower) else None
+        hi = info.upper if math.isfinite(info.upper) else None
+        png, _ = heatmap(mc.means[name], out / name, f"{name}, mean over {mc.n} contexts", vmin=lo, vmax=hi)
+        written.append((name, csv, png))
+    meta = out / "matrix.meta.json"
+    meta.write_text(
+        json.dumps(
+            {
+                "context_fingerprint": mc.context_fingerprint,
+                "n_contexts": mc.n,
+                "signatures": mc.signatures,
+                "policies": mc.policies,
+                "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
+                "tables": [str(p) for p in args.tables],
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
+    p = len(tables)
+    print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
+    for name, csv, png in written:
+        print(f"  {name:<10} {csv.name}, {name}.n_missing.csv, {png.name}")
+    print(f"  signatures: {meta.name}")
+
+
 def _cmd_scores(args: argparse.Namespace) -> int:
     for name in list_scores():
         info = score_info(name)
@@ -219,7 +276,19 @@ def build_parser() -> argparse.ArgumentParser:
         "the tables into two groups, e.g. reward or seed",
     )
     c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
-    c.add_argument("-o", "--output", required=True, help="CSV of per-context values (means and signatures beside it)")
+    c.add_argument(
+        "-o", "--output", help="CSV of per-context values (means and signatures beside it); needed unless --matrix"
+    )
+    c.add_argument(
+        "--matrix",
+        metavar="DIR",
+        help="write per score the P x P matrix of means over every ordered pair and self-pair "
+        "(DIR/<score>.csv, <score>.n_missing.csv, <score>.png/.svg heatmap), in bounded memory, "
+        "whatever --pairs says",
+    )
+    c.add_argument(
+        "--chunk-contexts", type=int, metavar="N", help="for --matrix: contexts per chunk (default: automatic)"
+    )
     c.add_argument("--json", action="store_true", help="print the means as JSON")
     c.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"

@@ -387,9 +387,12 @@ def heatmap(
     vmin: float | None = None,
     vmax: float | None = None,
     cmap: str = "viridis",
+    annotate: bool | None = None,
 ) -> tuple[Path, Path]:
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
-    :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–"."""
+    :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–".
+    ``annotate``: write the values into the cells (default: when the matrix has at most 25 rows
+    and columns, e.g. not for a big policy matrix from :func:`behavsim.compare_matrix`)."""
     if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:
         raise ConfigError("heatmap: matrix_df must be a non-empty DataFrame")
     m = matrix_df.to_numpy(dtype=float)
@@ -405,7 +408,9 @@ def heatmap(
     lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
     hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
     mid = (lo + hi) / 2
-    for i in range(nr):
+    if annotate is None:
+        annotate = max(nr, nc) <= 25
+    for i in range(nr if annotate else 0):
         for j in range(nc):
             v = m[i, j]
             text = "–" if not np.isfinite(v) else format(v, fmt)
