@@ -24,7 +24,6 @@ after ``--stop-after``).
 from __future__ import annotations
 
 import argparse
-import configparser
 import re
 import time
 from pathlib import Path
@@ -68,11 +67,9 @@ def _settled(prefix: Path, settle: float) -> bool:
 def _config_numbers(cfg: Path) -> tuple[int | None, int | None, bool]:
     """(dialogues per batch, last batch) from ``[exec_config]``, ``None`` where not set, and
     whether the config has that section (a training config)."""
-    p = configparser.ConfigParser(allow_no_value=True)
-    try:
-        p.read(cfg)
-    except configparser.Error as exc:
-        raise ConfigError(f"--pydial-config {str(cfg)!r}: {str(exc).splitlines()[0]}") from None
+    from .adapters._pydial import read_config
+
+    p = read_config(cfg, "--pydial-config")
 
     def num(key: str) -> int | None:
         try:
@@ -94,8 +91,7 @@ class PyDialWatch(_Watch):
     ) -> None:
         from behavsim.scores import TEXT_SCORES
 
-        from .adapters._pydial import find_pydial_root
-        from .adapters._pydial_collect import resolve_config
+        from .adapters._pydial import find_pydial_root, resolve_config
 
         out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"
         self._setup(args, contexts, score_names, stop_rule, out)  # self.handled: the highest batch dealt with

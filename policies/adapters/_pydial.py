@@ -27,6 +27,7 @@ policy. Prompts are generated once per act string (they depend on the act alone)
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import importlib
 import importlib.util
@@ -144,6 +145,26 @@ def _get(config: Any, sections: list[str], key: str, default: str | None = None)
     return value
 
 
+def resolve_config(config: str | os.PathLike, root: Path) -> Path:
+    """A PyDial config path: as given (working directory), else relative to the PyDial root."""
+    cfg = Path(config).expanduser()
+    if not cfg.is_file() and not cfg.is_absolute() and (root / cfg).is_file():
+        cfg = root / cfg
+    if not cfg.is_file():
+        raise ConfigError(f"PyDial config {str(config)!r} not found (looked in the working directory and in {root})")
+    return cfg.resolve()
+
+
+def read_config(cfg: Path, what: str = "PyDial config") -> configparser.ConfigParser:
+    """``cfg`` read without PyDial (its own parser's settings); a malformed file is one line."""
+    parser = configparser.ConfigParser(allow_no_value=True)
+    try:
+        parser.read(cfg)
+    except configparser.Error as exc:
+        raise ConfigError(f"{what} {str(cfg)!r}: {str(exc).splitlines()[0]}") from None
+    return parser
+
+
 def _check_train_cfg(path: Path, infile: str) -> None:
     """Refuse ``<name>.train.cfg`` (written by ``pydial.py train`` for the batch that produced
     policy ``<name>``) whose ``inpolicyfile`` is another policy: the one training started from."""
@@ -225,14 +246,7 @@ class PyDialAdapter(Adapter):
         policy_file: str | os.PathLike | None = None,
     ):
         self.root = find_pydial_root(root)
-        cfg = Path(config).expanduser()
-        if not cfg.is_file() and not cfg.is_absolute() and (self.root / cfg).is_file():
-            cfg = self.root / cfg
-        if not cfg.is_file():
-            raise ConfigError(
-                f"PyDial config {str(config)!r} not found (looked in the working directory and in {self.root})"
-            )
-        self.config_path = cfg.resolve()
+        self.config_path = resolve_config(config, self.root)
         self.seed = int(seed)
         _check_imports(self.root)
         if str(self.root) not in sys.path:
@@ -278,17 +292,16 @@ class PyDialAdapter(Adapter):
                             "elsewhere and use recorded:FILE"
                         )
                     # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
-                    overrides = {"policy.learning": "False"}
+                    policy_keys = {"learning": "False"}
                     if policy_file is not None:
-                        for sec in sections:
-                            if conf.has_section(sec) or sec == "policy":
-                                _set(conf, sec, "inpolicyfile", str(policy_file))
-                        overrides["policy.inpolicyfile"] = str(policy_file)
+                        policy_keys["inpolicyfile"] = str(policy_file)
                     else:
                         _check_train_cfg(self.config_path, _get(conf, sections, "inpolicyfile", "") or "")
                     for sec in sections:
                         if conf.has_section(sec) or sec == "policy":
-                            _set(conf, sec, "learning", "False")
+                            for key, value in policy_keys.items():
+                                _set(conf, sec, key, value)
+                    overrides = {f"policy.{key}": value for key, value in policy_keys.items()}
                     for sec in ("gpsarsa", f"gpsarsa_{domain}"):
                         if conf.has_section(sec) or sec == "gpsarsa":
                             _set(conf, sec, "scale", "-1")

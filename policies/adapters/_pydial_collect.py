@@ -23,7 +23,6 @@ greedy: ``scale = -1``) unless ``explore=True`` (the config's own settings, lear
 
 from __future__ import annotations
 
-import configparser
 import copy
 import json
 import os
@@ -36,22 +35,12 @@ from typing import Any
 from behavsim import ConfigError, ContextSet, canonical_act
 from behavsim.policy import file_sha256
 
-from ._pydial import _git_commit, find_pydial_root
+from ._pydial import _git_commit, find_pydial_root, read_config, resolve_config
 
 __all__ = ["collect_pydial", "HELPER", "resolve_config", "behavsim_domain"]
 
 #: The script run inside PyDial's root.
 HELPER = Path(__file__).resolve().with_name("_pydial_dialogues.py")
-
-
-def resolve_config(config: str | os.PathLike, root: Path) -> Path:
-    """A PyDial config path: as given (working directory), else relative to the PyDial root."""
-    cfg = Path(config).expanduser()
-    if not cfg.is_file() and not cfg.is_absolute() and (root / cfg).is_file():
-        cfg = root / cfg
-    if not cfg.is_file():
-        raise ConfigError(f"PyDial config {str(config)!r} not found (looked in the working directory and in {root})")
-    return cfg.resolve()
 
 
 def behavsim_domain(pydial_domain: str, root: Path):
@@ -70,12 +59,7 @@ def behavsim_domain(pydial_domain: str, root: Path):
 
 
 def _config_domain(cfg: Path) -> str:
-    parser = configparser.ConfigParser(allow_no_value=True)
-    try:
-        parser.read(cfg)
-    except configparser.Error as exc:
-        raise ConfigError(f"PyDial config {str(cfg)!r}: {str(exc).splitlines()[0]}") from None
-    domains = [d.strip() for d in parser.get("GENERAL", "domains", fallback="").split(",") if d.strip()]
+    domains = [d.strip() for d in read_config(cfg).get("GENERAL", "domains", fallback="").split(",") if d.strip()]
     if not domains:
         raise ConfigError(f"PyDial config {str(cfg)!r}: [GENERAL] domains is not set")
     return domains[0]
