@@ -49,3 +49,19 @@ def test_a_version_1_config_keeps_its_environment():
     new = TrainConfig.from_dict({"rewards": ["ts"], "seeds": [0], "dialogues": 10, "checkpoint_every": 10, "version": 2})
     assert (new.domain, new.user) == ("camrestaurants", "env1")
     assert old.fixed() != new.fixed()
+
+
+def test_resuming_a_version_1_run_with_todays_defaults_is_refused(tmp_path):
+    """A run written before the CamRestaurants default (its config.json names no domain) is not
+    silently continued on another domain: the mismatch names the settings."""
+    from policies.train import ConfigMismatch
+
+    small = dict(rewards=("ts",), seeds=(0,), dialogues=10, checkpoint_every=10, eval_dialogues=2)
+    run_training(TrainConfig(**small, domain="example-restaurants", user="legacy"), tmp_path, progress=False)
+    stored = json.loads((tmp_path / "config.json").read_text())
+    for key in ("domain", "user", "eval_scale"):
+        del stored[key]
+    stored["version"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(stored))
+    with pytest.raises(ConfigMismatch, match="domain: 'example-restaurants' there, 'camrestaurants' now"):
+        run_training(TrainConfig(**{**small, "dialogues": 20}), tmp_path, progress=False)
