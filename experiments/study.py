@@ -91,29 +91,14 @@ class StudyConfig:
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
-        from policies.domain import DEFAULT_DOMAIN
-        from policies.user import DEFAULT_USER
+        from policies.train import TrainConfig
 
-        if self.domain is None:
-            object.__setattr__(self, "domain", DEFAULT_DOMAIN)
-        if self.user is None:
-            object.__setattr__(self, "user", DEFAULT_USER)
-        if self.domain is not None:
-            from policies.domain import DomainError, resolve_domain
-
-            if not isinstance(self.domain, str) or not self.domain:
-                raise ConfigError(f"study config 'domain': expected a domain name or a rules file, got {self.domain!r}")
-            try:
-                resolve_domain(self.domain)
-            except (DomainError, KeyError) as exc:
-                raise ConfigError(f"study config 'domain': {exc}") from None
-        if self.user is not None or self.eval_scale != 0.0:
-            from policies.train import TrainConfig
-
-            try:  # the training runner checks them as it would at the training stage
-                TrainConfig(user=self.user, eval_scale=self.eval_scale)
-            except ConfigError as exc:
-                raise ConfigError(f"study config: {exc}") from None
+        try:  # the training runner checks them, and fills in the defaults, as at the training stage
+            tc = TrainConfig(domain=self.domain, user=self.user, eval_scale=self.eval_scale)
+        except ConfigError as exc:
+            raise ConfigError(f"study config: {exc}") from None
+        object.__setattr__(self, "domain", tc.domain)
+        object.__setattr__(self, "user", tc.user)
 
     @staticmethod
     def _score_name(name: Any) -> str:
