@@ -230,20 +230,27 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
     )
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    n_pol = len(tables)
     for name in mc.score_names:
         if args.matrix_format == "parquet":
-            csv = out / f"{name}.parquet"
-            mc.means[name].to_parquet(csv)
-            mc.n_missing[name].to_parquet(out / f"{name}.n_missing.parquet")
+            path = out / f"{name}.parquet"
+            mc.means[name].to_parquet(path)
         else:
-            csv = out / f"{name}.csv"
-            mc.means[name].to_csv(csv)  # shortest round-trip repr: the exact double
-            mc.n_missing[name].to_csv(out / f"{name}.n_missing.csv")
+            path = out / f"{name}.csv"
+            mc.means[name].to_csv(path)  # shortest round-trip repr: the exact double
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
-        png, _ = heatmap(mc.means[name], out / name, f"{name}, mean over {mc.n} contexts", vmin=lo, vmax=hi)
-        written.append((name, csv, png))
+        title = f"{name}, mean over {mc.n} contexts"
+        png, _ = heatmap(mc.means[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
+        written.append((name, path, png))
+    # the contexts left out of each mean, every score in one long table (a, b, <score>...)
+    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in mc.n_missing.items()}).reset_index()
+    missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
+    if args.matrix_format == "parquet":
+        missing.to_parquet(missing_path, index=False)
+    else:
+        missing.to_csv(missing_path, index=False)
     meta = out / "matrix.meta.json"
     meta.write_text(
         json.dumps(
@@ -262,8 +269,9 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
     )
     p = len(tables)
     print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
-    for name, csv, png in written:
-        print(f"  {name:<10} {csv.name}, {name}.n_missing{csv.suffix}, {png.name}")
+    for name, path, png in written:
+        print(f"  {name:<10} {path.name}, {png.name}")
+    print(f"  contexts left out of each mean: {missing_path.name}")
     print(f"  signatures: {meta.name}")
 
 
@@ -328,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         metavar="DIR",
         help="write per score the P x P matrix of means over every ordered pair and self-pair "
-        "(DIR/<score>.csv, <score>.n_missing.csv, <score>.png/.svg heatmap), in bounded memory, "
+        "(DIR/<score>.csv, <score>.png/.svg heatmap; n_missing.csv: the contexts left out, per pair and score), in bounded memory, "
         "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
     )
     c.add_argument(
