@@ -483,7 +483,13 @@ def dendrogram_plot(
     fig = new_figure(WIDTH, max(2.4, 0.28 * len(labels) + 1.2))
     ax = fig.add_subplot()
     dendrogram(
-        z, labels=[str(x) for x in labels], orientation="right", ax=ax, color_threshold=0, above_threshold_color="C0"
+        z,
+        labels=[str(x) for x in labels],
+        orientation="right",
+        ax=ax,
+        color_threshold=0,
+        above_threshold_color="C0",
+        leaf_font_size=8,
     )
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("distance (1 − score, average linkage)")

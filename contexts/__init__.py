@@ -18,7 +18,7 @@ from behavsim import ContextSet
 from ._collect import ENV_OPTIONS, collect, dialogue_seed
 from ._grid import default_values, generate_grid, grid_levels
 from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
-from ._perturb import PERTURBATION_KINDS, perturb
+from ._perturb import PERTURBATION_KINDS, check_noise, perturb
 from ._select import select, top_belief
 
 __all__ = [
@@ -37,4 +37,5 @@ __all__ = [
     "top_belief",
     "perturb",
     "PERTURBATION_KINDS",
+    "check_noise",
 ]
