@@ -438,8 +438,8 @@ def behaviour_map_plot(
     explained: Sequence[float] | None = None,
 ) -> tuple[Path, Path]:
     """The behaviour map: one point per policy at ``x, y``; the checkpoints of each ``trial``
-    joined in ``checkpoint`` order, the ``final`` ones marked and labelled (a policy without a
-    checkpoint is a labelled square). ``coords``: :attr:`behavsim._map.BehaviourMap.coords`."""
+    joined in ``checkpoint`` order from a ring (the first) to a star (the final one, labelled); a
+    policy without a checkpoint is a labelled square. ``coords``: :attr:`behavsim._map.BehaviourMap.coords`."""
     require_columns(coords, ["id", "trial", "checkpoint", "final", "x", "y"], "behaviour_map_plot")
     import matplotlib
 
@@ -456,6 +456,8 @@ def behaviour_map_plot(
         else:
             g = g.sort_values("checkpoint", kind="mergesort")
             ax.plot(g["x"], g["y"], marker="o", markersize=3, linewidth=1.0, color=color, label=trial, alpha=0.8)
+            first = g.iloc[:1]
+            ax.scatter(first["x"], first["y"], marker="o", s=40, facecolors="none", edgecolors=color, zorder=3)
             fin = g[g["final"].astype(bool)]
             ax.scatter(fin["x"], fin["y"], marker="*", s=90, color=color, edgecolor="black", linewidth=0.5, zorder=3)
         for _, row in g[g["final"].astype(bool)].iterrows():

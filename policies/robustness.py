@@ -238,5 +238,7 @@ def cmd_robustness(args: argparse.Namespace) -> int:
     for pid, g in table[table["noise"] == 0].groupby("policy", sort=False):
         if "TMR" in g and float(g["TMR"].iloc[0]) != 1.0:
             print(f"note: {pid!r} answers the unperturbed contexts differently on a second run (TMR < 1 at noise 0)")
-    print(f"{len(meta['policies'])} policies x {len(levels)} levels on {len(contexts)} contexts -> {args.output}/")
+    print(
+        f"{len(meta['policies'])} policies x {len(levels)} levels on {len(contexts)} contexts -> {Path(args.output)}/"
+    )
     return 0
