@@ -114,7 +114,7 @@ class BehaviourMap:
         """Each axis's share of the positive eigenvalues' sum."""
         pos = self.eigenvalues[self.eigenvalues > 0]
         total = float(pos.sum())
-        k = len(self.coords.columns) - 4  # after id, trial, checkpoint, final
+        k = sum(c in ("x", "y") or str(c).startswith("dim") for c in self.coords.columns)
         return [float(max(v, 0.0) / total) if total > 0 else 0.0 for v in self.eigenvalues[:k]]
 
 

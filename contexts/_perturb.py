@@ -112,6 +112,14 @@ def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     return None, "kept (the set records no shipped domain; give domain= to recompute inform_info and dbMatches)"
 
 
+def _numeric(dist: Any) -> bool:
+    """A distribution this module can perturb: a mapping of names to finite numbers in [0, 1]
+    (anything else in a leniently imported belief is left as it is)."""
+    return isinstance(dist, dict) and all(
+        isinstance(p, Real) and not isinstance(p, bool) and 0.0 <= float(p) <= 1.0 for p in dist.values()
+    )
+
+
 def _top(dist: dict[str, Any]) -> str | None:
     """The most probable value other than ``**NONE**`` with a positive belief (ties: first key)."""
     best, best_p = None, 0.0
@@ -194,7 +202,7 @@ def _perturb_one(
     inner = out.get("beliefs")
     if not isinstance(inner, dict):
         return out, {}
-    slots = [s for s, d in inner.items() if s not in _NOT_SLOTS and isinstance(d, dict)]
+    slots = [s for s, d in inner.items() if s not in _NOT_SLOTS and _numeric(d)]
     swapped: dict[str, str] = {}
     confused: dict[str, list[str]] = {}
     if "swap" in kinds:
@@ -212,9 +220,9 @@ def _perturb_one(
     if "jitter" in kinds:
         rng = np.random.default_rng([seed, i, 2])
         for s in [*slots, "method", "discourseAct"]:
-            if isinstance(inner.get(s), dict):
+            if _numeric(inner.get(s)):
                 _jitter(inner[s], rng, noise)
-        if isinstance(inner.get("requested"), dict):
+        if _numeric(inner.get("requested")):
             _jitter_requested(inner["requested"], rng, noise)
     record: dict[str, Any] = {}
     if swapped:

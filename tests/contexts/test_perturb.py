@@ -136,3 +136,26 @@ def test_cli(capsys, tmp_path, grid):
         _, err = capsys.readouterr()
         assert rc == 2 and len(err.strip().splitlines()) == 1 and message in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_collected_contexts_features_follow_the_beliefs():
+    from contexts import collect
+
+    cs = collect("handcrafted", dialogues=3, seed=0)
+    d = resolve_domain()
+    p = perturb(cs, 0.3, seed=0)
+    assert "recorded in the set" in p.meta["features"] and p.meta["swaps"] > 0
+    for b, q in zip(cs.beliefs, p.beliefs):
+        flags, n = inform_info(q, d)
+        assert q["features"]["inform_info"] == flags and q["features"]["dbMatches"] == n
+        assert {k: v for k, v in q["features"].items() if k not in ("inform_info", "dbMatches")} == {
+            k: v for k, v in b["features"].items() if k not in ("inform_info", "dbMatches")
+        }
+
+
+def test_lenient_beliefs_are_left_alone_where_not_numeric():
+    cs = ContextSet([{"beliefs": {"area": {"north": 0.7, "**NONE**": 0.3}, "odd": {"x": "text"}}, "other": [1, 2]}])
+    q = perturb(cs, 1.0, seed=0).beliefs[0]
+    assert q["beliefs"]["odd"] == {"x": "text"} and q["other"] == [1, 2]
+    area = q["beliefs"]["area"]  # no other value to swap with or confuse: only jittered
+    assert area["north"] != 0.7 and math.fsum(area.values()) == pytest.approx(1.0)
