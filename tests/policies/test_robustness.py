@@ -10,6 +10,8 @@ from behavsim import BehavsimError, ConfigError
 from contexts import generate_grid
 from policies.robustness import register_robustness, robustness
 
+from _grid_fixtures import run_dir  # noqa: F401,E402  (two GP trials of 20 dialogues, a checkpoint every 10)
+
 SEMANTIC = ["TMR", "DMR", "CER", "CMR"]
 
 
@@ -83,3 +85,21 @@ def test_cli(grid, tmp_path, capsys):
         run("handcrafted", "--contexts", tmp_path / "g.jsonl", "--levels", "0", "x", "-o", out)
     with pytest.raises(BehavsimError, match=r"levels: expected a noise level in \[0, 1\] \(e.g. 0.15\), got 2.0"):
         run("handcrafted", "--contexts", tmp_path / "g.jsonl", "--levels", "2", "-o", out)
+
+
+def test_trained_checkpoints_at_noise_zero_and_on_the_map(run_dir, grid):  # noqa: F811
+    """Every trained checkpoint and the handcrafted policy score 1 against themselves at noise 0;
+    the checkpoints' response tables give one map path per trial, in training order."""
+    from behavsim import respond_many
+    from behavsim._map import behaviour_map
+
+    ckpts = sorted(str(p) for p in run_dir.glob("*/ckpt-*.npz"))
+    assert len(ckpts) == 4
+    table, _ = robustness(["handcrafted", *ckpts], grid, [0, 0.3], scores=SEMANTIC, workers=1)
+    at0 = table[table["noise"] == 0]
+    assert len(at0) == 5 and (at0[SEMANTIC] == 1.0).all().all()
+    assert (table[table["noise"] == 0.3]["TMR"] < 1).any()
+    bm = behaviour_map(respond_many(["handcrafted", *ckpts], grid, workers=1), "TMR")
+    assert bm.coords["trial"].tolist() == ["handcrafted", "ts-seed0", "ts-seed0", "ts-seed1", "ts-seed1"]
+    assert bm.coords["checkpoint"].tolist()[1:] == [10.0, 20.0, 10.0, 20.0]
+    assert bm.finals == ["handcrafted", "ts-seed0-000020", "ts-seed1-000020"]
