@@ -354,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("scores", help="list the registered scores")
     s.set_defaults(func=_cmd_scores)
+    __import__("behavsim._map", fromlist=["register_map"]).register_map(sub)  # the core's 'map' command
 
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
         try:
