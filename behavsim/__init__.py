@@ -32,8 +32,10 @@ from ._errors import (
     UnknownScore,
 )
 from ._io import canonical_copy
+from ._map import BehaviourMap, behaviour_map
 from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
+from ._stream import StreamedComparison, compare_stream
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
 from .policy import (
@@ -103,6 +105,10 @@ __all__ = [
     "Comparison",
     "compare_matrix",
     "MatrixComparison",
+    "compare_stream",
+    "StreamedComparison",
+    "behaviour_map",
+    "BehaviourMap",
     "plan_pairs",
     "PAIR_MODES",
 ]

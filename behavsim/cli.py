@@ -284,6 +284,7 @@ def _cmd_scores(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
+    from ._map import register_map
     from ._stream import PER_CONTEXT_FORMATS
 
     _scores_help = (
@@ -354,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("scores", help="list the registered scores")
     s.set_defaults(func=_cmd_scores)
-    __import__("behavsim._map", fromlist=["register_map"]).register_map(sub)  # the core's 'map' command
+    register_map(sub)  # the core's 'map' command (behavsim/_map.py)
 
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
         try:
