@@ -337,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         metavar="DIR",
         help="write per score the P x P matrix of means over every ordered pair and self-pair "
-        "(DIR/<score>.csv, <score>.png/.svg heatmap; n_missing.csv: the contexts left out, per pair and score), in bounded memory, "
+        "(DIR/<score>.csv, a <score>.png heatmap, .svg too up to 12 policies; n_missing.csv: the contexts left out), in bounded memory, "
         "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
     )
     c.add_argument(
