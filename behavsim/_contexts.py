@@ -185,7 +185,7 @@ class ContextSet:
             if path.suffix == ".parquet":
                 try:
                     r = {**r, "belief": json.loads(r["belief"]), "meta": json.loads(r["meta"]) if r.get("meta") else {}}
-                except (KeyError, TypeError, json.JSONDecodeError) as exc:
+                except (KeyError, TypeError, json.JSONDecodeError, RecursionError) as exc:
                     raise TableFormatError(f"{path}:{where}: damaged belief/meta column ({exc})") from None
             if r.get("i") != k:
                 raise TableFormatError(f"{path}:{where}: expected context index i={k}")

@@ -357,6 +357,8 @@ class HFTokenEncoder(TokenEncoder):
         try:
             self._tokenizer = get_tokenizer(local, use_fast=False)
             model = get_model(local, self.num_layers, all_layers=False)
+        except AssertionError as exc:  # bert-score checks the layer count with an assert
+            raise ConfigError(f"num_layers={self.num_layers} does not fit {self.label}: {exc}") from None
         except (OSError, ValueError) as exc:
             raise ModelNotAvailable(
                 f"model {self.model_path!r} ({local}) could not be loaded from disk (behavsim never "

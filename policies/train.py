@@ -194,6 +194,13 @@ class TrainConfig:
             v = getattr(self, key)
             if not _is_int(v) or v < 1:
                 raise ConfigError(f"{key}: expected a positive integer, got {v!r}")
+        if self.checkpoint_every < self.dialogues and self.dialogues % self.checkpoint_every:
+            raise ConfigError(
+                f"dialogues ({self.dialogues}) is not a multiple of checkpoint_every ({self.checkpoint_every}): "
+                "checkpoints must be evenly spaced for consecutive comparisons; e.g. dialogues "
+                f"{self.dialogues - self.dialogues % self.checkpoint_every} or "
+                f"{self.dialogues - self.dialogues % self.checkpoint_every + self.checkpoint_every}"
+            )
         if not _is_int(self.eval_seed) or self.eval_seed < 0:
             raise ConfigError(f"eval_seed: expected a non-negative integer, got {self.eval_seed!r}")
         for key, ok, what in (

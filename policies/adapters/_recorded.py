@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError
+from behavsim._io import check_no_lone_surrogates
 from behavsim.policy import Adapter, PolicySpec, Response, source_info
 
 __all__ = ["RecordedAdapter", "RecordedFailure", "write_recorded", "RECORDED_FORMAT", "RECORDED_VERSION"]
@@ -85,6 +86,9 @@ class RecordedAdapter(Adapter):
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise TableFormatError(f"{path}:{n}: invalid JSON ({exc})") from None
+            except RecursionError:
+                raise TableFormatError(f"{path}:{n}: JSON nested too deeply to read (a damaged file?)") from None
+            check_no_lone_surrogates(obj, line, f"{path}:{n}")
             if not isinstance(obj, dict):
                 raise TableFormatError(f"{path}:{n}: expected a JSON object, got {type(obj).__name__}")
             if "format" in obj:

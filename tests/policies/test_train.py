@@ -85,14 +85,12 @@ def test_other_seed_differs(reference, tmp_path):
 
 def test_resume_after_half_equals_uninterrupted(reference, tmp_path):
     d, rows = reference
-    half = dict(TINY, dialogues=30)  # not on the checkpoint grid: a checkpoint at 30 is added
+    half = dict(TINY, dialogues=40)  # two of the three checkpoints, then the rest
     run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **half), tmp_path, workers=1, progress=False)
-    assert [n for n, _ in list_checkpoints(tmp_path / "ts-seed0")] == [20, 30]
+    assert [n for n, _ in list_checkpoints(tmp_path / "ts-seed0")] == [20, 40]
     rows2 = run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path, workers=1, progress=False)
-    got = files(tmp_path)
-    assert got.pop("ts-seed0/ckpt-000030.npz") and got.pop("iq-seed0/ckpt-000030.npz")
-    assert got == files(d)
-    assert [r for r in rows_wo_timing(rows2) if r["dialogues"] != 30] == rows_wo_timing(rows)
+    assert files(tmp_path) == files(d)
+    assert rows_wo_timing(rows2) == rows_wo_timing(rows)
     # a third start has nothing to do and changes nothing
     before = files(tmp_path)
     run_training(TrainConfig(rewards=("ts", "iq"), seeds=(0,), **TINY), tmp_path, workers=1, progress=False)
@@ -202,6 +200,7 @@ def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
         ({"seeds": ("a",)}, "seeds"),
         ({"dialogues": 0}, "dialogues: expected a positive integer"),
         ({"checkpoint_every": 2.5}, "checkpoint_every"),
+        ({"dialogues": 150, "checkpoint_every": 100}, r"dialogues \(150\) is not a multiple of checkpoint_every \(100\).*100 or 200"),
         ({"eval_dialogues": -3}, "eval_dialogues"),
         ({"gamma": 1.5}, "gamma: expected a number in"),
         ({"sigma": 0.0}, "sigma"),
@@ -217,7 +216,9 @@ def test_config_json_roundtrip_and_unknown_key():
     cfg = TrainConfig(rewards=("ts", "iq"), seeds=(0, 1, 2))
     assert TrainConfig.from_json(cfg.to_json()) == cfg
     assert cfg.schedule()[:2] == [1000, 2000] and cfg.schedule()[-1] == 40_000 and len(cfg.schedule()) == 40
-    assert TrainConfig(dialogues=2500).schedule() == [1000, 2000, 2500]
+    assert TrainConfig(dialogues=500).schedule() == [500]  # fewer dialogues than the interval: one checkpoint
+    with pytest.raises(ConfigError, match="not a multiple"):
+        TrainConfig(dialogues=2500)
     with pytest.raises(ConfigError, match="unknown key 'seed'.*Did you mean 'seeds'"):
         TrainConfig.from_dict({"seed": 1})
     with pytest.raises(TypeError):
