@@ -150,6 +150,10 @@ def load_config(name_or_path: str, **overrides: Any) -> StudyConfig:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read study config: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read study config: nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a study config is a table of settings, found a {type(data).__name__}")
     data.setdefault("name", path.stem)
     data.update({k: v for k, v in overrides.items() if v is not None})
     return StudyConfig.from_dict(data, source=str(path))
