@@ -173,13 +173,16 @@ class ContextSet:
     def load(cls, path: str | os.PathLike) -> "ContextSet":
         """Read a set written by :meth:`save`; any problem raises :class:`TableFormatError`."""
         path = Path(path)
-        header, rows = read_rows(path, "context set")
-        check_header(header, str(path), CONTEXTS_FORMAT, CONTEXTS_VERSION, "context set")
-        if header.get("size") != len(rows):
-            raise TableFormatError(
-                f"{path}: header says {header.get('size')} contexts but the file has {len(rows)} "
-                "(truncated or damaged file?)"
-            )
+
+        def precheck(header: Any, rows: list) -> None:
+            check_header(header, str(path), CONTEXTS_FORMAT, CONTEXTS_VERSION, "context set")
+            if header.get("size") != len(rows):
+                raise TableFormatError(
+                    f"{path}: header says {header.get('size')} contexts but the file has {len(rows)} "
+                    "(truncated or damaged file?)"
+                )
+
+        header, rows = read_rows(path, "context set", precheck)
         beliefs, metas, ids = [], [], []
         for k, (where, r) in enumerate(rows):
             if path.suffix == ".parquet":

@@ -6,6 +6,7 @@ then rename); reads name the file and line of the first problem.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -46,14 +47,29 @@ def _replace(tmp: Path, path: Path) -> Path:
     return path
 
 
+#: The header key of a file's checksum: ``"sha256:<hex>"`` of the canonical header without it,
+#: a newline, and the body (JSONL: the row lines as written; Parquet: the canonical JSON of the
+#: columns). Files without one (made elsewhere, or by behavsim before 0.3) are read unchecked.
+CHECKSUM_KEY = "checksum"
+
+
+def _digest(header: dict, body: bytes) -> str:
+    rest = {k: v for k, v in header.items() if k != CHECKSUM_KEY}
+    h = hashlib.sha256(canonical_json(rest).encode("utf-8") + b"\n")
+    h.update(body)
+    return "sha256:" + h.hexdigest()
+
+
 def write_jsonl(path: Path, header: dict, rows: Iterable[dict]) -> Path:
-    """Header line, then one line per row, atomically. NaN/inf raise ``ValueError`` (not JSON)."""
+    """Header line (with the checksum of the whole file), then one line per row, atomically
+    (a temporary file renamed into place). NaN/inf raise ``ValueError`` (not JSON)."""
+    body = "".join(canonical_json(r) + "\n" for r in rows).encode("utf-8")
+    header = {**header, CHECKSUM_KEY: _digest(header, body)}
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(canonical_json(header) + "\n")
-            for r in rows:
-                f.write(canonical_json(r) + "\n")
+        with open(tmp, "wb") as f:
+            f.write((canonical_json(header) + "\n").encode("utf-8"))
+            f.write(body)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -61,10 +77,12 @@ def write_jsonl(path: Path, header: dict, rows: Iterable[dict]) -> Path:
 
 
 def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=None) -> Path:
-    """Columns as a Parquet table with the header under the schema metadata key ``behavsim``."""
+    """Columns as a Parquet table with the header (and its checksum) under the schema metadata key
+    ``behavsim``, atomically."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    header = {**header, CHECKSUM_KEY: _digest(header, canonical_json(columns).encode("utf-8"))}
     tmp = path.with_name(path.name + ".tmp")
     tbl = pa.table(columns, schema=schema).replace_schema_metadata({"behavsim": canonical_json(header)})
     try:
@@ -75,8 +93,23 @@ def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=Non
     return _replace(tmp, path)
 
 
-def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
-    """``(header, [(where, row), ...])`` of a JSONL or Parquet file; ``where`` names the line/row."""
+def _verify(header: Any, body: bytes, where: Path) -> None:
+    """Compare a file's checksum with its content; a file without one is accepted as it is."""
+    if not isinstance(header, dict) or CHECKSUM_KEY not in header:
+        return
+    want = header[CHECKSUM_KEY]
+    if not isinstance(want, str) or _digest(header, body) != want:
+        raise TableFormatError(
+            f"{where}: damaged file: its content does not match the checksum in its header (edited by hand, "
+            "or corrupted on disk); write it again (behavsim files are not meant to be edited)"
+        )
+
+
+def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str, Any]]]:
+    """``(header, [(where, row), ...])`` of a JSONL or Parquet file; ``where`` names the line/row.
+
+    The file's checksum (when its header has one) is verified after ``precheck(header, rows)``, so
+    that the caller's more specific messages (another format, a truncated file) come first."""
     if not path.is_file():
         raise TableFormatError(f"{path}: no such {what.replace(' ', '-')} file")
     if path.suffix == ".parquet":
@@ -93,7 +126,12 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
             header = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise TableFormatError(f"{path}: damaged header metadata ({exc})") from None
-        return header, [(f"row {k}", r) for k, r in enumerate(tbl.to_pylist())]
+        rows = [(f"row {k}", r) for k, r in enumerate(tbl.to_pylist())]
+        if precheck is not None:
+            precheck(header, rows)
+        if isinstance(header, dict) and CHECKSUM_KEY in header:
+            _verify(header, canonical_json(tbl.to_pydict()).encode("utf-8"), path)
+        return header, rows
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -105,7 +143,11 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
         if _SURROGATE.search("\n".join(lines)):
             for n, (line, obj) in enumerate(zip(lines, fast), 1):
                 check_no_lone_surrogates(obj, line, f"{path}:{n}")
-        return fast[0], [(str(n), obj) for n, obj in enumerate(fast[1:], 2)]
+        rows = [(str(n), obj) for n, obj in enumerate(fast[1:], 2)]
+        if precheck is not None:
+            precheck(fast[0], rows)
+        _verify(fast[0], "".join(line + "\n" for line in lines[1:]).encode("utf-8"), path)
+        return fast[0], rows
     parsed = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -120,6 +162,9 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
         if n > 1 and not isinstance(obj, dict):
             raise TableFormatError(f"{path}:{n}: every line after the header must be a JSON object")
         parsed.append((str(n), obj))
+    if precheck is not None:
+        precheck(parsed[0][1], parsed[1:])
+    _verify(parsed[0][1], "".join(line + "\n" for line in lines[1:]).encode("utf-8"), path)
     return parsed[0][1], parsed[1:]
 
 

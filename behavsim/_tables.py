@@ -174,9 +174,14 @@ class ResponseTable:
     def load(cls, path: str | os.PathLike) -> "ResponseTable":
         """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`."""
         path = Path(path)
-        header, rows = read_rows(path, "response table")
-        header = cls._check_header(header, f"{path}:1" if path.suffix != ".parquet" else str(path))
-        return cls._from_rows(header, rows, path)
+        built: list[ResponseTable] = []
+
+        def precheck(header: Any, rows: list) -> None:  # every row's own problem is named first
+            header = cls._check_header(header, f"{path}:1" if path.suffix != ".parquet" else str(path))
+            built.append(cls._from_rows(header, rows, path))
+
+        read_rows(path, "response table", precheck)  # then the checksum
+        return built[0]
 
     @staticmethod
     def _check_header(header: Any, where: str) -> dict[str, Any]:

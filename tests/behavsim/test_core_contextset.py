@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from behavsim import ContextSet, ResponseTable, TableFormatError, compare
@@ -28,7 +30,14 @@ def test_fingerprint_covers_beliefs_and_order_not_metadata():
 def test_edited_or_truncated_files_are_refused(tmp_path):
     p = ContextSet(beliefs(3)).save(tmp_path / "c.jsonl")
     lines = p.read_text().splitlines()
-    p.write_text("\n".join([lines[0], lines[1].replace('"dbMatches":0', '"dbMatches":5'), *lines[2:]]) + "\n")
+    edited = lines[1].replace('"dbMatches":0', '"dbMatches":5')
+    p.write_text("\n".join([lines[0], edited, *lines[2:]]) + "\n")
+    with pytest.raises(TableFormatError, match="damaged file: its content does not match the checksum"):
+        ContextSet.load(p)
+    # a file without a checksum (made elsewhere) is still checked against its fingerprint
+    header = json.loads(lines[0])
+    del header["checksum"]
+    p.write_text("\n".join([json.dumps(header), edited, *lines[2:]]) + "\n")
     with pytest.raises(TableFormatError, match="does not match the fingerprint"):
         ContextSet.load(p)
     p.write_text("\n".join(lines[:-1]) + "\n")

@@ -80,12 +80,12 @@ def test_import(capsys, tmp_path):
     (["collect", "--policy", "handcrafted", "--dialogues", "0", "-o", "{t}/x.jsonl"], "dialogues: expected a positive"),
     (["import", "{t}/bad-log.jsonl", "-o", "{t}/x.jsonl"], "bad-log.jsonl:2: invalid JSON"),
     (["select", "{t}/missing.jsonl", "--turn", "1", "-o", "{t}/x.jsonl"], "no such context-set file"),
-    (["select", "{t}/damaged.jsonl", "--turn", "1", "-o", "{t}/x.jsonl"], "does not match the fingerprint"),
+    (["select", "{t}/damaged.jsonl", "--turn", "1", "-o", "{t}/x.jsonl"], "does not match the checksum"),
     (["select", "{t}/ok.jsonl", "--turn", "a:b", "-o", "{t}/x.jsonl"], "--turn: expected a number or a range"),
     (["select", "{t}/ok.jsonl", "--slot-belief", "food", "-o", "{t}/x.jsonl"], "--slot-belief: expected KEY=VALUE"),
     (["select", "{t}/ok.jsonl", "--origin", "colected", "-o", "{t}/x.jsonl"], "Did you mean 'collected'?"),
     (["select", "{t}/ok.jsonl", "--turn", "1", "-o", "{t}/x.jsonl"], "no context of"),
-    (["info", "{t}/damaged.jsonl"], "does not match the fingerprint"),
+    (["info", "{t}/damaged.jsonl"], "does not match the checksum"),
 ])
 def test_errors_are_clean(capsys, tmp_path, argv, message):
     (tmp_path / "bad.npz").write_bytes(b"junk")

@@ -45,7 +45,7 @@ def test_hand_edited_jsonl_refused(sets, tmp_path):
     row["belief"]["beliefs"]["food"]["indian"] = 0.123
     lines[2] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(TableFormatError, match="does not match the fingerprint"):
+    with pytest.raises(TableFormatError, match="does not match the (fingerprint|checksum)"):
         ContextSet.load(path)
 
 
