@@ -34,6 +34,7 @@ from ._errors import (
 from ._io import canonical_copy
 from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
+from ._slices import SLICE_KINDS, slice_scores
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
 from .policy import (
@@ -105,4 +106,6 @@ __all__ = [
     "MatrixComparison",
     "plan_pairs",
     "PAIR_MODES",
+    "slice_scores",
+    "SLICE_KINDS",
 ]

@@ -486,7 +486,7 @@ def _compare_all(
     per_dir.mkdir(exist_ok=True)
     frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
     signatures: dict[str, str] = {}
-    per_turn_frames, agreement_frames, disagreement_frames = [], [], []
+    per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
     for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials):
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
@@ -503,6 +503,7 @@ def _compare_all(
             per_turn_frames.append(_per_turn(comp, sets[name], name, extra, scores))
         if kind == "rewards" or last:
             disagreement_frames += _disagreements(cfg, comp, sets[name], responses, name, kind, scores)
+            slice_frames.append(_slices(comp, sets[name], responses, name, kind, extra))
     for kind, fr in frames.items():
         if fr:
             _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
@@ -510,6 +511,8 @@ def _compare_all(
         _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
     if disagreement_frames:
         _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
+    if slice_frames:
+        _write_csv(pd.concat(slice_frames, ignore_index=True), results / "slices.csv")
     allper = pd.concat(agreement_frames, ignore_index=True)
     _write_csv(allper, per_dir / "all.csv")
     return allper, signatures
@@ -544,6 +547,22 @@ def _disagreements(
         d.insert(0, "comparison", f"{kind}/{name}/{comp.means['a'].iloc[p]} vs {comp.means['b'].iloc[p]}")
         out.append(d)
     return out
+
+
+def _slices(comp, cs: ContextSet, responses: _Responses, name: str, kind: str, extra: dict[str, Any]) -> pd.DataFrame:
+    """Every score of each pair per act type (of the first trial), slot, belief certainty and, on
+    collected contexts, turn."""
+    from behavsim import slice_scores
+
+    ids = set(comp.means["a"]) | set(comp.means["b"])
+    table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
+    kinds = ["acttype", "slot", "uncertainty"] + (["turn"] if any("turn" in m for m in cs.metas) else [])
+    sl = slice_scores(comp, kinds, contexts=cs, tables=table_list)
+    sl["pair"] = sl["pair"].map(dict(enumerate(extra["pair"])))
+    sl.insert(0, "kind", kind)
+    sl.insert(1, "context_set", name)
+    sl.insert(2, "reward", extra.get("reward"))
+    return sl
 
 
 def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path) -> None:
