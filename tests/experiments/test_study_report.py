@@ -269,6 +269,37 @@ def check_tables(p: _Tables, run: Path) -> None:
 
 
 # -------------------------------------------------------------------------------------- tests
+def test_trial_level_tests_and_slices_in_words(tmp_path):
+    run = make_run(tmp_path)
+    res = run / "results"
+    tests = [{"name": "reward vs seed", "unit": "trials", "score": "TMR", "context_set": "ccol-all",
+              "mean_x": 0.5, "mean_y": 0.6, "mean_x_ci": [0.4, 0.62], "mean_y_ci": [0.5, 0.7], "diff": -0.1,
+              "p_value": 0.1, "min_p": 0.1, "exact": True, "n": 6, "alpha": 0.05, "trials_per_group_needed": 4},
+             {"name": "reward vs seed", "unit": "contexts", "score": "TMR", "context_set": "ccol-all",
+              "mean_x": 0.5, "mean_y": 0.6, "diff": -0.1, "p_value": 0.0001, "min_p": 0.0001, "n": 398}]
+    (res / "tests.json").write_text(json.dumps(tests))
+    rows = []
+    for kind, reward, pair in (("rewards", "", "0 vs 1"), ("seeds", "ts", "0 vs 1")):
+        for value, n, tmr in (("bye", 10, 0.1), ("request", 30, 0.5), ("hello", 2, 0.0)):
+            rows.append({"kind": kind, "context_set": "ccol-all", "reward": reward, "pair": pair, "a": "x", "b": "y",
+                         "slice": "acttype", "value": value, "partition": True, "n_contexts": n, "n": n,
+                         "TMR": tmr, "DMR": 1.0, "CMR": tmr, "n_TMR": n, "n_DMR": n, "n_CMR": n})
+    pd.DataFrame(rows).to_csv(res / "slices.csv", index=False)
+    html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    plain = " ".join("".join(parse(html).text).split())
+    assert ("Switching the reward changes TMR by 0.500 (mean TMR 0.500, 95% interval 0.400–0.620) vs switching "
+            "the seed by 0.400 (mean TMR 0.600, 95% interval 0.500–0.700) on ccol-all: difference -0.100, "
+            "permutation test over trials (exact) p = 0.100, 6 trials. Not significant at the 5% level. This design "
+            "cannot reach p < 0.050: its smallest p-value is 0.100, whatever the data. 4 seeds per reward could "
+            "(4 + 4 trials: 35 distinct splits, smallest p 0.029).") in plain
+    assert ("paired permutation test over contexts p = 1.0e-04, 398 contexts (conditional on these trials). "
+            "Significant at the 5% level.") in plain
+    # the slice of two contexts is below the minimum (5) and left out
+    assert "The reward pairs (TS vs IQ) on ccol-all differ most where the first trial's act is bye: TMR 0.100 over " \
+           "10 contexts." in plain
+    assert [r[3][0] for r in parse(html).tables["slices"][1:]] == ["bye", "request", "bye", "request"]
+
+
 def test_numbers_match_the_csvs(report, run_dir):
     p = parse(report.read_text(encoding="utf-8"))
     check_tables(p, run_dir)
