@@ -449,16 +449,22 @@ def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log
     return _Responses(trials, specs, tables)
 
 
+#: Version of what the compare-and-analyse stage writes: 2 added the test over trials and slices.csv.
+_ANALYSIS_VERSION = 2
+
+
 def _stage_compare_and_analyse(
     cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
 ) -> None:
     """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
     state = _State(run / "state.json")
-    key = _hash(
+    parts: tuple[Any, ...] = (
         cfg.to_dict(),
         {n: cs.fingerprint for n, cs in sets.items()},
         {n: sorted(t.id for t in tb.values()) for n, tb in responses.tables.items()},
     )
+    # a run analysed before the test over trials and the slices existed is analysed again once
+    key = _hash(*parts, {"analysis": _ANALYSIS_VERSION})
     if state.done("compare", key):
         log("[4/7] comparisons: up to date")
         log("[5/7] analysis: up to date")
@@ -466,7 +472,7 @@ def _stage_compare_and_analyse(
     results = run / "results"
     log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
     allper, signatures = _compare_all(cfg, sets, responses, results)
-    log("[5/7] analysis: score agreement, reward-vs-seed test")
+    log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
     (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
