@@ -407,7 +407,7 @@ def test_docs_snippet_runs(tmp_path, monkeypatch):
     doc = Path(__file__).resolve().parents[2] / "docs" / "analysis.md"
     if not doc.is_file():
         pytest.skip("docs/analysis.md not present")
-    code = re.search(r"```python\n(.*?)```", doc.read_text(), re.S).group(1)
+    code = next(b for b in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S) if "fig6_corr" in b)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     exec(compile(code, str(doc), "exec"), {})
     assert list(tmp_path.glob("*/fig6_corr.svg"))
