@@ -52,6 +52,7 @@ __all__ = ["build_report", "register_report", "SECTIONS"]
 
 #: Report sections in page order: (anchor, heading). Figures are attached to one of them.
 SECTIONS: tuple[tuple[str, str], ...] = (
+    ("answers", "Answers"),
     ("run", "Run"),
     ("performance", "Absolute performance (Table 1)"),
     ("convergence", "Convergence: checkpoint k vs k−1 (Table 2, Figure 2)"),
@@ -273,6 +274,105 @@ def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id:
             )
             return out
     return score_table(df, keys, table_id, caption)
+
+
+_SETTLED = 0.95  # a trial's behaviour has settled once TMR(k vs k−1) stays at or above this
+
+
+def _settling(conv: pd.DataFrame) -> str:
+    """When each trial's behaviour settles: the first checkpoint from which TMR(k vs k−1) on the
+    collected contexts of its reward stays >= _SETTLED."""
+    own = conv[conv["context_set"].astype(str) == "ccol-" + conv["reward"].astype(str)]
+    if own.empty:
+        own = conv
+    settled, not_yet = [], []
+    for (reward, seed), g in _sort(own, ["reward", "seed", "checkpoint"]).groupby(["reward", "seed"], sort=False):
+        g = g.dropna(subset=["TMR"])
+        if g.empty:
+            continue
+        below = g[g["TMR"] < _SETTLED]
+        trial = f"{escape(reward)} seed {fmt_int(seed)}"
+        if below.empty:
+            settled.append(f"{trial} from {fmt_int(g['checkpoint'].iloc[0], grouped=True)}")
+        elif below.index[-1] == g.index[-1]:
+            not_yet.append(f'{trial} (TMR <span class="v">{fmt_num(g["TMR"].iloc[-1])}</span>)')
+        else:
+            after = g.loc[below.index[-1] :].iloc[1]
+            settled.append(f"{trial} from {fmt_int(after['checkpoint'], grouped=True)}")
+    if not settled and not not_yet:
+        return ""
+    out = (
+        f"<li><b>Convergence.</b> A trial's behaviour counts as settled once the TMR of checkpoint k vs "
+        f"k−1 on the collected contexts of its reward stays at {_SETTLED:g} or above."
+    )
+    if settled:
+        out += f" Settled (training dialogues): {'; '.join(settled)}."
+    if not_yet:
+        out += f" Not settled by the last checkpoint: {'; '.join(not_yet)}."
+    return out + "</li>"
+
+
+def _seed_answer(seeds: pd.DataFrame) -> str:
+    last = seeds[seeds["checkpoint"] == seeds["checkpoint"].max()]
+    parts = []
+    for cset, g in _sort(last, ["context_set"]).groupby("context_set", sort=False):
+        ranges = []
+        for s in [s for s in ("TMR", "DMR") if s in g.columns]:
+            v = g[s].dropna()
+            if not v.empty:
+                ranges.append(
+                    f'{s} <span class="v">{fmt_num(v.min())}</span>–<span class="v">{fmt_num(v.max())}</span>'
+                )
+        if ranges:
+            parts.append(f"on {escape(cset)} {', '.join(ranges)}")
+    if not parts:
+        return ""
+    ck = fmt_int(last["checkpoint"].iloc[0], grouped=True)
+    return (
+        f"<li><b>Seeds.</b> At the last checkpoint ({ck} dialogues) the pairs of trials of one reward score "
+        f"{'; '.join(parts)} (1 = the same behaviour on every context).</li>"
+    )
+
+
+def _reward_answer(run: _Run) -> str:
+    data = run.json("tests.json")
+    if not isinstance(data, list):
+        return ""
+    path = run.path("tests.json")
+    by_unit = {t.get("unit"): t for t in data if isinstance(t, dict) and t.get("score") == "TMR" and "unit" in t}
+    t = by_unit.get("trials")
+    if t is None:
+        return ""
+    for k in ("name", "score", "mean_x", "mean_y", "p_value"):
+        if k not in t:
+            raise TableFormatError(f"{path}: a test over trials has no {k!r}")
+    p = t["p_value"]
+    verdict = "significant at the 5% level" if p < 0.05 else "not significant at the 5% level"
+    out = f"<li><b>Reward vs seed, over trials.</b> {_test_sentence(t, path, 0)} The difference is {verdict}."
+    out += _limit_sentence(t, path, 0)
+    c = by_unit.get("contexts")
+    if c is not None and isinstance(c.get("p_value"), (int, float)):
+        out += (
+            f' Over contexts (conditional on these trials) p = <span class="v">{_fmt_p(c["p_value"])}</span>: '
+            "how surely these very trials differ, not whether other seeds would.</li>"
+        )
+    return out + ("" if out.endswith("</li>") else "</li>")
+
+
+def _answers(run: _Run) -> str:
+    """The answers first: a few sentences written from the numbers of the sections below."""
+    items = []
+    conv = run.csv("convergence.csv", scores=True)
+    if conv is not None and not conv.empty and "TMR" in conv.columns:
+        items.append(_settling(conv))
+    seeds = run.csv("seeds.csv", scores=True)
+    if seeds is not None and not seeds.empty:
+        items.append(_seed_answer(seeds))
+    items.append(_reward_answer(run))
+    items = [i for i in items if i]
+    if not items:
+        return note("No convergence, seed or test results in this run to answer from.")
+    return '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n"
 
 
 def _table1(run: _Run) -> str:
@@ -674,7 +774,7 @@ def _render(run: _Run) -> str:
 
     def with_figs(sec: str, body: str) -> str:
         fs = by_sec.get(sec, [])
-        return body + (figures_html(fs) if fs else "")
+        return (figures_html(fs) if fs else "") + body  # the figure first, its table below
 
     sc = lambda name: run.csv(name, scores=True)  # noqa: E731
     heat = (
@@ -686,6 +786,7 @@ def _render(run: _Run) -> str:
         + "</div>\n"
     )
     bodies = {
+        "answers": _answers(run),
         "run": _header(run),
         "performance": with_figs("performance", _table1(run)),
         "convergence": with_figs(

@@ -298,6 +298,27 @@ def test_trial_level_tests_and_slices_in_words(tmp_path):
     assert "The reward pairs (TS vs IQ) on ccol-all differ most where the first trial's act is bye: TMR 0.100 over " \
            "10 contexts." in plain
     assert [r[3][0] for r in parse(html).tables["slices"][1:]] == ["bye", "request", "bye", "request"]
+    # the answers open the page, from the numbers: the test over trials and its limits
+    assert html.index('<section id="answers">') < html.index('<section id="run">')
+    answers = html[html.index('<section id="answers">'):html.index('<section id="run">')]
+    words = " ".join("".join(parse(answers).text).split())
+    assert "Reward vs seed, over trials. Switching the reward changes TMR by 0.500" in words
+    assert "This design cannot reach p < 0.050: its smallest p-value is 0.100" in words
+    assert "Over contexts (conditional on these trials) p = 1.0e-04" in words
+    assert "At the last checkpoint (8,000 dialogues) the pairs of trials of one reward score on ccol TMR" in words
+
+
+def test_answers_convergence_by_hand(tmp_path):
+    run = make_run(tmp_path)
+    rows = [{"context_set": "ccol-ts", "reward": "ts", "seed": s, "checkpoint": c, "a": "x", "b": "y", "n": 10,
+             "TMR": t} for s, tmrs in ((0, (0.8, 0.96, 0.9, 0.97, 1.0)), (1, (0.99, 0.97, 0.95, 0.96, 0.9)))
+            for c, t in zip((2000, 3000, 4000, 5000, 6000), tmrs)]
+    pd.DataFrame(rows).to_csv(run / "results" / "convergence.csv", index=False)
+    html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    words = " ".join("".join(parse(html).text).split())
+    # seed 0 dips to 0.9 at 4,000 and stays >= 0.95 from 5,000; seed 1 ends below 0.95
+    assert "Settled (training dialogues): ts seed 0 from 5,000. Not settled by the last checkpoint: ts seed 1 " \
+           "(TMR 0.900)." in words
 
 
 def test_numbers_match_the_csvs(report, run_dir):
