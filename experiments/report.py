@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from behavsim import ConfigError, TableFormatError, list_scores
+from behavsim import BehavsimError, ConfigError, TableFormatError, list_scores, parse_act
 from behavsim.analysis import distinct_relabelings
 from behavsim.report import (
     Figure,
@@ -683,6 +683,33 @@ def _slices(run: _Run) -> str:
     )
 
 
+def _act_type(act: Any) -> str:
+    if not isinstance(act, str) or not act.strip():
+        return "(no act)"
+    try:
+        return parse_act(act).act_type
+    except BehavsimError:
+        return "(unparsed)"
+
+
+def _type_filter(k: int, types: list[str], counts: dict[str, int], total: int) -> str:
+    """Radio buttons that show only the rows of one act type of policy A: CSS alone (``:has``), so
+    the page keeps its single hashed script and works offline."""
+    radios = [f'<label><input type="radio" name="dis-{k}" id="dis-{k}-all" checked> all ({fmt_int(total)})</label>']
+    rules = []
+    for j, t in enumerate(types):
+        radios.append(
+            f'<label><input type="radio" name="dis-{k}" id="dis-{k}-{j}"> {escape(t)} ({fmt_int(counts[t])})</label>'
+        )
+        rules.append(f"body:has(#dis-{k}-{j}:checked) #disagreements-{k} tbody tr:not(.t{j}) {{ display: none; }}")
+    return (
+        f"<style>\n{chr(10).join(rules)}\n</style>\n"
+        f'<p class="filter" id="filter-{k}">Show the contexts where policy A\'s act type is: '
+        + " ".join(radios)
+        + "</p>\n"
+    )
+
+
 def _disagreements(run: _Run) -> str:
     df = run.csv("disagreements.csv", scores=True)
     if df is None:
@@ -693,10 +720,13 @@ def _disagreements(run: _Run) -> str:
     out = []
     for k, (comp, g) in enumerate(_sort(df, ["comparison", "rank"]).groupby("comparison", sort=False)):
         rows = []
-        for rec in g.to_dict("records"):
+        kinds = [_act_type(a) for a in g["act_a"]]
+        types = sorted(set(kinds))
+        counts = {t: kinds.count(t) for t in types}
+        for rec, kind in zip(g.to_dict("records"), kinds):
             sc = " · ".join(f"{escape(s)} {fmt_num(rec[s])}" for s in scores)
             rows.append(
-                f'<tr><td class="num">{fmt_int(rec["rank"])}</td>'
+                f'<tr class="t{types.index(kind)}"><td class="num">{fmt_int(rec["rank"])}</td>'
                 f'<td><span class="ctx">{escape(rec["context"])}</span><br><code>{escape(rec["context_id"])}</code>'
                 f"<br>turn {escape(fmt_key(rec['turn'], 'turn'))}</td>"
                 f'<td class="summary">{escape(rec["summary"])}</td>'
@@ -705,7 +735,9 @@ def _disagreements(run: _Run) -> str:
                 f'<td class="sc">{sc}</td></tr>'
             )
         out.append(
-            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
+            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n'
+            + (_type_filter(k, types, counts, len(kinds)) if len(types) > 1 else "")
+            + f'<div class="wrap"><table class="data disagree" '
             f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
             f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
             f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"

@@ -518,3 +518,21 @@ def test_renders_in_headless_chromium(report, run_dir, tmp_path):
     keep = os.environ.get("BEHAVSIM_REPORT_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_disagreements_filter_by_act_type_without_script(report):
+    """Radio buttons per comparison and one CSS rule per act type of policy A hide the other rows
+    (checked by hand in headless Chromium; the page keeps its single hashed script)."""
+    from behavsim import parse_act
+
+    html = report.read_text(encoding="utf-8")
+    kind0 = parse_act(EVIL_ACT).act_type
+    types = sorted({kind0, "request"})
+    assert '<input type="radio" name="dis-0" id="dis-0-all" checked> all (3)' in html
+    for j, t in enumerate(types):
+        n = 1 if t == kind0 else 2
+        assert f'<input type="radio" name="dis-0" id="dis-0-{j}"> {t} ({n})' in html
+        assert f"body:has(#dis-0-{j}:checked) #disagreements-0 tbody tr:not(.t{j}) {{ display: none; }}" in html
+    rows = parse(html).tables["disagreements-0"][1:]
+    assert len(rows) == 3
+    assert html.count('<tr class="t') == 3 and html.count("<script>") == 1
