@@ -32,9 +32,11 @@ from ._errors import (
     UnknownScore,
 )
 from ._io import canonical_copy
+from ._map import BehaviourMap, behaviour_map
 from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
 from ._slices import SLICE_KINDS, slice_scores
+from ._stream import StreamedComparison, compare_stream
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
 from .policy import (
@@ -104,6 +106,10 @@ __all__ = [
     "Comparison",
     "compare_matrix",
     "MatrixComparison",
+    "compare_stream",
+    "StreamedComparison",
+    "behaviour_map",
+    "BehaviourMap",
     "plan_pairs",
     "PAIR_MODES",
     "slice_scores",

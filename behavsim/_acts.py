@@ -124,7 +124,14 @@ def _parse_cached(text: str) -> DialogueAct:
 
 def canonical_act(text: ActLike) -> str:
     """The canonical string of an act (parse, then print)."""
+    if isinstance(text, str):
+        return _canonical_cached(text)
     return format_act(parse_act(text))
+
+
+@lru_cache(maxsize=65536)
+def _canonical_cached(text: str) -> str:
+    return format_act(_parse_cached(text))
 
 
 class _Parser:

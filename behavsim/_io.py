@@ -36,6 +36,10 @@ def _reject_constant(name: str):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+#: One decoder for every line (``json.loads`` with options builds a new one per call).
+_ROW_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _replace(tmp: Path, path: Path) -> Path:
     os.replace(tmp, path)
     return path
@@ -95,18 +99,37 @@ def read_rows(path: Path, what: str) -> tuple[Any, list[tuple[str, Any]]]:
         raise TableFormatError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
     if not lines:
         raise TableFormatError(f"{path}: empty file")
+    fast = _parse_lines_at_once(lines)
+    if fast is not None:
+        return fast[0], [(str(n), obj) for n, obj in enumerate(fast[1:], 2)]
     parsed = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             raise TableFormatError(f"{path}:{n}: blank line inside a {what}")
         try:
-            obj = json.loads(line, parse_constant=_reject_constant)
+            obj = _ROW_DECODER.decode(line)
         except (json.JSONDecodeError, ValueError) as exc:
             raise TableFormatError(f"{path}:{n}: invalid JSON ({exc})") from None
         if n > 1 and not isinstance(obj, dict):
             raise TableFormatError(f"{path}:{n}: every line after the header must be a JSON object")
         parsed.append((str(n), obj))
     return parsed[0][1], parsed[1:]
+
+
+def _parse_lines_at_once(lines: list[str]) -> list[Any] | None:
+    """All lines parsed by one JSON call (a C loop instead of one call per line), when every line
+    is one JSON object: the number of values must equal the number of lines, each a dict, and each
+    line must open and close like an object. None when anything differs: the caller then parses
+    line by line and names the first bad line."""
+    if any(not (line.startswith("{") and line.endswith("}")) for line in lines):
+        return None
+    try:
+        values = _ROW_DECODER.decode("[" + ",".join(lines) + "]")
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        return None
+    if len(values) != len(lines) or not all(type(v) is dict for v in values):
+        return None
+    return values
 
 
 def check_header(header: Any, where: str, fmt: str, version: int, what: str) -> dict:

@@ -15,9 +15,10 @@ Method, per group of scores on the same level (acts or prompts) and of the same 
    encoders' embedding cache, exactly as the engine's ``_score_all`` does it; one call also keeps
    batch-level statistics such as BERTScore's idf over the same prompts as the engine).
 4. **Pass 2**, per chunk: each pair's per-context values are gathered from the distinct values by
-   the combination keys and folded, context by context in context order, into per-pair sums
-   (Neumaier-compensated) and counts of defined values. The fold order does not depend on the
-   chunk size, so every ``chunk_contexts`` gives bit-identical matrices.
+   the combination keys, summed in blocks of :data:`FOLD_BLOCK` contexts, and the block sums are
+   folded in context order into per-pair sums (Neumaier-compensated) and counts of defined values.
+   Chunks are whole blocks, so the blocks and the fold order do not depend on the chunk size:
+   every ``chunk_contexts`` gives bit-identical matrices.
 
 Pairs are the P(P+1)/2 unordered pairs (diagonal included) for a symmetric score and the P²
 ordered pairs otherwise. Memory beyond the tables and the P × contexts codes: a few arrays of
@@ -50,6 +51,10 @@ __all__ = ["compare_matrix", "MatrixComparison", "DEFAULT_CHUNK_CELLS"]
 
 #: The default number of (pair, context) cells per chunk.
 DEFAULT_CHUNK_CELLS = 2**21
+
+#: Contexts summed as one block before the compensated fold; chunks are whole blocks, so the
+#: blocks, and the sums, are the same for every chunk size.
+FOLD_BLOCK = 64
 
 
 @dataclass
@@ -94,7 +99,8 @@ def compare_matrix(
 
     The values equal :func:`behavsim.compare`'s pair means (``pairs="all"`` for ``a`` before
     ``b``; explicit pairs for the other order and self-pairs) up to the order of summation, and
-    the ``n_missing`` counts are the engine's. ``chunk_contexts``: contexts per chunk (default:
+    the ``n_missing`` counts are the engine's. ``chunk_contexts``: contexts per chunk, rounded up to
+    whole blocks of :data:`FOLD_BLOCK` (default:
     about ``DEFAULT_CHUNK_CELLS`` pair × context cells per chunk); the result does not depend on
     it. Peak extra memory is O(chunk_contexts × P²); see the module docstring.
     """
@@ -108,6 +114,7 @@ def compare_matrix(
     n_pairs_max = n_pol * n_pol
     chunk = int(chunk_contexts) if chunk_contexts is not None else max(1, DEFAULT_CHUNK_CELLS // n_pairs_max)
     chunk = max(1, min(chunk, max(n_ctx, 1)))
+    chunk = -(-chunk // FOLD_BLOCK) * FOLD_BLOCK  # whole blocks
     show = progress if progress is not None else (n_pairs_max * n_ctx > 50_000_000)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -250,7 +257,7 @@ def _group_sums(
             ok = ~np.isnan(v)
             counts[s.name] += ok.sum(axis=0)
             v[~ok] = 0.0
-            _fold(sums[s.name], comps[s.name], v)
+            _fold(sums[s.name], comps[s.name], np.add.reduceat(v, np.arange(0, len(v), FOLD_BLOCK), axis=0))
     timings[f"gather_{members[0].info.level}"] = timings.get(f"gather_{members[0].info.level}", 0.0) + (
         time.perf_counter() - t3
     )
@@ -264,7 +271,7 @@ def _use_lookup(base: int, chunk_cells: int) -> bool:
 
 
 def _fold(total: np.ndarray, comp: np.ndarray, rows: np.ndarray) -> None:
-    """Add the rows of ``rows`` (contexts × pairs) to ``total`` one context after the other, with
+    """Add the rows of ``rows`` (blocks × pairs) to ``total`` one block after the other, with
     Neumaier compensation in ``comp`` — the same sequence of operations whatever the chunking."""
     t = np.empty_like(total)
     big = np.empty_like(total, dtype=bool)

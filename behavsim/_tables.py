@@ -133,6 +133,43 @@ class ResponseTable:
         return write_jsonl(path, self.header(), self.rows())
 
     # ------------------------------------------------------------------ loading
+    @staticmethod
+    def _columns(rows: Sequence[tuple[str, dict]]) -> tuple[list, list, list, list[str]] | None:
+        """The act, prompt, error and context id columns when every row is well formed (checked
+        column by column with builtins), else None."""
+        get = [r.get for _, r in rows]
+        if [g("i") for g in get] != list(range(len(rows))):
+            return None
+        cols = []
+        for key in ("act", "prompt", "error"):
+            col = [g(key) for g in get]
+            if not all(v is None or type(v) is str for v in col):
+                return None
+            cols.append(col)
+        acts, prompts, errors = cols
+        if any(a is None and e is None and p is None for a, p, e in zip(acts, prompts, errors)):
+            return None
+        ids = [g("context_id", k) for k, g in enumerate(get)]
+        return acts, prompts, errors, [v if type(v) is str else str(v) for v in ids]
+
+    @staticmethod
+    def _first_problem(rows: Sequence[tuple[str, dict]], path: Path) -> None:
+        """Raise :class:`TableFormatError` naming the first malformed row."""
+        for k, (line, r) in enumerate(rows):
+            where = f"{path}:{line}"
+            if r.get("i") != k:
+                raise TableFormatError(f"{where}: expected context index i={k}, found {r.get('i')!r}")
+            for key in ("act", "prompt", "error"):
+                v = r.get(key)
+                if v is not None and not isinstance(v, str):
+                    raise TableFormatError(f"{where}: {key!r} must be a string or null, found {type(v).__name__}")
+            if r.get("act") is None and r.get("error") is None and r.get("prompt") is None:
+                raise TableFormatError(f"{where}: row has neither an act, a prompt nor an error")
+            try:
+                None if r.get("act") is None else canonical_act(r["act"])
+            except ActParseError as exc:
+                raise TableFormatError(f"{where}: {exc}") from None
+
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ResponseTable":
         """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`."""
@@ -162,24 +199,20 @@ class ResponseTable:
             raise TableFormatError(
                 f"{path}: header says {size} contexts but the file has {len(rows)} rows (truncated or damaged file?)"
             )
-        acts, prompts, errors, ids = [], [], [], []
-        for k, (line, r) in enumerate(rows):
-            where = f"{path}:{line}"
-            if r.get("i") != k:
-                raise TableFormatError(f"{where}: expected context index i={k}, found {r.get('i')!r}")
-            for key in ("act", "prompt", "error"):
-                v = r.get(key)
-                if v is not None and not isinstance(v, str):
-                    raise TableFormatError(f"{where}: {key!r} must be a string or null, found {type(v).__name__}")
-            if r.get("act") is None and r.get("error") is None and r.get("prompt") is None:
-                raise TableFormatError(f"{where}: row has neither an act, a prompt nor an error")
-            try:
-                acts.append(None if r.get("act") is None else canonical_act(r["act"]))
-            except ActParseError as exc:
-                raise TableFormatError(f"{where}: {exc}") from None
-            prompts.append(r.get("prompt"))
-            errors.append(r.get("error"))
-            ids.append(str(r.get("context_id", k)))
+        fast = cls._columns(rows)
+        if fast is None:  # something is wrong: find the first bad row and name it
+            cls._first_problem(rows, path)
+            raise TableFormatError(f"{path}: damaged rows")  # pragma: no cover (found above)
+        acts, prompts, errors, ids = fast
+        canon: dict[str, str] = {}
+        for a in dict.fromkeys(acts):
+            if a is not None:
+                try:
+                    canon[a] = canonical_act(a)
+                except ActParseError as exc:
+                    line = rows[acts.index(a)][0]
+                    raise TableFormatError(f"{path}:{line}: {exc}") from None
+        acts = [None if a is None else canon[a] for a in acts]
         return cls(
             policy=dict(header["policy"]),
             context_fingerprint=header["context_set"]["fingerprint"],

@@ -120,14 +120,36 @@ def _cmd_pair(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------------- compare
+#: A job writing more per-context rows than this says how to write fewer (``--per-context``).
+MANY_ROWS = 5_000_000
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ._engine import compare
+    from ._engine import _plan
+    from ._stream import PerContextWriter, compare_stream
     from ._tables import ResponseTable
 
-    if args.output is None and args.matrix is None:
+    out = Path(args.output) if args.output is not None else None
+    matrix_dir: Path | None = None
+    if args.matrix == "":
+        if out is None:
+            raise ConfigError("--matrix needs a folder (--matrix DIR) or -o/--output (the matrices then go beside it)")
+        matrix_dir = out.with_name(out.stem + ".matrix")
+    elif args.matrix is not None:
+        matrix_dir = Path(args.matrix)
+    if out is None and args.per_context not in (None, "none"):
+        raise ConfigError(f"--per-context {args.per_context} needs -o/--output: the file to write the rows to")
+    if out is None and matrix_dir is None:
         raise ConfigError("compare needs -o/--output (per-context values) or --matrix DIR (all-pairs matrices)")
-    if args.chunk_contexts is not None and args.matrix is None:
+    if args.chunk_contexts is not None and matrix_dir is None:
         raise ConfigError("--chunk-contexts applies to --matrix only")
+    fmt = args.per_context
+    if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
+        fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
+    if out is not None and fmt != "none":
+        kind = "parquet" if out.suffix.lower() == ".parquet" else "csv" if out.suffix.lower() == ".csv" else None
+        if kind is not None and kind != fmt:
+            raise ConfigError(f"-o {out} names a .{kind} file but --per-context says {fmt}; make them agree")
     tables = [ResponseTable.load(p) for p in args.tables]
     for t in tables:
         if t.n_errors:
@@ -135,24 +157,31 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
                 file=sys.stderr,
             )
-    if args.matrix is not None:
-        _write_matrices(tables, args)
-        if args.output is None:
+    if matrix_dir is not None:
+        _write_matrices(tables, args, matrix_dir)
+        if out is None or args.per_context is None:
             return 0
+    assert out is not None
     pairs = args.pairs
     if args.pair:
         pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
-    comp = compare(
-        tables,
-        pairs,
-        scores=_score_names(args.scores),
-        score_options=_score_options(args),
-        by=args.by,
-        progress=None if args.progress is None else args.progress,
-    )
-    out = Path(args.output)
+    n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
+    if args.per_context is None and n_rows > MANY_ROWS:
+        print(
+            f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
+            "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
+            file=sys.stderr,
+        )
+    scores = _score_names(args.scores)
+    opts = _score_options(args)
+    if fmt == "none":
+        comp = compare_stream(tables, pairs, scores=scores, score_options=opts, by=args.by, progress=args.progress)
+    else:
+        with PerContextWriter(out, fmt) as writer:
+            comp = compare_stream(
+                tables, pairs, scores=scores, score_options=opts, by=args.by, sink=writer, progress=args.progress
+            )
     out.parent.mkdir(parents=True, exist_ok=True)
-    comp.per_context.to_csv(out, index=False, float_format="%.10g")
     means_path = out.with_name(out.stem + ".means.csv")
     comp.means.to_csv(means_path, index=False, float_format="%.10g")
     meta_path = out.with_name(out.stem + ".meta.json")
@@ -182,15 +211,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         show = comp.means[["a", "b", *names]].copy()
         with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
             print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
+        where = f"{out}" if fmt != "none" else "not written (--per-context none)"
         print(
-            f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {out}; "
+            f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {where}; "
             f"means: {means_path}; signatures: {meta_path}"
         )
     return 0
 
 
-def _write_matrices(tables: list, args: argparse.Namespace) -> None:
-    """``compare --matrix DIR``: every ordered pair and self-pair, whatever ``--pairs`` says."""
+def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
+    """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
     from ._matrix import compare_matrix
     from .plots import heatmap
 
@@ -203,18 +233,29 @@ def _write_matrices(tables: list, args: argparse.Namespace) -> None:
         chunk_contexts=args.chunk_contexts,
         progress=args.progress,
     )
-    out = Path(args.matrix)
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    n_pol = len(tables)
     for name in mc.score_names:
-        csv = out / f"{name}.csv"
-        mc.means[name].to_csv(csv, float_format="%.10g")
-        mc.n_missing[name].to_csv(out / f"{name}.n_missing.csv")
+        if args.matrix_format == "parquet":
+            path = out / f"{name}.parquet"
+            mc.means[name].to_parquet(path)
+        else:
+            path = out / f"{name}.csv"
+            mc.means[name].to_csv(path)  # shortest round-trip repr: the exact double
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
-        png, _ = heatmap(mc.means[name], out / name, f"{name}, mean over {mc.n} contexts", vmin=lo, vmax=hi)
-        written.append((name, csv, png))
+        title = f"{name}, mean over {mc.n} contexts"
+        png, _ = heatmap(mc.means[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
+        written.append((name, path, png))
+    # the contexts left out of each mean, every score in one long table (a, b, <score>...)
+    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in mc.n_missing.items()}).reset_index()
+    missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
+    if args.matrix_format == "parquet":
+        missing.to_parquet(missing_path, index=False)
+    else:
+        missing.to_csv(missing_path, index=False)
     meta = out / "matrix.meta.json"
     meta.write_text(
         json.dumps(
@@ -233,8 +274,9 @@ def _write_matrices(tables: list, args: argparse.Namespace) -> None:
     )
     p = len(tables)
     print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
-    for name, csv, png in written:
-        print(f"  {name:<10} {csv.name}, {name}.n_missing.csv, {png.name}")
+    for name, path, png in written:
+        print(f"  {name:<10} {path.name}, {png.name}")
+    print(f"  contexts left out of each mean: {missing_path.name}")
     print(f"  signatures: {meta.name}")
 
 
@@ -247,6 +289,8 @@ def _cmd_scores(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
+    from ._map import register_map
+    from ._stream import PER_CONTEXT_FORMATS
 
     _scores_help = (
         f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
@@ -282,14 +326,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     c.add_argument(
-        "-o", "--output", help="CSV of per-context values (means and signatures beside it); needed unless --matrix"
+        "-o",
+        "--output",
+        help="file of per-context values, CSV or .parquet (means and signatures beside it); needed unless --matrix DIR",
+    )
+    c.add_argument(
+        "--per-context",
+        choices=PER_CONTEXT_FORMATS,
+        help="the per-context rows: csv, parquet (streamed to -o in chunks, bounded memory) or none (only the "
+        "pair means); default: by -o's suffix, or none with --matrix",
     )
     c.add_argument(
         "--matrix",
+        nargs="?",
+        const="",
         metavar="DIR",
         help="write per score the P x P matrix of means over every ordered pair and self-pair "
-        "(DIR/<score>.csv, <score>.n_missing.csv, <score>.png/.svg heatmap), in bounded memory, "
-        "whatever --pairs says",
+        "(DIR/<score>.csv, <score>.png/.svg heatmap; n_missing.csv: the contexts left out, per pair and score), in bounded memory, "
+        "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
+    )
+    c.add_argument(
+        "--matrix-format", choices=("csv", "parquet"), default="csv", help="file format of the matrices (default csv)"
     )
     c.add_argument(
         "--chunk-contexts", type=int, metavar="N", help="for --matrix: contexts per chunk (default: automatic)"
@@ -312,6 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("scores", help="list the registered scores")
     s.set_defaults(func=_cmd_scores)
+    register_map(sub)  # the core's 'map' command (behavsim/_map.py)
 
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
         try:

@@ -427,3 +427,76 @@ def heatmap(
     n = matrix_df.attrs.get("n_rows")
     ax.set_title(title if n is None else f"{title} (n = {n})")
     return save_figure(fig, path)
+
+
+@drawn
+def behaviour_map_plot(
+    coords: pd.DataFrame,
+    path: str | os.PathLike,
+    *,
+    title: str | None = None,
+    explained: Sequence[float] | None = None,
+) -> tuple[Path, Path]:
+    """The behaviour map: one point per policy at ``x, y``; the checkpoints of each ``trial``
+    joined in ``checkpoint`` order from a ring (the first) to a star (the final one, labelled); a
+    policy without a checkpoint is a labelled square. ``coords``: :attr:`behavsim._map.BehaviourMap.coords`."""
+    require_columns(coords, ["id", "trial", "checkpoint", "final", "x", "y"], "behaviour_map_plot")
+    import matplotlib
+
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = new_figure(WIDTH, 4.6)
+    ax = fig.add_subplot()
+    trials = list(dict.fromkeys(coords["trial"].astype(str)))
+    for k, trial in enumerate(trials):
+        g = coords[coords["trial"].astype(str) == trial]
+        color = colors[k % len(colors)]
+        own = g["checkpoint"].isna().all()
+        if own:
+            ax.scatter(g["x"], g["y"], marker="s", s=36, color=color, label=trial, zorder=3)
+        else:
+            g = g.sort_values("checkpoint", kind="mergesort")
+            ax.plot(g["x"], g["y"], marker="o", markersize=3, linewidth=1.0, color=color, label=trial, alpha=0.8)
+            first = g.iloc[:1]
+            ax.scatter(first["x"], first["y"], marker="o", s=40, facecolors="none", edgecolors=color, zorder=3)
+            fin = g[g["final"].astype(bool)]
+            ax.scatter(fin["x"], fin["y"], marker="*", s=90, color=color, edgecolor="black", linewidth=0.5, zorder=3)
+        for _, row in g[g["final"].astype(bool)].iterrows():
+            ax.annotate(str(row["id"]), (row["x"], row["y"]), xytext=(4, 4), textcoords="offset points", fontsize=7)
+    share = list(explained or [])
+    ax.set_xlabel("MDS axis 1" + (f" ({share[0]:.0%})" if len(share) > 0 else ""))
+    ax.set_ylabel("MDS axis 2" + (f" ({share[1]:.0%})" if len(share) > 1 else ""))
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_title(title or "Behaviour map")
+    add_legend(ax, len(trials), "trial")
+    return save_figure(fig, path)
+
+
+@drawn
+def dendrogram_plot(
+    linkage: Any, labels: Sequence[str], path: str | os.PathLike, *, title: str | None = None
+) -> tuple[Path, Path]:
+    """A dendrogram of a SciPy-format ``linkage`` (e.g. :func:`behavsim._map.average_linkage`),
+    leaves labelled with ``labels``; the distance axis horizontal."""
+    from scipy.cluster.hierarchy import dendrogram
+
+    z = np.asarray(linkage, dtype=float)
+    if z.ndim != 2 or z.shape[1] != 4 or len(labels) != len(z) + 1:
+        raise ConfigError(f"dendrogram_plot: expected a linkage of {len(labels) - 1} merges for {len(labels)} labels")
+    fig = new_figure(WIDTH, max(2.4, 0.28 * len(labels) + 1.2))
+    ax = fig.add_subplot()
+    dendrogram(
+        z,
+        labels=[str(x) for x in labels],
+        orientation="right",
+        ax=ax,
+        color_threshold=0,
+        above_threshold_color="C0",
+        leaf_font_size=8,
+    )
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("distance (1 − score, average linkage)")
+    ax.set_title(title or "Dendrogram")
+    return save_figure(fig, path)
+
+
+__all__ += ["behaviour_map_plot", "dendrogram_plot"]

@@ -5,7 +5,8 @@
 * :func:`collect` — C_col, the belief states met by given policies in seeded dialogues with
   the simulated user;
 * :class:`ContextRecorder` and :func:`from_jsonl` — contexts logged from any system;
-* :func:`select` — subsets by turn, origin, slot or method belief.
+* :func:`select` — subsets by turn, origin, slot or method belief;
+* :func:`perturb` — the same contexts through a noisy recogniser (robustness probes).
 
 All return a :class:`behavsim.ContextSet` (file formats: see ``behavsim/_contexts.py``).
 """
@@ -17,6 +18,7 @@ from behavsim import ContextSet
 from ._collect import ENV_OPTIONS, collect, dialogue_seed
 from ._grid import default_values, generate_grid, grid_levels
 from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
+from ._perturb import PERTURBATION_KINDS, check_noise, perturb
 from ._select import select, top_belief
 
 __all__ = [
@@ -33,4 +35,7 @@ __all__ = [
     "check_belief",
     "select",
     "top_belief",
+    "perturb",
+    "PERTURBATION_KINDS",
+    "check_noise",
 ]

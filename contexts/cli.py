@@ -10,6 +10,7 @@ contexts.cli:register_contexts``); every sub-command is one library call::
         --dialogues 10 --seed 0 -o ccol-pydial.jsonl
     behavsim contexts import my-log.jsonl -o logged.parquet
     behavsim contexts select ccol.jsonl --turn 1 --slot-belief food=0.5:1.0 -o first-turns.jsonl
+    behavsim contexts perturb ccol.jsonl --noise 0.15 --seed 0 -o ccol-noise15.jsonl
     behavsim contexts info ccol.jsonl
 
 Outputs are JSONL or Parquet by suffix (``.jsonl``, ``.parquet``). Bad input raises a
@@ -180,6 +181,26 @@ def cmd_select(args: argparse.Namespace) -> int:
             "nothing written (--allow-empty writes an empty set)"
         )
     return _save(sub, out)
+
+
+def cmd_perturb(args: argparse.Namespace) -> int:
+    from ._perturb import check_noise, perturb
+
+    if (args.input is None) == (args.contexts is None):
+        raise ConfigError("perturb: give the context set once, as FILE or as --contexts FILE")
+    try:
+        level = float(args.noise)
+    except ValueError:
+        raise ConfigError(f"--noise: expected a noise level in [0, 1] (e.g. 0.15), got {args.noise!r}") from None
+    noise = check_noise(level, "--noise")
+    out = _output(args.output)
+    cs = ContextSet.load(args.input or args.contexts)
+    p = perturb(cs, noise, seed=args.seed, kinds=args.kinds, nbest=args.nbest, domain=_domain(args))
+    print(
+        f"noise {noise:g} (seed {args.seed}): {p.meta['changed']} of {len(p)} contexts changed, "
+        f"{p.meta['swaps']} swaps, {p.meta['confusions']} N-best confusions; features {p.meta['features']}"
+    )
+    return _save(p, out)
 
 
 def _abbrev(obj: Any, limit: int = 8) -> Any:
@@ -381,6 +402,32 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--allow-empty", action="store_true", help="write the set even if no context matches")
     s.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     s.set_defaults(func=cmd_select)
+
+    from ._perturb import PERTURBATION_KINDS
+
+    pt = sub.add_parser(
+        "perturb",
+        help="the same contexts through a noisy recogniser (value swaps, N-best confusions, belief jitter)",
+        description="Robustness probes: each informable slot's top value is swapped with another value and its "
+        "mass shared over an N-best list, each with probability NOISE (PyDial's error model), and every "
+        "probability jittered by exp(NOISE*z), renormalised. Seeded and deterministic; noise 0 leaves every "
+        "belief (and the fingerprint) unchanged. Ids and order are kept.",
+    )
+    pt.add_argument("input", nargs="?", metavar="FILE", help="context set (.jsonl or .parquet)")
+    pt.add_argument("--contexts", metavar="FILE", help="the context set, instead of FILE")
+    pt.add_argument("--noise", required=True, metavar="LEVEL", help="noise level in [0, 1], e.g. 0.15")
+    pt.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    pt.add_argument(
+        "--kinds",
+        nargs="+",
+        default=list(PERTURBATION_KINDS),
+        metavar="KIND",
+        help=f"mechanisms to apply (default all): {', '.join(PERTURBATION_KINDS)}",
+    )
+    pt.add_argument("--nbest", type=int, default=3, help="N-best list size of the confusions (default 3)")
+    domain_opt(pt)
+    pt.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
+    pt.set_defaults(func=cmd_perturb)
 
     f = sub.add_parser("info", help="size, fingerprint, metadata and histograms of a context set")
     f.add_argument("input", metavar="FILE")

@@ -196,14 +196,19 @@ def test_cli_matrix_writes_files(tmp_path, capsys):
         got = pd.read_csv(out / f"{name}.csv", index_col=0)
         assert list(got.index) == [t.id for t in tables] and list(got.columns) == [t.id for t in tables]
         np.testing.assert_allclose(got.to_numpy(), mc.means[name].to_numpy(), rtol=1e-9, equal_nan=True)
-        miss = pd.read_csv(out / f"{name}.n_missing.csv", index_col=0)
-        np.testing.assert_array_equal(miss.to_numpy(), mc.n_missing[name].to_numpy())
+        miss = pd.read_csv(out / "n_missing.csv").pivot(index="a", columns="b", values=name)
+        np.testing.assert_array_equal(miss.loc[got.index, got.columns].to_numpy(), mc.n_missing[name].to_numpy())
     meta = json.loads((out / "matrix.meta.json").read_text())
-    assert meta["context_fingerprint"] == FP and meta["n_contexts"] == 6 and set(meta["signatures"]) == {
-        "TMR",
-        "CER",
-        "BLEU4",
-    }
+    assert (
+        meta["context_fingerprint"] == FP
+        and meta["n_contexts"] == 6
+        and set(meta["signatures"])
+        == {
+            "TMR",
+            "CER",
+            "BLEU4",
+        }
+    )
     assert not list(tmp_path.glob("*.csv"))  # no -o: no per-context output
 
 
