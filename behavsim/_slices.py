@@ -222,27 +222,9 @@ def slice_scores(
             raise ContextSetMismatch(
                 f"the comparison refers to context {int(per['context'].max())} but contexts has {len(contexts)}"
             )
-    semantic = [s for s in names if _is_semantic(s)]
-    vals = per[names].to_numpy(dtype=np.float64)
-    answered = ~np.isnan(per[semantic].to_numpy(dtype=np.float64)).any(axis=1) if semantic else np.ones(len(per), bool)
-    keys = ["pair", "a", "b"]
-    frames = []
-    for kind in kind_list:
-        if kind == "acttype":
-            labels = _act_types(per, tables)
-        else:
-            if contexts is None:
-                raise ConfigError(f"slice {kind!r} needs the context set the tables answered (contexts)")
-            by_ctx = context_slices(kind, contexts, bins=edges)
-            labels = [by_ctx[int(c)] for c in per["context"].to_numpy()]
-        frames.append(_aggregate(per[keys], vals, answered, labels, names, kind, edges))
-    out = pd.concat(frames, ignore_index=True)
-    rank = {k: i for i, k in enumerate(kind_list)}
-    out["_k"] = out["slice"].map(rank)
-    out = out.sort_values(["pair", "_k", "_v"], kind="mergesort")
-    out = out.drop(columns=["_k", "_v"]).reset_index(drop=True)
-    out.attrs["slices"] = {"kinds": kind_list, "certainty_bins": list(edges)}
-    return out
+    acc = _Accumulator(kind_list, names, contexts, tables, edges)
+    acc.add(per)
+    return acc.result()
 
 
 def _is_semantic(name: str) -> bool:
@@ -252,50 +234,117 @@ def _is_semantic(name: str) -> bool:
         return False
 
 
-def _aggregate(
-    keys: pd.DataFrame,
-    vals: np.ndarray,
-    answered: np.ndarray,
-    labels: list[list[str]],
-    names: list[str],
-    kind: str,
-    edges: tuple[float, ...],
-) -> pd.DataFrame:
-    row_idx = np.repeat(np.arange(len(labels)), [len(v) for v in labels])
-    flat = [v for vs in labels for v in vs]
-    order = _value_order(kind, flat, edges)
-    key_cols = list(keys.columns)
-    frame = keys.iloc[row_idx].reset_index(drop=True)
-    frame["value"] = flat
-    frame["_v"] = [order[v] for v in flat]
-    frame["_answered"] = answered[row_idx].astype(np.int64)
-    v = vals[row_idx]
-    for j, s in enumerate(names):
-        frame[s] = v[:, j]
-        frame[f"n_{s}"] = (~np.isnan(v[:, j])).astype(np.int64)
-    g = frame.groupby(["pair", "_v"], sort=True)
-    out = g[[c for c in key_cols if c != "pair"] + ["value"]].first()
-    out["n_contexts"] = g.size()
-    out["n"] = g["_answered"].sum()
-    means = g[names].mean()
-    counts = g[[f"n_{s}" for s in names]].sum()
-    out = pd.concat([out, means, counts], axis=1).reset_index()
-    out.insert(out.columns.get_loc("value"), "slice", kind)
-    out.insert(out.columns.get_loc("value") + 1, "partition", kind in PARTITIONS)
-    cols = [*key_cols, "slice", "value", "partition", "n_contexts", "n", *names, *[f"n_{s}" for s in names], "_v"]
-    return out[cols]
+class _Accumulator:
+    """Sums and counts per (pair, slice kind, value), fed with per-context rows chunk by chunk."""
+
+    def __init__(
+        self,
+        kinds: list[str],
+        names: list[str],
+        contexts: ContextSet | None,
+        tables: Any,
+        edges: tuple[float, ...],
+    ) -> None:
+        self.kinds, self.names, self.tables, self.edges = kinds, names, tables, edges
+        self.semantic = [s for s in names if _is_semantic(s)]
+        self.by_ctx: dict[str, list[list[str]]] = {}
+        for kind in kinds:
+            if kind != "acttype":
+                if contexts is None:
+                    raise ConfigError(f"slice {kind!r} needs the context set the tables answered (contexts)")
+                self.by_ctx[kind] = context_slices(kind, contexts, bins=edges)
+        if "acttype" in kinds and tables is None:
+            raise ConfigError("slice 'acttype' needs the response tables (the first policy's acts)")
+        self.parts: list[pd.DataFrame] = []
+
+    def add(self, per: pd.DataFrame) -> None:
+        if per.empty:
+            return
+        vals = per[self.names].to_numpy(dtype=np.float64)
+        if self.semantic:
+            answered = ~np.isnan(per[self.semantic].to_numpy(dtype=np.float64)).any(axis=1)
+        else:
+            answered = np.ones(len(per), dtype=bool)
+        ctx = per["context"].to_numpy()
+        for kind in self.kinds:
+            if kind == "acttype":
+                labels = _act_types(per, self.tables)
+            else:
+                table = self.by_ctx[kind]
+                if int(ctx.max()) >= len(table):
+                    raise ContextSetMismatch(
+                        f"the comparison refers to context {int(ctx.max())} but contexts has {len(table)}"
+                    )
+                labels = [table[int(c)] for c in ctx]
+            self.parts.append(self._partial(per[["pair", "a", "b"]], vals, answered, labels, kind))
+
+    def _partial(
+        self, keys: pd.DataFrame, vals: np.ndarray, answered: np.ndarray, labels: list[list[str]], kind: str
+    ) -> pd.DataFrame:
+        row_idx = np.repeat(np.arange(len(labels)), [len(v) for v in labels])
+        frame = keys.iloc[row_idx].reset_index(drop=True)
+        frame["slice"] = kind
+        frame["value"] = [v for vs in labels for v in vs]
+        frame["n_contexts"] = 1
+        frame["n"] = answered[row_idx].astype(np.int64)
+        v = vals[row_idx]
+        for j, name in enumerate(self.names):
+            ok = ~np.isnan(v[:, j])
+            frame[f"_sum_{name}"] = np.where(ok, v[:, j], 0.0)
+            frame[f"n_{name}"] = ok.astype(np.int64)
+        return frame.groupby(["pair", "a", "b", "slice", "value"], sort=False).sum().reset_index()
+
+    def result(self) -> pd.DataFrame:
+        if not self.parts:
+            raise ConfigError("the comparison has no rows (no pair, or no context): nothing to slice")
+        total = pd.concat(self.parts, ignore_index=True).groupby(["pair", "a", "b", "slice", "value"], sort=False).sum()
+        out = total.reset_index()
+        rank = {k: i for i, k in enumerate(self.kinds)}
+        order = {k: _value_order(k, out.loc[out["slice"] == k, "value"], self.edges) for k in self.kinds}
+        out["_k"] = out["slice"].map(rank)
+        out["_v"] = [order[k][v] for k, v in zip(out["slice"], out["value"])]
+        out = out.sort_values(["pair", "_k", "_v"], kind="mergesort").reset_index(drop=True)
+        out["partition"] = out["slice"].isin(PARTITIONS)
+        for name in self.names:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[name] = np.where(out[f"n_{name}"] > 0, out[f"_sum_{name}"] / out[f"n_{name}"], np.nan)
+        cols = ["pair", "a", "b", "slice", "value", "partition", "n_contexts", "n", *self.names]
+        out = out[cols + [f"n_{s}" for s in self.names]]
+        out.attrs["slices"] = {"kinds": self.kinds, "certainty_bins": list(self.edges)}
+        return out
+
+
+_READ_ROWS = 1_000_000  # per-context rows read back at a time by write_slices
+
+
+def _rows_of(path: Path) -> Iterable[pd.DataFrame]:
+    """The per-context rows written by ``compare -o``, in pieces (CSV or Parquet)."""
+    if path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=_READ_ROWS):
+            yield batch.to_pandas()
+    else:
+        yield from pd.read_csv(path, chunksize=_READ_ROWS, dtype={"a": str, "b": str, "context_id": str})
 
 
 def write_slices(
-    comparison: Comparison,
+    comparison: Any,
     kinds: str | Iterable[str],
     output: str | Path,
     *,
     tables: Sequence[ResponseTable] | None = None,
     contexts: str | Path | ContextSet | None = None,
+    rows: str | Path | None = None,
 ) -> list[Path]:
-    """``compare --slice KIND``: one CSV per kind beside the per-context CSV ``output``
-    (``out.csv`` -> ``out.slice-<kind>.csv``); returns the paths."""
+    """``compare --slice KIND``: one CSV per kind beside the per-context file ``output``
+    (``out.csv`` -> ``out.slice-<kind>.csv``); returns the paths.
+
+    ``comparison`` is a :class:`~behavsim.Comparison` (its rows are used) or the result of
+    :func:`behavsim.compare_stream`, whose rows are read back in pieces from ``rows``, the file the
+    stream wrote them to (memory stays bounded); None: they were not written."""
+    from .analysis import _resolve_scores
+
     kind_list = _check_kinds(kinds)
     cs = ContextSet.load(contexts) if isinstance(contexts, (str, Path)) else contexts
     needs = [k for k in kind_list if k != "acttype"]
@@ -304,11 +353,36 @@ def write_slices(
             f"--slice {needs[0]} needs --contexts FILE (the context set the tables answered); "
             "only --slice acttype works from the tables alone"
         )
+    fp = getattr(comparison, "context_fingerprint", None)
+    if cs is not None and fp is not None and cs.fingerprint != fp:
+        raise ContextSetMismatch(f"--contexts ({cs.fingerprint}) is not the context set the tables answered ({fp})")
     out = Path(output)
+    if isinstance(comparison, Comparison):
+        pieces: Iterable[pd.DataFrame] = [comparison.per_context]
+    elif rows is not None and Path(rows).is_file():
+        pieces = _rows_of(Path(rows))
+    else:
+        raise ConfigError(
+            f"--slice needs the per-context rows, but {out} was not written (--per-context none); "
+            "write them as csv or parquet"
+        )
+    names = list(getattr(comparison, "score_names", [])) or None
+    acc: _Accumulator | None = None
+    n_read = 0
+    for piece in pieces:
+        if acc is None:
+            acc = _Accumulator(kind_list, _resolve_scores(piece, names), cs, tables, DEFAULT_CERTAINTY_BINS)
+        acc.add(piece)
+        n_read += len(piece)
+    if acc is None:
+        raise ConfigError(f"{out} holds no per-context rows: nothing to slice")
+    expected = getattr(comparison, "n_rows", None)
+    if isinstance(expected, int) and expected != n_read:
+        raise ConfigError(f"{rows} holds {n_read} per-context rows, the comparison made {expected}")
+    table = acc.result()
     paths = []
     for kind in kind_list:
-        df = slice_scores(comparison, [kind], contexts=cs, tables=tables)
         path = out.with_name(f"{out.stem}.slice-{kind}.csv")
-        df.to_csv(path, index=False, float_format="%.10g")
+        table[table["slice"] == kind].to_csv(path, index=False, float_format="%.10g")
         paths.append(path)
     return paths

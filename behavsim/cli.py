@@ -202,7 +202,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.slice:
         from ._slices import write_slices
 
-        for path in write_slices(comp, args.slice, out, tables=tables, contexts=args.contexts):
+        rows = out if fmt != "none" else None
+        for path in write_slices(comp, args.slice, out, tables=tables, contexts=args.contexts, rows=rows):
             print(f"slices: {path}", file=sys.stderr)
     if args.json:
         print(comp.means.to_json(orient="records", indent=2))

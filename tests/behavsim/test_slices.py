@@ -152,4 +152,16 @@ def test_compare_slice_cli(setup, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1:] == ["behavsim compare: error: --slice slot needs --contexts FILE (the context set the tables "
                    "answered); only --slice acttype works from the tables alone"]
+    # the rows are read back from the file compare streamed them to (csv or parquet), in pieces
+    _, tables, comp = setup
+    ref = slice_scores(comp, ["acttype"], tables=tables, scores=["TMR", "DMR"])
+    pd.testing.assert_frame_equal(sl, ref, check_exact=False, rtol=1e-9)
+    pq = tmp_path / "out.parquet"
+    assert main(["compare", *paths, "--scores", "TMR", "DMR", "--slice", "acttype", "-o", str(pq)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out.slice-acttype.csv"), sl)
+    capsys.readouterr()
+    assert main(["compare", *paths, "--scores", "TMR", "--per-context", "none", "--slice", "acttype",
+                 "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "behavsim compare: error: --slice needs the per-context rows")
     assert write_slices is not None
