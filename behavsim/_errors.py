@@ -26,6 +26,10 @@ class BehavsimError(Exception):
     """Base class of all behavsim errors."""
 
 
+#: Characters shown on each side of the problem when a long act cannot be parsed.
+_SHOWN = 60
+
+
 class ActParseError(BehavsimError, ValueError):
     """A dialogue-act string is malformed; the message names the string and the position."""
 
@@ -33,8 +37,20 @@ class ActParseError(BehavsimError, ValueError):
         self.text = text
         self.position = position
         self.problem = problem
-        pointer = " " * (position + 2) + "^"  # under the repr, after its opening quote
-        super().__init__(f"cannot parse dialogue act {text!r} at position {position}: {problem}\n {text!r}\n{pointer}")
+        if len(text) <= 2 * _SHOWN + 20:
+            pointer = " " * (position + 2) + "^"  # under the repr, after its opening quote
+            super().__init__(
+                f"cannot parse dialogue act {text!r} at position {position}: {problem}\n {text!r}\n{pointer}"
+            )
+            return
+        # a long act is shown only around the problem, once
+        start, end = max(0, position - _SHOWN), min(len(text), position + _SHOWN)
+        shown = ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+        pointer = " " * (position - start + (1 if start else 0) + 2) + "^"
+        super().__init__(
+            f"cannot parse dialogue act of {len(text):,} characters at position {position}: {problem}\n"
+            f" {shown!r}\n{pointer}"
+        )
 
 
 class UnknownName(BehavsimError, KeyError):

@@ -32,3 +32,30 @@ def package_version(dist: str, default: str = "unknown") -> str:
         return metadata.version(dist)
     except metadata.PackageNotFoundError:
         return default
+
+
+def die_with_parent() -> None:
+    """In a worker process: ask the kernel to kill this process when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``, SIGKILL included), so that a killed ``train``/``respond``/``reproduce``
+    leaves no orphans holding its run folder. Elsewhere (or if the call fails) nothing happens.
+    If the parent is already gone, exit at once. SIGTERM gets its default action back (the
+    command's handler, inherited through fork, is for the parent)."""
+    import ctypes
+    import os
+    import signal
+    import sys
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # pragma: no cover (not the main thread)
+        pass
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover (no libc prctl)
+        return
+    if os.getppid() != parent or parent == 1:  # the parent died before the call
+        os._exit(1)

@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         metavar="DIR",
         help="write per score the P x P matrix of means over every ordered pair and self-pair "
-        "(DIR/<score>.csv, <score>.png/.svg heatmap; n_missing.csv: the contexts left out, per pair and score), in bounded memory, "
+        "(DIR/<score>.csv, a <score>.png heatmap, .svg too up to 12 policies; n_missing.csv: the contexts left out), in bounded memory, "
         "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
     )
     c.add_argument(
@@ -389,20 +389,79 @@ def _unavailable(name: str, exc: Exception) -> int:
     return 2
 
 
+def _cut(text: str, limit: int = 300) -> str:
+    """One line of at most ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _os_error(exc: OSError) -> str:
+    """An operating-system error as one line naming the file."""
+    what = exc.strerror or type(exc).__name__
+    names = [f for f in (exc.filename, exc.filename2) if f is not None]
+    if names:
+        return f"{' -> '.join(str(n) for n in names)}: {what}"
+    return _cut(str(exc) or what)
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM is handled like Ctrl-C: the same clean-up (workers stopped, partial files removed)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def _raise(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, _raise)
+    except (ValueError, OSError):  # pragma: no cover
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``behavsim`` command. Every failure a user can cause (input, output, a damaged file,
+    the environment) ends in one line naming the file or option and exit status 2; anything else
+    is a bug of behavsim: one line, a hint to report it, exit status 1 (``BEHAVSIM_DEBUG=1``
+    shows the traceback)."""
+    import os
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    _sigterm_as_interrupt()
+    cmd = f"behavsim {args.command}"
     try:
         return int(args.func(args) or 0)
     except BehavsimError as exc:
-        print(f"behavsim {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{cmd}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover
+    except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a folder that cannot be written, a full disk, a file that vanished
+        print(f"{cmd}: error: {_os_error(exc)}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print(f"{cmd}: error: an input file is nested too deeply to read (damaged or not behavsim's?)", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"{cmd}: error: out of memory (a smaller job, or --chunk-contexts / --per-context none)", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if os.environ.get("BEHAVSIM_DEBUG"):
+            raise
+        print(
+            f"{cmd}: internal error: {type(exc).__name__}: {_cut(str(exc))}\n"
+            "  This is a bug in behavsim: please report it with the command line "
+            "(BEHAVSIM_DEBUG=1 shows the traceback).",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

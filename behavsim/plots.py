@@ -109,15 +109,17 @@ def new_figure(width: float, height: float):
     return fig
 
 
-def save_figure(fig, path: str | os.PathLike) -> tuple[Path, Path]:
-    """Write ``fig`` to ``<path>.png`` and ``<path>.svg`` deterministically; return both paths."""
+def save_figure(fig, path: str | os.PathLike, *, svg: bool = True) -> tuple[Path, Path]:
+    """Write ``fig`` to ``<path>.png`` and ``<path>.svg`` deterministically; return both paths.
+    ``svg=False``: the PNG only (the SVG path returned is then not written)."""
     import matplotlib
 
-    png, svg = _paths(path)
+    png, svg_path = _paths(path)
     with matplotlib.rc_context(RC):
         fig.savefig(png, format="png", metadata={"Software": None})
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-    return png, svg
+        if svg:
+            fig.savefig(svg_path, format="svg", metadata={"Date": None, "Creator": None})
+    return png, svg_path
 
 
 def drawn(fn):
@@ -388,11 +390,14 @@ def heatmap(
     vmax: float | None = None,
     cmap: str = "viridis",
     annotate: bool | None = None,
+    svg: bool | None = None,
 ) -> tuple[Path, Path]:
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
     :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–".
     ``annotate``: write the values into the cells (default: when the matrix has at most 25 rows
-    and columns, e.g. not for a big policy matrix from :func:`behavsim.compare_matrix`)."""
+    and columns, e.g. not for a big policy matrix from :func:`behavsim.compare_matrix`).
+    ``svg``: write the SVG too (default: when annotated; without values in the cells an SVG
+    holds nothing but the PNG's raster image and costs as much time again)."""
     if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:
         raise ConfigError("heatmap: matrix_df must be a non-empty DataFrame")
     m = matrix_df.to_numpy(dtype=float)
@@ -426,7 +431,7 @@ def heatmap(
     fig.colorbar(im, ax=ax, shrink=0.8)
     n = matrix_df.attrs.get("n_rows")
     ax.set_title(title if n is None else f"{title} (n = {n})")
-    return save_figure(fig, path)
+    return save_figure(fig, path, svg=annotate if svg is None else svg)
 
 
 @drawn

@@ -191,9 +191,9 @@ def _load(folder: str):
 
 
 def _warm_models():
-    from behavsim._encoders import get_sentence_encoder, get_token_encoder
+    from behavsim import get_score
 
-    use, tok = get_sentence_encoder("usem3"), get_token_encoder("minilm")
+    use, tok = get_score("USE_cos").encoder, get_score("BERTScore").encoder  # the scores' own encoders
     for enc in (use, tok):
         enc.progress = False
     return use, tok

@@ -52,6 +52,7 @@ import numpy as np
 
 from behavsim import ConfigError as _BehavsimConfigError
 from behavsim import Registry, did_you_mean
+from behavsim._util import die_with_parent
 
 __all__ = [
     "TrainConfig",
@@ -851,6 +852,7 @@ _QUEUE = None
 
 def _worker_init(queue) -> None:
     global _QUEUE
+    die_with_parent()
     _QUEUE = queue
 
 
@@ -958,9 +960,21 @@ class _RunLock:
         try:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip()[:20]
             self.fh.close()
             self.fh = None
-            raise RunLocked(f"{self.path.parent} is in use by another training process (lock {self.path})") from None
+            raise RunLocked(
+                f"{self.path.parent} is in use by another training process"
+                + (f" (pid {holder})" if holder.isdigit() else "")
+                + f": wait for it to finish or stop it (lock {self.path})"
+            ) from None
+        # The lock dies with this process (the OS releases it; workers die with their parent), so a
+        # .lock file left by a killed run is simply taken over. It records who holds it.
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"{os.getpid()}\n")
+        self.fh.flush()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -31,6 +31,7 @@ from .._contexts import ContextSet
 from .._errors import BehavsimError, ConfigError
 from .._io import canonical_copy
 from .._tables import ResponseTable
+from .._util import die_with_parent
 from ._specs import as_adapter, parse_spec
 
 __all__ = [
@@ -204,6 +205,7 @@ _WORKER_CONTEXTS: ContextSet | None = None
 
 def _worker_init(contexts: ContextSet) -> None:
     global _WORKER_CONTEXTS
+    die_with_parent()
     _WORKER_CONTEXTS = contexts
 
 

@@ -28,15 +28,34 @@ __all__ = [
 
 
 def _levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
+    """Unit-cost edit distance between two item sequences, bit-parallel (Hyyrö 2003, after Myers
+    1999): one column of the DP matrix is two bit vectors (Python integers) of len(shorter) bits,
+    so the time is O(len(longer) × len(shorter) / word size) — linear-ish for long acts."""
     if len(a) < len(b):
         a, b = b, a
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i]
-        for j, y in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
-        prev = cur
-    return prev[-1]
+    m = len(b)
+    if m == 0:
+        return len(a)
+    full = (1 << m) - 1
+    peq: dict[str, int] = {}
+    for i, x in enumerate(b):
+        peq[x] = peq.get(x, 0) | (1 << i)
+    pv, mv, score, high = full, 0, m, 1 << (m - 1)
+    for y in a:
+        eq = peq.get(y, 0)
+        xv = eq | mv
+        xh = ((((eq & pv) + pv) & full) ^ pv) | eq
+        ph = mv | (~(xh | pv) & full)
+        mh = pv & xh
+        if ph & high:
+            score += 1
+        elif mh & high:
+            score -= 1
+        ph = ((ph << 1) | 1) & full
+        mh = (mh << 1) & full
+        pv = mh | (~(xv | ph) & full)
+        mv = ph & xv
+    return score
 
 
 def total_match(a: ActLike, b: ActLike) -> float:
