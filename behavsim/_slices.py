@@ -230,7 +230,7 @@ def slice_scores(
 def _is_semantic(name: str) -> bool:
     try:
         return score_info(name).level == "semantic"
-    except Exception:  # a column that is not a registered score
+    except KeyError:  # a column that is not a registered score (UnknownScore is a KeyError)
         return False
 
 

@@ -354,9 +354,9 @@ def _reward_answer(run: _Run) -> str:
     if c is not None and isinstance(c.get("p_value"), (int, float)):
         out += (
             f' Over contexts (conditional on these trials) p = <span class="v">{_fmt_p(c["p_value"])}</span>: '
-            "how surely these very trials differ, not whether other seeds would.</li>"
+            "how surely these very trials differ, not whether other seeds would."
         )
-    return out + ("" if out.endswith("</li>") else "</li>")
+    return out + "</li>"
 
 
 def _answers(run: _Run) -> str:
