@@ -608,9 +608,17 @@ _SLICE_TOP = 6
 _SLICE_MIN_N, _SLICE_MIN_SHARE = 5, 0.05  # slices shown: at least 5 contexts and 5% of the group's
 
 
+_SLICE_NONE_WORDS = {
+    "(no act)": "the first trial gave no act",
+    "(no slot)": "the belief mentions no slot",
+    "no constraint": "no slot is constrained",
+    "(no turn)": "the context has no turn",
+}
+
+
 def _slice_words(kind: str, value: str) -> str:
-    if value.startswith("(no ") or value == "no constraint":
-        return f"{escape(_SLICE_WORDS.get(kind, kind).split(' is')[0])} has <b>{escape(value.strip('()'))}</b>"
+    if value in _SLICE_NONE_WORDS:
+        return f"<b>{escape(_SLICE_NONE_WORDS[value])}</b>"
     return f"{escape(_SLICE_WORDS.get(kind, kind))} <b>{escape(value)}</b>"
 
 
