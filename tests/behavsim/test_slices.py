@@ -164,4 +164,10 @@ def test_compare_slice_cli(setup, tmp_path, capsys):
                  "-o", str(out)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
         "behavsim compare: error: --slice needs the per-context rows")
-    assert write_slices is not None
+    other = ContextSet(cs.beliefs[:5])
+    other.save(tmp_path / "other.jsonl")
+    capsys.readouterr()
+    assert main(["compare", *paths, "--scores", "TMR", "--slice", "turn", "--contexts", str(tmp_path / "other.jsonl"),
+                 "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "".join(err) and "is not the context set the tables answered" in err[-1]
