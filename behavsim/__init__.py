@@ -35,6 +35,7 @@ from ._io import canonical_copy
 from ._map import BehaviourMap, behaviour_map
 from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
+from ._slices import SLICE_KINDS, slice_scores
 from ._stream import StreamedComparison, compare_stream
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
@@ -111,4 +112,6 @@ __all__ = [
     "BehaviourMap",
     "plan_pairs",
     "PAIR_MODES",
+    "slice_scores",
+    "SLICE_KINDS",
 ]

@@ -203,6 +203,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
         + "\n"
     )
+    if args.slice:
+        from ._slices import write_slices
+
+        rows = out if fmt != "none" else None
+        for path in write_slices(comp, args.slice, out, tables=tables, contexts=args.contexts, rows=rows):
+            print(f"slices: {path}", file=sys.stderr)
     if args.json:
         print(comp.means.to_json(orient="records", indent=2))
     else:
@@ -350,6 +356,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--chunk-contexts", type=int, metavar="N", help="for --matrix: contexts per chunk (default: automatic)"
     )
+    c.add_argument(
+        "--slice",
+        action="extend",
+        nargs="+",
+        metavar="KIND",
+        help="also write every score per slice beside -o (out.csv -> out.slice-KIND.csv): acttype (the first "
+        "policy's act type), slot (each slot the belief mentions), uncertainty (bins of belief certainty), turn",
+    )
+    c.add_argument("--contexts", metavar="FILE", help="for --slice slot/uncertainty/turn: the context set compared")
     c.add_argument("--json", action="store_true", help="print the means as JSON")
     c.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"

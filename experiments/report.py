@@ -28,7 +28,8 @@ from typing import Any
 
 import pandas as pd
 
-from behavsim import ConfigError, TableFormatError, list_scores
+from behavsim import BehavsimError, ConfigError, TableFormatError, list_scores, parse_act
+from behavsim.analysis import distinct_relabelings
 from behavsim.report import (
     Figure,
     escape,
@@ -51,6 +52,7 @@ __all__ = ["build_report", "register_report", "SECTIONS"]
 
 #: Report sections in page order: (anchor, heading). Figures are attached to one of them.
 SECTIONS: tuple[tuple[str, str], ...] = (
+    ("answers", "Answers"),
     ("run", "Run"),
     ("performance", "Absolute performance (Table 1)"),
     ("convergence", "Convergence: checkpoint k vs k−1 (Table 2, Figure 2)"),
@@ -59,6 +61,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
     ("scores", "Score analysis: correlation and MSE (Figure 6)"),
     ("tests", "Permutation tests"),
+    ("slices", "Where seed and reward pairs differ most: slices"),
     ("disagreements", "Where the policies disagree most"),
     ("other", "Other figures"),
     ("signatures", "Score signatures"),
@@ -74,6 +77,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "seeds.csv": ("context_set", "reward", "checkpoint", "pair", "a", "b", "n"),
     "rewards.csv": ("context_set", "pair", "a", "b", "n"),
     "per_turn.csv": ("context_set", "reward", "pair", "turn", "n"),
+    "slices.csv": ("kind", "context_set", "pair", "slice", "value", "n"),
     "disagreements.csv": (
         "comparison",
         "rank",
@@ -272,6 +276,105 @@ def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id:
     return score_table(df, keys, table_id, caption)
 
 
+_SETTLED = 0.95  # a trial's behaviour has settled once TMR(k vs k−1) stays at or above this
+
+
+def _settling(conv: pd.DataFrame) -> str:
+    """When each trial's behaviour settles: the first checkpoint from which TMR(k vs k−1) on the
+    collected contexts of its reward stays >= _SETTLED."""
+    own = conv[conv["context_set"].astype(str) == "ccol-" + conv["reward"].astype(str)]
+    if own.empty:
+        own = conv
+    settled, not_yet = [], []
+    for (reward, seed), g in _sort(own, ["reward", "seed", "checkpoint"]).groupby(["reward", "seed"], sort=False):
+        g = g.dropna(subset=["TMR"])
+        if g.empty:
+            continue
+        below = g[g["TMR"] < _SETTLED]
+        trial = f"{escape(reward)} seed {fmt_int(seed)}"
+        if below.empty:
+            settled.append(f"{trial} from {fmt_int(g['checkpoint'].iloc[0], grouped=True)}")
+        elif below.index[-1] == g.index[-1]:
+            not_yet.append(f'{trial} (TMR <span class="v">{fmt_num(g["TMR"].iloc[-1])}</span>)')
+        else:
+            after = g.loc[below.index[-1] :].iloc[1]
+            settled.append(f"{trial} from {fmt_int(after['checkpoint'], grouped=True)}")
+    if not settled and not not_yet:
+        return ""
+    out = (
+        f"<li><b>Convergence.</b> A trial's behaviour counts as settled once the TMR of checkpoint k vs "
+        f"k−1 on the collected contexts of its reward stays at {_SETTLED:g} or above."
+    )
+    if settled:
+        out += f" Settled (training dialogues): {'; '.join(settled)}."
+    if not_yet:
+        out += f" Not settled by the last checkpoint: {'; '.join(not_yet)}."
+    return out + "</li>"
+
+
+def _seed_answer(seeds: pd.DataFrame) -> str:
+    last = seeds[seeds["checkpoint"] == seeds["checkpoint"].max()]
+    parts = []
+    for cset, g in _sort(last, ["context_set"]).groupby("context_set", sort=False):
+        ranges = []
+        for s in [s for s in ("TMR", "DMR") if s in g.columns]:
+            v = g[s].dropna()
+            if not v.empty:
+                ranges.append(
+                    f'{s} <span class="v">{fmt_num(v.min())}</span>–<span class="v">{fmt_num(v.max())}</span>'
+                )
+        if ranges:
+            parts.append(f"on {escape(cset)} {', '.join(ranges)}")
+    if not parts:
+        return ""
+    ck = fmt_int(last["checkpoint"].iloc[0], grouped=True)
+    return (
+        f"<li><b>Seeds.</b> At the last checkpoint ({ck} dialogues) the pairs of trials of one reward score "
+        f"{'; '.join(parts)} (1 = the same behaviour on every context).</li>"
+    )
+
+
+def _reward_answer(run: _Run) -> str:
+    data = run.json("tests.json")
+    if not isinstance(data, list):
+        return ""
+    path = run.path("tests.json")
+    by_unit = {t.get("unit"): t for t in data if isinstance(t, dict) and t.get("score") == "TMR" and "unit" in t}
+    t = by_unit.get("trials")
+    if t is None:
+        return ""
+    for k in ("name", "score", "mean_x", "mean_y", "p_value"):
+        if k not in t:
+            raise TableFormatError(f"{path}: a test over trials has no {k!r}")
+    p = t["p_value"]
+    verdict = "significant at the 5% level" if p < 0.05 else "not significant at the 5% level"
+    out = f"<li><b>Reward vs seed, over trials.</b> {_test_sentence(t, path, 0)} The difference is {verdict}."
+    out += _limit_sentence(t, path, 0)
+    c = by_unit.get("contexts")
+    if c is not None and isinstance(c.get("p_value"), (int, float)):
+        out += (
+            f' Over contexts (conditional on these trials) p = <span class="v">{_fmt_p(c["p_value"])}</span>: '
+            "how surely these very trials differ, not whether other seeds would."
+        )
+    return out + "</li>"
+
+
+def _answers(run: _Run) -> str:
+    """The answers first: a few sentences written from the numbers of the sections below."""
+    items = []
+    conv = run.csv("convergence.csv", scores=True)
+    if conv is not None and not conv.empty and "TMR" in conv.columns:
+        items.append(_settling(conv))
+    seeds = run.csv("seeds.csv", scores=True)
+    if seeds is not None and not seeds.empty:
+        items.append(_seed_answer(seeds))
+    items.append(_reward_answer(run))
+    items = [i for i in items if i]
+    if not items:
+        return note("No convergence, seed or test results in this run to answer from.")
+    return '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n"
+
+
 def _table1(run: _Run) -> str:
     df = run.csv("table1.csv")
     out = ""
@@ -384,6 +487,80 @@ def _fmt_p(p: Any) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+def _interval(t: dict, key: str) -> str:
+    ci = t.get(key)
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+        return f', 95% interval <span class="v">{fmt_num(ci[0])}</span>–<span class="v">{fmt_num(ci[1])}</span>'
+    return ""
+
+
+def _test_sentence(t: dict, path: Path, i: int) -> str:
+    """The test in words: over trials (``"unit": "trials"``), over contexts, or as older runs wrote it."""
+    name, score = str(t["name"]), str(t["score"])
+    mx, my, p = t["mean_x"], t["mean_y"], t["p_value"]
+    diff = t.get("diff", None)
+    if diff is None and mx is not None and my is not None:
+        diff = mx - my
+    unit = t.get("unit")
+    if unit not in (None, "trials", "contexts"):
+        raise TableFormatError(f"{path}: entry {i}: 'unit' must be 'trials' or 'contexts', got {unit!r}")
+    where = f" on <b>{escape(t['context_set'])}</b>" if t.get("context_set") not in (None, "") else ""
+    count = t.get("n") if isinstance(t.get("n"), (int, float)) else None
+    if unit == "trials":
+        how = "exact" if t.get("exact") else "sampled"
+        test = f'permutation test over trials ({how}) p = <span class="v">{_fmt_p(p)}</span>'
+        n = f", {fmt_int(count)} trials" if count is not None else ""
+    elif unit == "contexts":
+        test = f'paired permutation test over contexts p = <span class="v">{_fmt_p(p)}</span>'
+        n = f", {fmt_int(count)} contexts (conditional on these trials)" if count is not None else ""
+    else:
+        test = f'paired permutation test p = <span class="v">{_fmt_p(p)}</span>'
+        n = f", n = {fmt_int(count)}" if count is not None else ""
+    m = re.fullmatch(r"\s*(.+?)\s+vs\.?\s+(.+?)\s*", name)
+    if m:
+        x, y = m.group(1), m.group(2)
+        return (
+            f"Switching the <b>{escape(x)}</b> changes <b>{escape(score)}</b> by "
+            f'<span class="v">{fmt_num(1 - mx)}</span> (mean {escape(score)} <span class="v">{fmt_num(mx)}</span>'
+            f"{_interval(t, 'mean_x_ci')}) "
+            f'vs switching the <b>{escape(y)}</b> by <span class="v">{fmt_num(1 - my)}</span> '
+            f'(mean {escape(score)} <span class="v">{fmt_num(my)}</span>{_interval(t, "mean_y_ci")}){where}: '
+            f'difference <span class="v">{fmt_num(diff)}</span>, {test}{n}.'
+        )
+    return (
+        f'<b>{escape(name)}</b> ({escape(score)}{where}): mean <span class="v">{fmt_num(mx)}</span> vs '
+        f'<span class="v">{fmt_num(my)}</span>, difference <span class="v">{fmt_num(diff)}</span>, {test}{n}.'
+    )
+
+
+def _limit_sentence(t: dict, path: Path, i: int) -> str:
+    """What the design can show: the smallest reachable p-value and, when it is above 0.05, the
+    trials per group that could reach it."""
+    min_p = t.get("min_p")
+    if min_p is None:
+        return ""
+    if isinstance(min_p, bool) or not isinstance(min_p, (int, float)):
+        raise TableFormatError(f"{path}: entry {i}: 'min_p' must be a number, got {min_p!r}")
+    alpha = t.get("alpha", 0.05)
+    if min_p <= alpha:
+        if t.get("unit") != "trials":
+            return ""
+        return f' The smallest p-value this design can reach is <span class="v">{_fmt_p(min_p)}</span>.'
+    need = t.get("trials_per_group_needed")
+    factor = re.split(r"\s+vs\.?\s+", str(t["name"]))[0]
+    more = ""
+    if isinstance(need, int) and not isinstance(need, bool) and need >= 2:
+        d = distinct_relabelings(need, need)
+        more = (
+            f" {fmt_int(need)} seeds per {escape(factor)} could ({fmt_int(need)} + {fmt_int(need)} trials: "
+            f"{fmt_int(d)} distinct splits, smallest p {_fmt_p(1 / d)})."
+        )
+    return (
+        f" <b>This design cannot reach p &lt; {_fmt_p(alpha)}:</b> its smallest p-value is "
+        f'<span class="v">{_fmt_p(min_p)}</span>, whatever the data.{more}'
+    )
+
+
 def _tests(run: _Run) -> str:
     path = run.path("tests.json")
     data = run.json("tests.json")
@@ -404,37 +581,140 @@ def _tests(run: _Run) -> str:
             v = t.get(k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                 raise TableFormatError(f"{path}: entry {i}: {k!r} must be a number, got {v!r}")
-        name, score = str(t["name"]), str(t["score"])
-        mx, my, p = t["mean_x"], t["mean_y"], t["p_value"]
-        diff = t.get("diff", None)
-        if diff is None and mx is not None and my is not None:
-            diff = mx - my
-        where = f" on <b>{escape(t['context_set'])}</b>" if t.get("context_set") not in (None, "") else ""
-        n = f", n = {fmt_int(t['n'])}" if isinstance(t.get("n"), (int, float)) else ""
-        m = re.fullmatch(r"\s*(.+?)\s+vs\.?\s+(.+?)\s*", name)
-        if m:
-            x, y = m.group(1), m.group(2)
-            sentence = (
-                f"Switching the <b>{escape(x)}</b> changes <b>{escape(score)}</b> by "
-                f'<span class="v">{fmt_num(1 - mx)}</span> (mean {escape(score)} <span class="v">{fmt_num(mx)}</span>) '
-                f'vs switching the <b>{escape(y)}</b> by <span class="v">{fmt_num(1 - my)}</span> '
-                f'(mean {escape(score)} <span class="v">{fmt_num(my)}</span>){where}: difference '
-                f'<span class="v">{fmt_num(diff)}</span>, paired permutation test p = '
-                f'<span class="v">{_fmt_p(p)}</span>{n}.'
-            )
-        else:
-            sentence = (
-                f'<b>{escape(name)}</b> ({escape(score)}{where}): mean <span class="v">{fmt_num(mx)}</span> vs '
-                f'<span class="v">{fmt_num(my)}</span>, difference <span class="v">{fmt_num(diff)}</span>, '
-                f'paired permutation test p = <span class="v">{_fmt_p(p)}</span>{n}.'
-            )
+        sentence = _test_sentence(t, path, i)
+        p = t["p_value"]
         if isinstance(p, (int, float)) and math.isfinite(p):
             sentence += " Significant at the 5% level." if p < 0.05 else " Not significant at the 5% level."
+        sentence += _limit_sentence(t, path, i)
         desc = f'<br><span class="desc">{escape(t["description"])}</span>' if t.get("description") else ""
         items.append(f'<li class="test">{sentence}{desc}</li>')
     return (
-        "<p>Change = 1 − mean similarity of the pairs that differ in that factor only.</p>\n"
+        "<p>Change = 1 − mean similarity of the pairs that differ in that factor only. A test over "
+        "<b>trials</b> treats the training runs as the units (it permutes the group labels of the trials, "
+        "each pair averaged over the contexts): it speaks of the rewards, and its p-value cannot go below "
+        "1 / the number of distinct splits of the trials. A test over <b>contexts</b> treats the contexts as "
+        "the units: it says how surely these very trials differ, not whether other seeds would.</p>\n"
         '<ul class="tests">\n' + "\n".join(items) + "\n</ul>\n"
+    )
+
+
+_SLICE_WORDS = {
+    "acttype": "the first trial's act is",
+    "slot": "the belief mentions the slot",
+    "uncertainty": "the belief's certainty is",
+    "turn": "the system turn is",
+}
+_SLICE_TOP = 6
+_SLICE_MIN_N, _SLICE_MIN_SHARE = 5, 0.05  # slices shown: at least 5 contexts and 5% of the group's
+
+
+_SLICE_NONE_WORDS = {
+    "(no act)": "the first trial gave no act",
+    "(no slot)": "the belief mentions no slot",
+    "no constraint": "no slot is constrained",
+    "(no turn)": "the context has no turn",
+}
+
+
+def _slice_words(kind: str, value: str) -> str:
+    if value in _SLICE_NONE_WORDS:
+        return f"<b>{escape(_SLICE_NONE_WORDS[value])}</b>"
+    return f"{escape(_SLICE_WORDS.get(kind, kind))} <b>{escape(value)}</b>"
+
+
+def _slice_group_label(kind: str, reward: str) -> str:
+    if kind == "seeds":
+        return f"seed pairs ({reward})" if reward else "seed pairs"
+    if kind == "rewards":
+        return "reward pairs (TS vs IQ)"
+    return kind
+
+
+def _slices(run: _Run) -> str:
+    """Per group of pairs (the seed pairs of each reward and the TS-vs-IQ pairs, last checkpoint),
+    the slices with the lowest TMR: scores pooled over the group's pairs, weighted by each pair's n."""
+    df = run.csv("slices.csv", numeric=["n", *list_scores(), *[f"n_{s}" for s in list_scores()]])
+    if df is None:
+        return note("No <code>results/slices.csv</code> in this run.")
+    scores = [s for s in ("TMR", "DMR", "CMR") if s in df.columns]
+    if df.empty or not scores:
+        return note("<code>results/slices.csv</code> has no rows or no act scores.")
+    if "reward" not in df.columns:
+        df["reward"] = ""
+    rows, sentences = [], []
+    keys = ["kind", "context_set", "reward"]
+    for (kind, cset, reward), g in df.groupby(keys, sort=True):
+        pooled = []
+        for (sl, value), h in g.groupby(["slice", "value"], sort=False):
+            rec: dict[str, Any] = {"slice": sl, "value": value, "n": float(h["n"].sum())}
+            for s in scores:
+                w = h[f"n_{s}"] if f"n_{s}" in h.columns else h["n"]
+                ok = w > 0
+                rec[s] = float((w[ok] * h.loc[ok, s]).sum() / w[ok].sum()) if ok.any() else math.nan
+            pooled.append(rec)
+        table = pd.DataFrame(pooled)
+        total = float(g.groupby("slice")["n"].sum().min())  # a partition's n adds up to the group's contexts
+        least = max(_SLICE_MIN_N, math.ceil(_SLICE_MIN_SHARE * total))
+        table = table[table["n"] >= least].sort_values([scores[0], "n"], ascending=[True, False], kind="stable")
+        if table.empty:
+            continue
+        label = _slice_group_label(str(kind), str(reward))
+        worst = table.iloc[0]
+        sentences.append(
+            f"<li>The <b>{escape(label)}</b> on <b>{escape(cset)}</b> differ most where "
+            f"{_slice_words(str(worst['slice']), str(worst['value']))}: "
+            f'{escape(scores[0])} <span class="v">{fmt_num(worst[scores[0]])}</span> over '
+            f"{fmt_int(worst['n'])} contexts.</li>"
+        )
+        for rec in table.head(_SLICE_TOP).to_dict("records"):
+            rows.append({"pairs": label, "context_set": cset, **rec})
+    if not rows:
+        return note("<code>results/slices.csv</code> has no slice with a compared context.")
+    out = pd.DataFrame(rows)
+    return (
+        "<p>Every score broken down by the first trial's act type, each slot the belief mentions, bins of "
+        "the belief's certainty (mean top-value probability of the constrained slots) and the system turn, "
+        f"pooled over the pairs of each group (n: contexts, summed over the pairs). The {_SLICE_TOP} slices "
+        f"with the lowest {escape(scores[0])} per group among those with at least {_SLICE_MIN_N} contexts and "
+        f"{_SLICE_MIN_SHARE:.0%} of the group's; all of them in <code>results/slices.csv</code>.</p>\n"
+        '<ul class="tests">\n'
+        + "\n".join(sentences)
+        + "\n</ul>\n"
+        + plain_table(
+            out,
+            ["pairs", "context_set", "slice", "value", "n", *scores],
+            "slices",
+            "Slices with the lowest similarity per group of pairs (last checkpoint)",
+            int_cols=["n"],
+            text_cols=("pairs", "context_set", "slice", "value"),
+        )
+    )
+
+
+def _act_type(act: Any) -> str:
+    if not isinstance(act, str) or not act.strip():
+        return "(no act)"
+    try:
+        return parse_act(act).act_type
+    except BehavsimError:
+        return "(unparsed)"
+
+
+def _type_filter(k: int, types: list[str], counts: dict[str, int], total: int) -> str:
+    """Radio buttons that show only the rows of one act type of policy A: CSS alone (``:has``), so
+    the page keeps its single hashed script and works offline."""
+    radios = [f'<label><input type="radio" name="dis-{k}" id="dis-{k}-all" checked> all ({fmt_int(total)})</label>']
+    rules = []
+    for j, t in enumerate(types):
+        radios.append(
+            f'<label><input type="radio" name="dis-{k}" id="dis-{k}-{j}"> {escape(t)} ({fmt_int(counts[t])})</label>'
+        )
+        rules.append(f"body:has(#dis-{k}-{j}:checked) #disagreements-{k} tbody tr:not(.t{j}) {{ display: none; }}")
+    return (
+        f"<style>\n{chr(10).join(rules)}\n</style>\n"
+        f'<p class="filter" id="filter-{k}">Show the contexts where policy A\'s act type is: '
+        + " ".join(radios)
+        + "</p>\n"
     )
 
 
@@ -448,10 +728,13 @@ def _disagreements(run: _Run) -> str:
     out = []
     for k, (comp, g) in enumerate(_sort(df, ["comparison", "rank"]).groupby("comparison", sort=False)):
         rows = []
-        for rec in g.to_dict("records"):
+        kinds = [_act_type(a) for a in g["act_a"]]
+        types = sorted(set(kinds))
+        counts = {t: kinds.count(t) for t in types}
+        for rec, kind in zip(g.to_dict("records"), kinds):
             sc = " · ".join(f"{escape(s)} {fmt_num(rec[s])}" for s in scores)
             rows.append(
-                f'<tr><td class="num">{fmt_int(rec["rank"])}</td>'
+                f'<tr class="t{types.index(kind)}"><td class="num">{fmt_int(rec["rank"])}</td>'
                 f'<td><span class="ctx">{escape(rec["context"])}</span><br><code>{escape(rec["context_id"])}</code>'
                 f"<br>turn {escape(fmt_key(rec['turn'], 'turn'))}</td>"
                 f'<td class="summary">{escape(rec["summary"])}</td>'
@@ -460,7 +743,9 @@ def _disagreements(run: _Run) -> str:
                 f'<td class="sc">{sc}</td></tr>'
             )
         out.append(
-            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n<div class="wrap"><table class="data disagree" '
+            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n'
+            + (_type_filter(k, types, counts, len(kinds)) if len(types) > 1 else "")
+            + f'<div class="wrap"><table class="data disagree" '
             f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
             f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
             f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
@@ -529,7 +814,7 @@ def _render(run: _Run) -> str:
 
     def with_figs(sec: str, body: str) -> str:
         fs = by_sec.get(sec, [])
-        return body + (figures_html(fs) if fs else "")
+        return (figures_html(fs) if fs else "") + body  # the figure first, its table below
 
     sc = lambda name: run.csv(name, scores=True)  # noqa: E731
     heat = (
@@ -541,6 +826,7 @@ def _render(run: _Run) -> str:
         + "</div>\n"
     )
     bodies = {
+        "answers": _answers(run),
         "run": _header(run),
         "performance": with_figs("performance", _table1(run)),
         "convergence": with_figs(
@@ -576,6 +862,7 @@ def _render(run: _Run) -> str:
         ),
         "scores": with_figs("scores", heat),
         "tests": with_figs("tests", _tests(run)),
+        "slices": with_figs("slices", _slices(run)),
         "disagreements": with_figs("disagreements", _disagreements(run)),
         "other": figures_html(by_sec.get("other", [])),
         "signatures": _signatures(run),

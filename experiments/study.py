@@ -453,16 +453,22 @@ def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log
     return _Responses(trials, specs, tables)
 
 
+#: Version of what the compare-and-analyse stage writes: 2 added the test over trials and slices.csv.
+_ANALYSIS_VERSION = 2
+
+
 def _stage_compare_and_analyse(
     cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
 ) -> None:
     """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
     state = _State(run / "state.json")
-    key = _hash(
+    parts: tuple[Any, ...] = (
         cfg.to_dict(),
         {n: cs.fingerprint for n, cs in sets.items()},
         {n: sorted(t.id for t in tb.values()) for n, tb in responses.tables.items()},
     )
+    # a run analysed before the test over trials and the slices existed is analysed again once
+    key = _hash(*parts, {"analysis": _ANALYSIS_VERSION})
     if state.done("compare", key):
         log("[4/7] comparisons: up to date")
         log("[5/7] analysis: up to date")
@@ -470,7 +476,7 @@ def _stage_compare_and_analyse(
     results = run / "results"
     log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
     allper, signatures = _compare_all(cfg, sets, responses, results)
-    log("[5/7] analysis: score agreement, reward-vs-seed test")
+    log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
     (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
@@ -490,7 +496,7 @@ def _compare_all(
     per_dir.mkdir(exist_ok=True)
     frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
     signatures: dict[str, str] = {}
-    per_turn_frames, agreement_frames, disagreement_frames = [], [], []
+    per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
     for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials):
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
@@ -507,6 +513,7 @@ def _compare_all(
             per_turn_frames.append(_per_turn(comp, sets[name], name, extra, scores))
         if kind == "rewards" or last:
             disagreement_frames += _disagreements(cfg, comp, sets[name], responses, name, kind, scores)
+            slice_frames.append(_slices(comp, sets[name], responses, name, kind, extra))
     for kind, fr in frames.items():
         if fr:
             _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
@@ -514,6 +521,8 @@ def _compare_all(
         _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
     if disagreement_frames:
         _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
+    if slice_frames:
+        _write_csv(pd.concat(slice_frames, ignore_index=True), results / "slices.csv")
     allper = pd.concat(agreement_frames, ignore_index=True)
     _write_csv(allper, per_dir / "all.csv")
     return allper, signatures
@@ -550,6 +559,22 @@ def _disagreements(
     return out
 
 
+def _slices(comp, cs: ContextSet, responses: _Responses, name: str, kind: str, extra: dict[str, Any]) -> pd.DataFrame:
+    """Every score of each pair per act type (of the first trial), slot, belief certainty and, on
+    collected contexts, turn."""
+    from behavsim import slice_scores
+
+    ids = set(comp.means["a"]) | set(comp.means["b"])
+    table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
+    kinds = ["acttype", "slot", "uncertainty"] + (["turn"] if any("turn" in m for m in cs.metas) else [])
+    sl = slice_scores(comp, kinds, contexts=cs, tables=table_list)
+    sl["pair"] = sl["pair"].map(dict(enumerate(extra["pair"])))
+    sl.insert(0, "kind", kind)
+    sl.insert(1, "context_set", name)
+    sl.insert(2, "reward", extra.get("reward"))
+    return sl
+
+
 def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path) -> None:
     """Figure 6: correlation and MSE between the scores, over all contexts and the non-matching ones."""
     from behavsim import analysis
@@ -561,48 +586,106 @@ def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path
 
 
 def _reward_vs_seed_tests(cfg: StudyConfig, allper: pd.DataFrame, responses: _Responses) -> list[dict[str, Any]]:
-    """Does switching the reward change the behaviour more than switching the seed? Per score, a
-    paired permutation test of the per-context means of the TS-vs-IQ pairs against the seed pairs
-    (last checkpoint, C_col^all); none without two rewards and two seeds."""
-    from behavsim import analysis
-
+    """Does switching the reward change the behaviour more than switching the seed? Per score, first
+    the test over trials (the training runs are the units: group labels permuted over the trials
+    of the last checkpoint, every pair averaged over C_col^all), then the paired test over contexts
+    of the per-context means of the TS-vs-IQ pairs against the seed pairs (conditional on these
+    trials); none without two rewards and two seeds."""
     if not (len(cfg.rewards) == 2 and len(cfg.seeds) >= 2):
         return []
-    scores = list(cfg.scores)
+    scores = [s for s in ("TMR", "DMR", "CMR") if s in cfg.scores]
     trials, tables = responses.trials, responses.tables
     rew = allper[(allper["kind"] == "rewards") & (allper["context_set"] == "ccol-all")]
-    last = {trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds}
-    last_ids = {tables["ccol-all"][sp].id for sp in last}
+    groups = {r: [tables["ccol-all"][trials[(r, s)][-1]].id for s in cfg.seeds] for r in cfg.rewards}
+    last_ids = {i for ids in groups.values() for i in ids}
     seeds_df = allper[
         (allper["kind"] == "seeds")
         & (allper["context_set"] == "ccol-all")
         & allper["a"].isin(last_ids)
         & allper["b"].isin(last_ids)
     ]
-    tests = []
-    for score in [s for s in ("TMR", "DMR", "CMR") if s in scores]:
-        x = rew.groupby("context")[score].mean()
-        y = seeds_df.groupby("context")[score].mean()
-        common = x.index.intersection(y.index)
-        r = analysis.paired_permutation_test(
-            x.loc[common].to_numpy(), y.loc[common].to_numpy(), n_permutations=cfg.permutations, seed=cfg.analysis_seed
-        )
-        tests.append(
-            {
-                "name": "reward vs seed",
-                "score": score,
-                "context_set": "ccol-all",
-                "mean_x": r.mean_x,
-                "mean_y": r.mean_y,
-                "diff": r.diff,
-                "p_value": r.p_value,
-                "n": r.n,
-                "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
-                f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
-                f"sign-flip permutation test, {cfg.permutations} permutations",
-            }
-        )
-    return tests
+    trial_level = [_trial_level_entry(cfg, pd.concat([seeds_df, rew]), groups, score) for score in scores]
+    return trial_level + [_context_level_entry(cfg, rew, seeds_df, score) for score in scores]
+
+
+_ALPHA = 0.05
+
+
+def _trial_level_entry(cfg: StudyConfig, per: pd.DataFrame, groups: dict[str, list[str]], score: str) -> dict:
+    """The test over trials of one score (``"unit": "trials"``), with the two-level intervals."""
+    from behavsim import analysis
+
+    ra, rb = cfg.rewards
+    r = analysis.trial_level_test(
+        per,
+        groups[ra],
+        groups[rb],
+        score,
+        n_permutations=cfg.permutations,
+        n_resamples=cfg.bootstrap,
+        seed=cfg.analysis_seed,
+    )
+    assert r.between is not None and r.within is not None
+    method = (
+        f"exact, all {r.n_relabelings} distinct splits"
+        if r.exact
+        else f"{r.n_permutations} random splits of the {r.n_relabelings} distinct ones"
+    )
+    return {
+        "name": "reward vs seed",
+        "unit": "trials",
+        "score": score,
+        "context_set": "ccol-all",
+        "mean_x": r.mean_between,
+        "mean_y": r.mean_within,
+        "mean_x_ci": [r.between.lo, r.between.hi],
+        "mean_y_ci": [r.within.lo, r.within.hi],
+        "diff": r.statistic,
+        "p_value": r.p_value,
+        "min_p": r.min_p,
+        "exact": r.exact,
+        "n": r.n_trials,
+        "n_pairs_x": r.n_between,
+        "n_pairs_y": r.n_within,
+        "n_relabelings": r.n_relabelings,
+        "n_contexts": r.between.n_contexts,
+        "groups": {ra: list(r.group_a), rb: list(r.group_b)},
+        "alpha": _ALPHA,
+        "trials_per_group_needed": r.trials_per_group_needed(_ALPHA),
+        "description": f"mean {score} of the TS-vs-IQ pairs of trials (x) against the seed-vs-seed pairs of "
+        f"one reward (y), each pair averaged over the contexts, last checkpoint; permutation test of the "
+        f"reward labels over the {r.n_trials} trials ({method}); intervals: two-level bootstrap "
+        f"(trials within their reward, then contexts), {cfg.bootstrap} resamples",
+    }
+
+
+def _context_level_entry(cfg: StudyConfig, rew: pd.DataFrame, seeds_df: pd.DataFrame, score: str) -> dict:
+    """The paired test over contexts of one score (``"unit": "contexts"``): how surely these very
+    trials differ, not whether the rewards do."""
+    from behavsim import analysis
+
+    x = rew.groupby("context")[score].mean()
+    y = seeds_df.groupby("context")[score].mean()
+    common = x.index.intersection(y.index)
+    r = analysis.paired_permutation_test(
+        x.loc[common].to_numpy(), y.loc[common].to_numpy(), n_permutations=cfg.permutations, seed=cfg.analysis_seed
+    )
+    return {
+        "name": "reward vs seed",
+        "unit": "contexts",
+        "score": score,
+        "context_set": "ccol-all",
+        "mean_x": r.mean_x,
+        "mean_y": r.mean_y,
+        "diff": r.diff,
+        "p_value": r.p_value,
+        "min_p": analysis.sign_flip_min_p(r.n, cfg.permutations, r.alternative),
+        "n": r.n,
+        "description": f"mean {score} per context of the TS-vs-IQ pairs (x) against the "
+        f"seed-vs-seed pairs of the same reward (y), last checkpoint; paired "
+        f"sign-flip permutation test over contexts, {cfg.permutations} permutations; the contexts are "
+        f"the units, so it is conditional on these trials and says nothing about other seeds",
+    }
 
 
 def _write_manifest(

@@ -1,11 +1,15 @@
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
 from behavsim import (ConfigError, ContextSet, ContextSetMismatch, ResponseTable, UnknownScore, compare)
-from behavsim.analysis import (bootstrap_ci, disagreements, means_with_ci, paired_permutation_test, pair_table,
-                               per_turn, reward_vs_seed_test, score_agreement)
+from behavsim.analysis import (bootstrap_ci, disagreements, distinct_relabelings, means_with_ci,
+                               paired_permutation_test, pair_table, pairs_mean_ci, per_turn, reward_vs_seed_test,
+                               score_agreement, sign_flip_min_p, trial_level_test, trial_permutation_test,
+                               trials_per_group_needed)
 
 SEM = ["TMR", "DMR", "CER", "CMR"]
 
@@ -132,6 +136,164 @@ def test_reward_vs_seed_averages_over_pairs_first():
     bad.loc[bad.pair == 3, "context_id"] = "other"
     with pytest.raises(ContextSetMismatch):
         reward_vs_seed_test(bad, [0], [3])
+
+
+# ------------------------------------------------------------------ trial level
+_HAND = {("a1", "a2"): 0.9, ("b1", "b2"): 0.8, ("a1", "b1"): 0.5, ("a1", "b2"): 0.6, ("a2", "b1"): 0.4,
+         ("b2", "a2"): 0.55}
+
+
+def test_trial_test_by_hand_two_plus_two():
+    # the three splits: {a1 a2 | b1 b2}: between (.5+.6+.4+.55)/4 = .5125, within (.9+.8)/2 = .85 -> -.3375
+    # {a1 b1 | a2 b2}: between (.9+.6+.4+.8)/4 = .675, within (.5+.55)/2 = .525 -> .15
+    # {a1 b2 | a2 b1}: between (.9+.5+.55+.8)/4 = .6875, within (.6+.4)/2 = .5 -> .1875
+    r = trial_permutation_test(_HAND, ["a1", "a2"], ["b1", "b2"])
+    assert (r.mean_between, r.mean_within, r.statistic) == pytest.approx((0.5125, 0.85, -0.3375))
+    assert r.exact and r.n_relabelings == 3 and r.n_permutations == 3
+    assert r.p_value == pytest.approx(1 / 3) and r.min_p == pytest.approx(1 / 3)
+    assert (r.n_between, r.n_within, r.n_trials, r.unit) == (4, 2, 4, "trials")
+    assert trial_permutation_test(_HAND, ["a1", "a2"], ["b1", "b2"], alternative="less").p_value == pytest.approx(1 / 3)
+    assert trial_permutation_test(_HAND, ["a1", "a2"], ["b1", "b2"], alternative="greater").p_value == 1.0
+    # the split {a1 b1 | a2 b2} observed: |.15| is reached by .15, .1875 and -.3375 -> 3/3; greater: 2/3
+    assert trial_permutation_test(_HAND, ["a1", "b1"], ["a2", "b2"]).p_value == 1.0
+    assert trial_permutation_test(_HAND, ["a1", "b1"], ["a2", "b2"], alternative="greater").p_value == pytest.approx(2 / 3)
+    assert r.trials_per_group_needed(0.05) == 4 and r.trials_per_group_needed(0.5) is None
+
+
+def _brute_force_p(sim, ga, gb, alternative):
+    """Every ordering of the trials, the first len(ga) taken as group A (each split equally often)."""
+    trials = list(ga) + list(gb)
+
+    def stat(a_set):
+        between, within = [], []
+        for x, y in itertools.combinations(trials, 2):
+            v = sim[(x, y)] if (x, y) in sim else sim[(y, x)]
+            (within if (x in a_set) == (y in a_set) else between).append(v)
+        return sum(between) / len(between) - sum(within) / len(within)
+
+    obs = stat(set(ga))
+    hits = total = 0
+    for perm in itertools.permutations(trials):
+        s = stat(set(perm[: len(ga)]))
+        total += 1
+        if alternative == "two-sided":
+            hits += abs(s) >= abs(obs) - 1e-12
+        elif alternative == "greater":
+            hits += s >= obs - 1e-12
+        else:
+            hits += s <= obs + 1e-12
+    return hits / total
+
+
+@pytest.mark.parametrize("na,nb", [(2, 2), (2, 3), (3, 3), (3, 4)])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_trial_test_exact_equals_brute_force(na, nb, alternative):
+    rng = np.random.default_rng(10 * na + nb)
+    ga, gb = [f"a{i}" for i in range(na)], [f"b{i}" for i in range(nb)]
+    sim = {p: float(rng.choice([0.2, 0.4, 0.5, 0.7, 0.9])) for p in itertools.combinations(ga + gb, 2)}
+    r = trial_permutation_test(sim, ga, gb, alternative=alternative)
+    assert r.exact and r.n_relabelings == distinct_relabelings(na, nb)
+    assert r.p_value == pytest.approx(_brute_force_p(sim, ga, gb, alternative), abs=1e-12)
+    assert r.min_p == pytest.approx(1 / r.n_relabelings) and r.p_value >= r.min_p - 1e-12
+
+
+def test_trial_test_square_matrix_input_and_sampling():
+    ga, gb = [f"a{i}" for i in range(5)], [f"b{i}" for i in range(5)]
+    rng = np.random.default_rng(0)
+    ids = ga + gb
+    m = rng.random((10, 10))
+    m = pd.DataFrame((m + m.T) / 2 + np.where(np.add.outer(np.arange(10) < 5, np.arange(10) < 5) != 1, 0.3, 0),
+                     index=ids, columns=ids)
+    exact = trial_permutation_test(m, ga, gb)
+    assert exact.exact and exact.n_relabelings == 126 and exact.min_p == pytest.approx(1 / 126)
+    sampled = trial_permutation_test(m, ga, gb, n_permutations=100, seed=3)
+    assert not sampled.exact and sampled.n_permutations == 100 and sampled.min_p == pytest.approx(1 / 101)
+    assert sampled == trial_permutation_test(m, ga, gb, n_permutations=100, seed=3)
+    k = round(sampled.p_value * 101) - 1
+    assert sampled.p_value == pytest.approx((k + 1) / 101)
+    assert sampled.statistic == exact.statistic
+    # many random splits come close to the exact p-value
+    assert abs(trial_permutation_test(m, ga, gb, n_permutations=20000, seed=1).p_value - exact.p_value) < 0.02
+
+
+def test_trial_test_errors():
+    with pytest.raises(ConfigError, match="group_a has 1 trial"):
+        trial_permutation_test(_HAND, ["a1"], ["b1", "b2"])
+    with pytest.raises(ConfigError, match="share the trial"):
+        trial_permutation_test(_HAND, ["a1", "a2"], ["a2", "b2"])
+    with pytest.raises(ConfigError, match=r"no similarity for the pair \('a1', 'b1'\)"):
+        trial_permutation_test({k: v for k, v in _HAND.items() if k != ("a1", "b1")}, ["a1", "a2"], ["b1", "b2"])
+    with pytest.raises(ConfigError, match="pair_means must map"):
+        trial_permutation_test([1, 2], ["a1", "a2"], ["b1", "b2"])
+
+
+def test_design_helpers():
+    assert [distinct_relabelings(2, 2), distinct_relabelings(3, 3), distinct_relabelings(2, 3)] == [3, 10, 10]
+    assert distinct_relabelings(4, 4) == 35 and trials_per_group_needed(0.05) == 4
+    assert trials_per_group_needed(0.01) == 5  # 1/126
+    assert sign_flip_min_p(3, 10_000) == pytest.approx(2 / 8)
+    assert sign_flip_min_p(3, 10_000, "less") == pytest.approx(1 / 8)
+    assert sign_flip_min_p(300, 999) == pytest.approx(1 / 1000)
+
+
+def _trial_per_context(n_ctx=12, seed=0):
+    """Four trials (two per group); pair (x, y) has per-context TMR drawn around a pair level."""
+    rng = np.random.default_rng(seed)
+    level = {("a1", "a2"): 0.9, ("b1", "b2"): 0.8, ("a1", "b1"): 0.5, ("a1", "b2"): 0.6, ("a2", "b1"): 0.4,
+             ("a2", "b2"): 0.55}
+    rows = []
+    for p, ((x, y), lv) in enumerate(level.items()):
+        v = (rng.random(n_ctx) < lv).astype(float)
+        for c in range(n_ctx):
+            rows.append({"pair": p, "a": y if p % 2 else x, "b": x if p % 2 else y, "context": c,
+                         "context_id": f"c{c}", "TMR": v[c]})
+    return pd.DataFrame(rows)
+
+
+def test_trial_level_test_from_per_context_rows():
+    per = _trial_per_context()
+    r = trial_level_test(per, ["a1", "a2"], ["b1", "b2"], "tmr", n_resamples=300, seed=2)
+    means = {}
+    for (a, b), g in per.groupby(["a", "b"]):
+        means[(a, b)] = g["TMR"].mean()
+    ref = trial_permutation_test(means, ["a1", "a2"], ["b1", "b2"])
+    assert (r.statistic, r.p_value, r.min_p) == pytest.approx((ref.statistic, ref.p_value, ref.min_p))
+    assert r.score == "TMR"
+    assert r.between.mean == pytest.approx(r.mean_between) and r.within.mean == pytest.approx(r.mean_within)
+    assert r.between.n_pairs == 4 and r.within.n_pairs == 2 and not r.between.conditional
+    assert r.between.lo <= r.between.mean <= r.between.hi and r.within.lo <= r.within.mean <= r.within.hi
+    assert r == trial_level_test(per, ["a1", "a2"], ["b1", "b2"], "TMR", n_resamples=300, seed=2)
+    with pytest.raises(ConfigError, match=r"no rows for the pair \('a1', 'c9'\)"):
+        trial_level_test(per, ["a1", "a2"], ["b1", "c9"])
+    with pytest.raises(ConfigError, match="group_b has 1 trial"):
+        trial_level_test(per, ["a1", "a2"], ["b1"])
+
+
+def test_pairs_mean_ci_one_pair_is_conditional_on_its_trials():
+    per = _trial_per_context()
+    one = pairs_mean_ci(per, [("a2", "a1")], score="TMR", n_resamples=400, seed=1)
+    v = per[(per.a.isin(["a1", "a2"])) & (per.b.isin(["a1", "a2"]))]["TMR"].to_numpy()
+    assert one.conditional and one.n_pairs == 1 and one.mean == pytest.approx(v.mean())
+    assert one.ci == pytest.approx(bootstrap_ci(v, n_resamples=400, seed=1))
+
+
+def test_two_level_bootstrap_by_hand():
+    # every context of a pair has the same value: only the trial level varies. Pairs within group
+    # "g" of three trials t0, t1, t2 with similarities 0.2 (t0-t1), 0.4 (t0-t2), 0.9 (t1-t2).
+    rows = []
+    for p, ((x, y), v) in enumerate({("t0", "t1"): 0.2, ("t0", "t2"): 0.4, ("t1", "t2"): 0.9}.items()):
+        rows += [{"pair": p, "a": x, "b": y, "context": c, "TMR": v} for c in range(5)]
+    per = pd.DataFrame(rows)
+    r = pairs_mean_ci(per, [("t0", "t1"), ("t0", "t2"), ("t1", "t2")], score="TMR", n_resamples=2000, seed=0)
+    assert r.mean == pytest.approx(0.5) and not r.conditional and r.n_trials == 3
+    # a resample draws t0, t1, t2 with counts c; its mean is sum c_i c_j s_ij / sum c_i c_j: the
+    # extremes are one pair alone (0.2 or 0.9), so the interval lies in [0.2, 0.9] and is wide
+    assert 0.2 - 1e-12 <= r.lo < 0.45 and 0.55 < r.hi <= 0.9 + 1e-12
+    # draws of one trial only (3 of 27 draws) give no pair and are left out
+    assert 0.05 < r.n_degenerate / 2000 < 0.18
+    # and with one context the contexts cannot add spread: a constant table gives a zero-width interval
+    flat = per.assign(TMR=0.7)
+    assert pairs_mean_ci(flat, [("t0", "t1"), ("t0", "t2"), ("t1", "t2")], score="TMR").ci == pytest.approx((0.7, 0.7))
 
 
 # ------------------------------------------------------------------ score agreement

@@ -56,6 +56,45 @@ def test_means_equal_the_per_context_values(tiny_run):
     assert got.sort_index().to_numpy() == pytest.approx(want.sort_index().to_numpy(), abs=1e-12)
 
 
+def test_reward_vs_seed_is_tested_over_trials_first(tiny_run):
+    res = tiny_run / "results"
+    tests = json.loads((res / "tests.json").read_text())
+    assert [t["unit"] for t in tests] == ["trials"] * 3 + ["contexts"] * 3
+    trial = {t["score"]: t for t in tests if t["unit"] == "trials"}
+    tmr = trial["TMR"]
+    # 2 + 2 trials: 3 distinct splits, so p is 1/3, 2/3 or 1 and 0.05 is out of reach; 4 seeds per reward would do
+    assert tmr["min_p"] == pytest.approx(1 / 3, abs=1e-9) and tmr["n_relabelings"] == 3 and tmr["exact"]
+    assert round(tmr["p_value"] * 3) in (1, 2, 3) and tmr["p_value"] == pytest.approx(round(tmr["p_value"] * 3) / 3)
+    assert tmr["trials_per_group_needed"] == 4 and tmr["n"] == 4
+    assert (tmr["n_pairs_x"], tmr["n_pairs_y"]) == (4, 2)
+    # mean_x: the four TS-vs-IQ pairs of rewards.csv, each averaged over contexts; mean_y: the seed pairs
+    rewards = pd.read_csv(res / "rewards.csv")
+    assert tmr["mean_x"] == pytest.approx(rewards["TMR"].mean(), abs=1e-12)
+    seeds = pd.read_csv(res / "seeds.csv")
+    last = seeds[(seeds["context_set"] == "ccol-all") & (seeds["checkpoint"] == 300)]
+    assert tmr["mean_y"] == pytest.approx(last["TMR"].mean(), abs=1e-12)
+    assert tmr["diff"] == pytest.approx(tmr["mean_x"] - tmr["mean_y"])
+    assert tmr["mean_x_ci"][0] <= tmr["mean_x"] <= tmr["mean_x_ci"][1]
+    ctx = [t for t in tests if t["unit"] == "contexts"]
+    assert all(t["min_p"] == pytest.approx(1 / 501) for t in ctx)  # 500 sampled sign flips
+
+
+def test_slices_recombine_to_the_pair_means(tiny_run):
+    res = tiny_run / "results"
+    sl = pd.read_csv(res / "slices.csv")
+    rewards = pd.read_csv(res / "rewards.csv").set_index("pair")
+    assert set(sl["slice"]) == {"acttype", "slot", "uncertainty", "turn"}
+    assert set(sl.loc[sl["context_set"] == "cgen", "slice"]) == {"acttype", "slot", "uncertainty"}  # no turns
+    rew = sl[(sl["kind"] == "rewards")]
+    for (pair, kind), g in rew.groupby(["pair", "slice"]):
+        if kind == "slot":
+            assert not g["partition"].any()
+            continue
+        for s in SCORES:
+            w = (g[f"n_{s}"] * g[s]).sum() / g[f"n_{s}"].sum()
+            assert w == pytest.approx(rewards.loc[pair, s], abs=1e-9), (pair, kind, s)
+
+
 def test_resume_recomputes_nothing(tiny_run):
     """Checkpoints, context sets, response tables and comparisons are not redone; the small
     summary files that are rewritten come out byte-identical."""

@@ -269,6 +269,58 @@ def check_tables(p: _Tables, run: Path) -> None:
 
 
 # -------------------------------------------------------------------------------------- tests
+def test_trial_level_tests_and_slices_in_words(tmp_path):
+    run = make_run(tmp_path)
+    res = run / "results"
+    tests = [{"name": "reward vs seed", "unit": "trials", "score": "TMR", "context_set": "ccol-all",
+              "mean_x": 0.5, "mean_y": 0.6, "mean_x_ci": [0.4, 0.62], "mean_y_ci": [0.5, 0.7], "diff": -0.1,
+              "p_value": 0.1, "min_p": 0.1, "exact": True, "n": 6, "alpha": 0.05, "trials_per_group_needed": 4},
+             {"name": "reward vs seed", "unit": "contexts", "score": "TMR", "context_set": "ccol-all",
+              "mean_x": 0.5, "mean_y": 0.6, "diff": -0.1, "p_value": 0.0001, "min_p": 0.0001, "n": 398}]
+    (res / "tests.json").write_text(json.dumps(tests))
+    rows = []
+    for kind, reward, pair in (("rewards", "", "0 vs 1"), ("seeds", "ts", "0 vs 1")):
+        for value, n, tmr in (("bye", 10, 0.1), ("request", 30, 0.5), ("hello", 2, 0.0)):
+            rows.append({"kind": kind, "context_set": "ccol-all", "reward": reward, "pair": pair, "a": "x", "b": "y",
+                         "slice": "acttype", "value": value, "partition": True, "n_contexts": n, "n": n,
+                         "TMR": tmr, "DMR": 1.0, "CMR": tmr, "n_TMR": n, "n_DMR": n, "n_CMR": n})
+    pd.DataFrame(rows).to_csv(res / "slices.csv", index=False)
+    html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    plain = " ".join("".join(parse(html).text).split())
+    assert ("Switching the reward changes TMR by 0.500 (mean TMR 0.500, 95% interval 0.400–0.620) vs switching "
+            "the seed by 0.400 (mean TMR 0.600, 95% interval 0.500–0.700) on ccol-all: difference -0.100, "
+            "permutation test over trials (exact) p = 0.100, 6 trials. Not significant at the 5% level. This design "
+            "cannot reach p < 0.050: its smallest p-value is 0.100, whatever the data. 4 seeds per reward could "
+            "(4 + 4 trials: 35 distinct splits, smallest p 0.029).") in plain
+    assert ("paired permutation test over contexts p = 1.0e-04, 398 contexts (conditional on these trials). "
+            "Significant at the 5% level.") in plain
+    # the slice of two contexts is below the minimum (5) and left out
+    assert "The reward pairs (TS vs IQ) on ccol-all differ most where the first trial's act is bye: TMR 0.100 over " \
+           "10 contexts." in plain
+    assert [r[3][0] for r in parse(html).tables["slices"][1:]] == ["bye", "request", "bye", "request"]
+    # the answers open the page, from the numbers: the test over trials and its limits
+    assert html.index('<section id="answers">') < html.index('<section id="run">')
+    answers = html[html.index('<section id="answers">'):html.index('<section id="run">')]
+    words = " ".join("".join(parse(answers).text).split())
+    assert "Reward vs seed, over trials. Switching the reward changes TMR by 0.500" in words
+    assert "This design cannot reach p < 0.050: its smallest p-value is 0.100" in words
+    assert "Over contexts (conditional on these trials) p = 1.0e-04" in words
+    assert "At the last checkpoint (8,000 dialogues) the pairs of trials of one reward score on ccol TMR" in words
+
+
+def test_answers_convergence_by_hand(tmp_path):
+    run = make_run(tmp_path)
+    rows = [{"context_set": "ccol-ts", "reward": "ts", "seed": s, "checkpoint": c, "a": "x", "b": "y", "n": 10,
+             "TMR": t} for s, tmrs in ((0, (0.8, 0.96, 0.9, 0.97, 1.0)), (1, (0.99, 0.97, 0.95, 0.96, 0.9)))
+            for c, t in zip((2000, 3000, 4000, 5000, 6000), tmrs)]
+    pd.DataFrame(rows).to_csv(run / "results" / "convergence.csv", index=False)
+    html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
+    words = " ".join("".join(parse(html).text).split())
+    # seed 0 dips to 0.9 at 4,000 and stays >= 0.95 from 5,000; seed 1 ends below 0.95
+    assert "Settled (training dialogues): ts seed 0 from 5,000. Not settled by the last checkpoint: ts seed 1 " \
+           "(TMR 0.900)." in words
+
+
 def test_numbers_match_the_csvs(report, run_dir):
     p = parse(report.read_text(encoding="utf-8"))
     check_tables(p, run_dir)
@@ -380,6 +432,14 @@ def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
         ("manifest.json", "[1, 2]", r"manifest\.json: expected a JSON object"),
         ("results/tests.json", "{not json", r"tests\.json: damaged JSON"),
         ("results/tests.json", '[{"name": "x"}]', r"tests\.json: entry 0 has no 'score'"),
+        ("results/tests.json", '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "unit": "runs"}]',
+         r"tests\.json: entry 0: 'unit' must be 'trials' or 'contexts', got 'runs'"),
+        ("results/tests.json", '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "min_p": "a"}]',
+         r"tests\.json: entry 0: 'min_p' must be a number, got 'a'"),
+        ("results/slices.csv", "kind,context_set,pair\nseeds,x,0 vs 1\n",
+         r"slices\.csv: missing column\(s\) slice, value, n; found: kind, context_set, pair"),
+        ("results/slices.csv", "kind,context_set,pair,slice,value,n,TMR\nseeds,x,0 vs 1,acttype,bye,many,0.5\n",
+         r"slices\.csv: column 'n', data row 1: expected a number, got 'many'"),
         ("results/seeds.csv", 'context_set,reward\n"ccol,ts\n', r"seeds\.csv: (damaged CSV|missing column)"),
         ("results/seeds.csv", "", r"seeds\.csv: damaged CSV"),
         ("results/convergence.csv", "context_set,reward,seed\nx,ts,0\n",
@@ -458,3 +518,21 @@ def test_renders_in_headless_chromium(report, run_dir, tmp_path):
     keep = os.environ.get("BEHAVSIM_REPORT_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+def test_disagreements_filter_by_act_type_without_script(report):
+    """Radio buttons per comparison and one CSS rule per act type of policy A hide the other rows
+    (checked by hand in headless Chromium; the page keeps its single hashed script)."""
+    from behavsim import parse_act
+
+    html = report.read_text(encoding="utf-8")
+    kind0 = parse_act(EVIL_ACT).act_type
+    types = sorted({kind0, "request"})
+    assert '<input type="radio" name="dis-0" id="dis-0-all" checked> all (3)' in html
+    for j, t in enumerate(types):
+        n = 1 if t == kind0 else 2
+        assert f'<input type="radio" name="dis-0" id="dis-0-{j}"> {t} ({n})' in html
+        assert f"body:has(#dis-0-{j}:checked) #disagreements-0 tbody tr:not(.t{j}) {{ display: none; }}" in html
+    rows = parse(html).tables["disagreements-0"][1:]
+    assert len(rows) == 3
+    assert html.count('<tr class="t') == 3 and html.count("<script>") == 1
