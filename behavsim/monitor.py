@@ -72,7 +72,7 @@ _CSV = "convergence.csv"
 _PNG = "convergence.png"
 _META = "monitor.json"
 _SNAPDIR = "snapshots"
-_REF = "reference.jsonl"
+_FAILED = "failed.csv"
 
 #: What a snapshot is compared with: the previous snapshot, the one ``lag`` snapshots back, the
 #: first, a fixed reference policy, and (once the run is finished) the last.
@@ -509,6 +509,29 @@ class ConvergenceMonitor:
 
     def snapshot_path(self, dialogues: int) -> Path:
         return self.out_dir / _SNAPDIR / f"responses-{int(dialogues):06d}.jsonl"
+
+    @property
+    def failed_path(self) -> Path:
+        return self.out_dir / _FAILED
+
+    def record_failed(self, dialogues: int, source: str, error: str) -> None:
+        """Note a snapshot that could not be taken (its checkpoint would not load, ...) in
+        ``failed.csv`` (``dialogues,source,error``; once per pair); the run goes on and the next
+        snapshot is compared with the last one taken."""
+        self._check_dialogues(dialogues)
+        rows = []
+        if self.failed_path.is_file():
+            with open(self.failed_path, newline="", encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))[1:]
+        if any(r[:2] == [str(int(dialogues)), source] for r in rows):
+            return
+        rows.append([str(int(dialogues)), source, error])
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["dialogues", "source", "error"])
+        w.writerows(rows)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.failed_path, buf.getvalue())
 
     def _reference_table(self, reference: Any) -> ResponseTable | None:
         if reference is None:
