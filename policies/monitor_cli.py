@@ -625,15 +625,32 @@ class PatternWatch(_Watch):
                 self._failed(m, d, rel, f"the loader failed: {type(exc).__name__}: {exc}")
                 continue
             try:
-                news += self._record(self.trial, m, policy, d, d)
+                table = self._respond(policy)
             except BehavsimError:
                 raise
             except Exception as exc:
                 self._failed(m, d, rel, f"its policy failed: {type(exc).__name__}: {exc}")
+                continue
+            if table.n_errors == len(table):
+                first = next((e for e in table.errors if e), "")
+                self._failed(m, d, rel, f"its policy answered none of the {len(table)} contexts ({first})")
+                continue
+            news += self._record(self.trial, m, table, d, d)
         return news
+
+    def _respond(self, policy: Any) -> Any:
+        import warnings
+
+        from .respond import PolicyErrorsWarning, respond
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyErrorsWarning)
+            return respond(policy, self.contexts, progress=False, **self.options)
 
     def _failed(self, m: Any, dialogues: int, rel: str, why: str) -> None:
         why = " ".join(why.split())
+        if len(why) > 200:  # some loaders explain at length: the line keeps its start
+            why = why[:199] + "…"
         m.record_failed(dialogues, rel, why)
         self.handled[self.trial] = dialogues
         _say(f"{self.trial:<{self.width}}  {dialogues}: {rel}: {why}; recorded as failed in {m.failed_path}")
