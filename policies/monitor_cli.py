@@ -263,7 +263,8 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
     from behavsim.scores import SEMANTIC_SCORES
     from behavsim.scores import scores as registry
 
-    if not root.is_dir():
+    waits = bool(getattr(args, "pattern", None)) and args.follow  # a trainer of one's own may not have made it yet
+    if not root.is_dir() and not waits:
         raise ConfigError(f"DIR {args.dir!r}: no such folder (a trial folder <reward>-seed<S>/ or a run folder)")
     if args.interval is not None and not (args.interval > 0):
         raise ConfigError(f"--interval: expected a positive number of seconds, got {args.interval}")
