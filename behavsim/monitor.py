@@ -14,11 +14,15 @@ previous snapshot with :func:`behavsim.compare` (snapshot k against k−1, the c
 
 * ``out_dir/convergence.csv`` — one row per compared pair: ``dialogues, prev_dialogues``, one
   column per score (the mean over the contexts, full precision; empty where undefined), ``n``
-  (contexts);
+  (contexts); then the other lags: ``lag_dialogues`` and ``<score>_vs_lag`` (the snapshot
+  ``lag`` back), ``first_dialogues`` and ``<score>_vs_first``, ``<score>_vs_ref`` (a fixed
+  reference policy), ``final_dialogues`` and ``<score>_vs_final`` (filled by :meth:`finish`);
 * ``out_dir/snapshots/responses-<dialogues:06d>.jsonl`` — the snapshot's response table;
 * ``out_dir/convergence.png`` — the scores against training dialogues (matplotlib, Agg);
 * ``out_dir/monitor.json`` — the settings (context-set fingerprint, scores and their
-  signatures, ``every``, stop rule), checked when a monitor is opened again.
+  signatures, ``every``, stop rule, lag, reference), checked when a monitor is opened again;
+* with ``tensorboard=DIR``: TensorBoard scalars ``behavsim/<score>/<lag>`` at step = training
+  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim._tensorboard``).
 
 Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the last saved
 snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a

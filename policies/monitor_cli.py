@@ -13,6 +13,11 @@ holding trial folders; each trial gets its own monitor with outputs under ``OUT/
 training order; only complete ``ckpt-*.npz`` files are listed (the trainer writes them under a
 temporary name and renames them), and a file that cannot be read yet is retried at the next
 poll when following. Running the command again continues where the outputs end.
+
+``--lag K`` and ``--reference SPEC`` add the other lags (the checkpoint K back, the first, a fixed
+policy; the last one is filled in when the command ends), ``--tensorboard TBDIR`` writes them as
+TensorBoard scalars into ``TBDIR/<trial>/``, and ``--pattern GLOB --loader MODULE:FUNCTION``
+follows the checkpoint files of any trainer (:class:`PatternWatch`).
 """
 
 from __future__ import annotations
