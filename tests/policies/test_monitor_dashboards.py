@@ -365,3 +365,33 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
     assert sorted(got["behavsim/TMR/vs_prev"]) == [200, 300]
     suffixes = sorted(p.name.rsplit(".", 1)[-1] for p in (tb / "ts-seed0").iterdir())
     assert suffixes == ["behavsim", "behavsim-train"]
+
+
+def test_resume_writes_each_step_once_and_upgrades_an_old_folder(tmp_path):
+    cs = _contexts()
+    tb = tmp_path / "tb"
+    first = ConvergenceMonitor(cs, every=100, out_dir=tmp_path / "m", lag=2, tensorboard=tb, plot=False)
+    for k in range(3):
+        first.snapshot(_stage(k), 100 * (k + 1))
+    first.close()
+    again = ConvergenceMonitor(cs, every=100, out_dir=tmp_path / "m", lag=2, tensorboard=tb, plot=False)
+    for k in range(3, 5):
+        again.snapshot(_stage(k), 100 * (k + 1))
+    again.close()
+    ea = EventAccumulator(str(tb))
+    ea.Reload()
+    assert [e.step for e in ea.Scalars("behavsim/TMR/vs_prev")] == [200, 300, 400, 500]   # once each
+    assert [e.step for e in ea.Scalars("behavsim/TMR/vs_lag")] == [300, 400, 500]
+    rows = read_convergence(tmp_path / "m" / "convergence.csv")
+    # a folder written before the lags (only the original columns, no lag in monitor.json): opened
+    # again, its lag columns are computed from the saved snapshots
+    csv_path, meta_path = tmp_path / "m" / "convergence.csv", tmp_path / "m" / "monitor.json"
+    old_lines = [",".join(line.split(",")[:7]) for line in csv_path.read_text().splitlines()]
+    csv_path.write_text("\n".join(old_lines) + "\n")
+    meta = json.loads(meta_path.read_text())
+    del meta["lag"], meta["reference"]
+    meta_path.write_text(json.dumps(meta))
+    upgraded = ConvergenceMonitor(cs, every=100, out_dir=tmp_path / "m", lag=2, plot=False)
+    assert [r["TMR_vs_lag"] for r in upgraded.rows][1:] == [r["TMR_vs_lag"] for r in rows][1:]
+    assert read_convergence(csv_path) == upgraded.rows
+    assert json.loads(meta_path.read_text())["lag"] == 2
