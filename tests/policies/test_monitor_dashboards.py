@@ -239,7 +239,7 @@ def test_follows_a_pytorch_trainer_through_pattern_and_loader(tmp_path):
     monitor = subprocess.Popen(
         [sys.executable, "-m", "behavsim.cli", "monitor", "ckpts", "--pattern", "policy-step*.pt",
          "--loader", "toy_trainer:load_policy", "--contexts", "grid.jsonl", "--lag", "2", "--follow",
-         "--interval", "0.3", "--stop-after", "6", "--tensorboard", "tb", "-o", "mon"],
+         "--interval", "0.3", "--stop-after", "15", "--tensorboard", "tb", "-o", "mon"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1.0)
     trainer = subprocess.run([sys.executable, "toy_trainer.py", "ckpts", "--steps", "600", "--every", "100",
