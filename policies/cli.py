@@ -93,6 +93,19 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--monitor-scores", nargs="+", metavar="NAME", help="scores of --monitor (default TMR DMR CER CMR)")
     p.add_argument(
+        "--monitor-lag",
+        type=int,
+        default=None,
+        metavar="K",
+        help="--monitor also compares each checkpoint with the one K back (default 5)",
+    )
+    p.add_argument(
+        "--monitor-reference",
+        metavar="SPEC",
+        default=None,
+        help="--monitor also compares each checkpoint with this fixed policy (e.g. handcrafted)",
+    )
+    p.add_argument(
         "--tensorboard",
         metavar="TBDIR",
         help="TensorBoard scalars, one run folder per trial (TBDIR/<trial>/, step = training dialogues): each "
@@ -178,6 +191,12 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
         cmd += ["--scores", *args.monitor_scores]
     if args.tensorboard:
         cmd += ["--tensorboard", str(args.tensorboard)]
+    if args.monitor_lag is not None:
+        if args.monitor_lag < 1:
+            raise ConfigError(f"--monitor-lag: expected a positive number of checkpoints, got {args.monitor_lag}")
+        cmd += ["--lag", str(args.monitor_lag)]
+    if args.monitor_reference:
+        cmd += ["--reference", args.monitor_reference]
     return subprocess.Popen(cmd)
 
 

@@ -351,8 +351,8 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
     cgen = generate_grid(step=0.5).save(tmp_path / "cgen.jsonl")
     out, tb = tmp_path / "run", tmp_path / "tb"
     assert behavsim_main(["train", "--rewards", "ts", "--seeds", "0", "--dialogues", "300", "--checkpoint-every",
-                          "100", "--eval-dialogues", "3", "--no-progress", "--monitor", str(cgen), "--tensorboard",
-                          str(tb), "-o", str(out)]) == 0
+                          "100", "--eval-dialogues", "3", "--no-progress", "--monitor", str(cgen), "--monitor-lag", "1",
+                          "--monitor-reference", "handcrafted", "--tensorboard", str(tb), "-o", str(out)]) == 0
     from policies.train import read_metrics
 
     metrics = read_metrics(out / "metrics.csv")
@@ -363,6 +363,8 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
     for tag, by_step in _expected(rows).items():
         assert got[tag] == by_step, tag
     assert sorted(got["behavsim/TMR/vs_prev"]) == [200, 300]
+    assert [r["lag_dialogues"] for r in rows] == [100, 200] and sorted(got["behavsim/TMR/vs_ref"]) == [200, 300]
+    assert [r["final_dialogues"] for r in rows] == [300, 300]   # the monitor finished with the run
     suffixes = sorted(p.name.rsplit(".", 1)[-1] for p in (tb / "ts-seed0").iterdir())
     assert suffixes == ["behavsim", "behavsim-train"]
 
