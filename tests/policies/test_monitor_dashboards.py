@@ -397,3 +397,15 @@ def test_resume_writes_each_step_once_and_upgrades_an_old_folder(tmp_path):
     assert [r["TMR_vs_lag"] for r in upgraded.rows][1:] == [r["TMR_vs_lag"] for r in rows][1:]
     assert read_convergence(csv_path) == upgraded.rows
     assert json.loads(meta_path.read_text())["lag"] == 2
+
+
+def test_train_tensorboard_folder_that_cannot_be_written(tmp_path, capsys):
+    from behavsim.cli import main as behavsim_main
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert behavsim_main(["train", "--dialogues", "100", "--checkpoint-every", "100", "--tensorboard",
+                          str(blocker / "tb"), "-o", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("behavsim train: error: --tensorboard ") and "cannot write there" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
