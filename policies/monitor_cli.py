@@ -238,21 +238,19 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def run_watch(watch: Any, args: argparse.Namespace, interval: float, nothing: str) -> int:
-    """Poll once, then follow if asked; ``nothing`` says what was not found when there is nothing
-    to watch and no ``--follow``. Ctrl-C stops cleanly (the same command continues)."""
-    interrupted = False
+    """Poll once, then follow if asked, then fill every trial's ``vs_final``; ``nothing`` says what
+    was not found when there is nothing to watch and no ``--follow``. Ctrl-C stops cleanly (the
+    same command continues)."""
     try:
         watch.poll()
         if not watch.monitors and not args.follow:
             raise ConfigError(nothing + "; use --follow to wait for them")
         if args.follow:
             watch.follow(interval, args.stop_after)
+        watch.finish()  # the last checkpoint seen is the final one (not after Ctrl-C: the run may go on)
     except KeyboardInterrupt:
-        interrupted = True
         _say("interrupted; run the same command again to continue")
     finally:
-        if not interrupted and sys.exc_info()[0] is None:
-            watch.finish()
         watch.close()
     watch.summarise()
     return 0
