@@ -409,3 +409,11 @@ def test_train_tensorboard_folder_that_cannot_be_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("behavsim train: error: --tensorboard ") and "cannot write there" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_tensorboard_is_imported_only_when_a_writer_opens(tmp_path):
+    code = ("import sys; from behavsim import ContextSet; from behavsim.monitor import ConvergenceMonitor; "
+            "m = ConvergenceMonitor(ContextSet([{'x': 1}]), out_dir=sys.argv[1]); "
+            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('tensorboard', 'torch')))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m")], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
