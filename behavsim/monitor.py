@@ -14,11 +14,15 @@ previous snapshot with :func:`behavsim.compare` (snapshot k against k−1, the c
 
 * ``out_dir/convergence.csv`` — one row per compared pair: ``dialogues, prev_dialogues``, one
   column per score (the mean over the contexts, full precision; empty where undefined), ``n``
-  (contexts);
+  (contexts); then the other lags: ``lag_dialogues`` and ``<score>_vs_lag`` (the snapshot
+  ``lag`` back), ``first_dialogues`` and ``<score>_vs_first``, ``<score>_vs_ref`` (a fixed
+  reference policy), ``final_dialogues`` and ``<score>_vs_final`` (filled by :meth:`finish`);
 * ``out_dir/snapshots/responses-<dialogues:06d>.jsonl`` — the snapshot's response table;
 * ``out_dir/convergence.png`` — the scores against training dialogues (matplotlib, Agg);
 * ``out_dir/monitor.json`` — the settings (context-set fingerprint, scores and their
-  signatures, ``every``, stop rule), checked when a monitor is opened again.
+  signatures, ``every``, stop rule, lag, reference), checked when a monitor is opened again;
+* with ``tensorboard=DIR``: TensorBoard scalars ``behavsim/<score>/<lag>`` at step = training
+  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim._tensorboard``).
 
 Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the last saved
 snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a
@@ -58,9 +62,12 @@ __all__ = [
     "SnapshotResult",
     "StopRule",
     "plot_convergence",
+    "plot_lags",
     "read_convergence",
     "MONITOR_FORMAT",
     "MONITOR_VERSION",
+    "LAGS",
+    "lag_column",
 ]
 
 MONITOR_FORMAT = "behavsim-monitor"
@@ -69,6 +76,32 @@ _CSV = "convergence.csv"
 _PNG = "convergence.png"
 _META = "monitor.json"
 _SNAPDIR = "snapshots"
+_FAILED = "failed.csv"
+
+#: What a snapshot is compared with: the previous snapshot, the one ``lag`` snapshots back, the
+#: first, a fixed reference policy, and (once the run is finished) the last.
+LAGS = ("vs_prev", "vs_lag", "vs_first", "vs_ref", "vs_final")
+#: The column naming the snapshot a lag compared with (``vs_ref`` has none: it is one table).
+_LAG_DIALOGUES = {"vs_lag": "lag_dialogues", "vs_first": "first_dialogues", "vs_final": "final_dialogues"}
+
+
+def lag_column(score: str, lag: str) -> str:
+    """The CSV column of ``score`` at ``lag``: ``"TMR"`` for ``vs_prev`` (the original columns),
+    ``"TMR_vs_lag"``, ``"TMR_vs_first"``, ``"TMR_vs_ref"``, ``"TMR_vs_final"`` for the others."""
+    if lag not in LAGS:
+        raise ConfigError(f"lag: expected one of {', '.join(LAGS)}, got {lag!r}")
+    return score if lag == "vs_prev" else f"{score}_{lag}"
+
+
+def _columns(scores: Sequence[str]) -> list[str]:
+    """Every column of ``convergence.csv``: the original ones (vs_prev, ``n`` last of them), then
+    each further lag's block, its snapshot column first."""
+    cols = ["dialogues", "prev_dialogues", *scores, "n"]
+    for lag in LAGS[1:]:
+        if lag in _LAG_DIALOGUES:
+            cols.append(_LAG_DIALOGUES[lag])
+        cols += [lag_column(s, lag) for s in scores]
+    return cols
 
 
 def _is_int(x: Any) -> bool:
@@ -164,7 +197,9 @@ class StopRule:
 @dataclass
 class SnapshotResult:
     """What one snapshot produced. ``prev_dialogues`` is ``None`` (and ``scores`` empty) for the
-    first snapshot, which has nothing to be compared with."""
+    first snapshot, which has nothing to be compared with. ``scores`` are against the previous
+    snapshot; ``lags`` maps ``"vs_lag"``, ``"vs_first"``, ``"vs_ref"`` to the scores against
+    those, where they are defined."""
 
     dialogues: int
     prev_dialogues: int | None
@@ -173,6 +208,7 @@ class SnapshotResult:
     table_path: Path
     n_errors: int = 0
     converged: bool = False
+    lags: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def compared(self) -> bool:
@@ -197,15 +233,15 @@ class SnapshotResult:
 
 # ----------------------------------------------------------------------------- CSV and plot
 def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a ``convergence.csv`` (``dialogues``/``prev_dialogues``/``n`` as int, scores as
-    float, NaN where empty)."""
+    """Rows of a ``convergence.csv`` (``dialogues``/``prev_dialogues``/``n`` as int, the other
+    ``*_dialogues`` columns as int or ``None`` where empty, scores as float, NaN where empty)."""
     path = Path(path)
     rows = []
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             cols = reader.fieldnames or []
-            if cols[:2] != ["dialogues", "prev_dialogues"] or cols[-1:] != ["n"]:
+            if cols[:2] != ["dialogues", "prev_dialogues"] or "n" not in cols:
                 raise TableFormatError(f"{path}: not a convergence table (columns {cols})")
             for raw in reader:
                 row: dict[str, Any] = {}
@@ -213,6 +249,8 @@ def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
                     v = raw.get(c)
                     if c in ("dialogues", "prev_dialogues", "n"):
                         row[c] = int(v)  # type: ignore[arg-type]  # None (a short row) -> TypeError, caught below
+                    elif c.endswith("_dialogues"):
+                        row[c] = int(v) if v not in (None, "") else None
                     else:
                         row[c] = float(v) if v not in (None, "") else math.nan
                 rows.append(row)
@@ -224,9 +262,17 @@ def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
 def _csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["dialogues", "prev_dialogues", *scores, "n"])
+    cols = _columns(scores)
+    w.writerow(cols)
     for r in rows:
-        w.writerow([int(r["dialogues"]), int(r["prev_dialogues"]), *(_fmt_float(r[s]) for s in scores), int(r["n"])])
+        out = []
+        for c in cols:
+            v = r.get(c)
+            if c.endswith("dialogues") or c == "n":
+                out.append("" if v is None else str(int(v)))
+            else:
+                out.append(_fmt_float(math.nan if v is None else v))
+        w.writerow(out)
     return buf.getvalue()
 
 
@@ -279,16 +325,96 @@ def plot_convergence(
     return path
 
 
+_LAG_TITLES = {
+    "vs_prev": "vs the previous snapshot",
+    "vs_lag": "vs {lag} snapshots back",
+    "vs_first": "vs the first snapshot",
+    "vs_ref": "vs the reference policy",
+    "vs_final": "vs the final snapshot",
+}
+
+
+def plot_lags(
+    rows: Sequence[Mapping[str, Any]],
+    scores: Sequence[str],
+    path: str | os.PathLike,
+    *,
+    lag: int = 5,
+    title: str | None = None,
+    threshold: float | None = None,
+) -> Path:
+    """One panel per lag that has values (previous, ``lag`` back, first, reference, final), every
+    score against training dialogues; ``threshold`` (a stop rule's) is drawn on the first panel.
+    Deterministic bytes for the same rows (matplotlib, Agg; no global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    shown = [
+        k for k in LAGS if any(not math.isnan(float(r.get(lag_column(s, k), math.nan))) for r in rows for s in scores)
+    ]
+    shown = shown or ["vs_prev"]
+    ncols = 1 if len(shown) == 1 else 2
+    nrows = (len(shown) + ncols - 1) // ncols
+    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.6), dpi=100)
+    FigureCanvasAgg(fig)
+    xs = [int(r["dialogues"]) for r in rows]
+    for i, kind in enumerate(shown):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        lowest = 1.0
+        for s in scores:
+            ys = [float(r.get(lag_column(s, kind), math.nan)) for r in rows]
+            ok = [y for y in ys if not math.isnan(y)]
+            if ok:
+                lowest = min(lowest, min(ok))
+            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=s)
+        if threshold is not None and kind == "vs_prev":
+            ax.axhline(threshold, color="grey", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g}")
+            lowest = min(lowest, threshold)
+        ax.set_ylim(max(0.0, math.floor((lowest - 0.02) * 20) / 20), 1.005)
+        ax.set_title(_LAG_TITLES[kind].format(lag=lag), fontsize="medium")
+        ax.set_xlabel("training dialogues", fontsize="small")
+        ax.grid(True, linewidth=0.3)
+        ax.legend(loc="lower right", fontsize="x-small")
+    fig.suptitle(title or "Convergence")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, buf.getvalue())
+    return path
+
+
 # ----------------------------------------------------------------------------- the monitor
 @dataclass
 class _State:
     rows: list[dict[str, Any]] = field(default_factory=list)
     prev: ResponseTable | None = None
     prev_dialogues: int | None = None
+    snaps: list[int] = field(default_factory=list)  # dialogues of every saved snapshot, in order
+    tables: dict[int, ResponseTable] = field(default_factory=dict)  # the ones kept in memory
+
+
+def _empty_lags(scores: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for lag in LAGS[1:]:
+        if lag in _LAG_DIALOGUES:
+            out[_LAG_DIALOGUES[lag]] = None
+        out.update({lag_column(s, lag): math.nan for s in scores})
+    return out
+
+
+def _table_digest(table: ResponseTable) -> str:
+    """What identifies a reference: its answers (acts and prompts), not its file."""
+    import hashlib
+
+    text = json.dumps([list(table.acts), list(table.prompts)], sort_keys=True, ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 class ConvergenceMonitor:
-    """Follows one policy while it trains: snapshot k against snapshot k−1 on a fixed context set.
+    """Follows one policy while it trains: each snapshot against the previous one, the one
+    ``lag`` snapshots back, the first, a reference policy, and (after :meth:`finish`) the last.
 
     ``contexts``: the :class:`~behavsim.ContextSet` every snapshot answers. ``every``: training
     dialogues between snapshots for :meth:`maybe_snapshot`. ``scores``: score names (default the
@@ -300,7 +426,12 @@ class ConvergenceMonitor:
     ``stop_rule``: a :class:`StopRule` (or ``"TMR:0.99:3"``) behind :attr:`should_stop`.
     ``plot``: redraw ``convergence.png`` after each comparison. ``progress``: ``True`` prints a
     line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
-    ``name``: label in lines and plot titles (default: the folder name).
+    ``name``: label in lines and plot titles (default: the folder name). ``lag``: how many
+    snapshots back ``vs_lag`` looks (default 5). ``reference``: a fixed policy (anything a
+    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.respond.respond``), answered
+    once, behind ``vs_ref``. ``tensorboard``: a TensorBoard run folder (it may be a trainer's own)
+    that receives ``behavsim/<score>/<lag>`` scalars at step = training dialogues and the figure
+    (needs ``pip install 'behavsim[tensorboard]'``).
     """
 
     def __init__(
@@ -316,6 +447,9 @@ class ConvergenceMonitor:
         progress: bool | Callable[[SnapshotResult], Any] = False,
         score_options: Mapping[str, Mapping[str, Any]] | None = None,
         name: str | None = None,
+        lag: int = 5,
+        reference: Any = None,
+        tensorboard: str | os.PathLike | None = None,
     ) -> None:
         if not isinstance(contexts, ContextSet):
             raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
@@ -323,6 +457,8 @@ class ConvergenceMonitor:
             raise ConfigError("contexts: the context set is empty")
         if not _is_int(every) or every < 1:
             raise ConfigError(f"every: expected a positive integer (training dialogues), got {every!r}")
+        if not _is_int(lag) or lag < 1:
+            raise ConfigError(f"lag: expected a positive integer (snapshots back), got {lag!r}")
         if isinstance(scores, str):
             scores = [scores]
         names = [score_registry.canonical(s) for s in scores]
@@ -344,6 +480,7 @@ class ConvergenceMonitor:
             raise ConfigError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
         self.contexts = contexts
         self.every = every
+        self.lag = lag
         self.scores = names
         self.score_options = {k: dict(v) for k, v in (score_options or {}).items()}
         self.out_dir = Path(out_dir)
@@ -353,8 +490,17 @@ class ConvergenceMonitor:
         self.plot = bool(plot)
         self.progress = progress
         self._signatures = {n: get_score(n, **self.score_options.get(n, {})).signature for n in names}
+        self.tensorboard = None
+        self._tb: Any = None
+        if tensorboard is not None:
+            from ._tensorboard import check_tensorboard_dir
+
+            self.tensorboard = check_tensorboard_dir(tensorboard, "tensorboard")
+        self.reference = self._reference_table(reference)
         self._state = _State()
-        self._load()
+        relog = self._load()
+        if self.tensorboard is not None and self._state.rows and (relog or not self._tb_files()):
+            self._log(self._state.rows, LAGS, image=True)
 
     # -------------------------------------------------------------- files
     @property
@@ -368,6 +514,45 @@ class ConvergenceMonitor:
     def snapshot_path(self, dialogues: int) -> Path:
         return self.out_dir / _SNAPDIR / f"responses-{int(dialogues):06d}.jsonl"
 
+    @property
+    def failed_path(self) -> Path:
+        return self.out_dir / _FAILED
+
+    def record_failed(self, dialogues: int, source: str, error: str) -> None:
+        """Note a snapshot that could not be taken (its checkpoint would not load, ...) in
+        ``failed.csv`` (``dialogues,source,error``; once per pair); the run goes on and the next
+        snapshot is compared with the last one taken."""
+        self._check_dialogues(dialogues)
+        rows = []
+        if self.failed_path.is_file():
+            with open(self.failed_path, newline="", encoding="utf-8") as fh:
+                rows = list(csv.reader(fh))[1:]
+        if any(r[:2] == [str(int(dialogues)), source] for r in rows):
+            return
+        rows.append([str(int(dialogues)), source, error])
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["dialogues", "source", "error"])
+        w.writerows(rows)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.failed_path, buf.getvalue())
+
+    def _reference_table(self, reference: Any) -> ResponseTable | None:
+        if reference is None:
+            return None
+        table = reference if isinstance(reference, ResponseTable) else self._respond(reference)
+        if table.context_fingerprint != self.contexts.fingerprint or len(table) != len(self.contexts):
+            raise ContextSetMismatch(
+                f"reference: its response table ({table.context_fingerprint}) was not made on the monitor's "
+                f"contexts ({self.contexts.fingerprint})"
+            )
+        return table
+
+    def _reference_settings(self) -> dict[str, Any] | None:
+        if self.reference is None:
+            return None
+        return {"policy": self.reference.policy.get("id"), "answers": _table_digest(self.reference)}
+
     def _settings(self) -> dict[str, Any]:
         return {
             "format": MONITOR_FORMAT,
@@ -378,6 +563,8 @@ class ConvergenceMonitor:
             "signatures": self._signatures,
             "every": self.every,
             "stop_rule": self.stop_rule.to_dict() if self.stop_rule else None,
+            "lag": self.lag,
+            "reference": self._reference_settings(),
         }
 
     def _snapshots_on_disk(self) -> list[tuple[int, Path]]:
@@ -391,12 +578,14 @@ class ConvergenceMonitor:
                 out.append((int(stem[10:-6]), p))
         return sorted(out)
 
-    def _load(self) -> None:
+    def _load(self) -> bool:
+        """Continue from the files in ``out_dir``; ``True`` when the lag columns were recomputed
+        (another ``lag`` or reference than the folder's, or a folder from before the lags)."""
         meta_path = self.out_dir / _META
         if not meta_path.is_file():
             if self.csv_path.exists() or self._snapshots_on_disk():
                 raise ConfigError(f"{self.out_dir}: holds convergence files but no {_META}; refusing to mix runs")
-            return
+            return False
         try:
             old = json.loads(meta_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
@@ -416,31 +605,62 @@ class ConvergenceMonitor:
                 "use the same scores or another out_dir"
             )
         rows = read_convergence(self.csv_path) if self.csv_path.is_file() else []
-        cols = ["dialogues", "prev_dialogues", *self.scores, "n"]
-        if rows and list(rows[0]) != cols:
+        cols = _columns(self.scores)
+        before_lags = ["dialogues", "prev_dialogues", *self.scores, "n"]
+        if rows and list(rows[0]) not in (cols, before_lags):
             raise TableFormatError(f"{self.csv_path}: columns {list(rows[0])}, expected {cols}")
         snaps = self._snapshots_on_disk()
-        done = {r["dialogues"] for r in rows}
         last_row = rows[-1]["dialogues"] if rows else None
-        # a snapshot saved just before a stop, whose row was not yet written: score it now
-        # (snapshots are written before the CSV row, so the tables are authoritative)
-        prev_table: ResponseTable | None = None
-        prev_d: int | None = None
-        for d, p in snaps:
-            if last_row is not None and d < last_row:
-                continue
-            table = self._load_table(p)
-            if prev_table is not None and d not in done:
-                rows.append(self._row(prev_table, prev_d, table, d))
-            prev_table, prev_d = table, d
-        if last_row is not None and (prev_d is None or prev_d < last_row):
+        if last_row is not None and last_row not in {d for d, _ in snaps}:
             raise TableFormatError(
                 f"{self.out_dir}: the last row of {_CSV} ({last_row} dialogues) has no saved "
                 f"snapshot in {_SNAPDIR}/; cannot continue from it"
             )
-        self._state = _State(rows=rows, prev=prev_table, prev_dialogues=prev_d)
-        if rows and len(rows) != len(done):
+        st = self._state
+        st.rows = rows
+        relog = bool(rows) and (
+            list(rows[0]) == before_lags
+            or old.get("lag") != self.lag
+            or old.get("reference") != self._reference_settings()
+        )
+        if relog:  # the lag columns follow from the saved snapshots: computed again for these settings
+            for r in rows:
+                r.update(_empty_lags(self.scores))
+                st.snaps = [d for d, _ in snaps if d < r["dialogues"]]
+                r.update(self._row(self._table(r["dialogues"]), r["dialogues"]))
+        # a snapshot saved just before a stop, whose row was not yet written: score it now
+        # (snapshots are written before the CSV row, so the tables are authoritative)
+        added = False
+        for d, _ in snaps:
+            st.snaps = [x for x, _ in snaps if x < d]
+            if (last_row is None or d > last_row) and st.snaps:
+                rows.append(self._row(self._table(d), d))
+                added = True
+        st.snaps = [d for d, _ in snaps]
+        if st.snaps:
+            st.prev_dialogues = st.snaps[-1]
+            st.prev = self._table(st.snaps[-1])
+        self._prune()
+        if relog or added:
             _atomic_write(self.csv_path, _csv_text(rows, self.scores))
+        if relog or old.get("lag") != self.lag or old.get("reference") != self._reference_settings():
+            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
+        return relog or added
+
+    def _table(self, dialogues: int) -> ResponseTable:
+        t = self._state.tables.get(dialogues)
+        if t is None:
+            t = self._load_table(self.snapshot_path(dialogues))
+            self._state.tables[dialogues] = t
+        return t
+
+    def _prune(self) -> None:
+        """Keep in memory only the tables the next rows need: the first and the last ``lag``."""
+        snaps = self._state.snaps
+        keep = set(snaps[:1]) | set(snaps[-self.lag :])
+        for d in list(self._state.tables):
+            if d not in keep:
+                del self._state.tables[d]
 
     def _load_table(self, path: Path) -> ResponseTable:
         t = ResponseTable.load(path)
@@ -493,7 +713,8 @@ class ConvergenceMonitor:
         return self.snapshot(policy, dialogues)
 
     def snapshot(self, policy: Any, dialogues: int) -> SnapshotResult | None:
-        """Take the policy's responses now and compare them with the previous snapshot.
+        """Take the policy's responses now and compare them with the previous snapshot, the one
+        ``lag`` back, the first and the reference.
 
         ``policy``: a :class:`~behavsim.ResponseTable` on the monitor's contexts (e.g. from
         your own batched ``contexts -> table`` function), a policy object with
@@ -515,6 +736,55 @@ class ConvergenceMonitor:
                 f"snapshot at {dialogues}: the response table ({table.context_fingerprint}) was "
                 f"not made on the monitor's contexts ({self.contexts.fingerprint})"
             )
+        table = self._as_snapshot(table, dialogues)
+        # files: settings, then the snapshot table, then the CSV row (a stop in between is
+        # repaired on resume from the saved tables), then the plot
+        (self.out_dir / _SNAPDIR).mkdir(parents=True, exist_ok=True)
+        meta_path = self.out_dir / _META
+        if not meta_path.is_file():
+            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
+        path = self.snapshot_path(dialogues)
+        table.save(path)
+        prev, prev_d = st.prev, st.prev_dialogues
+        scores: dict[str, float] = {}
+        lags: dict[str, dict[str, float]] = {}
+        row: dict[str, Any] | None = None
+        if prev is not None:
+            row = self._row(table, dialogues)
+            for r in st.rows:  # a new snapshot: the last one is no longer final
+                r.update({k: v for k, v in _empty_lags(self.scores).items() if "final" in k})
+            st.rows.append(row)
+            _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+            scores = {s: row[s] for s in self.scores}
+            for lag in LAGS[1:4]:
+                vals = {s: row[lag_column(s, lag)] for s in self.scores}
+                if not all(math.isnan(v) for v in vals.values()):
+                    lags[lag] = vals
+        st.prev, st.prev_dialogues = table, dialogues
+        st.snaps.append(dialogues)
+        st.tables[dialogues] = table
+        self._prune()
+        if self.plot and st.rows:
+            self.redraw()
+        if row is not None and self.tensorboard is not None:
+            self._log([row], LAGS[:4], image=self.plot)
+        result = SnapshotResult(
+            dialogues=dialogues,
+            prev_dialogues=prev_d,
+            scores=scores,
+            n=len(table),
+            table_path=path,
+            n_errors=table.n_errors,
+            converged=prev is not None and self.converged,
+            lags=lags,
+        )
+        if self.progress is True:
+            print(f"{self.name}  {result.line()}", file=sys.stderr, flush=True)
+        elif callable(self.progress):
+            self.progress(result)
+        return result
+
+    def _as_snapshot(self, table: ResponseTable, dialogues: int) -> ResponseTable:
         meta = dict(table.policy)
         # what differs from snapshot to snapshot (the policy's own id, its file) goes under "path",
         # which behavsim.compare ignores with "id" and "checkpoint" when it groups one run's
@@ -526,7 +796,7 @@ class ConvergenceMonitor:
         }
         meta["id"] = f"snapshot-{dialogues:06d}"
         meta["checkpoint"] = dialogues
-        table = ResponseTable(
+        return ResponseTable(
             policy=meta,
             context_fingerprint=table.context_fingerprint,
             acts=list(table.acts),
@@ -534,38 +804,31 @@ class ConvergenceMonitor:
             errors=list(table.errors),
             context_ids=list(table.context_ids),
         )
-        # files: settings, then the snapshot table, then the CSV row (a stop in between is
-        # repaired on resume from the saved tables), then the plot
-        (self.out_dir / _SNAPDIR).mkdir(parents=True, exist_ok=True)
-        meta_path = self.out_dir / _META
-        if not meta_path.is_file():
-            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
-        path = self.snapshot_path(dialogues)
-        table.save(path)
-        prev, prev_d = st.prev, st.prev_dialogues
-        scores: dict[str, float] = {}
-        if prev is not None:
-            row = self._row(prev, prev_d, table, dialogues)
-            st.rows.append(row)
-            _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
-            scores = {s: row[s] for s in self.scores}
-        st.prev, st.prev_dialogues = table, dialogues
-        if self.plot and st.rows:
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The run is over: fill ``vs_final`` (every snapshot against the last; the last against
+        itself is 1) in the CSV, the figure and TensorBoard. Returns the rows. A later snapshot
+        empties the column again (the last is then no longer final)."""
+        st = self._state
+        if not st.rows:
+            return self.rows
+        final = st.snaps[-1]
+        if all(r.get("final_dialogues") == final for r in st.rows):
+            return self.rows
+        others = [(f"s{r['dialogues']}", self._table(r["dialogues"])) for r in st.rows]
+        means = self._compare_with(self._table(final), others)
+        for r, (key, _) in zip(st.rows, others):
+            r["final_dialogues"] = final
+            r.update({lag_column(s, "vs_final"): means[key][s] for s in self.scores})
+        self._prune()
+        _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+        if self.plot:
             self.redraw()
-        result = SnapshotResult(
-            dialogues=dialogues,
-            prev_dialogues=prev_d,
-            scores=scores,
-            n=len(table),
-            table_path=path,
-            n_errors=table.n_errors,
-            converged=prev is not None and self.converged,
-        )
-        if self.progress is True:
-            print(f"{self.name}  {result.line()}", file=sys.stderr, flush=True)
-        elif callable(self.progress):
-            self.progress(result)
-        return result
+        if self.tensorboard is not None:
+            self._log(st.rows, ("vs_final",), image=False)
+            if self.plot:
+                self._log_image(st.rows[-1]["dialogues"])
+        return self.rows
 
     def _respond(self, policy: Any) -> ResponseTable:
         """The policy's table on the monitor's contexts, through the ``respond`` hook or
@@ -579,27 +842,98 @@ class ConvergenceMonitor:
             warnings.simplefilter("ignore", PolicyErrorsWarning)
             return respond_table(policy, self.contexts, progress=False)
 
-    def _row(self, prev: ResponseTable, prev_d: int | None, table: ResponseTable, dialogues: int) -> dict[str, Any]:
-        a = _with_id(prev, "prev")
-        b = _with_id(table, "this")
-        comp = compare([a, b], [(0, 1)], scores=self.scores, score_options=self.score_options, progress=False)
-        m = comp.means.iloc[0]
-        return {
+    def _compare_with(self, table: ResponseTable, others: Sequence[tuple[str, ResponseTable]]) -> dict[str, Any]:
+        """Means of every score, ``(other, table)`` for each named other table, in one comparison."""
+        tables = [_with_id(table, "this")] + [_with_id(t, key) for key, t in others]
+        pairs = [(i + 1, 0) for i in range(len(others))]
+        comp = compare(tables, pairs, scores=self.scores, score_options=self.score_options, progress=False)
+        out = {}
+        for (key, _), (_, m) in zip(others, comp.means.iterrows()):
+            out[key] = {**{s: float(m[s]) for s in self.scores}, "n": int(m["n"])}
+        return out
+
+    def _row(self, table: ResponseTable, dialogues: int) -> dict[str, Any]:
+        """The CSV row of the snapshot at ``dialogues`` (the snapshots before it: ``_state.snaps``)."""
+        history = [d for d in self._state.snaps if d < dialogues]
+        prev_d, first_d = history[-1], history[0]
+        lag_d = history[-self.lag] if len(history) >= self.lag else None
+        others = [("prev", self._table(prev_d)), ("first", self._table(first_d))]
+        if lag_d is not None:
+            others.append(("lag", self._table(lag_d)))
+        if self.reference is not None:
+            others.append(("ref", self.reference))
+        means = self._compare_with(table, others)
+        row: dict[str, Any] = {
             "dialogues": int(dialogues),
             "prev_dialogues": prev_d,
-            **{s: float(m[s]) for s in self.scores},
-            "n": int(m["n"]),
+            **{s: means["prev"][s] for s in self.scores},
+            "n": means["prev"]["n"],
+            **_empty_lags(self.scores),
         }
+        row["first_dialogues"] = first_d
+        row.update({lag_column(s, "vs_first"): means["first"][s] for s in self.scores})
+        if lag_d is not None:
+            row["lag_dialogues"] = lag_d
+            row.update({lag_column(s, "vs_lag"): means["lag"][s] for s in self.scores})
+        if self.reference is not None:
+            row.update({lag_column(s, "vs_ref"): means["ref"][s] for s in self.scores})
+        return row
 
+    # -------------------------------------------------------------- figure and TensorBoard
     def redraw(self) -> Path | None:
         """Redraw ``convergence.png`` from the rows (``None`` while there are none)."""
         if not self._state.rows:
             return None
         thr = self.stop_rule.threshold if self.stop_rule else None
-        series = {s: self._state.rows for s in self.scores}
-        return plot_convergence(
-            series, self.png_path, title=f"Convergence of {self.name}: snapshot k vs k-1", threshold=thr
+        return plot_lags(
+            self._state.rows,
+            self.scores,
+            self.png_path,
+            lag=self.lag,
+            title=f"Convergence of {self.name}",
+            threshold=thr,
         )
+
+    def _tb_files(self) -> list[Path]:
+        from ._tensorboard import SUFFIX
+
+        assert self.tensorboard is not None
+        return sorted(self.tensorboard.glob(f"events.out.tfevents.*{SUFFIX}"))
+
+    def _writer(self) -> Any:
+        if self._tb is None:
+            from ._tensorboard import TensorBoardWriter
+
+            self._tb = TensorBoardWriter(self.tensorboard, option="tensorboard")  # type: ignore[arg-type]
+        return self._tb
+
+    def _log(self, rows: Sequence[Mapping[str, Any]], lags: Sequence[str], image: bool) -> None:
+        """Scalars ``behavsim/<score>/<lag>`` of ``rows`` at step = training dialogues (undefined
+        values are left out), then the figure at the last row's step."""
+        w = self._writer()
+        for r in rows:
+            vals = {}
+            for lag in lags:
+                for s in self.scores:
+                    v = r.get(lag_column(s, lag), math.nan)
+                    if v is not None and not math.isnan(v):
+                        vals[f"behavsim/{s}/{lag}"] = v
+            w.scalars(vals, int(r["dialogues"]))
+        if image and rows and self.plot:
+            self._log_image(int(rows[-1]["dialogues"]))
+        w.flush()
+
+    def _log_image(self, step: int) -> None:
+        if self.png_path.is_file():
+            w = self._writer()
+            w.image("behavsim/convergence", self.png_path.read_bytes(), step)
+            w.flush()
+
+    def close(self) -> None:
+        """Close the TensorBoard event file (nothing else stays open)."""
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
 
     def __repr__(self) -> str:
         return (

@@ -92,6 +92,26 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "training; outputs in DIR/monitor/<trial>/)",
     )
     p.add_argument("--monitor-scores", nargs="+", metavar="NAME", help="scores of --monitor (default TMR DMR CER CMR)")
+    p.add_argument(
+        "--monitor-lag",
+        type=int,
+        default=None,
+        metavar="K",
+        help="--monitor also compares each checkpoint with the one K back (default 5)",
+    )
+    p.add_argument(
+        "--monitor-reference",
+        metavar="SPEC",
+        default=None,
+        help="--monitor also compares each checkpoint with this fixed policy (e.g. handcrafted)",
+    )
+    p.add_argument(
+        "--tensorboard",
+        metavar="TBDIR",
+        help="TensorBoard scalars, one run folder per trial (TBDIR/<trial>/, step = training dialogues): each "
+        "checkpoint's TSR, AIQ and ADL (behavsim/eval/...) and, with --monitor, the convergence scores "
+        "(behavsim/<score>/vs_prev|vs_lag|vs_first|vs_final) and figure (needs pip install 'behavsim[tensorboard]')",
+    )
     g = p.add_argument_group("GP-SARSA hyper-parameters (PyDial defaults)")
     g.add_argument("--gamma", type=float, default=1.0, help="discount (default 1.0)")
     g.add_argument("--sigma", type=float, default=5.0, help="noise standard deviation (default 5.0)")
@@ -169,6 +189,14 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     ]
     if args.monitor_scores:
         cmd += ["--scores", *args.monitor_scores]
+    if args.tensorboard:
+        cmd += ["--tensorboard", str(args.tensorboard)]
+    if args.monitor_lag is not None:
+        if args.monitor_lag < 1:
+            raise ConfigError(f"--monitor-lag: expected a positive number of checkpoints, got {args.monitor_lag}")
+        cmd += ["--lag", str(args.monitor_lag)]
+    if args.monitor_reference:
+        cmd += ["--reference", args.monitor_reference]
     return subprocess.Popen(cmd)
 
 
@@ -176,16 +204,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
     from pathlib import Path
 
+    from behavsim import BehavsimError
+
     from .checkpoint import CheckpointError
     from .train import ConfigError, run_training
 
     monitor = None
     try:
         config = _config_from_args(args)
+        tensorboard = getattr(args, "tensorboard", None)
+        if tensorboard:
+            from behavsim._tensorboard import check_tensorboard_dir
+
+            check_tensorboard_dir(tensorboard, "--tensorboard")
         if args.monitor:
             monitor = _start_monitor(args)
-        rows = run_training(config, args.output, workers=args.workers, progress=args.progress)
-    except (ConfigError, CheckpointError) as exc:
+        rows = run_training(config, args.output, workers=args.workers, progress=args.progress, tensorboard=tensorboard)
+    except (ConfigError, CheckpointError, BehavsimError) as exc:
         print(f"behavsim train: error: {exc}", file=sys.stderr)
         if monitor is not None:
             monitor.terminate()
@@ -199,6 +234,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         if code:
             print(f"behavsim train: warning: the convergence monitor ended with exit code {code}", file=sys.stderr)
         print(f"convergence: {Path(args.output) / 'monitor'}")
+    if getattr(args, "tensorboard", None):
+        print(f"tensorboard: {args.tensorboard} (tensorboard --logdir {args.tensorboard})")
     last: dict[tuple[str, int], dict] = {}
     for r in rows:
         last[(r["reward"], r["seed"])] = r

@@ -13,6 +13,11 @@ holding trial folders; each trial gets its own monitor with outputs under ``OUT/
 training order; only complete ``ckpt-*.npz`` files are listed (the trainer writes them under a
 temporary name and renames them), and a file that cannot be read yet is retried at the next
 poll when following. Running the command again continues where the outputs end.
+
+``--lag K`` and ``--reference SPEC`` add the other lags (the checkpoint K back, the first, a fixed
+policy; the last one is filled in when the command ends), ``--tensorboard TBDIR`` writes them as
+TensorBoard scalars into ``TBDIR/<trial>/``, and ``--pattern GLOB --loader MODULE:FUNCTION``
+follows the checkpoint files of any trainer (:class:`PatternWatch`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 
-__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials", "OutputLock"]
+__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials", "OutputLock", "PatternWatch", "load_loader"]
 
 _TRIAL_RE = re.compile(r"^[A-Za-z0-9_]+-seed\d+$")
 _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
@@ -77,6 +82,47 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
+    p.add_argument(
+        "--lag",
+        type=int,
+        default=5,
+        metavar="K",
+        help="also compare each checkpoint with the one K checkpoints back (vs_lag; default 5); every checkpoint "
+        "is also compared with the first (vs_first) and, when the command ends, with the last (vs_final)",
+    )
+    p.add_argument(
+        "--reference",
+        metavar="SPEC",
+        default=None,
+        help="also compare each checkpoint with this fixed policy (vs_ref), a policy spec such as handcrafted",
+    )
+    p.add_argument(
+        "--tensorboard",
+        metavar="TBDIR",
+        default=None,
+        help="write the scores as TensorBoard scalars behavsim/<score>/<lag> (step = training dialogues) and the "
+        "figure into TBDIR/<trial>/ (needs pip install 'behavsim[tensorboard]')",
+    )
+    t = p.add_argument_group(
+        "any trainer",
+        "follow the checkpoint files of a trainer of your own: DIR holds them, --pattern selects them, the "
+        "training-dialogue count is read from each name and --loader turns a file into a policy",
+    )
+    t.add_argument("--pattern", metavar="GLOB", default=None, help="checkpoint files under DIR, e.g. 'ckpt-*.pt'")
+    t.add_argument(
+        "--loader",
+        metavar="MODULE:FUNCTION",
+        default=None,
+        help="function path -> policy (anything a snapshot may be: a policy object, a callable belief -> act, "
+        "a policy spec); MODULE is imported from the working folder or the Python path",
+    )
+    t.add_argument(
+        "--step-regex",
+        metavar="RE",
+        default=None,
+        help="regular expression finding the training dialogues in a file's path below DIR (its first group, "
+        "or the whole match; default: the last number in the name)",
+    )
     q = p.add_argument_group(
         "PyDial training",
         "follow the GP policies PyDial3's `pydial.py train` writes: DIR is its policy folder (e.g. _bspolicies/, "
@@ -182,20 +228,26 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     interval, stop_rule, score_names = _check_args(args, root)
     contexts = ContextSet.load(args.contexts)
+    if getattr(args, "pattern", None):
+        watch: _Watch = PatternWatch(args, root, contexts, score_names, stop_rule)
+        nothing = f"{root}: no file matches --pattern {args.pattern!r}"
+        return run_watch(watch, args, interval, nothing)
     watch = _Watch(args, root, contexts, score_names, stop_rule)
     nothing = f"{root}: no checkpoints (ckpt-NNNNNN.npz) found" + ("" if watch.single else " in any trial folder")
     return run_watch(watch, args, interval, nothing)
 
 
 def run_watch(watch: Any, args: argparse.Namespace, interval: float, nothing: str) -> int:
-    """Poll once, then follow if asked; ``nothing`` says what was not found when there is nothing
-    to watch and no ``--follow``. Ctrl-C stops cleanly (the same command continues)."""
+    """Poll once, then follow if asked, then fill every trial's ``vs_final``; ``nothing`` says what
+    was not found when there is nothing to watch and no ``--follow``. Ctrl-C stops cleanly (the
+    same command continues)."""
     try:
         watch.poll()
         if not watch.monitors and not args.follow:
             raise ConfigError(nothing + "; use --follow to wait for them")
         if args.follow:
             watch.follow(interval, args.stop_after)
+        watch.finish()  # the last checkpoint seen is the final one (not after Ctrl-C: the run may go on)
     except KeyboardInterrupt:
         _say("interrupted; run the same command again to continue")
     finally:
@@ -214,7 +266,8 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
     from behavsim.scores import SEMANTIC_SCORES
     from behavsim.scores import scores as registry
 
-    if not root.is_dir():
+    waits = bool(getattr(args, "pattern", None)) and args.follow  # a trainer of one's own may not have made it yet
+    if not root.is_dir() and not waits:
         raise ConfigError(f"DIR {args.dir!r}: no such folder (a trial folder <reward>-seed<S>/ or a run folder)")
     if args.interval is not None and not (args.interval > 0):
         raise ConfigError(f"--interval: expected a positive number of seconds, got {args.interval}")
@@ -229,6 +282,19 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
     score_names = [registry.canonical(s) for v in (args.scores or SEMANTIC_SCORES) for s in v.split(",") if s.strip()]
     if stop_rule is not None and stop_rule.score not in score_names:
         raise ConfigError(f"--stop-rule: score {stop_rule.score!r} is not among --scores {score_names}")
+    lag = getattr(args, "lag", 5)
+    if lag < 1:
+        raise ConfigError(f"--lag: expected a positive number of checkpoints, got {lag}")
+    if getattr(args, "tensorboard", None):
+        from behavsim._tensorboard import check_tensorboard_dir
+
+        check_tensorboard_dir(args.tensorboard, "--tensorboard")
+    pattern_opts = [o for o in ("loader", "step_regex") if getattr(args, o, None)]
+    if getattr(args, "pattern", None):
+        if not getattr(args, "loader", None):
+            raise ConfigError("--pattern needs --loader MODULE:FUNCTION (the function that loads one checkpoint file)")
+    elif pattern_opts:
+        raise ConfigError(f"--{pattern_opts[0].replace('_', '-')} only makes sense with --pattern GLOB")
     return interval, stop_rule, score_names
 
 
@@ -263,6 +329,21 @@ class _Watch:
         self.handled: dict[str, int] = {}  # highest checkpoint (or batch) dealt with
         self.noted: set[str] = set()
         self.width = 8
+        self._reference: Any = None
+
+    def reference_table(self) -> Any:
+        """``--reference``'s responses on the contexts, made once for every trial (``None`` without it)."""
+        spec = getattr(self.args, "reference", None)
+        if spec is None or self._reference is not None:
+            return self._reference
+        import warnings
+
+        from .respond import PolicyErrorsWarning, respond
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyErrorsWarning)
+            self._reference = respond(spec, self.contexts, **getattr(self, "options", {}))
+        return self._reference
 
     def handled_after(self, dialogues: int) -> int:
         """What :attr:`handled` records for a trial resumed after ``dialogues``."""
@@ -284,6 +365,9 @@ class _Watch:
                 stop_rule=self.stop_rule,
                 plot=self.args.plot,
                 name=trial,
+                lag=getattr(self.args, "lag", 5),
+                reference=self.reference_table(),
+                tensorboard=Path(self.args.tensorboard) / trial if getattr(self.args, "tensorboard", None) else None,
             )
             self.monitors[trial] = m
             if m.last_dialogues is not None:
@@ -389,7 +473,14 @@ class _Watch:
         else:
             _say("every trial reached the run's last checkpoint; stopping")
 
+    def finish(self) -> None:
+        """The command ends: every checkpoint against the last one seen (vs_final), then the files closed."""
+        for m in self.monitors.values():
+            m.finish()
+
     def close(self) -> None:
+        for m in self.monitors.values():
+            m.close()
         for lock in self.locks:
             lock.close()
 
@@ -405,6 +496,171 @@ class _Watch:
                     "met now" if m.should_stop else f"first met at {at}, not now" if at else "not met"
                 )
             _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
+
+
+# ----------------------------------------------------------------------------- any trainer
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+SETTLE = 1.0  # seconds a file must stay unchanged before it is loaded while following
+
+
+def load_loader(text: str) -> Any:
+    """``module:function`` → the function (the module imported from the working folder or the path)."""
+    import importlib
+    import os
+
+    module_name, sep, attr = text.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"--loader {text!r}: expected MODULE:FUNCTION, e.g. mytrainer.checkpoints:load_policy")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ConfigError(
+            f"--loader {text!r}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        ) from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"--loader {text!r}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ConfigError(f"--loader {text!r}: {attr} is a {type(obj).__name__}, not a function path -> policy")
+    return obj
+
+
+def step_pattern(text: str | None) -> re.Pattern:
+    """``--step-regex`` compiled (default: the last number of the name)."""
+    if text is None:
+        return _LAST_NUMBER
+    try:
+        rx = re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"--step-regex {text!r}: not a regular expression ({exc})") from None
+    if rx.groups > 1:
+        raise ConfigError(f"--step-regex {text!r}: expected at most one group (the training dialogues)")
+    return rx
+
+
+def step_of(rel: str, rx: re.Pattern) -> int | None:
+    """The training dialogues in a file's path below DIR (``None``: no step in it)."""
+    m = rx.search(rel)
+    if m is None:
+        return None
+    text = m.group(1) if rx.groups else m.group(0)
+    return int(text) if text is not None and text.isdigit() else None
+
+
+class PatternWatch(_Watch):
+    """One trial: the files of DIR matching ``--pattern``, ordered by the step in their names,
+    each loaded with ``--loader`` and snapshotted through :func:`behavsim.respond`."""
+
+    def __init__(
+        self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
+    ) -> None:
+        self.root = root
+        self.single = True
+        self.run_dir = root
+        self.trial = root.resolve().name
+        self._setup(args, contexts, score_names, stop_rule, Path(args.output) if args.output else root / "monitor")
+        from .domain import domain_spec
+
+        domain = domain_spec(getattr(args, "domain", None))
+        self.options = {} if domain is None else {"domain": domain}
+        self.loader = load_loader(args.loader)
+        self.rx = step_pattern(args.step_regex)
+        self.said_nothing = False
+
+    def files(self) -> list[tuple[int, Path]]:
+        """(step, path) of every matching file with a step, in step order (each problem said once)."""
+        out: dict[int, Path] = {}
+        out_dir = self.out.resolve()
+        for path in sorted(self.root.glob(self.args.pattern)):
+            if not path.is_file() or out_dir in path.resolve().parents:
+                continue
+            rel = path.relative_to(self.root).as_posix()
+            step = step_of(rel, self.rx)
+            if step is None:
+                self._once(
+                    rel, f"{rel}: no training-dialogue count in the name (--step-regex {self.rx.pattern!r}); skipped"
+                )
+            elif step in out:
+                self._once(rel, f"{rel}: step {step} again (also {out[step].relative_to(self.root)}); skipped")
+            else:
+                out[step] = path
+        return sorted(out.items())
+
+    def _once(self, key: str, text: str) -> None:
+        if key not in self.noted:
+            self.noted.add(key)
+            _say(text)
+
+    def poll(self) -> int:
+        files = self.files()
+        if not files:
+            if self.args.follow and not self.said_nothing:
+                self.said_nothing = True
+                _say(f"{self.root}: no file matches --pattern {self.args.pattern!r} yet; following")
+            return 0
+        self.width = max(self.width, len(self.trial))
+        return self._poll_files(files)
+
+    def _poll_files(self, files: list[tuple[int, Path]]) -> int:
+        import time as _time
+
+        news = 0
+        m = self.monitor_for(self.trial)
+        for d, path in files:
+            last = self.handled.get(self.trial)
+            if last is not None and d <= last:
+                continue
+            if self.args.follow:
+                try:
+                    if _time.time() - path.stat().st_mtime < SETTLE:
+                        break  # the trainer may still be writing it: next poll
+                except OSError:
+                    break
+            if not m.due(d):
+                self.handled[self.trial] = d
+                continue
+            rel = path.relative_to(self.root).as_posix()
+            try:
+                policy = self.loader(str(path))
+            except Exception as exc:
+                self._failed(m, d, rel, f"the loader failed: {type(exc).__name__}: {exc}")
+                continue
+            try:
+                table = self._respond(policy)
+            except BehavsimError:
+                raise
+            except Exception as exc:
+                self._failed(m, d, rel, f"its policy failed: {type(exc).__name__}: {exc}")
+                continue
+            if table.n_errors == len(table):
+                first = next((e for e in table.errors if e), "")
+                self._failed(m, d, rel, f"its policy answered none of the {len(table)} contexts ({first})")
+                continue
+            news += self._record(self.trial, m, table, d, d)
+        return news
+
+    def _respond(self, policy: Any) -> Any:
+        import warnings
+
+        from .respond import PolicyErrorsWarning, respond
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyErrorsWarning)
+            return respond(policy, self.contexts, progress=False, **self.options)
+
+    def _failed(self, m: Any, dialogues: int, rel: str, why: str) -> None:
+        why = " ".join(why.split())
+        if len(why) > 200:  # some loaders explain at length: the line keeps its start
+            why = why[:199] + "…"
+        m.record_failed(dialogues, rel, why)
+        self.handled[self.trial] = dialogues
+        _say(f"{self.trial:<{self.width}}  {dialogues}: {rel}: {why}; recorded as failed in {m.failed_path}")
+
+    def finished(self) -> bool:
+        return False  # a trainer of one's own says nothing about its end: --stop-after or Ctrl-C
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -923,17 +923,53 @@ class _Progress:
             bar.close()
 
 
+class _TensorBoardReport:
+    """Passes every report on and logs each checkpoint's TSR, AIQ and ADL as TensorBoard scalars
+    ``behavsim/eval/TSR|AIQ|ADL`` (step = training dialogues) into ``DIR/<trial>/``, in an event
+    file of its own (suffix ``.behavsim-train``) beside the monitor's and any other writer's."""
+
+    TAGS = {"TSR": "tsr", "AIQ": "aiq", "ADL": "adl"}
+
+    def __init__(self, inner: Callable[[tuple], None], logdir: Path) -> None:
+        self.inner = inner
+        self.logdir = logdir
+        self.writers: dict[str, Any] = {}
+
+    def __call__(self, msg: tuple) -> None:
+        self.inner(msg)
+        kind, trial, row = msg
+        if kind != "checkpoint":
+            return
+        from behavsim._tensorboard import TensorBoardWriter
+
+        if trial not in self.writers:
+            self.writers[trial] = TensorBoardWriter(
+                self.logdir / trial, suffix=".behavsim-train", option="--tensorboard"
+            )
+        w = self.writers[trial]
+        vals = {f"behavsim/eval/{tag}": float(row[key]) for tag, key in self.TAGS.items() if row.get(key) is not None}
+        w.scalars(vals, int(row["dialogues"]))
+        w.flush()
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+
+
 def run_training(
     config: TrainConfig,
     out_dir: str | os.PathLike,
     *,
     workers: int | None = None,
     progress: bool = True,
+    tensorboard: str | os.PathLike | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) every trial of ``config`` in ``out_dir``; returns all metric rows.
 
     ``workers`` defaults to ``min(trials, cores)``; with one worker the trials run in this
-    process, one after the other. Writes ``out_dir/metrics.csv`` at the end.
+    process, one after the other. Writes ``out_dir/metrics.csv`` at the end. ``tensorboard``:
+    a folder that receives each checkpoint's TSR, AIQ and ADL as TensorBoard scalars, one run
+    folder per trial (``pip install 'behavsim[tensorboard]'``).
     """
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
@@ -942,9 +978,14 @@ def run_training(
     out = Path(out_dir)
     if out.is_dir() and not (out / "config.json").is_file() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
+    tb = None
+    if tensorboard is not None:
+        from behavsim._tensorboard import check_tensorboard_dir
+
+        tb = check_tensorboard_dir(tensorboard, "tensorboard")
     out.mkdir(parents=True, exist_ok=True)
     with _RunLock(out):
-        return _run_training(config, out, workers, progress)
+        return _run_training(config, out, workers, progress, tb)
 
 
 class RunLocked(ConfigError):
@@ -989,21 +1030,26 @@ class _RunLock:
             self.fh.close()  # releases the lock
 
 
-def _run_training(config: TrainConfig, out: Path, workers: int | None, progress: bool) -> list[dict[str, Any]]:
+def _run_training(
+    config: TrainConfig, out: Path, workers: int | None, progress: bool, tensorboard: Path | None = None
+) -> list[dict[str, Any]]:
     _prepare_dir(config, out)
     trials = config.trials()
     names = [trial_name(r, s) for r, s in trials]
     n_workers = min(len(trials), os.cpu_count() or 1) if workers is None else int(workers)
     bar = _Progress(config, names, progress)
+    report: Any = bar if tensorboard is None else _TensorBoardReport(bar, tensorboard)
     results: dict[str, list[dict[str, Any]]] = {}
     try:
         if n_workers == 1:
             for (r, s), name in zip(trials, names):
-                results[name] = run_trial(config, r, s, out, bar)
+                results[name] = run_trial(config, r, s, out, report)
         else:
-            results = _run_parallel(config, out, trials, names, n_workers, bar)
+            results = _run_parallel(config, out, trials, names, n_workers, report)
     finally:
         bar.close()
+        if report is not bar:
+            report.close()
     rows = [row for name in names for row in results[name]]
     _write_all_metrics(out)
     return rows

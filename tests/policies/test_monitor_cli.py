@@ -218,8 +218,9 @@ def test_docs_examples_run(tmp_path, monkeypatch, capsys):
     blocks = [b for b in _python_blocks(ROOT / "docs" / "monitor.md") if "# not run in tests" not in b]
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__docs__"}   # one session, as a reader types them (and tests/docs runs them)
     for b in blocks:
-        exec(compile(b, "docs/monitor.md", "exec"), {"__name__": "__docs__"})
+        exec(compile(b, "docs/monitor.md", "exec"), namespace)
     out = capsys.readouterr().out
     assert "toy 200 vs 100: TMR 0.920 DMR 0.920" in out and "1300 True 1.0" in out   # as the comments say
     assert re.search(r"^ts-seed0 300 vs 200: TMR \d\.\d{3} DMR", out, re.M)   # GP numbers move with the policies
