@@ -150,6 +150,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     fmt = args.per_context
     if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
         fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
+    if getattr(args, "slice", None) and fmt == "none":
+        raise ConfigError(
+            "--slice needs the per-context rows written: -o FILE, and with --matrix or --per-context none "
+            "also --per-context csv|parquet"
+        )
     if out is not None and fmt != "none":
         kind = "parquet" if out.suffix.lower() == ".parquet" else "csv" if out.suffix.lower() == ".csv" else None
         if kind is not None and kind != fmt:

@@ -84,6 +84,8 @@ CASES = [
                                             "0", "-o", "{d}/rob2"], r"nope\.npz"),
     ("map of two policies", ["map", "{d}/a.jsonl", "{d}/b.jsonl", "-o", "{d}/map2"], r"three"),
     ("--per-context without -o", ["compare", "{d}/a.jsonl", "{d}/b.jsonl", "--per-context", "csv"], r"needs -o"),
+    ("--slice with --matrix only", ["compare", "{d}/a.jsonl", "{d}/b.jsonl", "--matrix", "--slice", "acttype", "-o",
+                                    "{d}/s/out.csv"], r"--slice needs the per-context rows"),
     ("--chunk-contexts 0", ["compare", "{d}/a.jsonl", "{d}/b.jsonl", "--matrix", "{d}/m0", "--chunk-contexts", "0"],
      r"chunk_contexts"),
     ("unknown score", ["compare", "{d}/a.jsonl", "{d}/b.jsonl", "--scores", "TMX", "-o", "{d}/x.csv"], r"TMX"),
