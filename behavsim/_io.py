@@ -208,3 +208,47 @@ def check_header(header: Any, where: str, fmt: str, version: int, what: str) -> 
             f"(this behavsim reads version {version})"
         )
     return header
+
+
+def write_json_checked(path: Path, obj: dict) -> Path:
+    """A JSON object (indented, sorted keys) with the checksum of its other keys under
+    :data:`CHECKSUM_KEY`, written atomically."""
+    rest = {k: v for k, v in obj.items() if k != CHECKSUM_KEY}
+    data = {**rest, CHECKSUM_KEY: _digest(rest, b"")}
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return _replace(tmp, path)
+
+
+def read_json_checked(path: Path) -> dict:
+    """A JSON object written by :func:`write_json_checked` (or without a checksum: accepted as it
+    is). A file that is not a JSON object, or whose checksum does not match, raises
+    :class:`TableFormatError` naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise TableFormatError(f"{path}: damaged JSON file ({_short(exc)})") from None
+    if not isinstance(data, dict):
+        raise TableFormatError(f"{path}: damaged JSON file (expected an object, found a {type(data).__name__})")
+    if CHECKSUM_KEY in data:
+        _verify(data, b"", path)
+        data = {k: v for k, v in data.items() if k != CHECKSUM_KEY}
+    return data
+
+
+def file_digest(path: Path) -> str | None:
+    """``sha256:<hex>`` of a file's bytes, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

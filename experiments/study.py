@@ -39,12 +39,14 @@ from behavsim import (
     ConfigError,
     ContextSet,
     ResponseTable,
+    TableFormatError,
     UnknownScore,
     closest_name,
     compare,
     list_scores,
     package_version,
 )
+from behavsim._io import file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
@@ -177,24 +179,56 @@ def code_version() -> str:
 
 # ----------------------------------------------------------------------------------- helpers
 class _State:
-    """Which stages are finished, keyed by a hash of their inputs (RUN_DIR/state.json)."""
+    """Which stages are finished (RUN_DIR/state.json, with its checksum): per stage the hash of its
+    inputs and the digest of every file it wrote. A stage counts as done only when its inputs are
+    the same and every output is there, unchanged; a damaged state file counts as no stage done."""
 
     def __init__(self, path: Path):
         self.path = path
-        self.data: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+        self.data: dict[str, Any] = {}
+        if path.exists():
+            try:
+                self.data = read_json_checked(path)
+            except TableFormatError as exc:
+                print(f"note: {exc}; the stages it recorded are done again", file=sys.stderr)
 
     def done(self, stage: str, key: str) -> bool:
-        return self.data.get(stage) == key
+        entry = self.data.get(stage)
+        if isinstance(entry, str):  # written before outputs were recorded
+            return entry == key
+        if not isinstance(entry, dict) or entry.get("key") != key:
+            return False
+        outputs = entry.get("outputs")
+        if not isinstance(outputs, dict):
+            return False
+        root = self.path.parent
+        for rel, digest in sorted(outputs.items()):
+            if file_digest(root / rel) != digest:
+                what = "missing" if not (root / rel).exists() else "damaged (it changed since it was written)"
+                print(f"note: {root / rel} is {what}; stage {stage!r} is done again", file=sys.stderr)
+                return False
+        return True
 
-    def mark(self, stage: str, key: str) -> None:
-        self.data[stage] = key
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, self.path)
+    def mark(self, stage: str, key: str, outputs: Sequence[Path] = ()) -> None:
+        root = self.path.parent
+        digests = {str(p.relative_to(root)): file_digest(p) for p in outputs}
+        self.data[stage] = {"key": key, "outputs": dict(sorted(digests.items()))}
+        write_json_checked(self.path, self.data)
 
 
 def _hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+#: The results the training stage writes (every other file in results/ is the compare stage's).
+_TRAIN_RESULTS = ("metrics.csv", "table1.csv")
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write atomically: a temporary file renamed into place."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -256,10 +290,13 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
         path = cdir / f"{name}.jsonl"
         keyfile = cdir / f"{name}.key"
         if path.exists() and keyfile.exists() and keyfile.read_text() == key:
-            return ContextSet.load(path)
+            try:
+                return ContextSet.load(path)
+            except TableFormatError as exc:
+                log(f"      note: {exc}; building it again")
         cs = build()
         cs.save(path)
-        keyfile.write_text(key)
+        _write_text(keyfile, key)
         return ContextSet.load(path)
 
     domain = _domain(cfg)
@@ -312,20 +349,34 @@ def _respond_set(
 
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
-    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    index: dict[str, Any] = {}
+    if index_path.exists():
+        try:
+            index = read_json_checked(index_path)
+        except TableFormatError as exc:
+            print(f"note: {exc}; its tables are made again", file=sys.stderr)
     if index.get("__fingerprint__") != cs.fingerprint:
         index = {"__fingerprint__": cs.fingerprint}
-    todo = [s for s in specs if s not in index or not (rdir / index[s]).exists()]
+    loaded: dict[str, ResponseTable] = {}
+    todo = []
+    for spec in specs:
+        name = index.get(spec)
+        if isinstance(name, str) and (rdir / name).exists():
+            try:
+                loaded[spec] = ResponseTable.load(rdir / name)
+                continue
+            except TableFormatError as exc:  # damaged: made again, exactly this one
+                print(f"note: {exc}; responding again", file=sys.stderr)
+        todo.append(spec)
     if todo:
         options = {} if domain is None else {"domain": domain}
         for spec, table in zip(todo, respond_many(todo, cs, **options)):
             name = f"{table.id}.jsonl"
             table.save(rdir / name)
             index[spec] = name
-        tmp = index_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, index_path)
-    return {s: ResponseTable.load(rdir / index[s]) for s in specs}
+            loaded[spec] = ResponseTable.load(rdir / name)
+        write_json_checked(index_path, index)
+    return {s: loaded[s] for s in specs}
 
 
 def _pair_label(a: dict, b: dict) -> str:
@@ -479,9 +530,10 @@ def _stage_compare_and_analyse(
     log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
-    (results / "tests.json").write_text(json.dumps(tests, indent=2, sort_keys=True) + "\n")
-    (results / "signatures.json").write_text(json.dumps(signatures, indent=2, sort_keys=True) + "\n")
-    state.mark("compare", key)
+    _write_text(results / "tests.json", json.dumps(tests, indent=2, sort_keys=True) + "\n")
+    _write_text(results / "signatures.json", json.dumps(signatures, indent=2, sort_keys=True) + "\n")
+    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in _TRAIN_RESULTS)
+    state.mark("compare", key, written)
 
 
 def _compare_all(
@@ -704,9 +756,14 @@ def _write_manifest(
         },
         "figures": figures,
     }
-    prev = json.loads((run / "manifest.json").read_text()) if (run / "manifest.json").exists() else {}
+    prev: dict[str, Any] = {}
+    if (run / "manifest.json").exists():
+        try:
+            prev = read_json_checked(run / "manifest.json")
+        except TableFormatError as exc:
+            print(f"note: {exc}; it is written again", file=sys.stderr)
     manifest["wall_seconds"] = round(prev.get("wall_seconds", 0.0) + elapsed, 1)
-    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    write_json_checked(run / "manifest.json", manifest)
     return elapsed
 
 
@@ -722,8 +779,10 @@ def _created(run: Path) -> str:
     p = run / "manifest.json"
     if p.exists():
         try:
-            return json.loads(p.read_text())["created"]
-        except (KeyError, json.JSONDecodeError):
+            created = json.loads(p.read_text())["created"]
+            if isinstance(created, str):
+                return created
+        except (KeyError, TypeError, ValueError, RecursionError):  # damaged: a new date
             pass
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 

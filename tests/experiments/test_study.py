@@ -170,3 +170,40 @@ def test_study_domain_option():
     assert (load_config("quick").eval_scale, load_config("paper").eval_scale) == (1.0, 1.0)
     with pytest.raises(ConfigError, match="study config: user: unknown user configuration 'env2'"):
         load_config("tiny", user="env2")
+
+
+
+def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
+    """Damaged or missing stage outputs are found on resume and exactly those are made again; the
+    results come out equal to an undamaged run's, and nothing else is redone. (A fresh run: the
+    study's response index names checkpoints by path, so a copied folder responds again anyway.)"""
+    run = tmp_path / "run"
+    run_study(load_config("tiny"), run, log=lambda m: None)
+    def csvs(folder):  # metrics.csv holds timings
+        return {p.name: p.read_bytes() for p in (folder / "results").glob("*.csv") if p.name != "metrics.csv"}
+
+    results = csvs(run)
+    assert results == csvs(tiny_run)
+    tables = sorted((run / "responses" / "cgen").glob("*-seed*.jsonl"))
+    untouched = {p: p.stat().st_mtime_ns for p in tables[1:]}
+    lines = tables[0].read_text().splitlines()
+    lines[1] = lines[1].replace('"i":0', '"i":0 ', 1).replace('"act":"', '"act":"x', 1)  # valid JSON, one act changed
+    tables[0].write_text("\n".join(lines) + "\n")
+    (run / "results" / "seeds.csv").write_text((run / "results" / "seeds.csv").read_text()[:100])  # truncated
+    (run / "results" / "tests.json").unlink()  # missing
+    (run / "manifest.json").write_text("{damaged")
+    capsys.readouterr()
+    run_study(load_config("tiny"), run, log=lambda m: None)
+    err = capsys.readouterr().err
+    assert f"{tables[0]}" in err and "responding again" in err
+    assert "is damaged (it changed since it was written); stage 'compare' is done again" in err
+    assert csvs(run) == results
+    assert (run / "results" / "tests.json").read_bytes() == (tiny_run / "results" / "tests.json").read_bytes()
+    assert {p: p.stat().st_mtime_ns for p in tables[1:]} == untouched  # only the damaged table was redone
+    assert json.loads((run / "manifest.json").read_text())["config_name"] == "tiny"
+    # a damaged state file: every stage it recorded is checked again, with the same results
+    state = run / "state.json"
+    state.write_text(state.read_text().replace('"key"', '"kez"', 1))  # valid JSON, wrong checksum
+    run_study(load_config("tiny"), run, log=lambda m: None)
+    assert "state.json: damaged file" in capsys.readouterr().err
+    assert csvs(run) == results
