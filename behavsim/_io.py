@@ -93,9 +93,17 @@ def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=Non
     return _replace(tmp, path)
 
 
+_LOOKS_LIKE_CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 def _verify(header: Any, body: bytes, where: Path) -> None:
-    """Compare a file's checksum with its content; a file without one is accepted as it is."""
-    if not isinstance(header, dict) or CHECKSUM_KEY not in header:
+    """Compare a file's checksum with its content; a file without one is accepted as it is —
+    unless another key holds what looks like a checksum (its own key was damaged)."""
+    if not isinstance(header, dict):
+        return
+    if CHECKSUM_KEY not in header:
+        if any(isinstance(v, str) and _LOOKS_LIKE_CHECKSUM.fullmatch(v) for v in header.values()):
+            raise TableFormatError(f"{where}: damaged file: its checksum is under a damaged key")
         return
     want = header[CHECKSUM_KEY]
     if not isinstance(want, str) or _digest(header, body) != want:
@@ -124,13 +132,18 @@ def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str
             raise TableFormatError(f"{path}: Parquet file without behavsim header metadata")
         try:
             header = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TableFormatError(f"{path}: damaged header metadata ({exc})") from None
-        rows = [(f"row {k}", r) for k, r in enumerate(tbl.to_pylist())]
+            rows = [(f"row {k}", r) for k, r in enumerate(tbl.to_pylist())]
+        except (ValueError, RecursionError) as exc:
+            raise TableFormatError(f"{path}: damaged header metadata ({_short(exc)})") from None
+        except Exception as exc:  # pyarrow's errors for damaged pages
+            raise TableFormatError(f"{path}: damaged Parquet data ({_short(exc)})") from None
         if precheck is not None:
             precheck(header, rows)
-        if isinstance(header, dict) and CHECKSUM_KEY in header:
-            _verify(header, canonical_json(tbl.to_pydict()).encode("utf-8"), path)
+        try:
+            body = canonical_json(tbl.to_pydict()).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # a damaged schema: columns of another type
+            raise TableFormatError(f"{path}: damaged Parquet data ({_short(exc)})") from None
+        _verify(header, body, path)
         return header, rows
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -234,10 +247,8 @@ def read_json_checked(path: Path) -> dict:
         raise TableFormatError(f"{path}: damaged JSON file ({_short(exc)})") from None
     if not isinstance(data, dict):
         raise TableFormatError(f"{path}: damaged JSON file (expected an object, found a {type(data).__name__})")
-    if CHECKSUM_KEY in data:
-        _verify(data, b"", path)
-        data = {k: v for k, v in data.items() if k != CHECKSUM_KEY}
-    return data
+    _verify(data, b"", path)
+    return {k: v for k, v in data.items() if k != CHECKSUM_KEY}
 
 
 def file_digest(path: Path) -> str | None:

@@ -24,7 +24,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +118,7 @@ def read_npz(path: str | os.PathLike) -> tuple[dict[str, np.ndarray], dict[str, 
                     arrays[name[:-4]] = np.lib.format.read_array(fh, allow_pickle=False)
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, UnicodeDecodeError) as err:
+    except _READ_ERRORS as err:
         raise CheckpointError(f"{path}: corrupt or unreadable checkpoint ({type(err).__name__}: {err})") from None
     if not isinstance(meta, dict):
         raise CheckpointError(f"{path}: {_META} is not a JSON object")
@@ -136,7 +138,7 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
             meta = json.loads(zf.read(_META).decode("utf-8"))
     except CheckpointError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, UnicodeDecodeError) as err:
+    except _READ_ERRORS as err:
         raise CheckpointError(f"{path}: corrupt or unreadable checkpoint ({type(err).__name__}: {err})") from None
     if not isinstance(meta, dict):
         raise CheckpointError(f"{path}: {_META} is not a JSON object")
@@ -154,6 +156,25 @@ def _check_meta(path: Path, meta: dict[str, Any]) -> None:
     for key in ("learner", "policy"):
         if not isinstance(meta.get(key), dict):
             raise CheckpointError(f"{path}: metadata lacks the {key!r} section")
+
+
+#: What a damaged zip can raise while it is read (a flipped bit in a header can claim an unknown
+#: compression method, an encrypted member, or an absurd size).
+_READ_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    OSError,
+    EOFError,
+    ValueError,
+    UnicodeDecodeError,
+    NotImplementedError,
+    RuntimeError,
+    KeyError,
+    MemoryError,
+    OverflowError,
+    zlib.error,
+    struct.error,
+)
 
 
 def read_checkpoint(path: str | os.PathLike):
