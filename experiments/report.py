@@ -60,6 +60,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("per_turn", "Per turn: TMR and DMR by system turn (Figure 4)"),
     ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
     ("scores", "Score analysis: correlation and MSE (Figure 6)"),
+    ("map", "Behaviour map: every policy against every other"),
     ("tests", "Permutation tests"),
     ("slices", "Where seed and reward pairs differ most: slices"),
     ("disagreements", "Where the policies disagree most"),
@@ -798,6 +799,18 @@ def _signatures(run: _Run) -> str:
     )
 
 
+def _map_note(run: _Run) -> str:
+    """How to read the behaviour map (or why it is missing)."""
+    if not (run.dir / "map" / "map.csv").exists():
+        return note("No <code>map/map.csv</code> in this run (runs before the behaviour map have none).")
+    return (
+        "<p>Each point is a policy; the distance between two points approximates 1 − TMR of the pair on "
+        "C<sub>gen</sub> (classical MDS). A trial's checkpoints are joined in training order: a path that "
+        "settles is a behaviour that converged, and where the seeds' end points lie shows how alike the "
+        "trials became. Coordinates: <code>map/map.csv</code>; distances: <code>map/distances.csv</code>.</p>\n"
+    )
+
+
 def _config(run: _Run) -> str:
     cfg = run.manifest.get("config", None)
     if cfg is None:
@@ -861,6 +874,7 @@ def _render(run: _Run) -> str:
             ),
         ),
         "scores": with_figs("scores", heat),
+        "map": with_figs("map", _map_note(run)),
         "tests": with_figs("tests", _tests(run)),
         "slices": with_figs("slices", _slices(run)),
         "disagreements": with_figs("disagreements", _disagreements(run)),

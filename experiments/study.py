@@ -440,6 +440,7 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
     _stage_compare_and_analyse(cfg, run, sets, responses, log)
     clock.lap("compare+analyse")
     figures = _stage_figures(cfg, run, metrics, log)
+    figures += _stage_map(run, responses, log)
     clock.lap("figures")
     wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
     if cfg.report:
@@ -765,6 +766,35 @@ def _write_manifest(
     manifest["wall_seconds"] = round(prev.get("wall_seconds", 0.0) + elapsed, 1)
     write_json_checked(run / "manifest.json", manifest)
     return elapsed
+
+
+def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> list[dict[str, str]]:
+    """The behaviour map of every policy on C_gen (TMR): classical MDS with each trial's checkpoints
+    joined in training order, and the dendrogram of the final policies (``map/``)."""
+    from behavsim import behaviour_map
+    from behavsim._map import write_map
+
+    tables = list(responses.tables["cgen"].values())
+    if len(tables) < 3:
+        return []
+    log("      behaviour map (TMR on cgen)")
+    paths = write_map(behaviour_map(tables, "TMR"), run / "map")
+    out = [
+        {
+            "file": str(paths["map.svg"].relative_to(run)),
+            "title": "Behaviour map: MDS of 1 − TMR on cgen, each trial's checkpoints joined in training order",
+            "section": "map",
+        }
+    ]
+    if "dendrogram.svg" in paths:
+        out.append(
+            {
+                "file": str(paths["dendrogram.svg"].relative_to(run)),
+                "title": "Dendrogram of the final policies (average linkage of 1 − TMR on cgen)",
+                "section": "map",
+            }
+        )
+    return out
 
 
 def _stage_report(run: Path, log: Callable[[str], None]) -> None:
