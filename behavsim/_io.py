@@ -263,3 +263,21 @@ def file_digest(path: Path) -> str | None:
 def _short(exc: BaseException, limit: int = 200) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class atomic_path:
+    """``with atomic_path(path) as tmp:`` write ``tmp``; on success it is renamed to ``path`` (so a
+    reader, or a run killed while writing, never sees half a file); on an error it is removed."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+
+    def __enter__(self) -> Path:
+        return self.tmp
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)

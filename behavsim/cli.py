@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ._errors import BehavsimError, ConfigError
+from ._io import atomic_path
 from ._util import package_version
 from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
 from .scores import scores as score_registry
@@ -192,22 +193,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             )
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
-    comp.means.to_csv(means_path, index=False, float_format="%.10g")
+    with atomic_path(means_path) as tmp:
+        comp.means.to_csv(tmp, index=False, float_format="%.10g")
     meta_path = out.with_name(out.stem + ".meta.json")
-    meta_path.write_text(
-        json.dumps(
-            {
-                "context_fingerprint": comp.context_fingerprint,
-                "signatures": comp.signatures,
-                "policies": comp.policies,
-                "pairs": args.pairs if not args.pair else args.pair,
-                "tables": [str(p) for p in args.tables],
-            },
-            indent=2,
-            sort_keys=True,
+    with atomic_path(meta_path) as tmp:
+        tmp.write_text(
+            json.dumps(
+                {
+                    "context_fingerprint": comp.context_fingerprint,
+                    "signatures": comp.signatures,
+                    "policies": comp.policies,
+                    "pairs": args.pairs if not args.pair else args.pair,
+                    "tables": [str(p) for p in args.tables],
+                },
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n"
         )
-        + "\n"
-    )
     if args.slice:
         from ._slices import write_slices
 
@@ -249,10 +252,12 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
     for name in mc.score_names:
         if args.matrix_format == "parquet":
             path = out / f"{name}.parquet"
-            mc.means[name].to_parquet(path)
+            with atomic_path(path) as tmp:
+                mc.means[name].to_parquet(tmp)
         else:
             path = out / f"{name}.csv"
-            mc.means[name].to_csv(path)  # shortest round-trip repr: the exact double
+            with atomic_path(path) as tmp:
+                mc.means[name].to_csv(tmp)  # shortest round-trip repr: the exact double
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
@@ -262,26 +267,28 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
     # the contexts left out of each mean, every score in one long table (a, b, <score>...)
     missing = __import__("pandas").DataFrame({name: df.stack() for name, df in mc.n_missing.items()}).reset_index()
     missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
-    if args.matrix_format == "parquet":
-        missing.to_parquet(missing_path, index=False)
-    else:
-        missing.to_csv(missing_path, index=False)
+    with atomic_path(missing_path) as tmp:
+        if args.matrix_format == "parquet":
+            missing.to_parquet(tmp, index=False)
+        else:
+            missing.to_csv(tmp, index=False)
     meta = out / "matrix.meta.json"
-    meta.write_text(
-        json.dumps(
-            {
-                "context_fingerprint": mc.context_fingerprint,
-                "n_contexts": mc.n,
-                "signatures": mc.signatures,
-                "policies": mc.policies,
-                "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
-                "tables": [str(p) for p in args.tables],
-            },
-            indent=2,
-            sort_keys=True,
+    with atomic_path(meta) as tmp:
+        tmp.write_text(
+            json.dumps(
+                {
+                    "context_fingerprint": mc.context_fingerprint,
+                    "n_contexts": mc.n,
+                    "signatures": mc.signatures,
+                    "policies": mc.policies,
+                    "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
+                    "tables": [str(p) for p in args.tables],
+                },
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n"
         )
-        + "\n"
-    )
     p = len(tables)
     print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
     for name, path, png in written:

@@ -114,11 +114,15 @@ def save_figure(fig, path: str | os.PathLike, *, svg: bool = True) -> tuple[Path
     ``svg=False``: the PNG only (the SVG path returned is then not written)."""
     import matplotlib
 
+    from ._io import atomic_path
+
     png, svg_path = _paths(path)
     with matplotlib.rc_context(RC):
-        fig.savefig(png, format="png", metadata={"Software": None})
+        with atomic_path(png) as tmp:
+            fig.savefig(tmp, format="png", metadata={"Software": None})
         if svg:
-            fig.savefig(svg_path, format="svg", metadata={"Date": None, "Creator": None})
+            with atomic_path(svg_path) as tmp:
+                fig.savefig(tmp, format="svg", metadata={"Date": None, "Creator": None})
     return png, svg_path
 
 
