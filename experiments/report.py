@@ -61,6 +61,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
     ("scores", "Score analysis: correlation and MSE (Figure 6)"),
     ("map", "Behaviour map: every policy against every other"),
+    ("robustness", "Robustness: each policy against itself on noisier beliefs"),
     ("tests", "Permutation tests"),
     ("slices", "Where seed and reward pairs differ most: slices"),
     ("disagreements", "Where the policies disagree most"),
@@ -799,6 +800,23 @@ def _signatures(run: _Run) -> str:
     )
 
 
+def _robustness(run: _Run) -> str:
+    """The robustness probe's table (the study's optional ``robustness`` levels)."""
+    path = run.dir / "robustness" / "robustness.csv"
+    if not path.exists():
+        return note(
+            "No robustness probe in this run (set <code>robustness = [0, 0.05, 0.15, 0.3]</code> in the config)."
+        )
+    df = pd.read_csv(path)
+    cols = [c for c in ("policy", "noise", "changed", "TMR", "DMR", "CER", "CMR") if c in df.columns]
+    return (
+        "<p>Each policy's answer on a context against its own answer on the same context with a perturbed "
+        "belief (value swaps, N-best confusions and jitter at the given rate; <code>contexts perturb</code>). "
+        "TMR = 1 at noise 0 by construction.</p>\n"
+        + df[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+    )
+
+
 def _map_note(run: _Run) -> str:
     """How to read the behaviour map (or why it is missing)."""
     if not (run.dir / "map" / "map.csv").exists():
@@ -875,6 +893,7 @@ def _render(run: _Run) -> str:
         ),
         "scores": with_figs("scores", heat),
         "map": with_figs("map", _map_note(run)),
+        "robustness": with_figs("robustness", _robustness(run)),
         "tests": with_figs("tests", _tests(run)),
         "slices": with_figs("slices", _slices(run)),
         "disagreements": with_figs("disagreements", _disagreements(run)),

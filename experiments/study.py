@@ -54,6 +54,10 @@ __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_config
 CONFIG_DIR = Path(__file__).parent / "configs"
 
 
+#: Config keys added after the first runs: left out of the stored config when at their default.
+_OPTIONAL_KEYS = ("robustness",)
+
+
 @dataclass(frozen=True)
 class StudyConfig:
     """Everything that defines a study (stored in ``RUN_DIR/manifest.json``)."""
@@ -77,6 +81,10 @@ class StudyConfig:
     domain: str | None = None  # a shipped domain's name or a rules file; None: camrestaurants, the default
     user: str | None = None  # simulated-user configuration; None: env1 (Environment 1), the default
     eval_scale: float = 0.0  # Table 1's evaluation: 0 greedy, 1 sampling as PyDial's tests do
+    # optional robustness probe (issue: how stable is behaviour under noisier beliefs?): noise levels
+    # at which the last checkpoint of each trial and the handcrafted policy are compared with
+    # themselves on perturbed C_gen (``contexts.perturb``); empty: no probe
+    robustness: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         for key in ("dialogues", "checkpoint_every", "eval_dialogues", "collect_dialogues"):
@@ -93,6 +101,9 @@ class StudyConfig:
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+        for x in self.robustness:
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= x <= 1.0:
+                raise ConfigError(f"study config 'robustness': noise levels are numbers in [0, 1], got {x!r}")
         from policies.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
@@ -114,7 +125,11 @@ class StudyConfig:
             raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+        for key in _OPTIONAL_KEYS:  # at their default, left out: a run made before they existed resumes
+            if not d.get(key):
+                d.pop(key, None)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, source: str = "config") -> "StudyConfig":
@@ -441,6 +456,7 @@ def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[st
     clock.lap("compare+analyse")
     figures = _stage_figures(cfg, run, metrics, log)
     figures += _stage_map(run, responses, log)
+    figures += _stage_robustness(cfg, run, sets, responses, log)
     clock.lap("figures")
     wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
     if cfg.report:
@@ -795,6 +811,27 @@ def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> 
             }
         )
     return out
+
+
+def _stage_robustness(
+    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
+) -> list[dict[str, str]]:
+    """With ``robustness`` levels: the last checkpoint of each trial and the handcrafted policy, each
+    against itself on C_gen perturbed at each level (``robustness/``)."""
+    if not cfg.robustness:
+        return []
+    from policies.robustness import robustness, write_robustness
+
+    log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
+    specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]
+    ids = [responses.tables["cgen"][s].id for s in specs]
+    table, meta = robustness(specs, sets["cgen"], cfg.robustness, scores=cfg.scores, policy_ids=ids, domain=cfg.domain)
+    written = write_robustness(table, meta, run / "robustness")
+    return [
+        {"file": str(p.relative_to(run)), "title": f"Robustness: {p.stem.replace('_', ' ')}", "section": "robustness"}
+        for p in written
+        if p.suffix == ".svg"
+    ]
 
 
 def _stage_report(run: Path, log: Callable[[str], None]) -> None:

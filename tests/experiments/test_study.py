@@ -207,3 +207,25 @@ def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     run_study(load_config("tiny"), run, log=lambda m: None)
     assert "state.json: damaged file" in capsys.readouterr().err
     assert csvs(run) == results
+
+
+def test_map_and_robustness_sections(tiny_run):
+    """The behaviour map of every policy and the optional robustness probe (tiny sets its levels)."""
+    coords = pd.read_csv(tiny_run / "map" / "map.csv")
+    assert len(coords) == 13  # 4 trials x 3 checkpoints + handcrafted
+    rob = pd.read_csv(tiny_run / "robustness" / "robustness.csv")
+    assert sorted(rob["policy"].unique()) == ["handcrafted", "iq-seed0-000300", "iq-seed1-000300",
+                                               "ts-seed0-000300", "ts-seed1-000300"]
+    assert (rob.loc[rob["noise"] == 0, "TMR"] == 1.0).all() and (rob.loc[rob["noise"] == 0, "changed"] == 0).all()
+    assert (rob.loc[rob["noise"] > 0, "changed"] > 0).all()
+    manifest = json.loads((tiny_run / "manifest.json").read_text())
+    sections = {f["section"] for f in manifest["figures"]}
+    assert {"map", "robustness"} <= sections
+    html = (tiny_run / "report.html").read_text()
+    assert "Behaviour map: every policy against every other" in html and "Robustness: each policy" in html
+
+
+def test_robustness_levels_are_checked():
+    with pytest.raises(ConfigError, match="robustness.*\\[0, 1\\]"):
+        StudyConfig(robustness=(0.0, 1.5))
+    assert "robustness" not in StudyConfig().to_dict()  # runs made before it existed resume unchanged
