@@ -168,16 +168,20 @@ def compare_matrix(
     )
 
 
-def _chunk_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, sl: slice, base: int, symmetric: bool) -> np.ndarray:
-    """Combination keys of a chunk, context-major (contexts × pairs); -1 where a side is missing."""
-    x = codes[:, sl].T  # contexts x policies
-    a = x[:, ia]
-    b = x[:, ib]
+def combination_keys(a: np.ndarray, b: np.ndarray, base: int, symmetric: bool) -> np.ndarray:
+    """One integer per aligned pair of answer codes, ``first * base + second`` (first <= second for
+    a symmetric score); -1 where a side is missing (code -1)."""
     if symmetric:
         a, b = np.minimum(a, b), np.maximum(a, b)
     keys = a * base + b
     keys[(a < 0) | (b < 0)] = -1
     return keys
+
+
+def _chunk_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, sl: slice, base: int, symmetric: bool) -> np.ndarray:
+    """Combination keys of a chunk, context-major (contexts × pairs)."""
+    x = codes[:, sl].T  # contexts x policies
+    return combination_keys(x[:, ia], x[:, ib], base, symmetric)
 
 
 def _group_sums(

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ._engine import _gather, _make_scores, _plan, _validate_tables
 from ._errors import ConfigError
-from ._matrix import _progress, _use_lookup
+from ._matrix import _progress, _use_lookup, combination_keys
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score
 from .scores._base import intern
@@ -175,15 +175,8 @@ def compare_stream(
 
 
 def _cell_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, base: int, symmetric: bool) -> np.ndarray:
-    """Combination keys of the (pair, context) cells of pairs ``(ia, ib)``, pair-major; -1 where a
-    side is missing."""
-    a = codes[ia].ravel()
-    b = codes[ib].ravel()
-    if symmetric:
-        a, b = np.minimum(a, b), np.maximum(a, b)
-    keys = a * base + b
-    keys[(a < 0) | (b < 0)] = -1
-    return keys
+    """Combination keys of the (pair, context) cells of pairs ``(ia, ib)``, pair-major."""
+    return combination_keys(codes[ia].ravel(), codes[ib].ravel(), base, symmetric)
 
 
 def _distinct_keys(
