@@ -304,6 +304,29 @@ window.addEventListener('beforeprint', function () {
   var d = document.querySelectorAll('details');
   for (var i = 0; i < d.length; i++) d[i].open = true;
 });
+function sortBy(th, dir) {
+  var table = th.closest('table'), body = table.tBodies[0], col = th.cellIndex;
+  var heads = th.parentNode.cells;
+  for (var i = 0; i < heads.length; i++) heads[i].removeAttribute('data-sort');
+  th.setAttribute('data-sort', dir);
+  var num = /^-?[0-9]+([.][0-9]+)?$/;
+  var rows = Array.prototype.slice.call(body.rows);
+  rows.sort(function (a, b) {
+    var x = a.cells[col].textContent.trim(), y = b.cells[col].textContent.trim();
+    var c = num.test(x) && num.test(y) ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
+    return dir === 'asc' ? c : -c;
+  });
+  for (var j = 0; j < rows.length; j++) body.appendChild(rows[j]);
+}
+document.addEventListener('click', function (e) {
+  var th = e.target.closest ? e.target.closest('table.sortable thead th') : null;
+  if (th) sortBy(th, th.getAttribute('data-sort') === 'asc' ? 'desc' : 'asc');
+});
+window.addEventListener('load', function () {  // a link can open a table sorted: #sort=TABLE_ID:COLUMN:asc|desc
+  var m = /^#sort=([A-Za-z0-9_-]+):([0-9]+):(asc|desc)$/.exec(window.location.hash);
+  var t = m && document.getElementById(m[1]);
+  if (t && t.classList.contains('sortable') && t.tHead.rows[0].cells[+m[2]]) sortBy(t.tHead.rows[0].cells[+m[2]], m[3]);
+});
 """
 
 _CSS = """\
@@ -339,6 +362,9 @@ table.heatmap td { min-width: 3rem; text-align: center; border: 1px solid #fff;
 .heat { max-width: 100%; overflow-x: auto; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption, .file { color: var(--muted); font-size: 13px; }
+table.sortable thead th { cursor: pointer; }
+table.sortable thead th[data-sort="asc"]::after { content: " ▲"; }
+table.sortable thead th[data-sort="desc"]::after { content: " ▼"; }
 table.disagree td.summary { max-width: 22rem; font-size: 12px; }
 table.disagree td.resp { max-width: 20rem; }
 code.act { background: var(--band); padding: 0 .2rem; word-break: break-word; }

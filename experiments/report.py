@@ -747,7 +747,7 @@ def _disagreements(run: _Run) -> str:
         out.append(
             f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n'
             + (_type_filter(k, types, counts, len(kinds)) if len(types) > 1 else "")
-            + f'<div class="wrap"><table class="data disagree" '
+            + f'<div class="wrap"><table class="data disagree sortable" '
             f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
             f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
             f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"

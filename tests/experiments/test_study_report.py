@@ -536,3 +536,21 @@ def test_disagreements_filter_by_act_type_without_script(report):
     rows = parse(html).tables["disagreements-0"][1:]
     assert len(rows) == 3
     assert html.count('<tr class="t') == 3 and html.count("<script>") == 1
+
+
+def test_disagreements_sort_in_headless_chromium(report, tmp_path):
+    """A click on a column head sorts the table (the page's one hashed script); a link with
+    #sort=TABLE:COLUMN:asc|desc opens it sorted — checked in the browser's own DOM."""
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing but CI is set: install it (apt-get install -y chromium)")
+        pytest.skip(f"{CHROMIUM} not installed")
+    html = report.read_text(encoding="utf-8")
+    assert 'class="data disagree sortable"' in html and html.count("<script>") == 1
+    before = [row[0][0] for row in parse(html).tables["disagreements-0"][1:]]
+    assert before == sorted(before, key=float)  # by rank as written
+    r = _chromium("--dump-dom", report.resolve().as_uri() + "#sort=disagreements-0:0:desc", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    after = [row[0][0] for row in parse(r.stdout).tables["disagreements-0"][1:]]
+    assert after == sorted(before, key=float, reverse=True) and after != before
+    assert 'data-sort="desc"' in r.stdout
