@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
+from behavsim._executor import add_executor_option
 from behavsim.policy import (
     PolicyCheckError,
     PolicyErrorsWarning,
@@ -95,6 +96,7 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=int, default=None, metavar="N", help="parallel processes (default: min(policies, cores))"
     )
+    add_executor_option(p, default=None)
     p.add_argument("--pydial-root", metavar="DIR", help="PyDial3's root folder (for pydial:CFG specs)")
     add_domain_option(p)  # the built-in policies' domain (handcrafted, checkpoints)
     p.add_argument(
@@ -158,6 +160,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
             strict=args.strict,
             policy_ids=args.ids,
             progress=args.progress,
+            executor=args.executor,
             **options,
         )
     seconds = time.perf_counter() - t0
