@@ -155,6 +155,24 @@ def _runtime_env() -> dict[str, Any]:
     return {"env_vars": env} if env else {}
 
 
+def _unreachable(address: str | None, timeout: float = 5.0) -> str | None:
+    """Why the head at ``HOST:PORT`` cannot be reached (a TCP connection to its port), or None;
+    other addresses (``auto``, ``ray://``, none) are left to Ray. Ray itself would retry for
+    minutes before giving up."""
+    import socket
+
+    if not address or "://" in address or address == "auto":
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return f"expected HOST:PORT, got {address!r}"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
 class RayExecutor(Executor):
     """Tasks on a Ray cluster (one CPU each), retried ``max_retries`` times when a worker or node dies."""
 
@@ -175,6 +193,12 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             return ray
         where = self.address or os.environ.get("RAY_ADDRESS") or "a new local Ray"
+        problem = _unreachable(self.address or os.environ.get("RAY_ADDRESS"))
+        if problem:
+            raise ExecutorError(
+                f"executor {self.spec!r}: cannot connect to the Ray cluster at {where}: {problem} "
+                "(is it running? 'ray status --address ADDRESS' checks it)"
+            )
         try:
             ray.init(
                 address=self.address,

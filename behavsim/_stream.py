@@ -77,6 +77,7 @@ def compare_stream(
     sink: Callable[[pd.DataFrame], None] | None = None,
     chunk_cells: int = DEFAULT_CHUNK_CELLS,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> StreamedComparison:
     """:func:`behavsim.compare`, with the per-context rows given to ``sink`` in chunks of pairs.
 
@@ -84,8 +85,15 @@ def compare_stream(
     engine's ``per_context`` table (its row order, columns and values; the ``pair`` column counts
     on across pieces); with ``sink=None`` the rows are dropped and only the means are kept.
     ``chunk_cells``: about how many (pair, context) cells a piece holds; the output does not
-    depend on it.
+    depend on it. ``executor``: where the distinct combinations are scored
+    (:func:`behavsim.get_executor`): ``"local"`` (the default) scores them here, in one call per
+    score; ``"local:N"`` and ``"ray[:ADDRESS]"`` score them as tasks of
+    :data:`COMBINATIONS_PER_TASK` combinations (a score whose value depends on the whole batch,
+    BERTScore with idf from the batch, as one task), gathered in order: the same values.
     """
+    from ._executor import get_executor
+
+    where = get_executor(executor)
     tables = _validate_tables(tables)
     plan = _plan(tables, pairs, by)
     objs = _make_scores(scores, score_options)
@@ -126,7 +134,7 @@ def compare_stream(
             encoder.progress = show
         first = [items[i] for i in (keys // base).tolist()]
         second = [items[j] for j in (keys % base).tolist()]
-        vals = np.asarray(s.pairwise(first, second), dtype=np.float64) if len(first) else np.zeros(0)
+        vals = _pairwise(s, first, second, where) if len(first) else np.zeros(0)
         distinct[s.name] = (keys, np.append(vals, np.nan), base, lut)  # last value: a missing side
         timings[s.name] = time.perf_counter() - t1
 
@@ -172,6 +180,34 @@ def compare_stream(
         policies={t.id: dict(t.policy) for t in tables},
         timings=timings,
     )
+
+
+#: Distinct combinations per task when an executor other than plain ``local`` scores them.
+COMBINATIONS_PER_TASK = 20_000
+
+#: In a worker process: the scores already built there, by signature (a model loads once per worker).
+_WORKER_SCORES: dict[str, Score] = {}
+
+
+def _splittable(score: Score) -> bool:
+    """Whether a score's values are the same when its batch is split (BERTScore's idf computed
+    from the batch itself is not)."""
+    return not (getattr(score, "idf", False) and getattr(score, "idf_corpus", None) is None)
+
+
+def _score_task(job: tuple[Score, list[str], list[str]]) -> np.ndarray:
+    score, first, second = job
+    score = _WORKER_SCORES.setdefault(score.signature, score)
+    return np.asarray(score.pairwise(first, second), dtype=np.float64)
+
+
+def _pairwise(score: Score, first: list[str], second: list[str], executor: Any) -> np.ndarray:
+    """``score.pairwise(first, second)`` here (plain ``local``) or as tasks of ``executor``, in order."""
+    if executor.is_local and getattr(executor, "workers", None) is None:
+        return np.asarray(score.pairwise(first, second), dtype=np.float64)
+    step = COMBINATIONS_PER_TASK if _splittable(score) else max(len(first), 1)
+    jobs = [(score, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
+    return np.concatenate(executor.map(_score_task, jobs))
 
 
 def _cell_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, base: int, symmetric: bool) -> np.ndarray:

@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ._errors import BehavsimError, ConfigError
+from ._executor import add_executor_option, get_executor
 from ._util import package_version
 from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
 from .scores import scores as score_registry
@@ -147,6 +148,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs -o/--output (per-context values) or --matrix DIR (all-pairs matrices)")
     if args.chunk_contexts is not None and matrix_dir is None:
         raise ConfigError("--chunk-contexts applies to --matrix only")
+    executor = get_executor(args.executor)
+    if matrix_dir is not None and executor.spec != "local":
+        raise ConfigError(f"--executor {executor.spec}: applies to -o (pairs) only; --matrix runs in this process")
     fmt = args.per_context
     if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
         fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
@@ -183,13 +187,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
     scores = _score_names(args.scores)
     opts = _score_options(args)
+    run = {"scores": scores, "score_options": opts, "by": args.by, "progress": args.progress, "executor": executor}
     if fmt == "none":
-        comp = compare_stream(tables, pairs, scores=scores, score_options=opts, by=args.by, progress=args.progress)
+        comp = compare_stream(tables, pairs, **run)
     else:
         with PerContextWriter(out, fmt) as writer:
-            comp = compare_stream(
-                tables, pairs, scores=scores, score_options=opts, by=args.by, sink=writer, progress=args.progress
-            )
+            comp = compare_stream(tables, pairs, sink=writer, **run)
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
     comp.means.to_csv(means_path, index=False, float_format="%.10g")
@@ -374,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
     )
+    add_executor_option(c)
     _add_model_options(c)
     c.set_defaults(func=_cmd_compare)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
-from behavsim._executor import add_executor_option
+from behavsim._executor import add_executor_option, get_executor
 from behavsim.policy import (
     PolicyCheckError,
     PolicyErrorsWarning,
@@ -138,6 +138,7 @@ def _output_paths(args: argparse.Namespace, ids: list[str]) -> list[Path]:
 
 def cmd_respond(args: argparse.Namespace) -> int:
     """Run the ``respond`` command; returns the exit code."""
+    get_executor(args.executor)  # a bad spec is refused before any work
     specs = list(args.policies)
     if args.ids is not None and len(args.ids) != len(specs):
         raise ConfigError(f"--id: give it once per --policy ({len(specs)} policies, {len(args.ids)} ids)")
