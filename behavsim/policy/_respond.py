@@ -344,9 +344,19 @@ def _respond_on(executor, specs, ids, contexts, strict, options, results, one, d
         results[remote[k]] = value
         done(value)
 
+    cwd = os.getcwd()  # relative paths in specs are the driver's
     executor.map(
-        _respond_task,
-        [(specs[i], strict, ids[i], options) for i in remote],
+        _remote_respond_task,
+        [(cwd, (specs[i], strict, ids[i], options)) for i in remote],
         shared=contexts,
         on_result=finished,
     )
+
+
+def _remote_respond_task(contexts: ContextSet, job: tuple[str, tuple]) -> tuple[str, Any]:
+    """:func:`_respond_task` on another machine: paths in specs resolve against the driver's
+    working directory when this node has it (a shared file system)."""
+    cwd, inner = job
+    if os.path.isdir(cwd) and os.getcwd() != cwd:
+        os.chdir(cwd)
+    return _respond_task(contexts, inner)
