@@ -185,7 +185,7 @@ def compare_stream(
 #: Distinct combinations per task when an executor other than plain ``local`` scores them.
 COMBINATIONS_PER_TASK = 20_000
 
-#: In a worker process: the scores already built there, by signature (a model loads once per worker).
+#: In a worker process: the scores already built there, by recipe (a model loads once per worker).
 _WORKER_SCORES: dict[str, Score] = {}
 
 
@@ -195,9 +195,23 @@ def _splittable(score: Score) -> bool:
     return not (getattr(score, "idf", False) and getattr(score, "idf_corpus", None) is None)
 
 
-def _score_task(job: tuple[Score, list[str], list[str]]) -> np.ndarray:
-    score, first, second = job
-    score = _WORKER_SCORES.setdefault(score.signature, score)
+def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> np.ndarray:
+    """One chunk of distinct combinations scored on a worker, by a score built there from its
+    name and options (score objects hold models and cache connections, which do not travel)."""
+    import json
+
+    from .scores import get_score
+
+    name, options, signature, first, second = job
+    key = json.dumps([name, options], sort_keys=True, default=str)
+    if key not in _WORKER_SCORES:
+        _WORKER_SCORES[key] = get_score(name, **options)
+    score = _WORKER_SCORES[key]
+    if score.signature != signature:
+        raise ConfigError(
+            f"{name}: a worker has {score.signature!r}, the driver {signature!r}: install the same versions of "
+            "behavsim and its models on every node"
+        )
     return np.asarray(score.pairwise(first, second), dtype=np.float64)
 
 
@@ -206,7 +220,8 @@ def _pairwise(score: Score, first: list[str], second: list[str], executor: Any) 
     if executor.is_local and getattr(executor, "workers", None) is None:
         return np.asarray(score.pairwise(first, second), dtype=np.float64)
     step = COMBINATIONS_PER_TASK if _splittable(score) else max(len(first), 1)
-    jobs = [(score, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
+    recipe = (score.name, score.options(), score.signature)
+    jobs = [(*recipe, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
     return np.concatenate(executor.map(_score_task, jobs))
 
 

@@ -155,22 +155,24 @@ from contexts import generate_grid
 from policies.train import TrainConfig, run_training
 
 tmp = Path(sys.argv[1])
+# the local runs first: a process that has started Ray does not fork well
+cfg = TrainConfig(seeds=(0, 1), dialogues=40, checkpoint_every=20, eval_dialogues=2)
+run_training(cfg, tmp / "local", progress=False)
+files = sorted(p.relative_to(tmp / "local") for p in (tmp / "local").rglob("*.npz"))
+cs = generate_grid(step=0.5)
+specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
+local = respond_many(specs, cs)
+a = compare_stream(local, "all")
+
 ex = get_executor("ray")  # a Ray started here, inside the namespace
 seen = []
 assert ex.map(abs, [-3, 1, -2], on_result=lambda i, r: seen.append(i)) == [3, 1, 2] and sorted(seen) == [0, 1, 2]
 assert ex.map(pow, [2, 3], shared=10) == [100, 1000]  # pow(shared, item), the shared value put once
 assert ex.map(abs, []) == []
-cfg = TrainConfig(seeds=(0, 1), dialogues=40, checkpoint_every=20, eval_dialogues=2)
-run_training(cfg, tmp / "local", progress=False)
 run_training(cfg, tmp / "ray", progress=False, executor=ex)
-files = sorted(p.relative_to(tmp / "local") for p in (tmp / "local").rglob("*.npz"))
 assert files and all((tmp / "local" / f).read_bytes() == (tmp / "ray" / f).read_bytes() for f in files)
-cs = generate_grid(step=0.5)
-specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
-local = respond_many(specs, cs)
 remote = respond_many(specs, cs, executor=ex)
 assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
-a = compare_stream(local, "all")
 b = compare_stream(local, "all", executor=ex)
 assert a.means.equals(b.means), (a.means, b.means)
 print("OK", len(files), "checkpoints,", len(a.means), "pairs")
@@ -189,7 +191,7 @@ def test_api_on_a_local_ray_gives_the_local_results(tmp_path):
     env = {**os.environ, "RAY_TMPDIR": raytmp, "RAY_USAGE_STATS_ENABLED": "0", "PYTHONPATH": os.pathsep.join(
         p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)}
     try:
-        r = subprocess.run([*NAMESPACE, "bash", "-c", f'ip link set lo up; exec "{sys.executable}" "{script}" "{tmp_path}"'],
+        r = subprocess.run([*NAMESPACE, "bash", "-c", f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}"; exit $?'],
                            env=env, capture_output=True, text=True, timeout=900)
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
