@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# a Ray started here stays on the loopback of its namespace: no token written to ~/.ray
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from behavsim import Executor, compare_stream, get_executor, list_scores, respond_many  # noqa: E402
 from behavsim._stream import COMBINATIONS_PER_TASK  # noqa: E402
