@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # a Ray started here stays on the loopback of its namespace: no token written to ~/.ray
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from behavsim import Executor, compare_stream, get_executor, list_scores, respond_many  # noqa: E402
+from behavsim import Executor, compare_stream, get_executor, list_scores, respond_many, score_info  # noqa: E402
 from behavsim._stream import COMBINATIONS_PER_TASK  # noqa: E402
 
 FINE_GRID = 14_641  # contexts of the grid at step 0.1
@@ -93,42 +93,47 @@ def main(argv: list[str] | None = None) -> int:
     remote = get_executor(args.executor)
     if remote.is_local:
         sys.exit("--executor: name a Ray executor (ray or ray:ADDRESS)")
-    _, t_connect = _timed(remote.connect)  # type: ignore[attr-defined]
-    nodes = remote.nodes()  # type: ignore[attr-defined]
-    print(f"executors: {local.spec} and {remote.spec} ({nodes} node(s); connecting took {t_connect:.1f} s)")
-
-    # 1. overhead per task
     items = list(range(args.tasks))
-    print(f"\n1. overhead per task ({args.tasks} empty tasks)")
-    for ex in (local, remote):
-        ex.map(_noop, items[:4])  # warm: pool start, Ray workers started
-        _, t = _timed(ex.map, _noop, items)
-        print(f"   {ex.spec:<10} {t:7.2f} s   {1000 * t / args.tasks:7.2f} ms per task")
-    _, t_ray = _timed(remote.map, _noop, items)
-    overhead = t_ray / args.tasks
-
-    # 2. the same job on both
+    # no embedding cache: each run embeds its prompts (a model per worker), as a first run does
+    cold = {n: {"cache": False} for n in list_scores() if score_info(n).needs_model}
     with tempfile.TemporaryDirectory(prefix="behavsim-scale-") as tmp:
+        # the local runs first: a process that has started Ray does not fork well
         ckpts = _train(Path(tmp), args.dialogues, args.seeds)
         cs = generate_grid(step=args.step)
         specs = [f"checkpoint:{p}" for p in ckpts]
+        local.map(_noop, items[:4])
+        _, t_noop_local = _timed(local.map, _noop, items)
+        tables, t_resp_local = _timed(respond_many, specs, cs, executor=local)
+        # the pool first: forked workers would inherit the models this process loads
+        comp_l, t_cmp_local = _timed(compare_stream, tables, "all", score_options=cold, executor=local)
+        comp, t_cmp_here = _timed(compare_stream, tables, "all", score_options=cold)
+
+        _, t_connect = _timed(remote.connect)  # type: ignore[attr-defined]
+        nodes = remote.nodes()  # type: ignore[attr-defined]
+        remote.map(_noop, items[:4])  # Ray workers started
+        _, t_noop_ray = _timed(remote.map, _noop, items)
+        tables_r, t_resp_ray = _timed(respond_many, specs, cs, executor=remote)
+        counting = _Counting(remote)
+        comp_r, t_cmp_ray = _timed(compare_stream, tables, "all", score_options=cold, executor=counting)
+
+        print(f"executors: {local.spec} and {remote.spec} ({nodes} node(s); connecting took {t_connect:.1f} s)")
+        print(f"\n1. overhead per task ({args.tasks} empty tasks)")
+        for ex, t in ((local, t_noop_local), (remote, t_noop_ray)):
+            print(f"   {ex.spec:<10} {t:7.2f} s   {1000 * t / args.tasks:7.2f} ms per task")
+        overhead = t_noop_ray / args.tasks
         print(
             f"\n2. the same job: {len(specs)} checkpoints on {len(cs):,} contexts, then all {len(list_scores())} scores"
         )
-        tables, t_resp_local = _timed(respond_many, specs, cs, executor=local)
-        tables_r, t_resp_ray = _timed(respond_many, specs, cs, executor=remote)
         same_tables = [(t.header(), t.rows()) for t in tables] == [(t.header(), t.rows()) for t in tables_r]
         print(
             f"   respond  {local.spec:<10} {t_resp_local:7.2f} s   {remote.spec:<10} {t_resp_ray:7.2f} s"
             f"   ({len(specs)} tasks; tables identical: {same_tables})"
         )
-        comp, t_cmp_here = _timed(compare_stream, tables, "all")
-        counting = _Counting(remote)
-        comp_r, t_cmp_ray = _timed(compare_stream, tables, "all", executor=counting)
-        same = comp.means.equals(comp_r.means)
+        same = comp.means.equals(comp_r.means) and comp.means.equals(comp_l.means)
         print(
-            f"   compare  here       {t_cmp_here:7.2f} s   {remote.spec:<10} {t_cmp_ray:7.2f} s"
-            f"   ({counting.tasks} tasks of up to {COMBINATIONS_PER_TASK:,} combinations; means identical: {same})"
+            f"   compare  here       {t_cmp_here:7.2f} s   {local.spec:<10} {t_cmp_local:7.2f} s   {remote.spec:<10} "
+            f"{t_cmp_ray:7.2f} s   ({counting.tasks} tasks of up to {COMBINATIONS_PER_TASK:,} combinations, no "
+            f"embedding cache; means identical: {same})"
         )
 
         # 3. projection from measured per-unit costs
