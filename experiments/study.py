@@ -383,12 +383,16 @@ def _respond_set(
         todo.append(spec)
     if todo:
         options = {} if domain is None else {"domain": domain}
-        for spec, table in zip(todo, respond_many(todo, cs, executor=executor, **options)):
+
+        def save(i: int, table: ResponseTable) -> None:  # each table as soon as it is ready: kept if interrupted
             name = f"{table.id}.jsonl"
             table.save(rdir / name)
-            index[spec] = name
-            loaded[spec] = ResponseTable.load(rdir / name)
-        write_json_checked(index_path, index)
+            index[todo[i]] = name
+            write_json_checked(index_path, index)
+
+        respond_many(todo, cs, executor=executor, on_result=save, **options)
+        for spec in todo:
+            loaded[spec] = ResponseTable.load(rdir / index[spec])
     return {s: loaded[s] for s in specs}
 
 

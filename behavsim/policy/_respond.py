@@ -246,6 +246,7 @@ def respond_many(
     policy_ids: Sequence[str | None] | None = None,
     progress: bool | None = None,
     executor: Any = None,
+    on_result: Any = None,
     **options: Any,
 ) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set, in parallel processes.
@@ -258,7 +259,8 @@ def respond_many(
     ``executor``: where the policies run (:func:`behavsim.get_executor`: ``"local"``, the default,
     ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
     the context set put once into its object store; files named by specs must be readable at the
-    same path on every node); the tables are the same.
+    same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
+    process as each policy's table is ready (e.g. to save it at once).
     """
     from .._executor import get_executor
 
@@ -285,9 +287,11 @@ def respond_many(
     def one(i: int) -> ResponseTable:
         return _respond(specs[i], contexts, strict=strict, policy_id=ids[i], progress=False, options=options)
 
-    def done(table: ResponseTable | None) -> None:
+    def done(i: int, table: ResponseTable | None) -> None:
         if bar is not None:
             bar.update(len(contexts))
+        if on_result is not None and table is not None:
+            on_result(i, table)
 
     try:
         results: list[ResponseTable | None] = [None] * len(specs)
@@ -296,7 +300,7 @@ def respond_many(
         elif n_workers == 1 or len(specs) == 1:
             for i in range(len(specs)):
                 results[i] = one(i)
-                done(results[i])
+                done(i, results[i])
         else:
             local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
             with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
@@ -308,13 +312,13 @@ def respond_many(
                 try:
                     for i in local:
                         results[i] = one(i)
-                        done(results[i])
+                        done(i, results[i])
                     for i, f in futures.items():
                         status, value = f.result()
                         if status == "error":
                             raise value
                         results[i] = value
-                        done(value)
+                        done(i, value)
                 except BaseException:
                     for f in futures.values():
                         f.cancel()
@@ -335,14 +339,14 @@ def _respond_on(executor, specs, ids, contexts, strict, options, results, one, d
     for i in range(len(specs)):
         if i not in remote:
             results[i] = one(i)
-            done(results[i])
+            done(i, results[i])
 
     def finished(k: int, out: tuple[str, Any]) -> None:
         status, value = out
         if status == "error":
             raise value
         results[remote[k]] = value
-        done(value)
+        done(remote[k], value)
 
     cwd = os.getcwd()  # relative paths in specs are the driver's
     executor.map(

@@ -152,3 +152,33 @@ def test_cli_bad_executor_is_one_line(command, tmp_path, capsys):
     assert main([*args, "--executor", "lokal"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "executor: unknown kind 'lokal'" in err[0] and "Did you mean 'local'?" in err[0]
+
+
+def _polite(belief):
+    x = belief["beliefs"]["area"]["centre"]
+    return ("request(food)", "what food would you like?") if x < 0.5 else ("inform(area=centre)", "it is central.")
+
+
+def _curt(belief):
+    x = belief["beliefs"]["area"]["centre"]
+    return ("request(food)", "food?") if x < 0.3 else ("bye()", "goodbye.")
+
+
+def test_compare_on_a_pool_gives_the_same_values(tmp_path, capsys, monkeypatch):
+    """compare -o with --executor local:2 (the distinct combinations scored in worker processes,
+    in chunks) writes the same per-context rows and means as the default run in this process."""
+    from behavsim import respond_many
+
+    monkeypatch.setattr("behavsim._stream.COMBINATIONS_PER_TASK", 3)  # several chunks per score
+    cs = ContextSet([{"beliefs": {"area": {"centre": i / 10}}} for i in range(11)])
+    paths = []
+    for t in respond_many([_polite, _curt], cs, policy_ids=["polite", "curt"], workers=1):
+        paths.append(tmp_path / f"{t.id}.jsonl")
+        t.save(paths[-1])
+    outs = {}
+    for ex in ("local", "local:2"):
+        out = tmp_path / ex.replace(":", "-") / "pairs.csv"
+        assert main(["compare", *map(str, paths), "-o", str(out), "--executor", ex]) == 0
+        outs[ex] = (out.read_bytes(), out.with_name("pairs.means.csv").read_bytes())
+    capsys.readouterr()
+    assert outs["local"] == outs["local:2"]
