@@ -76,6 +76,10 @@ class Executor:
     def is_local(self) -> bool:
         return self.kind == "local"
 
+    def connect(self) -> Any:
+        """Make sure the tasks can run (a cluster is reached) before any work; nothing for a pool."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.spec!r})"
 

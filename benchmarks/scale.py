@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         comp_l, t_cmp_local = _timed(compare_stream, tables, "all", score_options=cold, executor=local)
         comp, t_cmp_here = _timed(compare_stream, tables, "all", score_options=cold)
 
-        _, t_connect = _timed(remote.connect)  # type: ignore[attr-defined]
+        _, t_connect = _timed(remote.connect)
         nodes = remote.nodes()  # type: ignore[attr-defined]
         remote.map(_noop, items[:4])  # Ray workers started
         _, t_noop_ray = _timed(remote.map, _noop, items)

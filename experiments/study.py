@@ -460,6 +460,7 @@ def run_study(
 
     log = log or (lambda m: print(m, flush=True))
     ex = get_executor(cfg.executor if executor is None else executor)
+    ex.connect()  # an unreachable cluster is refused before the run folder is made
     run = _open_run_dir(cfg, Path(run_dir))
     clock = _Clock()
     if not ex.is_local:

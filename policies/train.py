@@ -987,6 +987,7 @@ def run_training(
         raise ConfigError(f"workers: applies to the local executor only, not to {ex.spec!r}")
     if workers is None and ex.is_local:
         workers = getattr(ex, "workers", None)
+    ex.connect()  # an unreachable cluster is refused before the run folder is made
     out = Path(out_dir)
     if out.is_dir() and not (out / "config.json").is_file() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")

@@ -182,3 +182,17 @@ def test_compare_on_a_pool_gives_the_same_values(tmp_path, capsys, monkeypatch):
         outs[ex] = (out.read_bytes(), out.with_name("pairs.means.csv").read_bytes())
     capsys.readouterr()
     assert outs["local"] == outs["local:2"]
+
+
+@pytest.mark.parametrize("command", ["reproduce", "train"])
+def test_an_unreachable_cluster_stops_a_command_before_it_writes(command, tmp_path, capsys):
+    pytest.importorskip("ray")
+    out = tmp_path / "run"
+    args = {
+        "reproduce": ["reproduce", "--config", "tiny"],
+        "train": ["train", "--dialogues", "10", "--checkpoint-every", "10"],
+    }[command]
+    assert main([*args, "-o", str(out), "--executor", "ray:127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot connect to the Ray cluster at 127.0.0.1:1: Connection refused" in err[0]
+    assert not out.exists()

@@ -161,6 +161,8 @@ tmp = Path(sys.argv[1])
 # the local runs first: a process that has started Ray does not fork well
 cfg = TrainConfig(seeds=(0, 1), dialogues=40, checkpoint_every=20, eval_dialogues=2)
 run_training(cfg, tmp / "local", progress=False)
+run_training(TrainConfig(seeds=(0, 1), dialogues=20, checkpoint_every=20, eval_dialogues=2), tmp / "mixed",
+             progress=False)  # half of it here, the rest on Ray below
 files = sorted(p.relative_to(tmp / "local") for p in (tmp / "local").rglob("*.npz"))
 cs = generate_grid(step=0.5)
 specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
@@ -174,6 +176,8 @@ assert ex.map(pow, [2, 3], shared=10) == [100, 1000]  # pow(shared, item), the s
 assert ex.map(abs, []) == []
 run_training(cfg, tmp / "ray", progress=False, executor=ex)
 assert files and all((tmp / "local" / f).read_bytes() == (tmp / "ray" / f).read_bytes() for f in files)
+run_training(cfg, tmp / "mixed", progress=False, executor=ex)  # resumed on another executor
+assert all((tmp / "local" / f).read_bytes() == (tmp / "mixed" / f).read_bytes() for f in files)
 remote = respond_many(specs, cs, executor=ex)
 assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
 b = compare_stream(local, "all", executor=ex)
