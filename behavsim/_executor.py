@@ -113,7 +113,14 @@ class LocalExecutor(Executor):
         self.workers = workers
         self.spec = "local" if workers is None else f"local:{workers}"
 
-    def map(self, fn, items, *, shared=None, on_result=None):
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         items = list(items)
         has_shared = shared is not None
         n = min(len(items), self.workers or os.cpu_count() or 1)
@@ -178,7 +185,10 @@ def _unreachable(address: str | None, timeout: float = 5.0) -> str | None:
 
 
 class RayExecutor(Executor):
-    """Tasks on a Ray cluster (one CPU each), retried ``max_retries`` times when a worker or node dies."""
+    """Tasks on a Ray cluster (one CPU each), retried ``max_retries`` times when a worker or node dies.
+
+    The connection is made once per process; one already open (``ray.init`` called by the
+    caller, e.g. inside a Tune or RLlib script) is used as it is."""
 
     kind = "ray"
 
@@ -224,7 +234,14 @@ class RayExecutor(Executor):
         ray = self.connect()
         return sum(1 for n in ray.nodes() if n.get("Alive"))
 
-    def map(self, fn, items, *, shared=None, on_result=None):
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
         items = list(items)
         if not items:
             return []
