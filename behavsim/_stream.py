@@ -89,7 +89,9 @@ def compare_stream(
     (:func:`behavsim.get_executor`): ``"local"`` (the default) scores them here, in one call per
     score; ``"local:N"`` and ``"ray[:ADDRESS]"`` score them as tasks of
     :data:`COMBINATIONS_PER_TASK` combinations (a score whose value depends on the whole batch,
-    BERTScore with idf from the batch, as one task), gathered in order: the same values.
+    BERTScore with idf from the batch, as one task), gathered in order: the same values. Scores
+    given as names are built on the workers (with ``score_options``); score objects are scored
+    here.
     """
     from ._executor import get_executor
 
@@ -97,6 +99,13 @@ def compare_stream(
     tables = _validate_tables(tables)
     plan = _plan(tables, pairs, by)
     objs = _make_scores(scores, score_options)
+    # how a worker builds each score named by a string: its name and the very options given here
+    # (score objects hold models and cache connections, which do not travel)
+    recipes = {
+        o.name: (o.name, dict((score_options or {}).get(o.name, {})))
+        for o, given in zip(objs, scores)
+        if isinstance(given, str)
+    }
     if not isinstance(chunk_cells, (int, np.integer)) or isinstance(chunk_cells, bool) or chunk_cells < 1:
         raise ConfigError(f"chunk_cells must be a positive integer, got {chunk_cells!r}")
     n_ctx = len(tables[0])
@@ -134,7 +143,7 @@ def compare_stream(
             encoder.progress = show
         first = [items[i] for i in (keys // base).tolist()]
         second = [items[j] for j in (keys % base).tolist()]
-        vals = _pairwise(s, first, second, where) if len(first) else np.zeros(0)
+        vals = _pairwise(s, recipes.get(s.name), first, second, where) if len(first) else np.zeros(0)
         distinct[s.name] = (keys, np.append(vals, np.nan), base, lut)  # last value: a missing side
         timings[s.name] = time.perf_counter() - t1
 
@@ -197,7 +206,7 @@ def _splittable(score: Score) -> bool:
 
 def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> np.ndarray:
     """One chunk of distinct combinations scored on a worker, by a score built there from its
-    name and options (score objects hold models and cache connections, which do not travel)."""
+    name and options, once per worker process."""
     import json
 
     from .scores import get_score
@@ -215,13 +224,15 @@ def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> n
     return np.asarray(score.pairwise(first, second), dtype=np.float64)
 
 
-def _pairwise(score: Score, first: list[str], second: list[str], executor: Any) -> np.ndarray:
-    """``score.pairwise(first, second)`` here (plain ``local``) or as tasks of ``executor``, in order."""
-    if executor.is_local and getattr(executor, "workers", None) is None:
+def _pairwise(
+    score: Score, recipe: tuple[str, dict[str, Any]] | None, first: list[str], second: list[str], executor: Any
+) -> np.ndarray:
+    """``score.pairwise(first, second)`` here (plain ``local``, or a score given as an object,
+    which a worker could not rebuild) or as tasks of ``executor``, in order."""
+    if recipe is None or (executor.is_local and getattr(executor, "workers", None) is None):
         return np.asarray(score.pairwise(first, second), dtype=np.float64)
     step = COMBINATIONS_PER_TASK if _splittable(score) else max(len(first), 1)
-    recipe = (score.name, score.options(), score.signature)
-    jobs = [(*recipe, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
+    jobs = [(*recipe, score.signature, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
     return np.concatenate(executor.map(_score_task, jobs))
 
 

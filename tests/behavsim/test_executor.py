@@ -176,12 +176,14 @@ def test_compare_on_a_pool_gives_the_same_values(tmp_path, capsys, monkeypatch):
         paths.append(tmp_path / f"{t.id}.jsonl")
         t.save(paths[-1])
     outs = {}
+    monkeypatch.chdir(tmp_path)
     for ex in ("local", "local:2"):
         out = tmp_path / ex.replace(":", "-") / "pairs.csv"
-        assert main(["compare", *map(str, paths), "-o", str(out), "--executor", ex]) == 0
+        assert main(["compare", *map(str, paths), "-o", str(out), "--executor", ex, "--no-cache"]) == 0
         outs[ex] = (out.read_bytes(), out.with_name("pairs.means.csv").read_bytes())
     capsys.readouterr()
     assert outs["local"] == outs["local:2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curt.jsonl", "local", "local-2", "polite.jsonl"]
 
 
 @pytest.mark.parametrize("command", ["reproduce", "train"])
