@@ -37,6 +37,7 @@ import pandas as pd
 from ._engine import _gather, _make_scores, _plan, _validate_tables
 from ._errors import ConfigError
 from ._matrix import _progress, _use_lookup
+from ._scoring_tasks import _pairwise, score_recipes
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score
 from .scores._base import intern
@@ -99,13 +100,7 @@ def compare_stream(
     tables = _validate_tables(tables)
     plan = _plan(tables, pairs, by)
     objs = _make_scores(scores, score_options)
-    # how a worker builds each score named by a string: its name and the very options given here
-    # (score objects hold models and cache connections, which do not travel)
-    recipes = {
-        o.name: (o.name, dict((score_options or {}).get(o.name, {})))
-        for o, given in zip(objs, scores)
-        if isinstance(given, str)
-    }
+    recipes = score_recipes(objs, scores, score_options)
     if not isinstance(chunk_cells, (int, np.integer)) or isinstance(chunk_cells, bool) or chunk_cells < 1:
         raise ConfigError(f"chunk_cells must be a positive integer, got {chunk_cells!r}")
     n_ctx = len(tables[0])
@@ -189,51 +184,6 @@ def compare_stream(
         policies={t.id: dict(t.policy) for t in tables},
         timings=timings,
     )
-
-
-#: Distinct combinations per task when an executor other than plain ``local`` scores them.
-COMBINATIONS_PER_TASK = 20_000
-
-#: In a worker process: the scores already built there, by recipe (a model loads once per worker).
-_WORKER_SCORES: dict[str, Score] = {}
-
-
-def _splittable(score: Score) -> bool:
-    """Whether a score's values are the same when its batch is split (BERTScore's idf computed
-    from the batch itself is not)."""
-    return not (getattr(score, "idf", False) and getattr(score, "idf_corpus", None) is None)
-
-
-def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> np.ndarray:
-    """One chunk of distinct combinations scored on a worker, by a score built there from its
-    name and options, once per worker process."""
-    import json
-
-    from .scores import get_score
-
-    name, options, signature, first, second = job
-    key = json.dumps([name, options], sort_keys=True, default=str)
-    if key not in _WORKER_SCORES:
-        _WORKER_SCORES[key] = get_score(name, **options)
-    score = _WORKER_SCORES[key]
-    if score.signature != signature:
-        raise ConfigError(
-            f"{name}: a worker has {score.signature!r}, the driver {signature!r}: install the same versions of "
-            "behavsim and its models on every node"
-        )
-    return np.asarray(score.pairwise(first, second), dtype=np.float64)
-
-
-def _pairwise(
-    score: Score, recipe: tuple[str, dict[str, Any]] | None, first: list[str], second: list[str], executor: Any
-) -> np.ndarray:
-    """``score.pairwise(first, second)`` here (plain ``local``, or a score given as an object,
-    which a worker could not rebuild) or as tasks of ``executor``, in order."""
-    if recipe is None or (executor.is_local and getattr(executor, "workers", None) is None):
-        return np.asarray(score.pairwise(first, second), dtype=np.float64)
-    step = COMBINATIONS_PER_TASK if _splittable(score) else max(len(first), 1)
-    jobs = [(*recipe, score.signature, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
-    return np.concatenate(executor.map(_score_task, jobs))
 
 
 def _cell_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, base: int, symmetric: bool) -> np.ndarray:

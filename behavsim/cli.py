@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ._errors import BehavsimError, ConfigError
 from ._executor import add_executor_option, get_executor
@@ -149,8 +150,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.chunk_contexts is not None and matrix_dir is None:
         raise ConfigError("--chunk-contexts applies to --matrix only")
     executor = get_executor(args.executor)
-    if matrix_dir is not None and executor.spec != "local":
-        raise ConfigError(f"--executor {executor.spec}: applies to -o (pairs) only; --matrix runs in this process")
     fmt = args.per_context
     if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
         fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
@@ -171,7 +170,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if matrix_dir is not None:
-        _write_matrices(tables, args, matrix_dir)
+        _write_matrices(tables, args, matrix_dir, executor)
         if out is None or args.per_context is None:
             return 0
     assert out is not None
@@ -232,7 +231,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
+def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor: Any = None) -> None:
     """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
     from ._matrix import compare_matrix
     from .plots import heatmap
@@ -245,6 +244,7 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
         score_options=_score_options(args),
         chunk_contexts=args.chunk_contexts,
         progress=args.progress,
+        executor=executor,
     )
     out.mkdir(parents=True, exist_ok=True)
     written = []

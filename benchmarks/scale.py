@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from behavsim import Executor, compare_stream, get_executor, list_scores, respond_many, score_info  # noqa: E402
-from behavsim._stream import COMBINATIONS_PER_TASK  # noqa: E402
+from behavsim._scoring_tasks import COMBINATIONS_PER_TASK  # noqa: E402
 
 FINE_GRID = 14_641  # contexts of the grid at step 0.1
 

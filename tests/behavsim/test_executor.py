@@ -165,11 +165,11 @@ def _curt(belief):
 
 
 def test_compare_on_a_pool_gives_the_same_values(tmp_path, capsys, monkeypatch):
-    """compare -o with --executor local:2 (the distinct combinations scored in worker processes,
-    in chunks) writes the same per-context rows and means as the default run in this process."""
+    """compare -o and --matrix with --executor local:2 (the distinct combinations scored in worker
+    processes, in chunks) write the same rows, means and matrices as the default run here."""
     from behavsim import respond_many
 
-    monkeypatch.setattr("behavsim._stream.COMBINATIONS_PER_TASK", 3)  # several chunks per score
+    monkeypatch.setattr("behavsim._scoring_tasks.COMBINATIONS_PER_TASK", 3)  # several chunks per score
     cs = ContextSet([{"beliefs": {"area": {"centre": i / 10}}} for i in range(11)])
     paths = []
     for t in respond_many([_polite, _curt], cs, policy_ids=["polite", "curt"], workers=1):
@@ -179,8 +179,11 @@ def test_compare_on_a_pool_gives_the_same_values(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for ex in ("local", "local:2"):
         out = tmp_path / ex.replace(":", "-") / "pairs.csv"
-        assert main(["compare", *map(str, paths), "-o", str(out), "--executor", ex, "--no-cache"]) == 0
-        outs[ex] = (out.read_bytes(), out.with_name("pairs.means.csv").read_bytes())
+        args = [*map(str, paths), "-o", str(out), "--executor", ex, "--no-cache"]
+        assert main(["compare", *args]) == 0
+        assert main(["compare", *args, "--matrix", str(out.parent / "matrix"), "--scores", "TMR", "USE_cos"]) == 0
+        matrices = [(out.parent / "matrix" / f"{n}.csv").read_bytes() for n in ("TMR", "USE_cos")]
+        outs[ex] = (out.read_bytes(), out.with_name("pairs.means.csv").read_bytes(), matrices)
     capsys.readouterr()
     assert outs["local"] == outs["local:2"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["curt.jsonl", "local", "local-2", "polite.jsonl"]

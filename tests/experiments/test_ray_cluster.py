@@ -153,7 +153,7 @@ API_SCRIPT = r"""
 import sys
 from pathlib import Path
 
-from behavsim import compare_stream, get_executor, respond_many
+from behavsim import compare_matrix, compare_stream, get_executor, respond_many
 from contexts import generate_grid
 from policies.train import TrainConfig, run_training
 
@@ -168,6 +168,7 @@ cs = generate_grid(step=0.5)
 specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
 local = respond_many(specs, cs)
 a = compare_stream(local, "all")
+m = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"])
 
 ex = get_executor("ray")  # a Ray started here, inside the namespace
 seen = []
@@ -182,6 +183,8 @@ remote = respond_many(specs, cs, executor=ex)
 assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
 b = compare_stream(local, "all", executor=ex)
 assert a.means.equals(b.means), (a.means, b.means)
+mr = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"], executor=ex)
+assert all(m.means[n].equals(mr.means[n]) for n in m.means)
 print("OK", len(files), "checkpoints,", len(a.means), "pairs")
 """
 
