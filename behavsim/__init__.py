@@ -31,6 +31,7 @@ from ._errors import (
     UnknownName,
     UnknownScore,
 )
+from ._executor import Executor, ExecutorError, get_executor
 from ._io import canonical_copy
 from ._map import BehaviourMap, behaviour_map
 from ._matrix import MatrixComparison, compare_matrix
@@ -114,4 +115,7 @@ __all__ = [
     "PAIR_MODES",
     "slice_scores",
     "SLICE_KINDS",
+    "Executor",
+    "ExecutorError",
+    "get_executor",
 ]

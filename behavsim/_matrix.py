@@ -43,6 +43,7 @@ import pandas as pd
 
 from ._engine import _make_scores, _validate_tables
 from ._errors import ConfigError
+from ._scoring_tasks import _pairwise
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score
 from .scores._base import intern
@@ -94,6 +95,7 @@ def compare_matrix(
     score_options: Mapping[str, Mapping[str, Any]] | None = None,
     chunk_contexts: int | None = None,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> MatrixComparison:
     """Per score, the P×P matrix of pair means of ``tables`` (all ordered pairs and self-pairs).
 
@@ -102,10 +104,17 @@ def compare_matrix(
     the ``n_missing`` counts are the engine's. ``chunk_contexts``: contexts per chunk, rounded up to
     whole blocks of :data:`FOLD_BLOCK` (default:
     about ``DEFAULT_CHUNK_CELLS`` pair × context cells per chunk); the result does not depend on
-    it. Peak extra memory is O(chunk_contexts × P²); see the module docstring.
+    it. Peak extra memory is O(chunk_contexts × P²); see the module docstring. ``executor``: where
+    the distinct combinations are scored (as in :func:`behavsim.compare_stream`); the matrices
+    are the same.
     """
+    from ._executor import get_executor
+    from ._scoring_tasks import score_recipes
+
+    where = get_executor(executor)
     tables = _validate_tables(tables)
     objs = _make_scores(scores, score_options)
+    recipes = score_recipes(objs, list(scores), score_options)
     if chunk_contexts is not None and (not isinstance(chunk_contexts, (int, np.integer)) or chunk_contexts < 1):
         raise ConfigError(f"chunk_contexts must be a positive integer, got {chunk_contexts!r}")
     n_pol = len(tables)
@@ -139,7 +148,17 @@ def compare_matrix(
             ia, ib = np.triu_indices(n_pol)
         else:
             ia, ib = (x.ravel() for x in np.indices((n_pol, n_pol)))
-        sums, counts, n_combos = _group_sums(members, codes, items, ia, ib, chunk, show, timings)
+        sums, counts, n_combos = _group_sums(
+            members,
+            codes,
+            items,
+            ia,
+            ib,
+            chunk,
+            show,
+            timings,
+            lambda s, a, b: _pairwise(s, recipes.get(s.name), a, b, where),
+        )
         for s in members:
             n_distinct[s.name] = n_combos
             total = np.full((n_pol, n_pol), np.nan)
@@ -193,6 +212,7 @@ def _group_sums(
     chunk: int,
     show: bool,
     timings: dict[str, float],
+    pairwise: Any,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], int]:
     """Per score of one group, the per-pair sums and counts of defined values; and the number of
     distinct combinations."""
@@ -235,7 +255,7 @@ def _group_sums(
         encoder: Any = getattr(s, "encoder", None)
         if hasattr(encoder, "progress"):
             encoder.progress = show
-        vals = s.pairwise(first, second) if len(first) else np.zeros(0)
+        vals = pairwise(s, first, second) if len(first) else np.zeros(0)
         values[s.name] = np.append(np.asarray(vals, dtype=np.float64), np.nan)  # last: missing
         timings[s.name] = time.perf_counter() - t2
     # pass 2: gather and fold

@@ -37,6 +37,7 @@ import pandas as pd
 from ._engine import _gather, _make_scores, _plan, _validate_tables
 from ._errors import ConfigError
 from ._matrix import _progress, _use_lookup, combination_keys
+from ._scoring_tasks import _pairwise, score_recipes
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score
 from .scores._base import intern
@@ -77,6 +78,7 @@ def compare_stream(
     sink: Callable[[pd.DataFrame], None] | None = None,
     chunk_cells: int = DEFAULT_CHUNK_CELLS,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> StreamedComparison:
     """:func:`behavsim.compare`, with the per-context rows given to ``sink`` in chunks of pairs.
 
@@ -84,11 +86,21 @@ def compare_stream(
     engine's ``per_context`` table (its row order, columns and values; the ``pair`` column counts
     on across pieces); with ``sink=None`` the rows are dropped and only the means are kept.
     ``chunk_cells``: about how many (pair, context) cells a piece holds; the output does not
-    depend on it.
+    depend on it. ``executor``: where the distinct combinations are scored
+    (:func:`behavsim.get_executor`): ``"local"`` (the default) scores them here, in one call per
+    score; ``"local:N"`` and ``"ray[:ADDRESS]"`` score them as tasks of
+    :data:`COMBINATIONS_PER_TASK` combinations (a score whose value depends on the whole batch,
+    BERTScore with idf from the batch, as one task), gathered in order: the same values. Scores
+    given as names are built on the workers (with ``score_options``); score objects are scored
+    here.
     """
+    from ._executor import get_executor
+
+    where = get_executor(executor)
     tables = _validate_tables(tables)
     plan = _plan(tables, pairs, by)
     objs = _make_scores(scores, score_options)
+    recipes = score_recipes(objs, scores, score_options)
     if not isinstance(chunk_cells, (int, np.integer)) or isinstance(chunk_cells, bool) or chunk_cells < 1:
         raise ConfigError(f"chunk_cells must be a positive integer, got {chunk_cells!r}")
     n_ctx = len(tables[0])
@@ -126,7 +138,7 @@ def compare_stream(
             encoder.progress = show
         first = [items[i] for i in (keys // base).tolist()]
         second = [items[j] for j in (keys % base).tolist()]
-        vals = np.asarray(s.pairwise(first, second), dtype=np.float64) if len(first) else np.zeros(0)
+        vals = _pairwise(s, recipes.get(s.name), first, second, where) if len(first) else np.zeros(0)
         distinct[s.name] = (keys, np.append(vals, np.nan), base, lut)  # last value: a missing side
         timings[s.name] = time.perf_counter() - t1
 

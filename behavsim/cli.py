@@ -15,8 +15,10 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ._errors import BehavsimError, ConfigError
+from ._executor import add_executor_option, get_executor
 from ._io import atomic_path
 from ._util import package_version
 from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
@@ -148,6 +150,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs -o/--output (per-context values) or --matrix DIR (all-pairs matrices)")
     if args.chunk_contexts is not None and matrix_dir is None:
         raise ConfigError("--chunk-contexts applies to --matrix only")
+    executor = get_executor(args.executor)
     fmt = args.per_context
     if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
         fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
@@ -168,7 +171,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if matrix_dir is not None:
-        _write_matrices(tables, args, matrix_dir)
+        _write_matrices(tables, args, matrix_dir, executor)
         if out is None or args.per_context is None:
             return 0
     assert out is not None
@@ -184,13 +187,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
     scores = _score_names(args.scores)
     opts = _score_options(args)
+    run = {"scores": scores, "score_options": opts, "by": args.by, "progress": args.progress, "executor": executor}
     if fmt == "none":
-        comp = compare_stream(tables, pairs, scores=scores, score_options=opts, by=args.by, progress=args.progress)
+        comp = compare_stream(tables, pairs, **run)
     else:
         with PerContextWriter(out, fmt) as writer:
-            comp = compare_stream(
-                tables, pairs, scores=scores, score_options=opts, by=args.by, sink=writer, progress=args.progress
-            )
+            comp = compare_stream(tables, pairs, sink=writer, **run)
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
     with atomic_path(means_path) as tmp:
@@ -232,7 +234,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
+def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor: Any = None) -> None:
     """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
     from ._matrix import compare_matrix
     from .plots import heatmap
@@ -245,6 +247,7 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path) -> None:
         score_options=_score_options(args),
         chunk_contexts=args.chunk_contexts,
         progress=args.progress,
+        executor=executor,
     )
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -381,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
     )
+    add_executor_option(c)
     _add_model_options(c)
     c.set_defaults(func=_cmd_compare)
 

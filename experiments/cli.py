@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from behavsim._executor import add_executor_option
+
 from .study import list_configs, load_config, run_study
 
 __all__ = ["register_reproduce"]
@@ -33,12 +35,13 @@ def register_reproduce(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME|RULES_JSON",
         help="override: the study's domain (camrestaurants: PyDial's Cambridge restaurants; default: the config's)",
     )
+    add_executor_option(p, default=None)
     p.set_defaults(func=_cmd_reproduce)
     return p
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    overrides = {"dialogues": args.dialogues, "seeds": args.seeds, "domain": args.domain}
+    overrides = {"dialogues": args.dialogues, "seeds": args.seeds, "domain": args.domain, "executor": args.executor}
     if args.no_report:
         overrides["report"] = False
     cfg = load_config(args.config, **overrides)

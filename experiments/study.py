@@ -85,6 +85,9 @@ class StudyConfig:
     # at which the last checkpoint of each trial and the handcrafted policy are compared with
     # themselves on perturbed C_gen (``contexts.perturb``); empty: no probe
     robustness: tuple[float, ...] = ()
+    # where training and responses run (local, local:N, ray, ray:ADDRESS); not part of the study's
+    # identity: a run folder resumes under any executor and the results are the same
+    executor: str = "local"
 
     def __post_init__(self) -> None:
         for key in ("dialogues", "checkpoint_every", "eval_dialogues", "collect_dialogues"):
@@ -104,6 +107,12 @@ class StudyConfig:
         for x in self.robustness:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= x <= 1.0:
                 raise ConfigError(f"study config 'robustness': noise levels are numbers in [0, 1], got {x!r}")
+        from behavsim import get_executor
+
+        try:
+            get_executor(self.executor)
+        except ConfigError as exc:
+            raise ConfigError(f"study config 'executor': {exc}") from None
         from policies.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
@@ -125,8 +134,13 @@ class StudyConfig:
             raise ConfigError(f"study config 'scores': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
-        for key in _OPTIONAL_KEYS:  # at their default, left out: a run made before they existed resumes
+        """The study's identity (stored in ``config.json`` and the manifest): every setting but
+        ``executor``, which changes where the work runs, not what it gives; optional keys added
+        after the first runs are left out at their default, so that those runs resume."""
+        d = dataclasses.asdict(self)
+        d.pop("executor")
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        for key in _OPTIONAL_KEYS:
             if not d.get(key):
                 d.pop(key, None)
         return d
@@ -265,7 +279,7 @@ def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
 
 
 # ----------------------------------------------------------------------------------- stages
-def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.DataFrame:
+def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], executor: Any = None) -> pd.DataFrame:
     from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
     log(
@@ -284,7 +298,7 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> pd.
         user=cfg.user,
         eval_scale=cfg.eval_scale,
     )
-    rows = run_training(tc, run / "train", progress=sys.stderr.isatty())
+    rows = run_training(tc, run / "train", progress=sys.stderr.isatty(), executor=executor)
     metrics = pd.DataFrame(rows)
     metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics] + [c for c in metrics if c not in METRIC_COLUMNS]]
     _write_csv(metrics, run / "results" / "metrics.csv")
@@ -357,7 +371,7 @@ def _domain(cfg: StudyConfig) -> Any:
 
 
 def _respond_set(
-    specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None
+    specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None, executor: Any = None
 ) -> dict[str, ResponseTable]:
     """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
     from policies.respond import respond_many
@@ -385,12 +399,16 @@ def _respond_set(
         todo.append(spec)
     if todo:
         options = {} if domain is None else {"domain": domain}
-        for spec, table in zip(todo, respond_many(todo, cs, **options)):
+
+        def save(i: int, table: ResponseTable) -> None:  # each table as soon as it is ready: kept if interrupted
             name = f"{table.id}.jsonl"
             table.save(rdir / name)
-            index[spec] = name
-            loaded[spec] = ResponseTable.load(rdir / name)
-        write_json_checked(index_path, index)
+            index[todo[i]] = name
+            write_json_checked(index_path, index)
+
+        respond_many(todo, cs, executor=executor, on_result=save, **options)
+        for spec in todo:
+            loaded[spec] = ResponseTable.load(rdir / index[spec])
     return {s: loaded[s] for s in specs}
 
 
@@ -441,16 +459,33 @@ def _comparisons(
         yield "rewards", "ccol-all", {"pair": labels}, comp
 
 
-def run_study(cfg: StudyConfig, run_dir: str | os.PathLike, *, log: Callable[[str], None] | None = None) -> Path:
-    """Run (or resume) the study ``cfg`` in ``run_dir``; returns the run folder."""
+def run_study(
+    cfg: StudyConfig,
+    run_dir: str | os.PathLike,
+    *,
+    log: Callable[[str], None] | None = None,
+    executor: Any = None,
+) -> Path:
+    """Run (or resume) the study ``cfg`` in ``run_dir``; returns the run folder.
+
+    ``executor`` (default: the config's ``executor``, ``"local"``): where the training trials and
+    the responses run (:func:`behavsim.get_executor`); this process writes every file, so the run
+    folder lives on this machine, and the results are the same under any executor.
+    """
+    from behavsim import get_executor
+
     log = log or (lambda m: print(m, flush=True))
+    ex = get_executor(cfg.executor if executor is None else executor)
+    ex.connect()  # an unreachable cluster is refused before the run folder is made
     run = _open_run_dir(cfg, Path(run_dir))
     clock = _Clock()
-    metrics = _stage_train(cfg, run, log)
+    if not ex.is_local:
+        log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
+    metrics = _stage_train(cfg, run, log, ex)
     clock.lap("train")
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
-    responses = _stage_respond(cfg, run, sets, log)
+    responses = _stage_respond(cfg, run, sets, log, ex)
     clock.lap("respond")
     _stage_compare_and_analyse(cfg, run, sets, responses, log)
     clock.lap("compare+analyse")
@@ -506,7 +541,9 @@ class _Responses:
     tables: dict[str, dict[str, ResponseTable]]
 
 
-def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log: Callable[[str], None]) -> _Responses:
+def _stage_respond(
+    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log: Callable[[str], None], executor: Any = None
+) -> _Responses:
     log("[3/7] responses of every checkpoint on every context set")
 
     # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
@@ -517,7 +554,9 @@ def _stage_respond(cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log
 
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
-    tables = {name: _respond_set(specs, cs, run / "responses" / name, cfg.domain) for name, cs in sets.items()}
+    tables = {
+        name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor) for name, cs in sets.items()
+    }
     return _Responses(trials, specs, tables)
 
 

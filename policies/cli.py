@@ -18,6 +18,8 @@ import subprocess
 import sys
 from typing import Any
 
+from behavsim._executor import add_executor_option
+
 __all__ = ["register_train", "cmd_train", "main"]
 
 
@@ -78,6 +80,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=int, default=None, metavar="W", help="parallel processes (default: min(trials, cores))"
     )
+    add_executor_option(p, default=None)
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -219,7 +222,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             check_tensorboard_dir(tensorboard, "--tensorboard")
         if args.monitor:
             monitor = _start_monitor(args)
-        rows = run_training(config, args.output, workers=args.workers, progress=args.progress, tensorboard=tensorboard)
+        rows = run_training(
+            config,
+            args.output,
+            workers=args.workers,
+            progress=args.progress,
+            tensorboard=tensorboard,
+            executor=args.executor,
+        )
     except (ConfigError, CheckpointError, BehavsimError) as exc:
         print(f"behavsim train: error: {exc}", file=sys.stderr)
         if monitor is not None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
+from behavsim._executor import add_executor_option, get_executor
 from behavsim.policy import (
     PolicyCheckError,
     PolicyErrorsWarning,
@@ -95,6 +96,7 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--workers", type=int, default=None, metavar="N", help="parallel processes (default: min(policies, cores))"
     )
+    add_executor_option(p, default=None)
     p.add_argument("--pydial-root", metavar="DIR", help="PyDial3's root folder (for pydial:CFG specs)")
     add_domain_option(p)  # the built-in policies' domain (handcrafted, checkpoints)
     p.add_argument(
@@ -136,6 +138,7 @@ def _output_paths(args: argparse.Namespace, ids: list[str]) -> list[Path]:
 
 def cmd_respond(args: argparse.Namespace) -> int:
     """Run the ``respond`` command; returns the exit code."""
+    get_executor(args.executor)  # a bad spec is refused before any work
     specs = list(args.policies)
     if args.ids is not None and len(args.ids) != len(specs):
         raise ConfigError(f"--id: give it once per --policy ({len(specs)} policies, {len(args.ids)} ids)")
@@ -158,6 +161,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
             strict=args.strict,
             policy_ids=args.ids,
             progress=args.progress,
+            executor=args.executor,
             **options,
         )
     seconds = time.perf_counter() - t0

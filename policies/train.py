@@ -963,18 +963,31 @@ def run_training(
     workers: int | None = None,
     progress: bool = True,
     tensorboard: str | os.PathLike | None = None,
+    executor: Any = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) every trial of ``config`` in ``out_dir``; returns all metric rows.
 
     ``workers`` defaults to ``min(trials, cores)``; with one worker the trials run in this
     process, one after the other. Writes ``out_dir/metrics.csv`` at the end. ``tensorboard``:
     a folder that receives each checkpoint's TSR, AIQ and ADL as TensorBoard scalars, one run
-    folder per trial (``pip install 'behavsim[tensorboard]'``).
+    folder per trial (``pip install 'behavsim[tensorboard]'``). ``executor``: where the trials
+    run (:func:`behavsim.get_executor`; ``"local"``, the default, ``"local:N"``, or
+    ``"ray[:ADDRESS]"``: one task per trial on a Ray cluster, which gets the trial's files and
+    returns the new ones; this process writes every file, and a trial finished on any node is
+    kept when the run is interrupted). The files are the same whatever the executor.
     """
+    from behavsim._executor import get_executor
+
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
+    ex = get_executor(executor)
     if workers is not None and (not _is_int(workers) or workers < 1):
         raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
+    if workers is not None and not ex.is_local:
+        raise ConfigError(f"workers: applies to the local executor only, not to {ex.spec!r}")
+    if workers is None and ex.is_local:
+        workers = getattr(ex, "workers", None)
+    ex.connect()  # an unreachable cluster is refused before the run folder is made
     out = Path(out_dir)
     if out.is_dir() and not (out / "config.json").is_file() and any(p.name != ".lock" for p in out.iterdir()):
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
@@ -985,7 +998,7 @@ def run_training(
         tb = check_tensorboard_dir(tensorboard, "tensorboard")
     out.mkdir(parents=True, exist_ok=True)
     with _RunLock(out):
-        return _run_training(config, out, workers, progress, tb)
+        return _run_training(config, out, workers, progress, tb, None if ex.is_local else ex)
 
 
 class RunLocked(ConfigError):
@@ -1031,7 +1044,12 @@ class _RunLock:
 
 
 def _run_training(
-    config: TrainConfig, out: Path, workers: int | None, progress: bool, tensorboard: Path | None = None
+    config: TrainConfig,
+    out: Path,
+    workers: int | None,
+    progress: bool,
+    tensorboard: Path | None = None,
+    executor: Any = None,
 ) -> list[dict[str, Any]]:
     _prepare_dir(config, out)
     trials = config.trials()
@@ -1041,7 +1059,9 @@ def _run_training(
     report: Any = bar if tensorboard is None else _TensorBoardReport(bar, tensorboard)
     results: dict[str, list[dict[str, Any]]] = {}
     try:
-        if n_workers == 1:
+        if executor is not None:
+            results = _run_on_executor(config, out, trials, names, executor, report)
+        elif n_workers == 1:
             for (r, s), name in zip(trials, names):
                 results[name] = run_trial(config, r, s, out, report)
         else:
@@ -1094,6 +1114,59 @@ def _run_parallel(config, out, trials, names, n_workers, bar) -> dict[str, list[
             bar(q.get_nowait())
         except (queue_mod.Empty, OSError, ValueError):
             break
+    return results
+
+
+def _trial_files(tdir: Path) -> dict[str, bytes]:
+    """The files of a trial folder a trial resumes from: its checkpoints and ``metrics.csv``."""
+    if not tdir.is_dir():
+        return {}
+    names = sorted(p.name for p in tdir.iterdir() if _CKPT_RE.match(p.name) or p.name == "metrics.csv")
+    return {n: (tdir / n).read_bytes() for n in names}
+
+
+def _trial_task(job: tuple[dict, str, int, dict[str, bytes]]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
+    """One trial as a task on any node: resumed from the files it is given, run in a private
+    temporary folder; returns its metric rows and its files."""
+    import tempfile
+
+    config_dict, reward, seed, files = job
+    with tempfile.TemporaryDirectory(prefix="behavsim-trial-") as tmp:
+        tdir = Path(tmp) / trial_name(reward, seed)
+        tdir.mkdir()
+        for name, data in files.items():
+            (tdir / name).write_bytes(data)
+        rows = run_trial(TrainConfig.from_dict(config_dict), reward, seed, tmp)
+        return rows, _trial_files(tdir)
+
+
+def _run_on_executor(config, out, trials, names, executor, report) -> dict[str, list[dict[str, Any]]]:
+    """Every trial as one task of ``executor``; this process writes what each returns (checkpoints
+    first, ``metrics.csv`` last, each atomically) as soon as it finishes."""
+    before = {name: _trial_files(out / name) for name in names}
+    done_before = {
+        name: max([int(m.group(1)) for n in files if (m := _CKPT_RE.match(n))] or [0]) for name, files in before.items()
+    }
+    results: dict[str, list[dict[str, Any]]] = {}
+
+    def finished(i: int, result: tuple[list[dict[str, Any]], dict[str, bytes]]) -> None:
+        rows, files = result
+        name = names[i]
+        tdir = out / name
+        tdir.mkdir(parents=True, exist_ok=True)
+        for fname in sorted(files, key=lambda n: n == "metrics.csv"):
+            if before[name].get(fname) != files[fname]:
+                tmp = tdir / f".{fname}.tmp{os.getpid()}"
+                tmp.write_bytes(files[fname])
+                os.replace(tmp, tdir / fname)
+        results[name] = rows
+        for row in rows:
+            if row["dialogues"] > done_before[name]:
+                report(("progress", name, row["dialogues"]))
+                report(("checkpoint", name, row))
+
+    jobs = [(config.to_dict(), r, s, before[name]) for (r, s), name in zip(trials, names)]
+    executor.map(_trial_task, jobs, on_result=finished)
     return results
 
 

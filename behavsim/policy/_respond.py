@@ -221,10 +221,14 @@ def _picklable(obj: Any) -> bool:
 
 def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[str, Any]) -> tuple[str, Any]:
     assert _WORKER_CONTEXTS is not None
+    return _respond_task(_WORKER_CONTEXTS, (policy, strict, policy_id, options))
+
+
+def _respond_task(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> tuple[str, Any]:
+    """One policy on the shared context set, as a task: ``("ok", table)`` or ``("error", exc)``."""
+    policy, strict, policy_id, options = job
     try:
-        return "ok", _respond(
-            policy, _WORKER_CONTEXTS, strict=strict, policy_id=policy_id, progress=False, options=options
-        )
+        return "ok", _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options)
     except BehavsimError as exc:
         try:  # exceptions with custom constructors do not always survive pickling
             pickle.loads(pickle.dumps(exc))
@@ -241,6 +245,8 @@ def respond_many(
     strict: bool = False,
     policy_ids: Sequence[str | None] | None = None,
     progress: bool | None = None,
+    executor: Any = None,
+    on_result: Any = None,
     **options: Any,
 ) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set, in parallel processes.
@@ -250,7 +256,19 @@ def respond_many(
     checked (kind, options) before any process starts. ``policy_ids``: one id (or ``None``) per
     policy. Items that are not spec strings (adapters, policy objects, callables) run in other
     processes when they can be pickled, else in this one. ``options`` go to every kind's factory.
+    ``executor``: where the policies run (:func:`behavsim.get_executor`: ``"local"``, the default,
+    ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
+    the context set put once into its object store; files named by specs must be readable at the
+    same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
+    process as each policy's table is ready (e.g. to save it at once).
     """
+    from .._executor import get_executor
+
+    where = get_executor(executor)
+    if not where.is_local and workers is not None:
+        raise ConfigError(f"workers: applies to the local executor only, not to {where.spec!r}")
+    if where.is_local and workers is None:
+        workers = getattr(where, "workers", None)
     contexts = _as_contexts(contexts)
     specs = list(policies)
     if not specs:
@@ -269,16 +287,20 @@ def respond_many(
     def one(i: int) -> ResponseTable:
         return _respond(specs[i], contexts, strict=strict, policy_id=ids[i], progress=False, options=options)
 
-    def done(table: ResponseTable | None) -> None:
+    def done(i: int, table: ResponseTable | None) -> None:
         if bar is not None:
             bar.update(len(contexts))
+        if on_result is not None and table is not None:
+            on_result(i, table)
 
     try:
         results: list[ResponseTable | None] = [None] * len(specs)
-        if n_workers == 1 or len(specs) == 1:
+        if not where.is_local:
+            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
+        elif n_workers == 1 or len(specs) == 1:
             for i in range(len(specs)):
                 results[i] = one(i)
-                done(results[i])
+                done(i, results[i])
         else:
             local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
             with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
@@ -290,13 +312,13 @@ def respond_many(
                 try:
                     for i in local:
                         results[i] = one(i)
-                        done(results[i])
+                        done(i, results[i])
                     for i, f in futures.items():
                         status, value = f.result()
                         if status == "error":
                             raise value
                         results[i] = value
-                        done(value)
+                        done(i, value)
                 except BaseException:
                     for f in futures.values():
                         f.cancel()
@@ -308,3 +330,37 @@ def respond_many(
     finally:
         if bar is not None:
             bar.close()
+
+
+def _respond_on(executor, specs, ids, contexts, strict, options, results, one, done) -> None:
+    """The policies as tasks of a (non-local) executor, the context set shared; policies that
+    cannot be pickled run here. ``results`` is filled in input order."""
+    remote = [i for i, s in enumerate(specs) if _picklable(s)]
+    for i in range(len(specs)):
+        if i not in remote:
+            results[i] = one(i)
+            done(i, results[i])
+
+    def finished(k: int, out: tuple[str, Any]) -> None:
+        status, value = out
+        if status == "error":
+            raise value
+        results[remote[k]] = value
+        done(remote[k], value)
+
+    cwd = os.getcwd()  # relative paths in specs are the driver's
+    executor.map(
+        _remote_respond_task,
+        [(cwd, (specs[i], strict, ids[i], options)) for i in remote],
+        shared=contexts,
+        on_result=finished,
+    )
+
+
+def _remote_respond_task(contexts: ContextSet, job: tuple[str, tuple]) -> tuple[str, Any]:
+    """:func:`_respond_task` on another machine: paths in specs resolve against the driver's
+    working directory when this node has it (a shared file system)."""
+    cwd, inner = job
+    if os.path.isdir(cwd) and os.getcwd() != cwd:
+        os.chdir(cwd)
+    return _respond_task(contexts, inner)

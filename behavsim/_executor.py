@@ -1,0 +1,325 @@
+"""Where the heavy stages run: local process pools (the default) or a Ray cluster.
+
+An executor spec is a string:
+
+* ``local`` — this machine's process pools, as behavsim always ran (workers: the stage's default);
+* ``local:N`` — the same with ``N`` worker processes;
+* ``ray`` — a Ray cluster: the one ``RAY_ADDRESS`` names, else a Ray started on this machine;
+* ``ray:ADDRESS`` — the running Ray cluster at ``ADDRESS`` (``HOST:PORT`` of its head, or ``auto``).
+
+:meth:`Executor.map` runs a picklable function on every item and returns the results **in input
+order**, whatever order the tasks finish in; ``on_result(i, result)`` is called as each task
+finishes (progress). One large input shared by every task (a context set, interned answers) is
+given once as ``shared``: a local pool hands it to each worker process once, Ray puts it into the
+object store once and passes a reference (each node fetches it once). Tasks are deterministic
+functions of their inputs, so results do not depend on the executor, the node or the number of
+workers. On Ray a task whose worker or node dies is retried (``max_retries``); a cluster that
+cannot be reached, or Ray not installed, is a :class:`ExecutorError` of one line.
+
+Ray is imported only when a ``ray`` executor is used (``pip install 'behavsim[ray]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from typing import Any
+
+from ._errors import BehavsimError, ConfigError
+from ._util import did_you_mean, die_with_parent
+
+__all__ = [
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "ExecutorError",
+    "EXECUTOR_KINDS",
+    "get_executor",
+    "add_executor_option",
+]
+
+#: The executor kinds a spec may name.
+EXECUTOR_KINDS = ("local", "ray")
+
+#: How often Ray retries a task whose worker or node died, by default.
+DEFAULT_MAX_RETRIES = 3
+
+_RAY_HINT = "pip install 'behavsim[ray]'"
+
+
+class ExecutorError(BehavsimError, RuntimeError):
+    """The executor could not run the tasks: Ray missing, a cluster out of reach, a node lost for good."""
+
+
+class Executor:
+    """Runs independent tasks; see :func:`get_executor` for the specs."""
+
+    kind: str = ""
+    spec: str = ""
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
+        """``[fn(shared, item) for item in items]`` (``fn(item)`` without ``shared``), run as
+        tasks; results in input order; ``on_result(i, result)`` as each task finishes."""
+        raise NotImplementedError
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind == "local"
+
+    def connect(self) -> Any:
+        """Make sure the tasks can run (a cluster is reached) before any work; nothing for a pool."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+
+def _call(fn: Callable[..., Any], shared: Any, has_shared: bool, item: Any) -> Any:
+    return fn(shared, item) if has_shared else fn(item)
+
+
+# ----------------------------------------------------------------------------- local
+_POOL_SHARED: Any = None
+
+
+def _pool_init(shared: Any) -> None:
+    global _POOL_SHARED
+    die_with_parent()
+    _POOL_SHARED = shared
+
+
+def _pool_run(fn: Callable[..., Any], has_shared: bool, item: Any) -> Any:
+    return _call(fn, _POOL_SHARED, has_shared, item)
+
+
+class LocalExecutor(Executor):
+    """Process pools on this machine; ``workers=None``: each stage's own default (about the cores)."""
+
+    kind = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise ConfigError(f"executor 'local:N': N must be a positive integer, got {workers!r}")
+        self.workers = workers
+        self.spec = "local" if workers is None else f"local:{workers}"
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
+        items = list(items)
+        has_shared = shared is not None
+        n = min(len(items), self.workers or os.cpu_count() or 1)
+        results: list[Any] = [None] * len(items)
+        if n <= 1:
+            for i, item in enumerate(items):
+                results[i] = _call(fn, shared, has_shared, item)
+                if on_result is not None:
+                    on_result(i, results[i])
+            return results
+        with ProcessPoolExecutor(max_workers=n, initializer=_pool_init, initargs=(shared,)) as pool:
+            futures = {pool.submit(_pool_run, fn, has_shared, item): i for i, item in enumerate(items)}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in sorted(done, key=futures.__getitem__):
+                        i = futures[f]
+                        results[i] = f.result()
+                        if on_result is not None:
+                            on_result(i, results[i])
+            except BaseException:
+                for f in pending:
+                    f.cancel()
+                raise
+        return results
+
+
+# ----------------------------------------------------------------------------- ray
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(f"executor 'ray': Ray is not installed; {_RAY_HINT}") from None
+    return ray
+
+
+def _runtime_env() -> dict[str, Any]:
+    """What the driver passes on to the workers: its ``PYTHONPATH`` (a checkout run from source
+    finds its packages on nodes that share the path) and its ``BEHAVSIM_*`` settings (e.g. the
+    embedding cache folder)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith("BEHAVSIM_") or k == "PYTHONPATH"}
+    return {"env_vars": env} if env else {}
+
+
+def _unreachable(address: str | None, timeout: float = 5.0) -> str | None:
+    """Why the head at ``HOST:PORT`` cannot be reached (a TCP connection to its port), or None;
+    other addresses (``auto``, ``ray://``, none) are left to Ray. Ray itself would retry for
+    minutes before giving up."""
+    import socket
+
+    if not address or "://" in address or address == "auto":
+        return None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return f"expected HOST:PORT, got {address!r}"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
+class RayExecutor(Executor):
+    """Tasks on a Ray cluster (one CPU each), retried ``max_retries`` times when a worker or node dies.
+
+    The connection is made once per process; one already open (``ray.init`` called by the
+    caller, e.g. inside a Tune or RLlib script) is used as it is."""
+
+    kind = "ray"
+
+    def __init__(self, address: str | None = None, *, max_retries: int = DEFAULT_MAX_RETRIES) -> None:
+        if address is not None and (not isinstance(address, str) or not address.strip()):
+            raise ConfigError(f"executor 'ray:ADDRESS': ADDRESS must be a host:port or 'auto', got {address!r}")
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ConfigError(f"max_retries: expected a non-negative integer, got {max_retries!r}")
+        self.address = address.strip() if address is not None else None
+        self.max_retries = max_retries
+        self.spec = "ray" if address is None else f"ray:{self.address}"
+
+    def connect(self) -> Any:
+        """The ``ray`` module, connected to the cluster (once per process)."""
+        ray = _import_ray()
+        if ray.is_initialized():
+            return ray
+        where = self.address or os.environ.get("RAY_ADDRESS") or "a new local Ray"
+        problem = _unreachable(self.address or os.environ.get("RAY_ADDRESS"))
+        if problem:
+            raise ExecutorError(
+                f"executor {self.spec!r}: cannot connect to the Ray cluster at {where}: {problem} "
+                "(is it running? 'ray status --address ADDRESS' checks it)"
+            )
+        try:
+            ray.init(
+                address=self.address,
+                runtime_env=_runtime_env() or None,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                include_dashboard=False if self.address is None else None,
+            )
+        except Exception as exc:  # Ray raises ConnectionError, TimeoutError, RuntimeError, ValueError ...
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ExecutorError(
+                f"executor {self.spec!r}: cannot connect to the Ray cluster at {where}: {first[:200]} "
+                "(is it running? 'ray status --address ADDRESS' checks it)"
+            ) from None
+        return ray
+
+    def nodes(self) -> int:
+        """The number of live nodes of the cluster."""
+        ray = self.connect()
+        return sum(1 for n in ray.nodes() if n.get("Alive"))
+
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[Any],
+        *,
+        shared: Any = None,
+        on_result: Callable[[int, Any], None] | None = None,
+    ) -> list[Any]:
+        items = list(items)
+        if not items:
+            return []
+        ray = self.connect()
+        from ray import exceptions as rex
+
+        has_shared = shared is not None
+        shared_ref = ray.put(shared) if has_shared else None  # once into the object store
+        task = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(_call)
+        refs = [task.remote(fn, shared_ref, has_shared, item) for item in items]
+        where = {ref: i for i, ref in enumerate(refs)}
+        results: list[Any] = [None] * len(items)
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    i = where[ref]
+                    try:
+                        results[i] = ray.get(ref)
+                    except rex.RayTaskError as exc:  # the task itself raised: the original error
+                        cause = getattr(exc, "cause", None)
+                        if isinstance(cause, BaseException):
+                            raise cause from None
+                        raise
+                    except (rex.RayError, OSError) as exc:
+                        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                        raise ExecutorError(
+                            f"executor {self.spec!r}: task {i + 1} of {len(items)} was lost after "
+                            f"{self.max_retries} retries ({type(exc).__name__}: {first[:160]}); finished work is "
+                            "kept: run the same command again to resume"
+                        ) from None
+                    if on_result is not None:
+                        on_result(i, results[i])
+        except BaseException:
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # already finished or gone
+                    pass
+            raise
+        return results
+
+
+# ----------------------------------------------------------------------------- specs
+def get_executor(spec: str | Executor | None = None) -> Executor:
+    """The executor a spec names (see the module): ``None`` and ``"local"`` are today's process
+    pools; an :class:`Executor` is returned as it is. Bad specs are a :class:`ConfigError`."""
+    if spec is None:
+        return LocalExecutor()
+    if isinstance(spec, Executor):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"executor: expected 'local', 'local:N', 'ray' or 'ray:ADDRESS', got {spec!r}")
+    kind, sep, arg = spec.strip().partition(":")
+    if kind not in EXECUTOR_KINDS:
+        raise ConfigError(
+            f"executor: unknown kind {kind!r} in {spec!r}.{did_you_mean(kind, EXECUTOR_KINDS)} "
+            "Valid: local, local:N, ray, ray:ADDRESS"
+        )
+    if kind == "local":
+        if not sep:
+            return LocalExecutor()
+        if not arg.isdigit() or int(arg) < 1:
+            raise ConfigError(f"executor {spec!r}: 'local:N' needs a positive number of workers N, got {arg!r}")
+        return LocalExecutor(int(arg))
+    if sep and not arg.strip():
+        raise ConfigError(f"executor {spec!r}: 'ray:ADDRESS' needs the head's address, e.g. ray:10.0.0.5:6379")
+    return RayExecutor(arg if sep else None)
+
+
+def add_executor_option(parser: argparse.ArgumentParser, default: str | None = "local") -> None:
+    """The ``--executor`` option of the commands whose heavy work can leave this machine."""
+    parser.add_argument(
+        "--executor",
+        default=default,
+        metavar="SPEC",
+        help="where the heavy work runs: local (process pools, the default), local:N (N workers), ray (a local "
+        "Ray or RAY_ADDRESS), ray:ADDRESS (a running Ray cluster; pip install 'behavsim[ray]'); "
+        "results are identical",
+    )
