@@ -34,7 +34,7 @@ defined value has a NaN mean.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,30 +220,13 @@ def _group_sums(
     n_ctx = codes.shape[1]
     base = max(len(items), 1)
     slices = [slice(s, min(s + chunk, n_ctx)) for s in range(0, n_ctx, chunk)]
-    # A lookup table over all base**2 combinations instead of sorting, when it is no bigger than
-    # one chunk array (4 bytes per combination against 8 per cell).
-    dense = _use_lookup(base, chunk * ia.size)
     t1 = time.perf_counter()
     # pass 1: the distinct combinations
-    if dense:
-        seen = np.zeros(base * base, dtype=bool)
-        for sl in _progress(slices, show, "combinations"):
-            keys = _chunk_keys(codes, ia, ib, sl, base, symmetric)
-            seen[keys[keys >= 0]] = True
-        distinct = np.flatnonzero(seen)
-        del seen
-    else:
-        distinct = np.zeros(0, dtype=np.int64)
-        pending: list[np.ndarray] = []
-        n_pending = 0
-        for sl in _progress(slices, show, "combinations"):
-            keys = _chunk_keys(codes, ia, ib, sl, base, symmetric)
-            pending.append(np.unique(keys[keys >= 0]))
-            n_pending += pending[-1].size
-            if n_pending > max(distinct.size, chunk * ia.size):  # merge now and then: bounded, few merges
-                distinct = np.unique(np.concatenate([distinct, *pending]))
-                pending, n_pending = [], 0
-        distinct = np.unique(np.concatenate([distinct, *pending]))
+    distinct, lut = distinct_combinations(
+        (_chunk_keys(codes, ia, ib, sl, base, symmetric) for sl in _progress(slices, show, "combinations")),
+        base,
+        chunk * ia.size,
+    )
     timings[f"distinct_{members[0].info.level}"] = timings.get(f"distinct_{members[0].info.level}", 0.0) + (
         time.perf_counter() - t1
     )
@@ -264,18 +247,8 @@ def _group_sums(
     sums = {s.name: np.zeros(n_pairs) for s in members}
     comps = {s.name: np.zeros(n_pairs) for s in members}
     counts = {s.name: np.zeros(n_pairs, dtype=np.int64) for s in members}
-    lut: np.ndarray | None = None
-    if dense:
-        lut = np.full(base * base, distinct.size, dtype=np.int32)
-        lut[distinct] = np.arange(distinct.size)
     for sl in _progress(slices, show, "pairs"):
-        keys = _chunk_keys(codes, ia, ib, sl, base, symmetric)
-        if lut is not None:
-            pos = np.where(keys >= 0, lut[np.maximum(keys, 0)], distinct.size)
-        else:
-            pos = np.searchsorted(distinct, keys)
-            pos[keys < 0] = distinct.size
-        del keys
+        pos = combination_positions(_chunk_keys(codes, ia, ib, sl, base, symmetric), distinct, lut)
         for s in members:
             v = values[s.name][pos]
             ok = ~np.isnan(v)
@@ -286,6 +259,43 @@ def _group_sums(
         time.perf_counter() - t3
     )
     return {k: sums[k] + comps[k] for k in sums}, counts, int(distinct.size)
+
+
+def distinct_combinations(
+    key_chunks: Iterable[np.ndarray], base: int, chunk_cells: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The sorted distinct non-negative keys of ``key_chunks`` (arrays of at most ``chunk_cells``
+    keys; -1 = missing), and a dense key -> position lookup when one over all ``base**2``
+    combinations is no bigger than a chunk (else None: positions by binary search)."""
+    if _use_lookup(base, chunk_cells):
+        seen = np.zeros(base * base, dtype=bool)
+        for keys in key_chunks:
+            seen[keys[keys >= 0]] = True
+        distinct = np.flatnonzero(seen).astype(np.int64)
+        del seen
+        lut = np.full(base * base, distinct.size, dtype=np.int32)
+        lut[distinct] = np.arange(distinct.size)
+        return distinct, lut
+    distinct = np.zeros(0, dtype=np.int64)
+    pending: list[np.ndarray] = []
+    n_pending = 0
+    for keys in key_chunks:
+        pending.append(np.unique(keys[keys >= 0]))
+        n_pending += pending[-1].size
+        if n_pending > max(distinct.size, chunk_cells):  # merge now and then: bounded, few merges
+            distinct = np.unique(np.concatenate([distinct, *pending]))
+            pending, n_pending = [], 0
+    return np.unique(np.concatenate([distinct, *pending])), None
+
+
+def combination_positions(keys: np.ndarray, distinct: np.ndarray, lut: np.ndarray | None) -> np.ndarray:
+    """The position of each key in ``distinct`` (from :func:`distinct_combinations`);
+    ``distinct.size`` where the key is -1 (missing): index a value array with one NaN appended."""
+    if lut is not None:
+        return np.where(keys >= 0, lut[np.maximum(keys, 0)], distinct.size)
+    pos = np.searchsorted(distinct, keys)
+    pos[keys < 0] = distinct.size
+    return pos
 
 
 def _use_lookup(base: int, chunk_cells: int) -> bool:

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._engine import _gather, _make_scores, _plan, _validate_tables
+from ._engine import _aggregate, _gather, _make_scores, _plan, _validate_tables
 from ._errors import ConfigError
-from ._matrix import _progress, _use_lookup, combination_keys
+from ._matrix import _progress, combination_keys, combination_positions, distinct_combinations
 from ._scoring_tasks import _pairwise, score_recipes
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score
@@ -107,7 +107,7 @@ def compare_stream(
     ids = [t.id for t in tables]
     n_pairs = len(plan)
     per_chunk = max(1, int(chunk_cells) // max(n_ctx, 1))
-    starts = list(range(0, n_pairs, per_chunk))
+    chunks = [slice(s, min(s + per_chunk, n_pairs)) for s in range(0, n_pairs, per_chunk)]
     show = progress if progress is not None else (n_pairs * n_ctx > 2_000_000)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -124,15 +124,18 @@ def compare_stream(
 
     # pass 1 and the scoring: per score, the distinct combinations and their values
     distinct: dict[str, tuple[np.ndarray, np.ndarray, int, np.ndarray | None]] = {}
-    keys_of: dict[tuple[str, bool], tuple[np.ndarray, int, np.ndarray | None]] = {}
+    keys_of: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray | None]] = {}
     for s in objs:
         t1 = time.perf_counter()
         level, symmetric = s.info.level, bool(s.info.symmetric)
         arr, items = codes[level]
         base = max(len(items), 1)
         if (level, symmetric) not in keys_of:
-            keys_of[(level, symmetric)] = _distinct_keys(arr, ia, ib, starts, per_chunk, base, symmetric, show)
-        keys, base, lut = keys_of[(level, symmetric)]
+            key_chunks = (
+                _cell_keys(arr, ia[sl], ib[sl], base, symmetric) for sl in _progress(chunks, show, "combinations")
+            )
+            keys_of[(level, symmetric)] = distinct_combinations(key_chunks, base, per_chunk * n_ctx)
+        keys, lut = keys_of[(level, symmetric)]
         encoder: Any = getattr(s, "encoder", None)
         if hasattr(encoder, "progress"):
             encoder.progress = show
@@ -144,31 +147,19 @@ def compare_stream(
 
     # pass 2: gather, emit, average
     t2 = time.perf_counter()
-    mean_rows: list[dict[str, Any]] = []
+    mean_parts: list[pd.DataFrame] = []
     n_rows = 0
-    for start in _progress([slice(s, min(s + per_chunk, n_pairs)) for s in starts], show, "pairs"):
+    for start in _progress(chunks, show, "pairs"):
         sub_plan = plan[start.start : start.stop]
         columns: dict[str, np.ndarray] = {}
         for s in objs:
             arr, _ = codes[s.info.level]
             keys, vals, base, lut = distinct[s.name]
             k = _cell_keys(arr, ia[start], ib[start], base, bool(s.info.symmetric))
-            if lut is not None:
-                pos = np.where(k >= 0, lut[np.maximum(k, 0)], keys.size)
-            else:
-                pos = np.searchsorted(keys, k)
-                pos[k < 0] = keys.size
-            columns[s.name] = vals[pos]
-        for k_pair, (i, j) in enumerate(sub_plan):
-            sl = slice(k_pair * n_ctx, (k_pair + 1) * n_ctx)
-            row: dict[str, Any] = {"pair": start.start + k_pair, "a": ids[i], "b": ids[j], "n": n_ctx}
-            for name, values in columns.items():
-                v = values[sl]
-                ok = ~np.isnan(v)
-                row[name] = float(v[ok].mean()) if ok.any() else float("nan")
-            for name, values in columns.items():
-                row[f"n_missing_{name}"] = int(np.isnan(values[sl]).sum())
-            mean_rows.append(row)
+            columns[s.name] = vals[combination_positions(k, keys, lut)]
+        means = _aggregate(sub_plan, ids, n_ctx, columns)  # the engine's means of the same values
+        means["pair"] += start.start
+        mean_parts.append(means)
         if sink is not None:
             rows = _gather(sub_plan, ids, n_ctx, tables[0].context_ids, columns)
             rows["pair"] += start.start
@@ -177,7 +168,7 @@ def compare_stream(
     timings["gather"] = time.perf_counter() - t2
     timings["total"] = time.perf_counter() - t0
     return StreamedComparison(
-        means=pd.DataFrame(mean_rows),
+        means=pd.concat(mean_parts, ignore_index=True),
         signatures={o.name: o.signature for o in objs},
         context_fingerprint=tables[0].context_fingerprint,
         n_rows=n_rows,
@@ -189,43 +180,6 @@ def compare_stream(
 def _cell_keys(codes: np.ndarray, ia: np.ndarray, ib: np.ndarray, base: int, symmetric: bool) -> np.ndarray:
     """Combination keys of the (pair, context) cells of pairs ``(ia, ib)``, pair-major."""
     return combination_keys(codes[ia].ravel(), codes[ib].ravel(), base, symmetric)
-
-
-def _distinct_keys(
-    codes: np.ndarray,
-    ia: np.ndarray,
-    ib: np.ndarray,
-    starts: list[int],
-    per_chunk: int,
-    base: int,
-    symmetric: bool,
-    show: bool,
-) -> tuple[np.ndarray, int, np.ndarray | None]:
-    """The sorted distinct combination keys of all cells, and a dense key -> position lookup when
-    it is small (else None: positions by binary search)."""
-    chunk_cells = per_chunk * codes.shape[1]
-    dense = _use_lookup(base, chunk_cells)
-    slices = [slice(s, s + per_chunk) for s in starts]
-    if dense:
-        seen = np.zeros(base * base, dtype=bool)
-        for sl in _progress(slices, show, "combinations"):
-            k = _cell_keys(codes, ia[sl], ib[sl], base, symmetric)
-            seen[k[k >= 0]] = True
-        keys = np.flatnonzero(seen).astype(np.int64)
-        lut = np.full(base * base, keys.size, dtype=np.int64)
-        lut[keys] = np.arange(keys.size)
-        return keys, base, lut
-    keys = np.zeros(0, dtype=np.int64)
-    pending: list[np.ndarray] = []
-    n_pending = 0
-    for sl in _progress(slices, show, "combinations"):
-        k = _cell_keys(codes, ia[sl], ib[sl], base, symmetric)
-        pending.append(np.unique(k[k >= 0]))
-        n_pending += pending[-1].size
-        if n_pending > max(keys.size, chunk_cells):
-            keys = np.unique(np.concatenate([keys, *pending]))
-            pending, n_pending = [], 0
-    return np.unique(np.concatenate([keys, *pending])), base, None
 
 
 class PerContextWriter:
