@@ -42,11 +42,6 @@ def _reject_constant(name: str):
 _ROW_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _replace(tmp: Path, path: Path) -> Path:
-    os.replace(tmp, path)
-    return path
-
-
 #: The header key of a file's checksum: ``"sha256:<hex>"`` of the canonical header without it,
 #: a newline, and the body (JSONL: the row lines as written; Parquet: the canonical JSON of the
 #: columns). Files without one (made elsewhere, or by behavsim before 0.3) are read unchecked.
@@ -65,15 +60,10 @@ def write_jsonl(path: Path, header: dict, rows: Iterable[dict]) -> Path:
     (a temporary file renamed into place). NaN/inf raise ``ValueError`` (not JSON)."""
     body = "".join(canonical_json(r) + "\n" for r in rows).encode("utf-8")
     header = {**header, CHECKSUM_KEY: _digest(header, body)}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write((canonical_json(header) + "\n").encode("utf-8"))
-            f.write(body)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return _replace(tmp, path)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write((canonical_json(header) + "\n").encode("utf-8"))
+        f.write(body)
+    return path
 
 
 def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=None) -> Path:
@@ -83,14 +73,10 @@ def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=Non
     import pyarrow.parquet as pq
 
     header = {**header, CHECKSUM_KEY: _digest(header, canonical_json(columns).encode("utf-8"))}
-    tmp = path.with_name(path.name + ".tmp")
     tbl = pa.table(columns, schema=schema).replace_schema_metadata({"behavsim": canonical_json(header)})
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(tbl, tmp)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return _replace(tmp, path)
+    return path
 
 
 _LOOKS_LIKE_CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
@@ -228,13 +214,9 @@ def write_json_checked(path: Path, obj: dict) -> Path:
     :data:`CHECKSUM_KEY`, written atomically."""
     rest = {k: v for k, v in obj.items() if k != CHECKSUM_KEY}
     data = {**rest, CHECKSUM_KEY: _digest(rest, b"")}
-    tmp = path.with_name(path.name + ".tmp")
-    try:
+    with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return _replace(tmp, path)
+    return path
 
 
 def read_json_checked(path: Path) -> dict:

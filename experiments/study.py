@@ -46,7 +46,7 @@ from behavsim import (
     list_scores,
     package_version,
 )
-from behavsim._io import file_digest, read_json_checked, write_json_checked
+from behavsim._io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
@@ -255,15 +255,13 @@ _TRAIN_RESULTS = ("metrics.csv", "table1.csv")
 
 def _write_text(path: Path, text: str) -> None:
     """Write atomically: a temporary file renamed into place."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False)  # shortest round-trip repr: the CSVs hold the exact values
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)  # shortest round-trip repr: the CSVs hold the exact values
 
 
 def _trial_dir(run: Path, reward: str, seed: int) -> Path:
