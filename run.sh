@@ -2,7 +2,7 @@
 # behavsim's two entry points; each sets everything up on a fresh machine first.
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
-#   bash run.sh lint    ruff (lint and format check) and mypy on the packages
+#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports) and mypy
 #   bash run.sh test-tfhub  the TensorFlow Hub encoder tests (tests/tfhub) in their own environment
 # The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder); the one of
 # test-tfhub, with TensorFlow and without PyTorch, in $BEHAVSIM_TF_VENV (default: .venv-tf).
@@ -82,6 +82,7 @@ case "${1:-}" in
         setup
         "$VENV/bin/ruff" check behavsim contexts policies experiments
         "$VENV/bin/ruff" format --check behavsim contexts policies experiments
+        "$VENV/bin/lint-imports"
         "$VENV/bin/mypy" behavsim
         ;;
     *)

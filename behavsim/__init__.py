@@ -33,7 +33,7 @@ from ._errors import (
 )
 from ._executor import Executor, ExecutorError, get_executor
 from ._io import canonical_copy
-from ._map import BehaviourMap, behaviour_map
+from ._map import BehaviourMap, behaviour_map, write_map
 from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
 from ._slices import SLICE_KINDS, slice_scores
@@ -111,6 +111,7 @@ __all__ = [
     "StreamedComparison",
     "behaviour_map",
     "BehaviourMap",
+    "write_map",
     "plan_pairs",
     "PAIR_MODES",
     "slice_scores",

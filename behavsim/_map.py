@@ -41,6 +41,7 @@ from ._engine import _trial_key
 from ._errors import ConfigError
 from ._matrix import MatrixComparison, compare_matrix
 from ._tables import ResponseTable
+from .commands import add_model_options, score_options
 from .scores import scores as score_registry
 
 __all__ = ["classical_mds", "average_linkage", "behaviour_map", "BehaviourMap", "write_map", "register_map"]
@@ -259,12 +260,11 @@ def write_map(bm: BehaviourMap, out: str | os.PathLike, *, sources: Sequence[str
 
 # ------------------------------------------------------------------------------ command line
 def _cmd_map(args: argparse.Namespace) -> int:
-    from .cli import _score_options
 
     if len(args.tables) < 3:
         raise ConfigError(f"a behaviour map needs at least three policies, got {len(args.tables)} table(s)")
     tables = [ResponseTable.load(p) for p in args.tables]
-    bm = behaviour_map(tables, args.score, score_options=_score_options(args), progress=args.progress)
+    bm = behaviour_map(tables, args.score, score_options=score_options(args), progress=args.progress)
     paths = write_map(bm, args.output, sources=args.tables)
     share = ", ".join(f"{v:.0%}" for v in bm.explained)
     n_trials = bm.coords["trial"].nunique()
@@ -278,7 +278,6 @@ def _cmd_map(args: argparse.Namespace) -> int:
 
 def register_map(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``map`` sub-command to ``subparsers``."""
-    from .cli import _add_model_options
 
     p = subparsers.add_parser(
         "map",
@@ -294,6 +293,6 @@ def register_map(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
     )
-    _add_model_options(p)
+    add_model_options(p)
     p.set_defaults(func=_cmd_map)
     return p

@@ -22,7 +22,7 @@ previous snapshot with :func:`behavsim.compare` (snapshot k against k−1, the c
 * ``out_dir/monitor.json`` — the settings (context-set fingerprint, scores and their
   signatures, ``every``, stop rule, lag, reference), checked when a monitor is opened again;
 * with ``tensorboard=DIR``: TensorBoard scalars ``behavsim/<score>/<lag>`` at step = training
-  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim._tensorboard``).
+  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim.tensorboard``).
 
 Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the last saved
 snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a
@@ -428,7 +428,7 @@ class ConvergenceMonitor:
     line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
     ``name``: label in lines and plot titles (default: the folder name). ``lag``: how many
     snapshots back ``vs_lag`` looks (default 5). ``reference``: a fixed policy (anything a
-    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.respond.respond``), answered
+    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.commands.respond.respond``), answered
     once, behind ``vs_ref``. ``tensorboard``: a TensorBoard run folder (it may be a trainer's own)
     that receives ``behavsim/<score>/<lag>`` scalars at step = training dialogues and the figure
     (needs ``pip install 'behavsim[tensorboard]'``).
@@ -493,7 +493,7 @@ class ConvergenceMonitor:
         self.tensorboard = None
         self._tb: Any = None
         if tensorboard is not None:
-            from ._tensorboard import check_tensorboard_dir
+            from .tensorboard import check_tensorboard_dir
 
             self.tensorboard = check_tensorboard_dir(tensorboard, "tensorboard")
         self.reference = self._reference_table(reference)
@@ -895,14 +895,14 @@ class ConvergenceMonitor:
         )
 
     def _tb_files(self) -> list[Path]:
-        from ._tensorboard import SUFFIX
+        from .tensorboard import SUFFIX
 
         assert self.tensorboard is not None
         return sorted(self.tensorboard.glob(f"events.out.tfevents.*{SUFFIX}"))
 
     def _writer(self) -> Any:
         if self._tb is None:
-            from ._tensorboard import TensorBoardWriter
+            from .tensorboard import TensorBoardWriter
 
             self._tb = TensorBoardWriter(self.tensorboard, option="tensorboard")  # type: ignore[arg-type]
         return self._tb

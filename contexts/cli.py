@@ -66,7 +66,7 @@ def _output(path: str) -> Path:
 
 
 def _domain(args: argparse.Namespace):
-    from policies.domain import domain_spec, resolve_domain
+    from policies.simulation.domain import domain_spec, resolve_domain
 
     spec = domain_spec(getattr(args, "domain", None))
     return None if spec is None else resolve_domain(spec)
@@ -125,7 +125,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_collect_pydial(args: argparse.Namespace) -> int:
-    from policies.adapters._pydial_collect import collect_pydial
+    from contexts._pydial_collect import collect_pydial
 
     out = _output(args.output)
     cs = collect_pydial(
@@ -265,7 +265,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        from policies.domain import add_domain_option
+        from policies.simulation.domain import add_domain_option
 
         add_domain_option(q)
 

@@ -3,7 +3,7 @@
 Stages (each resumable; finished work is never recomputed):
 
 1. **train** GP-SARSA trials for every reward and seed, a checkpoint every K dialogues, each
-   evaluated on M dialogues (Table 1) — :mod:`policies.train`, which resumes from checkpoints;
+   evaluated on M dialogues (Table 1) — :mod:`policies.learners.train`, which resumes from checkpoints;
 2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
    dialogues of the last checkpoint of every trial of that reward), and their union;
 3. **respond**: every checkpoint and the handcrafted policy on every context set;
@@ -46,7 +46,7 @@ from behavsim import (
     list_scores,
     package_version,
 )
-from behavsim._io import atomic_path, file_digest, read_json_checked, write_json_checked
+from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
@@ -113,7 +113,7 @@ class StudyConfig:
             get_executor(self.executor)
         except ConfigError as exc:
             raise ConfigError(f"study config 'executor': {exc}") from None
-        from policies.train import TrainConfig
+        from policies.learners.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
             tc = TrainConfig(domain=self.domain, user=self.user, eval_scale=self.eval_scale)
@@ -265,20 +265,20 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def _trial_dir(run: Path, reward: str, seed: int) -> Path:
-    from policies.train import trial_name
+    from policies.learners.train import trial_name
 
     return run / "train" / trial_name(reward, seed)
 
 
 def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
-    from policies.train import list_checkpoints
+    from policies.learners.train import list_checkpoints
 
     return [p for _, p in list_checkpoints(_trial_dir(run, reward, seed))]
 
 
 # ----------------------------------------------------------------------------------- stages
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], executor: Any = None) -> pd.DataFrame:
-    from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
+    from policies.learners.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
     log(
         f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
@@ -363,7 +363,7 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
 
 def _domain(cfg: StudyConfig) -> Any:
     """The study's domain."""
-    from policies.domain import resolve_domain
+    from policies.simulation.domain import resolve_domain
 
     return resolve_domain(cfg.domain)
 
@@ -372,7 +372,7 @@ def _respond_set(
     specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None, executor: Any = None
 ) -> dict[str, ResponseTable]:
     """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
-    from policies.respond import respond_many
+    from policies.commands.respond import respond_many
 
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
@@ -824,8 +824,7 @@ def _write_manifest(
 def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> list[dict[str, str]]:
     """The behaviour map of every policy on C_gen (TMR): classical MDS with each trial's checkpoints
     joined in training order, and the dendrogram of the final policies (``map/``)."""
-    from behavsim import behaviour_map
-    from behavsim._map import write_map
+    from behavsim import behaviour_map, write_map
 
     tables = list(responses.tables["cgen"].values())
     if len(tables) < 3:
@@ -857,7 +856,7 @@ def _stage_robustness(
     against itself on C_gen perturbed at each level (``robustness/``)."""
     if not cfg.robustness:
         return []
-    from policies.robustness import robustness, write_robustness
+    from contexts.robustness import robustness, write_robustness
 
     log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
     specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]

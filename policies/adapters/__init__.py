@@ -2,7 +2,7 @@
 
 An adapter answers a belief state deterministically — no exploration, no learning, a fixed
 NLG seed — with the system act and, when the model has a generator, the prompt
-(:class:`policies.base.Response`). Adapters are made from **policy spec strings**:
+(:class:`behavsim.Response`). Adapters are made from **policy spec strings**:
 
 =====================================  ==========================================================
 spec                                   adapter
@@ -44,7 +44,15 @@ from ._base import (
     parse_spec,
     source_info,
 )
-from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
+from ._pydial import (
+    PYDIAL_HINT,
+    PyDialAdapter,
+    StateVectorMismatch,
+    find_pydial_root,
+    git_commit,
+    read_config,
+    resolve_config,
+)
 from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
 
 __all__ = [
@@ -65,6 +73,9 @@ __all__ = [
     "StateVectorMismatch",
     "write_recorded",
     "find_pydial_root",
+    "git_commit",
+    "read_config",
+    "resolve_config",
     "file_sha256",
     "source_info",
     "RECORDED_FORMAT",

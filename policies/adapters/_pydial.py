@@ -41,7 +41,16 @@ from typing import Any
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
 from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_info
 
-__all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
+__all__ = [
+    "PyDialAdapter",
+    "StateVectorMismatch",
+    "find_pydial_root",
+    "git_commit",
+    "read_config",
+    "resolve_config",
+    "PYDIAL_HINT",
+    "SUPPORTED_POLICY_TYPES",
+]
 
 SUPPORTED_POLICY_TYPES = ("gp", "hdc")
 _SPECIAL_VALUES = frozenset({"dontcare", "**NONE**", "none"})
@@ -118,7 +127,8 @@ def _check_imports(root: Path) -> None:
             )
 
 
-def _git_commit(root: Path) -> str | None:
+def git_commit(root: Path) -> str | None:
+    """The commit of the PyDial checkout at ``root`` (read from ``.git``), or None."""
     head = root / ".git" / "HEAD"
     try:
         text = head.read_text().strip()
@@ -321,7 +331,7 @@ class PyDialAdapter(Adapter):
                         "domain": domain,
                         "rng_seed": self.seed,
                         "overrides": overrides,
-                        "pydial_commit": _git_commit(self.root),
+                        "pydial_commit": git_commit(self.root),
                         # everything specific to these files under "path" (see policies.adapters.source_info)
                         "path": {"root": str(self.root), **source_info(self.config_path)},
                     }
@@ -457,7 +467,7 @@ class PyDialAdapter(Adapter):
         PyDial's ``SummaryUtils.globalSummary`` — called by the policy before it reads the belief
         (the masks, the GP state, the handcrafted rules) — overwrites ``method["none"]`` in place
         with 1 − Σ of every method entry, ``none`` included; behavsim's beliefs hold the value
-        after that overwrite (what the policy reads, see :mod:`policies.tracker`). The overwrite is
+        after that overwrite (what the policy reads, see :mod:`policies.simulation.tracker`). The overwrite is
         its own inverse, so PyDial is handed 1 − Σ(other methods) − ``none`` and reads the
         belief's own value: a belief recorded in a PyDial dialogue is answered as it was there."""
         method = (belief.get("beliefs") or {}).get("method")

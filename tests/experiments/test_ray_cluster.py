@@ -23,7 +23,7 @@ pytest.importorskip("ray", reason="Ray is not installed (pip install 'behavsim[r
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = ["unshare", "--net", "--pid", "--fork", "--mount-proc"]
 PORT = 26379
-#: metrics.csv columns that hold wall-clock times (documented in policies/train.py)
+#: metrics.csv columns that hold wall-clock times (documented in policies/learners/train.py)
 TIMING_COLUMNS = ("train_seconds", "wall_seconds")
 
 
@@ -159,7 +159,7 @@ from pathlib import Path
 
 from behavsim import compare_matrix, compare_stream, get_executor, respond_many
 from contexts import generate_grid
-from policies.train import TrainConfig, run_training
+from policies.learners.train import TrainConfig, run_training
 
 tmp = Path(sys.argv[1])
 # the local runs first: a process that has started Ray does not fork well

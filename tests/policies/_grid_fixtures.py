@@ -11,8 +11,8 @@ from behavsim import ContextSet
 
 def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
     """A 3^4 grid over area/pricerange/food/method beliefs of the default domain (CamRestaurants)."""
-    from policies.domain import resolve_domain
-    from policies.tracker import make_belief
+    from policies.simulation.domain import resolve_domain
+    from policies.simulation.tracker import make_belief
 
     d = resolve_domain(None)
     beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
@@ -29,7 +29,7 @@ def contexts() -> ContextSet:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """Two GP trials of 20 dialogues, a checkpoint every 10."""
-    from policies.train import TrainConfig, run_training
+    from policies.learners.train import TrainConfig, run_training
 
     out = tmp_path_factory.mktemp("run")
     run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),

@@ -3,10 +3,10 @@ import pytest
 
 import behavsim
 from behavsim import DialogueAct
-from policies.actions import (SUMMARY_ACTIONS, ActParseError, DiaAct, UnknownSummaryAction,
+from policies.simulation.actions import (SUMMARY_ACTIONS, ActParseError, DiaAct, UnknownSummaryAction,
                               action_mask, master_act, parse_act, summary_actions, to_master_act)
-from policies.domain import Domain
-from policies.tracker import FocusTracker
+from policies.simulation.domain import Domain
+from policies.simulation.tracker import FocusTracker
 
 D = Domain.builtin()
 IDX = {a: i for i, a in enumerate(SUMMARY_ACTIONS)}
@@ -34,7 +34,7 @@ def test_summary_action_names():
     ("bye()", DiaAct("bye")),
 ])
 def test_pydial_form_and_the_core_parser(text, act):
-    """One parser: policies.actions re-exports behavsim's; DiaAct prints PyDial's form, which
+    """One parser: policies.simulation.actions re-exports behavsim's; DiaAct prints PyDial's form, which
     the core parser reads back to the act's canonical form."""
     assert parse_act is behavsim.parse_act and ActParseError is behavsim.ActParseError
     assert str(act) == text
@@ -50,8 +50,8 @@ def test_pydial_form_and_the_core_parser(text, act):
                                         ("inform", "expected '\\('"), ("(food)", "expected a dialogue-act type"),
                                         ("inform(=x)", "expected a slot name")])
 def test_act_strings_are_parsed_by_the_core(bad, where):
-    from policies.nlg import TemplateNLG
-    from policies.user import SimulatedUser
+    from policies.simulation.nlg import TemplateNLG
+    from policies.simulation.user import SimulatedUser
 
     for call in (lambda: FocusTracker(D).update([(bad, 1.0)]), lambda: FocusTracker(D).update([("null()", 1.0)], bad),
                  lambda: TemplateNLG(0).generate(bad), lambda: DiaAct.from_act(bad)):
@@ -169,7 +169,7 @@ def _tie_beliefs(n, seed=0):
     dontcare, method and discourseAct ties, several requested slots, offered venues."""
     import numpy as np
 
-    from policies.tracker import make_belief
+    from policies.simulation.tracker import make_belief
 
     rng = np.random.default_rng(seed)
     out = []
@@ -196,9 +196,9 @@ def _tie_beliefs(n, seed=0):
 
 
 def _env_beliefs(n_dialogues):
-    from policies.env import DialogueEnv
-    from policies.handcrafted import HandcraftedPolicy
-    from policies.tracker import ErrorModel
+    from policies.simulation.env import DialogueEnv
+    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.simulation.tracker import ErrorModel
 
     out = []
     for env in (DialogueEnv(hello=True), DialogueEnv(error_model=ErrorModel(0.3, 3))):
@@ -215,10 +215,10 @@ def _env_beliefs(n_dialogues):
 
 
 def _everything(b):
-    from policies.features import belief_vector
-    from policies.handcrafted import HandcraftedPolicy
-    from policies.tracker import inform_info
-    from policies.actions import accepted_constraints
+    from policies.simulation.features import belief_vector
+    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.simulation.tracker import inform_info
+    from policies.simulation.actions import accepted_constraints
 
     pol = HandcraftedPolicy(D)
     return (tuple(action_mask(b, D)), tuple(to_master_act(a, b, D) for a in SUMMARY_ACTIONS if a != "repeat"),
@@ -243,9 +243,9 @@ def test_ties_follow_the_domain_order():
     also after a JSON round trip with sorted keys (the review's case)."""
     import json
 
-    from policies.actions import accepted_constraints, top_value, value_rank
-    from policies.handcrafted import HandcraftedPolicy
-    from policies.tracker import make_belief
+    from policies.simulation.actions import accepted_constraints, top_value, value_rank
+    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.simulation.tracker import make_belief
 
     food = D.informable["food"]
     b = make_belief(D, {"food": {food[3]: 0.5}}, method={"byconstraints": 1.0})

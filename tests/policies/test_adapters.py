@@ -11,7 +11,7 @@ import pytest
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError, UnknownName
 from policies.adapters import (Adapter, CallableAdapter, PolicyAdapter, RecordedAdapter, adapter_kinds, as_adapter,
                                list_adapter_kinds, load_adapter, parse_spec)
-from policies.base import Response, check_policy
+from behavsim.policy import Response, check_policy
 
 
 from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
@@ -62,9 +62,9 @@ def test_bad_specs_have_clear_messages(tmp_path):
     with pytest.raises(ConfigError, match="cannot import module 'recorde' \\(did you mean the policy kind 'recorded:'"):
         load_adapter("recorde:answers.jsonl")
     with pytest.raises(ConfigError, match="has no attribute 'nope'"):
-        load_adapter("policies.base:nope")
+        load_adapter("behavsim.policy:nope")
     with pytest.raises(ConfigError, match="is a list, not a callable"):
-        load_adapter("policies.base:__all__")
+        load_adapter("behavsim.policy:__all__")
     with pytest.raises(ConfigError, match="expected recorded:FILE"):
         load_adapter("recorded:")
     with pytest.raises(ConfigError, match="takes no argument"):
@@ -86,7 +86,7 @@ def test_handcrafted_adapter(contexts):
 
 def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     from policies.adapters import file_sha256
-    from policies.checkpoint import load_checkpoint
+    from policies.learners.checkpoint import load_checkpoint
 
     path = run_dir / "ts-seed1" / "ckpt-000020.npz"
     a = load_adapter(str(path))
@@ -109,7 +109,7 @@ def test_checkpoint_tables_pair_by_trial(run_dir, contexts):
     """compare's 'consecutive' mode groups tables whose metadata differ only in id, checkpoint
     and path: file-specific details (the hash) must live under path."""
     from behavsim import plan_pairs
-    from policies.respond import respond
+    from policies.commands.respond import respond
 
     paths = sorted(run_dir.glob("*/ckpt-*.npz"))  # seed0: 10, 20; seed1: 10, 20
     tables = [respond(str(p), contexts.select(range(3))) for p in paths]
@@ -150,7 +150,7 @@ def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
 
 
 def test_as_adapter_wraps_objects(contexts):
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     a = as_adapter(HandcraftedPolicy())
     assert isinstance(a, PolicyAdapter) and a.id == "handcrafted"
@@ -256,7 +256,7 @@ def _fake_pydial_root(tmp_path):
 
 def _spec_for(kind, run_dir, contexts, tmp_path):
     """A working spec of each registered kind (the meta-test below makes sure none is forgotten)."""
-    from policies.respond import respond
+    from policies.commands.respond import respond
 
     if kind == "handcrafted":
         return "handcrafted:nlg_seed=1"
@@ -281,7 +281,7 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
     from behavsim import check_policy as core_check_policy, respond as core_respond
     from behavsim.monitor import ConvergenceMonitor
     from contexts import collect
-    from policies.respond import check_adapter
+    from policies.commands.respond import check_adapter
 
     saved = list(sys.path)
     try:
@@ -313,8 +313,8 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
 def test_check_adapter_catches_broken_adapters(contexts):
     import itertools as it
 
-    from policies.base import PolicyCheckError
-    from policies.respond import PolicyFailed, check_adapter
+    from behavsim.policy import PolicyCheckError
+    from policies.commands.respond import PolicyFailed, check_adapter
 
     counter = it.count()
     with pytest.raises(PolicyCheckError, match="two runs on the same contexts gave different tables"):

@@ -7,7 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from policies.checkpoint import (
+from policies.learners.checkpoint import (
     CheckpointError,
     load_checkpoint,
     read_checkpoint,
@@ -15,13 +15,13 @@ from policies.checkpoint import (
     save_checkpoint,
     write_npz,
 )
-from policies.gp import GPSarsaPolicy
+from policies.learners.gp import GPSarsaPolicy
 
 
 @pytest.fixture(scope="module")
 def trained():
-    from policies.env import DialogueEnv
-    from policies.train import run_dialogue
+    from policies.simulation.env import DialogueEnv
+    from policies.learners.train import run_dialogue
 
     env = DialogueEnv()
     pol = GPSarsaPolicy(seed=3)
@@ -34,9 +34,9 @@ def trained():
 
 @pytest.fixture(scope="module")
 def beliefs():
-    from policies.env import DialogueEnv
-    from policies.handcrafted import HandcraftedPolicy
-    from policies.train import run_dialogue
+    from policies.simulation.env import DialogueEnv
+    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.learners.train import run_dialogue
 
     env = DialogueEnv()
     out = []
@@ -71,7 +71,7 @@ def test_npz_roundtrip_is_safe_and_deterministic(tmp_path):
 
 
 def test_policy_roundtrip(tmp_path, trained, beliefs):
-    from policies.base import check_policy
+    from behavsim.policy import check_policy
 
     p = save_checkpoint(tmp_path / "c.npz", trained, {"reward": "ts", "seed": 3})
     pol = load_checkpoint(p)
@@ -152,8 +152,8 @@ def test_foreign_files(tmp_path, trained):
 def test_check_policy_on_generated_contexts(trained):
     import itertools
 
-    from policies.base import check_policy
-    from policies.tracker import make_belief
+    from behavsim.policy import check_policy
+    from policies.simulation.tracker import make_belief
 
     dom = trained.domain
     vals = {s: dom.informable[s][0] for s in ("area", "pricerange", "food")}

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.data import make_domain
-from policies.domain import DONTCARE, Domain, DomainError
+from policies.simulation.data import make_domain
+from policies.simulation.domain import DONTCARE, Domain, DomainError
 
 PYDIAL = Path("/work/shared/pydial-ontology")
 RULES = PYDIAL / "CamRestaurants-rules.json"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.domain import (DATA_DIR, DEFAULT_DOMAIN, DOMAINS, Domain, DomainError,
+from policies.simulation.domain import (DATA_DIR, DEFAULT_DOMAIN, DOMAINS, Domain, DomainError,
                              UnknownDomain, resolve_domain)
 
 CAM = DATA_DIR / "camrestaurants"
@@ -67,4 +67,4 @@ def test_resolve_errors_name_the_fix(tmp_path):
 
 def test_package_data_lists_the_camrestaurants_folder():
     cfg = (Path(__file__).resolve().parents[2] / "setup.cfg").read_text()
-    assert "policies = data/*, data/*/*" in cfg
+    assert "policies.simulation = data/*, data/*/*" in cfg

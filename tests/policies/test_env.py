@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from policies.actions import SUMMARY_ACTIONS, UnknownSummaryAction
-from policies.env import EXCHANGE_KEYS, DialogueEnv, EnvError
-from policies.handcrafted import HandcraftedPolicy
-from policies.tracker import ErrorModel
+from policies.simulation.actions import SUMMARY_ACTIONS, UnknownSummaryAction
+from policies.simulation.env import EXCHANGE_KEYS, DialogueEnv, EnvError
+from policies.learners.handcrafted import HandcraftedPolicy
+from policies.simulation.tracker import ErrorModel
 
 
 def run(env, policy, seed):
@@ -110,10 +110,10 @@ def test_errors_derive_from_the_core_hierarchy(tmp_path):
     """Errors on bad input are behavsim errors (the CLI prints them on one line) and keep their
     built-in bases."""
     import behavsim
-    from policies.base import PolicyCheckError, check_policy
-    from policies.domain import Domain, DomainError
-    from policies.tracker import make_belief
-    from policies.user import UserConfig, UserConfigError
+    from behavsim.policy import PolicyCheckError, check_policy
+    from policies.simulation.domain import Domain, DomainError
+    from policies.simulation.tracker import make_belief
+    from policies.simulation.user import UserConfig, UserConfigError
 
     for cls, core, builtin in ((DomainError, behavsim.BehavsimError, ValueError),
                                (UserConfigError, behavsim.ConfigError, ValueError),
@@ -166,7 +166,7 @@ def test_docs_quick_start_runs(capsys):
 
 def test_pydial_domain_environment():
     from pathlib import Path
-    from policies.domain import Domain
+    from policies.simulation.domain import Domain
     r = Path("/work/shared/pydial-ontology")
     if not (r / "CamRestaurants-rules.json").is_file():
         pytest.skip("PyDial ontology files not found in /work/shared/pydial-ontology")
@@ -187,7 +187,7 @@ def test_pydial_domain_environment():
 
 @pytest.mark.parametrize("error_model", [None, ErrorModel(error_rate=0.4, nbest=4)])
 def test_belief_invariants_under_random_play(error_model):
-    from policies.features import belief_vector, vector_length
+    from policies.simulation.features import belief_vector, vector_length
     env = DialogueEnv(error_model=error_model, hello=True)
     d = env.domain
     n = vector_length(d)
@@ -220,9 +220,9 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
     import sys
     code = (
         "import hashlib, json\n"
-        "from policies.env import DialogueEnv\n"
-        "from policies.handcrafted import HandcraftedPolicy\n"
-        "from policies.tracker import ErrorModel\n"
+        "from policies.simulation.env import DialogueEnv\n"
+        "from policies.learners.handcrafted import HandcraftedPolicy\n"
+        "from policies.simulation.tracker import ErrorModel\n"
         "env = DialogueEnv(error_model=ErrorModel(0.2, 3), hello=True, nlg_seed=3)\n"
         "pol = HandcraftedPolicy(env.domain)\n"
         "h = hashlib.sha256()\n"
@@ -244,7 +244,7 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
 @pytest.mark.parametrize("kw", [{}, {"hello": True}, {"error_model": ErrorModel(0.2, 3)},
                                 {"user_config": {"unsatisfiable_goals": True}}, {"max_turns": 5}])
 def test_check_env(kw):
-    from policies.env import check_env
+    from policies.simulation.env import check_env
     assert check_env(DialogueEnv(**kw), n_dialogues=5) > 0
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from policies.gp import GPSarsa, NumericalError
+from policies.learners.gp import GPSarsa, NumericalError
 
 
 # ---------------------------------------------------------------- references

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from policies.domain import resolve_domain
-from policies.env import DialogueEnv
-from policies.gp import GPSarsa, GPSarsaPolicy
+from policies.simulation.domain import resolve_domain
+from policies.simulation.env import DialogueEnv
+from policies.learners.gp import GPSarsa, GPSarsaPolicy
 
 
 def test_select_scale_and_rng_override_leave_the_learner_alone():

@@ -1,9 +1,9 @@
 import numpy as np
 
-from policies.base import Policy, Response, check_policy
-from policies.domain import NONE_VALUE
-from policies.env import DialogueEnv
-from policies.handcrafted import HandcraftedPolicy
+from behavsim.policy import Policy, Response, check_policy
+from policies.simulation.domain import NONE_VALUE
+from policies.simulation.env import DialogueEnv
+from policies.learners.handcrafted import HandcraftedPolicy
 
 
 def test_protocol_and_determinism_on_collected_and_odd_beliefs():

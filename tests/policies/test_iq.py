@@ -1,4 +1,4 @@
-"""Tests of policies.iq: the IQ estimator protocol, registry, features, corpus and both estimators."""
+"""Tests of policies.simulation.iq: the IQ estimator protocol, registry, features, corpus and both estimators."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import policies.iq as iq
+import policies.simulation.iq as iq
 from behavsim import BehavsimError, ModelNotAvailable
-from policies.iq import (
+from policies.simulation.iq import (
     EXCHANGE_KEYS,
     FEATURE_NAMES,
     InteractionQualityEstimator,
@@ -29,7 +29,7 @@ from policies.iq import (
     read_exchange_csv,
     validate_exchanges,
 )
-from policies.iq._synth import make_sample_corpus, simulate_dialogue
+from policies.simulation.iq._synth import make_sample_corpus, simulate_dialogue
 
 SAMPLE = Path(iq.__file__).resolve().parent.parent / "data" / "iq" / "sample_exchanges.csv"
 
@@ -107,9 +107,9 @@ def test_registry_option_errors():
 
 def test_default_path_does_not_import_torch():
     code = (
-        "import sys, policies.iq as iq\n"
+        "import sys, policies.simulation.iq as iq\n"
         "e = iq.get_iq_estimator()\n"
-        "from policies.iq import BiLSTMIQEstimator\n"
+        "from policies.simulation.iq import BiLSTMIQEstimator\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -370,7 +370,7 @@ def split():
 
 @pytest.fixture(scope="module")
 def trained(split):
-    from policies.iq import BiLSTMIQEstimator
+    from policies.simulation.iq import BiLSTMIQEstimator
 
     return BiLSTMIQEstimator().fit(SAMPLE, epochs=EPOCHS, seed=0, dialogues=split[0])
 
@@ -394,7 +394,7 @@ def test_bilstm_estimates_are_valid_and_consistent(trained):
 def test_bilstm_training_is_deterministic_and_leaves_global_torch_state_alone(trained, split):
     import torch
 
-    from policies.iq import BiLSTMIQEstimator
+    from policies.simulation.iq import BiLSTMIQEstimator
 
     torch.manual_seed(1234)
     before = torch.get_rng_state()
@@ -416,7 +416,7 @@ def test_bilstm_training_is_deterministic_and_leaves_global_torch_state_alone(tr
 def test_bilstm_save_load_round_trips_exactly(trained, tmp_path):
     import torch
 
-    from policies.iq import BiLSTMIQEstimator
+    from policies.simulation.iq import BiLSTMIQEstimator
 
     path = trained.save(tmp_path / "model")
     assert sorted(p.name for p in path.iterdir()) == ["config.json", "weights.pt"]
@@ -438,7 +438,7 @@ def test_bilstm_save_load_round_trips_exactly(trained, tmp_path):
 def test_bilstm_load_errors(trained, tmp_path):
     import torch
 
-    from policies.iq import BiLSTMIQEstimator
+    from policies.simulation.iq import BiLSTMIQEstimator
 
     with pytest.raises(IQModelError, match=r"not a saved BiLSTM IQ model \(config\.json is missing\)"):
         BiLSTMIQEstimator.load(tmp_path / "empty")
@@ -466,7 +466,7 @@ def test_bilstm_load_errors(trained, tmp_path):
 
 
 def test_bilstm_argument_checks(split):
-    from policies.iq import BiLSTMIQEstimator
+    from policies.simulation.iq import BiLSTMIQEstimator
 
     est = BiLSTMIQEstimator()
     with pytest.raises(IQModelError, match="not trained"):
@@ -502,7 +502,7 @@ def test_every_registered_estimator_obeys_the_protocol(trained, tmp_path):
 
 
 def _run_env(choose, n: int, **env_kw) -> list[tuple[list[dict], bool]]:
-    from policies.env import DialogueEnv
+    from policies.simulation.env import DialogueEnv
 
     env = DialogueEnv(**env_kw)
     out = []
@@ -517,8 +517,8 @@ def _run_env(choose, n: int, **env_kw) -> list[tuple[list[dict], bool]]:
 
 
 def test_environment_exchanges_follow_the_contract():
-    from policies.env import EXCHANGE_KEYS as ENV_KEYS
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.simulation.env import EXCHANGE_KEYS as ENV_KEYS
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     assert tuple(ENV_KEYS) == EXCHANGE_KEYS
     policy = HandcraftedPolicy()

@@ -19,9 +19,10 @@ import pytest
 from behavsim import compare
 from behavsim.monitor import read_convergence
 from contexts import generate_grid
-from policies.monitor_cli import OutputLock, main
-from policies.respond import PolicyErrorsWarning, respond
-from policies.train import TrainConfig, list_checkpoints, run_training
+from policies.commands._follow import OutputLock
+from policies.commands.monitor import main
+from policies.commands.respond import PolicyErrorsWarning, respond
+from policies.learners.train import TrainConfig, list_checkpoints, run_training
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +85,9 @@ def test_trial_folder_default_output_and_follow_stops_when_run_is_complete(run, 
     assert not (copy / "monitor" / "iq-seed0").exists()
 
 
-def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys):
+def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
+    from policies.learners import checkpoint
+
     run_dir, grid = run
     trial = tmp_path / "watch" / "ts-seed0"          # no config.json above: only --stop-after ends it
     trial.mkdir(parents=True)
@@ -92,11 +95,31 @@ def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys):
     for d in (100, 200):
         shutil.copy(ckpts[d], trial / ckpts[d].name)
     data = ckpts[300].read_bytes()
+    refused = threading.Event()                      # the monitor tried the half-copied file
+    read_meta = checkpoint.read_meta
+
+    def watched_read_meta(path, *a, **kw):
+        try:
+            return read_meta(path, *a, **kw)
+        except checkpoint.CheckpointError:
+            refused.set()
+            raise
+
+    monkeypatch.setattr(checkpoint, "read_meta", watched_read_meta)
 
     def writer():
-        time.sleep(0.5)
+        # once the monitor has scored 200 vs 100 (however long that takes on a loaded machine)
+        csv = tmp_path / "out" / "ts-seed0" / "convergence.csv"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if read_convergence(csv):
+                    break
+            except Exception:  # not written yet
+                pass
+            time.sleep(0.05)
         (trial / ckpts[300].name).write_bytes(data[: len(data) // 2])    # a half-copied file first
-        time.sleep(0.6)
+        refused.wait(timeout=120)
         tmp = trial / f".{ckpts[300].name}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, trial / ckpts[300].name)                           # then complete, atomically
@@ -128,7 +151,7 @@ def test_follow_while_training_in_another_process(run, tmp_path, capsys):
     _, grid = run
     run_dir = tmp_path / "live"
     run_dir.mkdir()                      # the monitor may start before the trainer
-    code = ("from policies.train import TrainConfig, run_training; "
+    code = ("from policies.learners.train import TrainConfig, run_training; "
             "run_training(TrainConfig(dialogues=300, checkpoint_every=100, eval_dialogues=5), "
             f"{str(run_dir)!r}, workers=1, progress=False)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -200,7 +223,7 @@ def test_through_behavsim_cli(run, tmp_path, monkeypatch, capsys):
         def with_monitor(group=None, **kw):
             found = list(orig(group=group, **kw))
             if group == "behavsim.commands":
-                found.append(metadata.EntryPoint("monitor", "policies.monitor_cli:register_monitor", group))
+                found.append(metadata.EntryPoint("monitor", "policies.commands.monitor:register_monitor", group))
             return found
         monkeypatch.setattr(core_cli.metadata, "entry_points", with_monitor)
     run_dir, grid = run

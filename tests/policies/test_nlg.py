@@ -1,5 +1,5 @@
-from policies.actions import parse_act
-from policies.nlg import TemplateNLG
+from policies.simulation.actions import parse_act
+from policies.simulation.nlg import TemplateNLG
 
 ACTS = ['inform(name="shiraz",area="centre",pricerange="expensive",food="mediterranean")',
         "request(area)", "request(food)", "request(pricerange)", 'confirm(food="thai")',

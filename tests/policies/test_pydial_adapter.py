@@ -14,17 +14,17 @@ import pytest
 from behavsim import ConfigError, ContextSet, ModelNotAvailable, ResponseTable
 from behavsim.cli import main
 from policies.adapters import PyDialAdapter, StateVectorMismatch, load_adapter
-from policies.respond import respond, respond_many
+from policies.commands.respond import respond, respond_many
 
-pytestmark = pytest.mark.filterwarnings("ignore::policies.respond.PolicyErrorsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
 
 FAKE = Path(__file__).parent / "fake_pydial"
 DOMAIN = "CamRestaurants"
 
 
 def grid(levels=(0.0, 0.5, 1.0)) -> ContextSet:
-    from policies.domain import resolve_domain
-    from policies.tracker import make_belief
+    from policies.simulation.domain import resolve_domain
+    from policies.simulation.tracker import make_belief
 
     d = resolve_domain("camrestaurants")
     beliefs = [

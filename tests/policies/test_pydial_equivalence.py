@@ -5,7 +5,7 @@ folder as the working directory, over every input given as JSON. Compared, each 
 be equal:
 
 * the flat GP state vector (``GPState.beliefStateVec``; ours in PyDial's order via
-  :func:`policies.features.pydial_order`) and the masks (``SummaryAction.getNonExecutable``)
+  :func:`policies.simulation.features.pydial_order`) and the masks (``SummaryAction.getNonExecutable``)
   on the 1,296-context grid and on contexts collected in dialogues with our simulated user;
 * the focus tracker over the user-act sequences of those dialogues;
 * the master act of each executable summary action (``SummaryAction.Convert``) on the
@@ -27,10 +27,10 @@ import numpy as np
 import pytest
 
 from behavsim import parse_act
-from policies.actions import DiaAct, action_mask, master_act, summary_actions, value_rank
-from policies.domain import resolve_domain
-from policies.env import DialogueEnv
-from policies.features import belief_vector, pydial_order
+from policies.simulation.actions import DiaAct, action_mask, master_act, summary_actions, value_rank
+from policies.simulation.domain import resolve_domain
+from policies.simulation.env import DialogueEnv
+from policies.simulation.features import belief_vector, pydial_order
 
 REPO = Path(__file__).resolve().parents[2]
 PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
@@ -221,7 +221,7 @@ def _tracker_state(belief: dict, domain) -> dict:
 
 
 def test_focus_tracker_equals_pydials(oracle, cam, collected):
-    from policies.tracker import FocusTracker
+    from policies.simulation.tracker import FocusTracker
 
     dialogues = collected[0]
     assert len(oracle["dialogues"]) == len(dialogues) == N_DIALOGUES

@@ -11,10 +11,10 @@ import pytest
 from behavsim import ConfigError, ContextSet, ResponseTable, UnknownName
 from behavsim.cli import main
 from policies.adapters import write_recorded
-from policies.base import Response
-from policies.respond import PolicyErrorsWarning, PolicyFailed, respond, respond_many
+from behavsim.policy import Response
+from policies.commands.respond import PolicyErrorsWarning, PolicyFailed, respond, respond_many
 
-pytestmark = pytest.mark.filterwarnings("ignore::policies.respond.PolicyErrorsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
 
 
 from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
@@ -101,7 +101,7 @@ def test_respond_many_equals_serial(contexts, ckpts, tmp_path):
     assert [t.id for t in parallel] == [t.id for t in serial]
     for s, p in zip(serial, parallel):
         assert s.save(tmp_path / "s.jsonl").read_bytes() == p.save(tmp_path / "p.jsonl").read_bytes()
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     mixed = respond_many([lambda b: "bye()", HandcraftedPolicy(nlg_seed=None), "handcrafted"], contexts, workers=2,
                          policy_ids=["lam", "obj", None])  # the lambda cannot be pickled: runs here
@@ -160,8 +160,8 @@ def test_cli_domain_option(tmp_path, capsys):
     default is PyDial's CamRestaurants); without it they refuse contexts of another domain before
     answering any; a bad name is one line."""
     from contexts import generate_grid
-    from policies.domain import resolve_domain
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.simulation.domain import resolve_domain
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     example = resolve_domain("example-restaurants")
     path = generate_grid(example, step=0.5).save(tmp_path / "example.jsonl")
@@ -251,13 +251,13 @@ def test_docs_quick_start_runs(capsys):
 
 def test_policy_and_contexts_of_different_domains_are_refused():
     from contexts import generate_grid
-    from policies.domain import Domain
+    from policies.simulation.domain import Domain
 
     example = Domain.builtin()
     grid_example = generate_grid(example, step=0.5)
     with pytest.raises(ConfigError, match="works on the domain of 'CamRestaurants-rules.json', but the contexts "
                                           "were built on behavsim-restaurants-rules.json"):
         respond("handcrafted", grid_example.select(range(4)))  # subsets keep the parent's domain
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     assert respond(HandcraftedPolicy(example), grid_example).n_errors == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.rewards import (
+from policies.simulation.rewards import (
     InteractionQualityReward,
     Reward,
     TaskSuccessReward,
@@ -80,9 +80,9 @@ def test_registry():
 
 
 def test_iq_reward_with_the_project_estimator():
-    iq = pytest.importorskip("policies.iq")
+    iq = pytest.importorskip("policies.simulation.iq")
     if not hasattr(iq, "get_iq_estimator"):
-        pytest.skip("policies.iq.get_iq_estimator not available yet")
+        pytest.skip("policies.simulation.iq.get_iq_estimator not available yet")
     r = get_reward("iq")
     assert r.estimator.name == "parameters"
     assert r.signature.startswith("reward:iq|turn:-1|weight:5|iq:parameters")

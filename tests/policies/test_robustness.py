@@ -1,4 +1,4 @@
-"""Robustness probes (``policies.robustness``, ``behavsim robustness``): a policy against itself
+"""Robustness probes (``contexts.robustness``, ``behavsim robustness``): a policy against itself
 on perturbed contexts."""
 
 import argparse
@@ -8,7 +8,7 @@ import pytest
 
 from behavsim import BehavsimError, ConfigError
 from contexts import generate_grid
-from policies.robustness import register_robustness, robustness
+from contexts.robustness import register_robustness, robustness
 
 from _grid_fixtures import run_dir  # noqa: F401,E402  (two GP trials of 20 dialogues, a checkpoint every 10)
 

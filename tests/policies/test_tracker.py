@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from policies.actions import DiaAct
-from policies.domain import DONTCARE, NONE_VALUE, Domain
-from policies.features import belief_vector, vector_layout, vector_length
-from policies.tracker import ErrorModel, FocusTracker, inform_info
+from policies.simulation.actions import DiaAct
+from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
+from policies.simulation.features import belief_vector, vector_layout, vector_length
+from policies.simulation.tracker import ErrorModel, FocusTracker, inform_info
 
 D = Domain.builtin()
 
@@ -202,7 +202,7 @@ def test_labels_of_other_user_acts():
 
 
 def test_make_belief_for_generated_contexts():
-    from policies.tracker import make_belief
+    from policies.simulation.tracker import make_belief
     a, f, p = D.informable["area"][0], D.informable["food"][0], D.informable["pricerange"][0]
     b = make_belief(D, {"area": {a: 0.6}, "food": {f: 1.0}, "pricerange": {p: 0.0}},
                     method={"byconstraints": 0.4})

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.checkpoint import CheckpointError, load_checkpoint
-from policies.train import (
+from policies.learners.checkpoint import CheckpointError, load_checkpoint
+from policies.learners.train import (
     METRIC_COLUMNS,
     ConfigError,
     ConfigMismatch,
@@ -100,7 +100,7 @@ def test_resume_after_half_equals_uninterrupted(reference, tmp_path):
 def test_resume_after_kill_equals_uninterrupted(reference, tmp_path):
     d, _ = reference
     code = (
-        "from policies.train import TrainConfig, run_training\n"
+        "from policies.learners.train import TrainConfig, run_training\n"
         f"run_training(TrainConfig(rewards=('ts', 'iq'), seeds=(0,), **{TINY!r}), {str(tmp_path)!r}, "
         "workers=1, progress=False)\n"
     )
@@ -175,12 +175,12 @@ def test_config_mismatch_is_refused(reference, tmp_path):
 def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
     import fcntl
 
-    from policies.train import RunLocked
+    from policies.learners.train import RunLocked
 
     tmp_path.joinpath(".lock").touch()
     with open(tmp_path / ".lock", "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process would hold this
-        code = ("from policies.train import TrainConfig, run_training\n"
+        code = ("from policies.learners.train import TrainConfig, run_training\n"
                 f"run_training(TrainConfig(**{TINY!r}), {str(tmp_path)!r}, workers=1, progress=False)\n")
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert res.returncode != 0 and "RunLocked" in res.stderr and "in use by another" in res.stderr
@@ -245,7 +245,7 @@ def test_learning_improves_task_success(tmp_path):
 
 
 def _parse(argv):
-    from policies.cli import register_train
+    from policies.commands.train import register_train
 
     parser = argparse.ArgumentParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command")
@@ -281,8 +281,8 @@ def test_cli_entry_point_through_behavsim(tmp_path):
 
 
 def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
-    from policies.env import DialogueEnv
-    from policies.train import eval_dialogue_seed, run_dialogue, train_dialogue_seed
+    from policies.simulation.env import DialogueEnv
+    from policies.learners.train import eval_dialogue_seed, run_dialogue, train_dialogue_seed
 
     d, _ = reference
     pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
@@ -295,7 +295,7 @@ def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
 
 
 def test_table1():
-    from policies.train import table1
+    from policies.learners.train import table1
 
     rows = [
         {"dialogues": 10, "reward": "ts", "seed": 0, "tsr": 1.0, "aiq": 4.0, "adl": 5.0},
@@ -325,8 +325,8 @@ def test_parallel_error_stops_the_other_trials_quickly(reference, tmp_path):
 
 
 def test_evaluate_any_protocol_policy():
-    from policies.base import Response
-    from policies.handcrafted import HandcraftedPolicy
+    from behavsim.policy import Response
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     hc = HandcraftedPolicy(nlg_seed=None)
 
@@ -352,8 +352,8 @@ def test_evaluate_any_protocol_policy():
 
 def test_learner_kinds_are_a_registry(tmp_path, monkeypatch):
     from behavsim import Registry
-    from policies import train
-    from policies.handcrafted import HandcraftedPolicy
+    from policies.learners import train
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     assert train.list_learners() == ["gp", "handcrafted"]
     assert train.learner_kind("gp").learns and not train.learner_kind("handcrafted").learns
@@ -377,7 +377,7 @@ def test_training_on_another_domain(tmp_path):
     loads on it without being told, and the default domain is named in the config too."""
     import json
 
-    from policies.domain import resolve_domain
+    from policies.simulation.domain import resolve_domain
 
     cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=3,
                       domain="camrestaurants")
@@ -406,7 +406,7 @@ def test_environment_1_user_and_sampled_evaluation(tmp_path):
     assert (saved["user"], saved["eval_scale"]) == ("env1", 1.0)
     assert (TrainConfig().to_dict()["user"], TrainConfig().to_dict()["eval_scale"]) == ("env1", 0.0)
     pol = load_checkpoint(tmp_path / "a" / "ts-seed0" / "ckpt-000040.npz")
-    from policies.env import DialogueEnv
+    from policies.simulation.env import DialogueEnv
 
     env = DialogueEnv(pol.domain, user_config="env1")
     greedy = evaluate_policy(pol, 10, env=env)

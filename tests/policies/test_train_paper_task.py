@@ -10,9 +10,9 @@ import json
 
 import pytest
 
-from policies.domain import DEFAULT_DOMAIN, resolve_domain
-from policies.train import TrainConfig, run_training
-from policies.user import DEFAULT_USER
+from policies.simulation.domain import DEFAULT_DOMAIN, resolve_domain
+from policies.learners.train import TrainConfig, run_training
+from policies.simulation.user import DEFAULT_USER
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_a_version_1_config_keeps_its_environment():
 def test_resuming_a_version_1_run_with_todays_defaults_is_refused(tmp_path):
     """A run written before the CamRestaurants default (its config.json names no domain) is not
     silently continued on another domain: the mismatch names the settings."""
-    from policies.train import ConfigMismatch
+    from policies.learners.train import ConfigMismatch
 
     small = dict(rewards=("ts",), seeds=(0,), dialogues=10, checkpoint_every=10, eval_dialogues=2)
     run_training(TrainConfig(**small, domain="example-restaurants", user="legacy"), tmp_path, progress=False)

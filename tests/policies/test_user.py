@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from policies.actions import DiaAct, parse_act
-from policies.domain import DONTCARE, Domain
-from policies.user import DEFAULT_PROBS, SimulatedUser, UserConfig, UserConfigError
+from policies.simulation.actions import DiaAct, parse_act
+from policies.simulation.domain import DONTCARE, Domain
+from policies.simulation.user import DEFAULT_PROBS, SimulatedUser, UserConfig, UserConfigError
 
 D = Domain.builtin()
 # every optional behaviour off: the user only answers, never volunteers

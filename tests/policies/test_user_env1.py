@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from policies.actions import DiaAct
-from policies.domain import resolve_domain
-from policies.env import DialogueEnv
-from policies.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, LEGACY_PROBS, USER_CONFIGS,
+from policies.simulation.actions import DiaAct
+from policies.simulation.domain import resolve_domain
+from policies.simulation.env import DialogueEnv
+from policies.simulation.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, LEGACY_PROBS, USER_CONFIGS,
                            SimulatedUser, UnknownUserConfig, UserConfig, UserConfigError)
 
 PYDIAL = Path(__file__).resolve().parents[3] / "shared" / "pydial3"

@@ -19,8 +19,8 @@ def forget_pydial():
 def make_fake_root(dest):
     """A stand-in PyDial root at ``dest``: modules, PyDial's CamRestaurants ontology (as behavsim ships it),
     templates, configs ``config/gp.cfg`` (GP, BasicSemO) and ``config/hdc.cfg``, GP policy files."""
-    from policies.domain import resolve_domain
-    from policies.tracker import make_belief
+    from policies.simulation.domain import resolve_domain
+    from policies.simulation.tracker import make_belief
 
     r = Path(dest)
     shutil.copytree(HERE, r, ignore=shutil.ignore_patterns("make_root.py", "README.md", "__pycache__"))

@@ -2,7 +2,7 @@
 
 Step 2 of the method — run policies deterministically on every context of a context set — lives
 in the core (:mod:`behavsim.policy`); it is re-exported here for the code that has always
-imported it from ``policies.respond``. The command::
+imported it from ``policies.commands.respond``. The command::
 
     behavsim respond --policy handcrafted --contexts grid.jsonl -o handcrafted.jsonl
     behavsim respond --policy runs/ts-seed0/ckpt-*.npz ... --contexts grid.jsonl -o tables/
@@ -20,8 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet
-from behavsim._executor import add_executor_option, get_executor
+from behavsim import ConfigError, ContextSet, get_executor
+from behavsim.commands import add_executor_option
 from behavsim.policy import (
     PolicyCheckError,
     PolicyErrorsWarning,
@@ -33,7 +33,7 @@ from behavsim.policy import (
     respond_many,
 )
 
-from .domain import add_domain_option, domain_spec
+from ..simulation.domain import add_domain_option, domain_spec
 
 __all__ = [
     "respond",

@@ -1,7 +1,7 @@
 """PyDial's focus belief tracker and a semantic error model.
 
 ``FocusTracker(domain).update(nbest, system_act)`` takes the user's N-best list of semantic
-hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.actions.DiaAct`, a
+hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.simulation.actions.DiaAct`, a
 :class:`behavsim.DialogueAct`, an act string, or a sequence of acts for one hypothesis) and the
 system act that preceded it (the same forms), and
 returns a belief dict in PyDial's layout::
@@ -185,7 +185,7 @@ def _as_acts(hyp, sys_act: DiaAct | None) -> tuple[DiaAct, ...]:
 
 
 class FocusTracker:
-    """Focus belief tracker over a :class:`~policies.domain.Domain` (see module doc)."""
+    """Focus belief tracker over a :class:`~policies.simulation.domain.Domain` (see module doc)."""
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain

@@ -112,7 +112,7 @@ class ParameterIQEstimator:
 
     ``estimate`` is one pass over the exchanges in pure Python (a few microseconds for a
     typical dialogue); it checks only what it reads, cheaply.  Use
-    :func:`~policies.iq.validate_exchanges` for a full check of the exchange contract.
+    :func:`~policies.simulation.iq.validate_exchanges` for a full check of the exchange contract.
     """
 
     name: ClassVar[str] = "parameters"

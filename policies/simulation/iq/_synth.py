@@ -16,7 +16,7 @@ procedure, in full:
 
 Regenerate the committed corpus with::
 
-    python -m policies.iq._synth --out policies/data/iq/sample_exchanges.csv --dialogues 80 --seed 0
+    python -m policies.simulation.iq._synth --out policies/simulation/data/iq/sample_exchanges.csv --dialogues 80 --seed 0
 
 The output is byte-for-byte determined by the arguments (a test checks this).
 """

@@ -178,7 +178,7 @@ _READ_ERRORS = (
 
 
 def read_checkpoint(path: str | os.PathLike):
-    """``(learner, meta)``: the :class:`~policies.gp.GPSarsa` learner and the metadata."""
+    """``(learner, meta)``: the :class:`~policies.learners.gp.GPSarsa` learner and the metadata."""
     from .gp import GPSarsa
 
     path = Path(path)

@@ -1,6 +1,6 @@
 """BiLSTM with self-attention interaction-quality estimator (after Ultes 2019, SIGdial).
 
-torch is imported only inside this module's functions, so importing :mod:`policies.iq` (and
+torch is imported only inside this module's functions, so importing :mod:`policies.simulation.iq` (and
 using the rule-based default) never loads it.
 """
 
@@ -137,18 +137,18 @@ class BiLSTMIQEstimator:
 
     After Ultes (2019), "Improving interaction quality estimation with BiLSTMs and the impact
     on dialogue policy learning", SIGdial: the parameters of exchanges ``1..t``
-    (:func:`~policies.iq.exchange_features`, standardised with the training set's mean and
+    (:func:`~policies.simulation.iq.exchange_features`, standardised with the training set's mean and
     standard deviation) are read by a bidirectional LSTM; additive self-attention
     (``alpha = softmax(v . tanh(W h_i + b))``) pools its outputs into one vector, and a linear
     layer with softmax gives the distribution over IQ 1..5; the estimate is its arg-max.
     Trained with cross-entropy on every prefix of every dialogue of an exchange-level CSV
-    corpus (format: :mod:`policies.iq._corpus`), Adam, full-size mini-batches shuffled by a
+    corpus (format: :mod:`policies.simulation.iq._corpus`), Adam, full-size mini-batches shuffled by a
     seeded local generator.  CPU only, one intra-op thread (results do not depend on the
     machine's core count), deterministic for a given seed.
 
     Differences from Ultes (2019), stated so that nobody mistakes one for the other: no LEGO
-    data (the project ships only a synthetic corpus, see ``policies/data/iq/``); the feature
-    set is :data:`~policies.iq.FEATURE_NAMES`, not the full LEGO parameter set; sizes are small.
+    data (the project ships only a synthetic corpus, see ``policies/simulation/data/iq/``); the feature
+    set is :data:`~policies.simulation.iq.FEATURE_NAMES`, not the full LEGO parameter set; sizes are small.
     """
 
     name: ClassVar[str] = "bilstm"

@@ -1,8 +1,8 @@
 """``behavsim train``: GP-SARSA (or handcrafted) training runs from the command line.
 
 Registered through the entry-point group ``behavsim.commands`` (``train =
-policies.cli:register_train``); the command is a thin layer over
-:func:`policies.train.run_training`::
+policies.commands.train:register_train``); the command is a thin layer over
+:func:`policies.learners.train.run_training`::
 
     behavsim train --reward ts --seed 0 --dialogues 4000 -o runs/ts0
     behavsim train --rewards ts iq --seeds 0 1 2 -o runs/paper      # 6 trials in parallel
@@ -18,14 +18,14 @@ import subprocess
 import sys
 from typing import Any
 
-from behavsim._executor import add_executor_option
+from behavsim.commands import add_executor_option
 
 __all__ = ["register_train", "cmd_train", "main"]
 
 
 def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command to an ``argparse`` sub-parser collection."""
-    from .train import EVAL_SEED, list_learners
+    from ..learners.train import EVAL_SEED, list_learners
 
     p = subparsers.add_parser(
         "train",
@@ -145,7 +145,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from .train import TrainConfig
+    from ..learners.train import TrainConfig
 
     return TrainConfig(
         policy=args.policy,
@@ -169,7 +169,7 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     """``behavsim monitor OUTPUT --contexts F --follow`` in a process of its own, beside the trials."""
     from pathlib import Path
 
-    from .train import ConfigError
+    from ..learners.train import ConfigError
 
     if not Path(args.monitor).is_file():
         raise ConfigError(
@@ -209,15 +209,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from behavsim import BehavsimError
 
-    from .checkpoint import CheckpointError
-    from .train import ConfigError, run_training
+    from ..learners.checkpoint import CheckpointError
+    from ..learners.train import ConfigError, run_training
 
     monitor = None
     try:
         config = _config_from_args(args)
         tensorboard = getattr(args, "tensorboard", None)
         if tensorboard:
-            from behavsim._tensorboard import check_tensorboard_dir
+            from behavsim.tensorboard import check_tensorboard_dir
 
             check_tensorboard_dir(tensorboard, "--tensorboard")
         if args.monitor:
@@ -257,7 +257,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m policies.cli train ...``) for use without ``behavsim``."""
+    """Stand-alone entry (``python -m policies.commands.train train ...``) for use without ``behavsim``."""
     parser = argparse.ArgumentParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command", required=True)
     register_train(sub)

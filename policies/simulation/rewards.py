@@ -5,7 +5,7 @@ added at the end of a dialogue, so that the return of a dialogue of ``T`` turns 
 
 * ``"ts"`` — ``R_TS = −T + 20·1[success]``  (``info["success"]``);
 * ``"iq"`` — ``R_IQ = −T + (iq − 1)·5``, ``iq ∈ {1..5}`` estimated after the final turn by an
-  interaction-quality estimator (default ``policies.iq.get_iq_estimator("parameters")``) from
+  interaction-quality estimator (default ``policies.simulation.iq.get_iq_estimator("parameters")``) from
   the environment's ``info["exchanges"]``.
 
 Names resolve through a small registry (:func:`get_reward`, :func:`list_rewards`); unknown
@@ -108,7 +108,7 @@ class InteractionQualityReward:
 
     def __post_init__(self) -> None:
         if self._estimator is None:
-            from policies.iq import get_iq_estimator  # lazy: the IQ package may load torch
+            from policies.simulation.iq import get_iq_estimator  # lazy: the IQ package may load torch
 
             object.__setattr__(self, "_estimator", get_iq_estimator(self.estimator_name))
 

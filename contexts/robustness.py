@@ -30,7 +30,11 @@ from typing import Any
 import pandas as pd
 
 from behavsim import ALL_SCORES, ConfigError, ContextSet, ResponseTable, compare, list_scores
-from behavsim.policy import PolicyErrorsWarning, respond_many
+from behavsim.commands import add_model_options, score_names, score_options
+from behavsim.policy import PolicyErrorsWarning, parse_spec, respond_many
+from policies.simulation.domain import add_domain_option, domain_spec
+
+from ._perturb import PERTURBATION_KINDS, check_noise, perturb
 
 __all__ = ["robustness", "write_robustness", "register_robustness", "DEFAULT_LEVELS"]
 
@@ -39,7 +43,6 @@ DEFAULT_LEVELS = (0.0, 0.05, 0.15, 0.3)
 
 
 def _levels(levels: Any) -> list[float]:
-    from contexts import check_noise
 
     if isinstance(levels, (str, bytes)) or not isinstance(levels, Sequence) or not levels:
         raise ConfigError(f"levels: expected a non-empty list of noise levels in [0, 1], got {levels!r}")
@@ -84,7 +87,6 @@ def robustness(
     domain also recomputes the perturbed features). Returns the table (one row per policy and
     level, levels ascending) and a metadata dict.
     """
-    from contexts import PERTURBATION_KINDS, perturb
 
     if not isinstance(contexts, ContextSet):
         raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
@@ -157,10 +159,6 @@ def write_robustness(table: pd.DataFrame, meta: Mapping[str, Any], out: str | Pa
 # ------------------------------------------------------------------------------ command line
 def register_robustness(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``robustness`` sub-command (entry point ``behavsim.commands``)."""
-    from behavsim.cli import _add_model_options
-    from contexts import PERTURBATION_KINDS
-
-    from .domain import add_domain_option
 
     p = subparsers.add_parser(
         "robustness",
@@ -190,16 +188,12 @@ def register_robustness(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, metavar="N", help="parallel processes (default: automatic)")
     p.add_argument("--pydial-root", metavar="DIR", help="PyDial3's root folder (for pydial:CFG specs)")
     add_domain_option(p)
-    _add_model_options(p)
+    add_model_options(p)
     p.set_defaults(func=cmd_robustness)
     return p
 
 
 def cmd_robustness(args: argparse.Namespace) -> int:
-    from behavsim.cli import _score_names, _score_options
-    from behavsim.policy import parse_spec
-
-    from .domain import domain_spec
 
     levels = []
     for text in args.levels:
@@ -224,8 +218,8 @@ def cmd_robustness(args: argparse.Namespace) -> int:
         seed=args.seed,
         kinds=args.kinds,
         nbest=args.nbest,
-        scores=_score_names(args.scores),
-        score_options=_score_options(args),
+        scores=score_names(args.scores),
+        score_options=score_options(args),
         policy_ids=args.ids,
         workers=args.workers,
         **options,

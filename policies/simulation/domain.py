@@ -6,11 +6,11 @@ slot -> values, ``requestable``, ``system_requestable``, optional ``binary``, ``
 
 Shipped domains are listed in :data:`DOMAINS` (a :class:`behavsim.Registry`):
 
-* ``camrestaurants`` — PyDial's CamRestaurants ontology and database (``policies/data/
+* ``camrestaurants`` — PyDial's CamRestaurants ontology and database (``policies/simulation/data/
   camrestaurants/``, PyDial's files unchanged, Apache-2.0, with PyDial's NOTICE beside them);
   the domain of the paper's task and the default (``resolve_domain(None)``);
 * ``example-restaurants`` — behavsim's own invented Cambridge-restaurants-style domain
-  (``policies/data/``, written by ``policies/data/make_domain.py``, ``Domain.builtin()``): an
+  (``policies/simulation/data/``, written by ``policies/simulation/data/make_domain.py``, ``Domain.builtin()``): an
   example of a custom domain, and the domain of checkpoints written before the default changed.
 
 ``resolve_domain(x)`` accepts a registered name, a :class:`Domain`, a rules file path (the
@@ -80,7 +80,7 @@ class Domain:
     ``discourse_act`` (PyDial's list plus ``none`` and ``bye``, as PyDial's ontology returns
     it: 7 entries for the usual rules), ``venues`` (tuple of dicts, database order),
     ``legacy_state`` (``True`` only for the invented example domain: its GP state keeps
-    behavsim 0.1's ``lastActionInformNone`` flag, see :mod:`policies.features`).
+    behavsim 0.1's ``lastActionInformNone`` flag, see :mod:`policies.simulation.features`).
     """
 
     def __init__(

@@ -315,7 +315,7 @@ class SimulatedUser:
             )
         self._ranges = c.ranges()
         self.rng = np.random.default_rng(0)
-        self.goal: UserGoal | None = None
+        self.goal = UserGoal({}, {"name": None})  # no goal before reset(): nothing accepted, no success
 
     # ------------------------------------------------------------------ start
     def reset(self, rng: np.random.Generator) -> UserGoal:
@@ -353,12 +353,12 @@ class SimulatedUser:
     # ------------------------------------------------------------------ queries
     @property
     def accepted(self) -> str | None:
-        return self.goal.requests.get("name") if self.goal else None
+        return self.goal.requests.get("name")
 
     @property
     def success(self) -> bool:
         g = self.goal
-        if g is None or not g.all_filled():
+        if not g.all_filled():
             return False
         return self.venue_matches_goal(g.requests["name"])
 

@@ -14,7 +14,7 @@ __all__ = ["IQError", "IQInputError", "IQDataError", "UnknownIQEstimator", "IQMo
 
 
 class IQError(BehavsimError):
-    """Base class of every error raised by :mod:`policies.iq`."""
+    """Base class of every error raised by :mod:`policies.simulation.iq`."""
 
 
 class IQInputError(IQError, ValueError):

@@ -1,23 +1,13 @@
-"""``behavsim monitor``: follow the checkpoints of a training run as they appear (paper §4.2.1).
+"""The follower behind ``behavsim monitor``: watch a folder for new checkpoints of a training run
+and score each against the one before (:class:`behavsim.monitor.ConvergenceMonitor`).
 
-Registered through the entry-point group ``behavsim.commands`` (``monitor =
-policies.monitor_cli:register_monitor``); a thin layer over :class:`behavsim.monitor.ConvergenceMonitor`::
+One :class:`Watch` (polling, following, per-trial monitors and their locks, the summary) with
+one subclass per kind of checkpoint file:
 
-    behavsim monitor runs/paper --contexts grid.jsonl                 # every trial, what is there now
-    behavsim monitor runs/paper/ts-seed0 --contexts grid.jsonl --follow --interval 30
-
-``DIR`` is a trial folder (``<reward>-seed<S>/`` holding ``ckpt-NNNNNN.npz``) or a run folder
-holding trial folders; each trial gets its own monitor with outputs under ``OUT/<trial>/``
-(default ``OUT``: ``<run folder>/monitor``) plus, for several trials, ``OUT/convergence.png``
-(the first score of every trial, as the paper's Figure 2). Checkpoints are processed in
-training order; only complete ``ckpt-*.npz`` files are listed (the trainer writes them under a
-temporary name and renames them), and a file that cannot be read yet is retried at the next
-poll when following. Running the command again continues where the outputs end.
-
-``--lag K`` and ``--reference SPEC`` add the other lags (the checkpoint K back, the first, a fixed
-policy; the last one is filled in when the command ends), ``--tensorboard TBDIR`` writes them as
-TensorBoard scalars into ``TBDIR/<trial>/``, and ``--pattern GLOB --loader MODULE:FUNCTION``
-follows the checkpoint files of any trainer (:class:`PatternWatch`).
+* :class:`CheckpointWatch` — ``behavsim train``'s ``<reward>-seed<S>/ckpt-NNNNNN.npz``,
+* :class:`PatternWatch` — any trainer's files (``--pattern GLOB --loader MODULE:FUNCTION``),
+* :class:`PyDialWatch` — the ``<name>.<batch>.dct/.prm`` policies PyDial3 writes while it trains
+  (see its docstring).
 """
 
 from __future__ import annotations
@@ -32,121 +22,24 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 
-__all__ = ["register_monitor", "cmd_monitor", "main", "find_trials", "OutputLock", "PatternWatch", "load_loader"]
+__all__ = [
+    "Watch",
+    "CheckpointWatch",
+    "PatternWatch",
+    "PyDialWatch",
+    "OutputLock",
+    "find_trials",
+    "pydial_trials",
+    "load_loader",
+    "check_args",
+    "run_watch",
+    "SETTLE",
+]
 
 _TRIAL_RE = re.compile(r"^[A-Za-z0-9_]+-seed\d+$")
 _CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
-
-
-def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``monitor`` sub-command (entry point ``behavsim.commands``)."""
-    p = subparsers.add_parser(
-        "monitor",
-        help="follow a training run: each checkpoint against the previous one (convergence)",
-        description="Score each checkpoint of a training run against the previous one on a fixed context set "
-        "(paper §4.2.1, Figure 2): one row per pair in OUT/<trial>/convergence.csv, the snapshot's responses, "
-        "and a plot. DIR is a trial folder (<reward>-seed<S>/ with ckpt-NNNNNN.npz) or a run folder holding "
-        "trial folders. With --follow, new checkpoints are picked up as the trainer writes them.",
-    )
-    p.add_argument("dir", metavar="DIR", help="trial folder or run folder of `behavsim train`")
-    p.add_argument("--contexts", required=True, metavar="F", help="context set (.jsonl or .parquet)")
-    p.add_argument(
-        "--scores",
-        nargs="+",
-        metavar="NAME",
-        default=None,
-        help="scores (default: TMR DMR CER CMR; text scores need their models)",
-    )
-    p.add_argument(
-        "--every",
-        type=int,
-        default=1,
-        metavar="K",
-        help="use only checkpoints at which a multiple of K dialogues was reached (default: every one)",
-    )
-    p.add_argument(
-        "--stop-rule",
-        metavar="SCORE:T:P",
-        default=None,
-        help="mark convergence: SCORE >= T in P consecutive comparisons (e.g. TMR:0.99:3); advice only",
-    )
-    p.add_argument("--follow", action="store_true", help="keep polling DIR for new checkpoints")
-    p.add_argument("--interval", type=float, default=None, metavar="S", help="seconds between polls (default 10)")
-    p.add_argument(
-        "--stop-after",
-        type=float,
-        default=None,
-        metavar="N",
-        help="with --follow: stop after N seconds without a new checkpoint (default: never; the command "
-        "also stops once every trial reached the run's last checkpoint)",
-    )
-    p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
-    p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
-    p.add_argument(
-        "--lag",
-        type=int,
-        default=5,
-        metavar="K",
-        help="also compare each checkpoint with the one K checkpoints back (vs_lag; default 5); every checkpoint "
-        "is also compared with the first (vs_first) and, when the command ends, with the last (vs_final)",
-    )
-    p.add_argument(
-        "--reference",
-        metavar="SPEC",
-        default=None,
-        help="also compare each checkpoint with this fixed policy (vs_ref), a policy spec such as handcrafted",
-    )
-    p.add_argument(
-        "--tensorboard",
-        metavar="TBDIR",
-        default=None,
-        help="write the scores as TensorBoard scalars behavsim/<score>/<lag> (step = training dialogues) and the "
-        "figure into TBDIR/<trial>/ (needs pip install 'behavsim[tensorboard]')",
-    )
-    t = p.add_argument_group(
-        "any trainer",
-        "follow the checkpoint files of a trainer of your own: DIR holds them, --pattern selects them, the "
-        "training-dialogue count is read from each name and --loader turns a file into a policy",
-    )
-    t.add_argument("--pattern", metavar="GLOB", default=None, help="checkpoint files under DIR, e.g. 'ckpt-*.pt'")
-    t.add_argument(
-        "--loader",
-        metavar="MODULE:FUNCTION",
-        default=None,
-        help="function path -> policy (anything a snapshot may be: a policy object, a callable belief -> act, "
-        "a policy spec); MODULE is imported from the working folder or the Python path",
-    )
-    t.add_argument(
-        "--step-regex",
-        metavar="RE",
-        default=None,
-        help="regular expression finding the training dialogues in a file's path below DIR (its first group, "
-        "or the whole match; default: the last number in the name)",
-    )
-    q = p.add_argument_group(
-        "PyDial training",
-        "follow the GP policies PyDial3's `pydial.py train` writes: DIR is its policy folder (e.g. _bspolicies/, "
-        "files <name>-seed<S>-<err>.<batch>.dct/.prm); each batch is answered through the pydial: adapter "
-        "(CFG with inpolicyfile set to that batch) and scored against the previous batch",
-    )
-    q.add_argument(
-        "--pydial-config",
-        metavar="CFG",
-        default=None,
-        help="PyDial config to load each batch with (the training config itself will do); relative paths "
-        "are also looked up under the PyDial root",
-    )
-    q.add_argument(
-        "--pydial-root",
-        metavar="DIR",
-        default=None,
-        help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH)",
-    )
-    from .domain import add_domain_option
-
-    add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
-    p.set_defaults(func=cmd_monitor)
-    return p
+#: Seconds a file must stay unchanged before it is read while following (a trainer may still write it).
+SETTLE = 1.0
 
 
 # ----------------------------------------------------------------------------- layout
@@ -216,27 +109,6 @@ class OutputLock:
             self.fh = None
 
 
-# ----------------------------------------------------------------------------- command
-def cmd_monitor(args: argparse.Namespace) -> int:
-    """Run the ``monitor`` command; returns the exit code (bad input raises BehavsimError → 2)."""
-    if getattr(args, "pydial_config", None):
-        from .monitor_pydial import cmd_monitor_pydial
-
-        return cmd_monitor_pydial(args)
-    if getattr(args, "pydial_root", None):
-        raise ConfigError("--pydial-root only makes sense with --pydial-config (following a PyDial training)")
-    root = Path(args.dir)
-    interval, stop_rule, score_names = _check_args(args, root)
-    contexts = ContextSet.load(args.contexts)
-    if getattr(args, "pattern", None):
-        watch: _Watch = PatternWatch(args, root, contexts, score_names, stop_rule)
-        nothing = f"{root}: no file matches --pattern {args.pattern!r}"
-        return run_watch(watch, args, interval, nothing)
-    watch = _Watch(args, root, contexts, score_names, stop_rule)
-    nothing = f"{root}: no checkpoints (ckpt-NNNNNN.npz) found" + ("" if watch.single else " in any trial folder")
-    return run_watch(watch, args, interval, nothing)
-
-
 def run_watch(watch: Any, args: argparse.Namespace, interval: float, nothing: str) -> int:
     """Poll once, then follow if asked, then fill every trial's ``vs_final``; ``nothing`` says what
     was not found when there is nothing to watch and no ``--follow``. Ctrl-C stops cleanly (the
@@ -260,7 +132,7 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[str]]:
+def check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[str]]:
     """Validate the options; returns the poll interval, the stop rule (or None) and the score names."""
     from behavsim.monitor import StopRule
     from behavsim.scores import SEMANTIC_SCORES
@@ -286,7 +158,7 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
     if lag < 1:
         raise ConfigError(f"--lag: expected a positive number of checkpoints, got {lag}")
     if getattr(args, "tensorboard", None):
-        from behavsim._tensorboard import check_tensorboard_dir
+        from behavsim.tensorboard import check_tensorboard_dir
 
         check_tensorboard_dir(args.tensorboard, "--tensorboard")
     pattern_opts = [o for o in ("loader", "step_regex") if getattr(args, o, None)]
@@ -298,27 +170,17 @@ def _check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[
     return interval, stop_rule, score_names
 
 
-class _Watch:
-    """The monitors of the trials under ``root``: one per trial, created at its first checkpoint."""
+class Watch:
+    """Follows the checkpoints of one training run: one :class:`ConvergenceMonitor` per trial, created
+    at the trial's first checkpoint; subclasses say where the checkpoints are (:meth:`poll`) and when
+    the run is over (:meth:`finished`)."""
+
+    single = False
 
     def __init__(
-        self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
-    ) -> None:
-        self.root = root
-        self.single = _is_trial_dir(root)
-        self.run_dir = root.parent if self.single else root
-        self._setup(
-            args, contexts, score_names, stop_rule, Path(args.output) if args.output else self.run_dir / "monitor"
-        )
-        from .domain import domain_spec
-
-        domain = domain_spec(getattr(args, "domain", None))
-        self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
-
-    def _setup(
         self, args: argparse.Namespace, contexts: ContextSet, score_names: list[str], stop_rule: Any, out: Path
     ) -> None:
-        """The state every watcher keeps (this one and the PyDial folder's)."""
+        """The state every watcher keeps; ``out``: the output folder (one sub-folder per trial)."""
         self.args = args
         self.contexts = contexts
         self.score_names = score_names
@@ -378,47 +240,6 @@ class _Watch:
                 )
         return self.monitors[trial]
 
-    def poll(self) -> int:
-        """Score every new checkpoint of every trial; returns how many comparisons were added."""
-        news = 0
-        trials = find_trials(self.root, self.single)
-        self.width = max([self.width, *map(len, trials)])
-        for trial, tdir in trials.items():
-            ckpts = _checkpoints(tdir)
-            if ckpts:
-                news += self._poll_trial(trial, ckpts)
-        if news and len(self.monitors) > 1 and self.args.plot:
-            self._plot_all()
-        return news
-
-    def _poll_trial(self, trial: str, ckpts: list[tuple[int, Path]]) -> int:
-        import warnings
-
-        from .checkpoint import CheckpointError, read_meta
-        from .respond import PolicyErrorsWarning, respond
-
-        news = 0
-        m = self.monitor_for(trial, respond)
-        for d, path in ckpts:
-            last = self.handled.get(trial)
-            if last is not None and d <= last:
-                continue  # processed (or older than what was): nothing to do
-            if not m.due(d):
-                self.handled[trial] = d
-                continue
-            try:
-                read_meta(path)  # an unreadable file (e.g. still being copied) is retried when following
-            except CheckpointError as exc:
-                if not self.args.follow:
-                    raise
-                self._not_yet(trial, str(path), f"cannot read {path.name} yet ({exc})")
-                break
-            with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
-                warnings.simplefilter("ignore", PolicyErrorsWarning)
-                table = respond(str(path), self.contexts, **self.options)
-            news += self._record(trial, m, table, d, d)
-        return news
-
     def _not_yet(self, trial: str, key: str, why: str) -> None:
         """Say once per file that it cannot be used yet (it is retried at the next poll)."""
         if key not in self.noted:
@@ -449,16 +270,6 @@ class _Watch:
                 title=f"Convergence of every trial ({first}, checkpoint k vs k-1)",
                 threshold=rule.threshold if rule and rule.score == first else None,
             )
-
-    def finished(self) -> bool:
-        """Every trial of the run (or the one trial) reached the run's last checkpoint."""
-        target = _run_target(self.run_dir)
-        if target is None:
-            return False
-        last, trials = target
-        if self.single:
-            trials = [t for t in trials if t == self.root.resolve().name]
-        return bool(trials) and all(self.handled.get(t, -1) >= last for t in trials)
 
     def follow(self, interval: float, stop_after: float | None) -> None:
         """Poll every ``interval`` seconds until finished, or ``stop_after`` seconds without news."""
@@ -497,10 +308,87 @@ class _Watch:
                 )
             _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
 
+    def poll(self) -> int:
+        """Score every new checkpoint; returns how many comparisons were added."""
+        raise NotImplementedError
+
+    def finished(self) -> bool:
+        """Whether the run has reached its last checkpoint (the follower then stops)."""
+        return False
+
+
+class CheckpointWatch(Watch):
+    """The trials of a ``behavsim train`` run: ``root`` is a trial folder (``<reward>-seed<S>/`` with
+    ``ckpt-NNNNNN.npz``) or a run folder holding trial folders."""
+
+    def __init__(
+        self, args: argparse.Namespace, root: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
+    ) -> None:
+        self.root = root
+        self.single = _is_trial_dir(root)
+        self.run_dir = root.parent if self.single else root
+        super().__init__(
+            args, contexts, score_names, stop_rule, Path(args.output) if args.output else self.run_dir / "monitor"
+        )
+        from ..simulation.domain import domain_spec
+
+        domain = domain_spec(getattr(args, "domain", None))
+        self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
+
+    def poll(self) -> int:
+        """Score every new checkpoint of every trial; returns how many comparisons were added."""
+        news = 0
+        trials = find_trials(self.root, self.single)
+        self.width = max([self.width, *map(len, trials)])
+        for trial, tdir in trials.items():
+            ckpts = _checkpoints(tdir)
+            if ckpts:
+                news += self._poll_trial(trial, ckpts)
+        if news and len(self.monitors) > 1 and self.args.plot:
+            self._plot_all()
+        return news
+
+    def _poll_trial(self, trial: str, ckpts: list[tuple[int, Path]]) -> int:
+        import warnings
+
+        from ..learners.checkpoint import CheckpointError, read_meta
+        from .respond import PolicyErrorsWarning, respond
+
+        news = 0
+        m = self.monitor_for(trial, respond)
+        for d, path in ckpts:
+            last = self.handled.get(trial)
+            if last is not None and d <= last:
+                continue  # processed (or older than what was): nothing to do
+            if not m.due(d):
+                self.handled[trial] = d
+                continue
+            try:
+                read_meta(path)  # an unreadable file (e.g. still being copied) is retried when following
+            except CheckpointError as exc:
+                if not self.args.follow:
+                    raise
+                self._not_yet(trial, str(path), f"cannot read {path.name} yet ({exc})")
+                break
+            with warnings.catch_warnings():  # any other problem (foreign domain, ...) is an error
+                warnings.simplefilter("ignore", PolicyErrorsWarning)
+                table = respond(str(path), self.contexts, **self.options)
+            news += self._record(trial, m, table, d, d)
+        return news
+
+    def finished(self) -> bool:
+        """Every trial of the run (or the one trial) reached the run's last checkpoint."""
+        target = _run_target(self.run_dir)
+        if target is None:
+            return False
+        last, trials = target
+        if self.single:
+            trials = [t for t in trials if t == self.root.resolve().name]
+        return bool(trials) and all(self.handled.get(t, -1) >= last for t in trials)
+
 
 # ----------------------------------------------------------------------------- any trainer
 _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
-SETTLE = 1.0  # seconds a file must stay unchanged before it is loaded while following
 
 
 def load_loader(text: str) -> Any:
@@ -550,7 +438,7 @@ def step_of(rel: str, rx: re.Pattern) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
-class PatternWatch(_Watch):
+class PatternWatch(Watch):
     """One trial: the files of DIR matching ``--pattern``, ordered by the step in their names,
     each loaded with ``--loader`` and snapshotted through :func:`behavsim.respond`."""
 
@@ -561,8 +449,8 @@ class PatternWatch(_Watch):
         self.single = True
         self.run_dir = root
         self.trial = root.resolve().name
-        self._setup(args, contexts, score_names, stop_rule, Path(args.output) if args.output else root / "monitor")
-        from .domain import domain_spec
+        super().__init__(args, contexts, score_names, stop_rule, Path(args.output) if args.output else root / "monitor")
+        from ..simulation.domain import domain_spec
 
         domain = domain_spec(getattr(args, "domain", None))
         self.options = {} if domain is None else {"domain": domain}
@@ -663,21 +551,154 @@ class PatternWatch(_Watch):
         return False  # a trainer of one's own says nothing about its end: --stop-after or Ctrl-C
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry (``python -m policies.monitor_cli DIR ...``) for use without the entry point."""
-    parser = argparse.ArgumentParser(prog="behavsim")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register_monitor(sub)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] != "monitor":
-        argv = ["monitor", *argv]
-    args = parser.parse_args(argv)
+# ----------------------------------------------------------------------------- PyDial's training
+# ``behavsim monitor POLICYDIR --pydial-config CFG``: follow the policies PyDial3 writes while it trains.
+#
+# ``pydial.py train CFG --seed=S`` writes one GP policy per training batch into its policy folder
+# (``[policy] policydir``, e.g. ``_bspolicies/``): ``<name>-seed<S>-<err>.<batch>.dct`` and
+# ``.prm`` (``<name>-<err>.<batch>`` without a seed), ``<name>`` being the config's file name
+# without ``.cfg``, ``<err>`` the training error rate (``00``) and ``<batch>`` 1, 2, ... Every
+# ``<prefix>.<batch>`` group is a *trial* here (several seeds or configs in one folder give
+# several; when ``CFG`` is a training config — it has an ``[exec_config]`` section — only the
+# policies named after it, ``<CFG's name>-...``, are followed, as PyDial names them). Each new batch is answered on the context set through the ``pydial:`` adapter —
+# ``CFG`` with ``inpolicyfile`` replaced by that batch (:class:`policies.adapters.PyDialAdapter`
+# ``policy_file``; learning off, GP greedy) — and scored against the previous batch with
+# :class:`behavsim.monitor.ConvergenceMonitor`: ``OUT/<trial>/convergence.csv``, the snapshots'
+# responses and ``convergence.png``, redrawn as batches appear; ``OUT/convergence.png`` for
+# several trials. ``CFG`` may be the training config itself.
+#
+# The x axis counts training dialogues: batch × ``[exec_config] traindialogsperbatch`` of ``CFG``
+# (the batch number when ``CFG`` does not set it). With ``--follow`` a batch is taken once both
+# files exist and have not changed for ``SETTLE`` seconds (PyDial writes them in place), a batch
+# that cannot be loaded yet is retried at the next poll, and the command stops once every trial
+# reached ``[exec_config] trainsourceiteration + numtrainbatches`` when ``CFG`` sets them (else
+# after ``--stop-after``).
+_POLICY_RE = re.compile(r"^(?P<trial>.+)\.(?P<batch>\d+)\.dct$")
+
+
+def pydial_trials(policy_dir: Path) -> dict[str, list[tuple[int, Path]]]:
+    """Trial (file prefix) → [(batch, policy prefix path), ...] in batch order, for every
+    ``<trial>.<batch>.dct`` with its ``.prm`` in ``policy_dir``."""
+    out: dict[str, list[tuple[int, Path]]] = {}
     try:
-        return int(args.func(args) or 0)
-    except BehavsimError as exc:
-        print(f"behavsim monitor: error: {exc}", file=sys.stderr)
-        return 2
+        names = sorted(p.name for p in policy_dir.iterdir())
+    except OSError:
+        return out
+    present = set(names)
+    for name in names:
+        m = _POLICY_RE.match(name)
+        if m and f"{name[:-4]}.prm" in present:
+            out.setdefault(m["trial"], []).append((int(m["batch"]), policy_dir / name[:-4]))
+    return {t: sorted(b) for t, b in sorted(out.items())}
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main(sys.argv[1:]))
+def _settled(prefix: Path, settle: float) -> bool:
+    now = time.time()
+    try:
+        return all(now - Path(f"{prefix}{ext}").stat().st_mtime >= settle for ext in (".dct", ".prm"))
+    except OSError:
+        return False
+
+
+def _config_numbers(cfg: Path) -> tuple[int | None, int | None, bool]:
+    """(dialogues per batch, last batch) from ``[exec_config]``, ``None`` where not set, and
+    whether the config has that section (a training config)."""
+    from ..adapters import read_config
+
+    p = read_config(cfg, "--pydial-config")
+
+    def num(key: str) -> int | None:
+        try:
+            return p.getint("exec_config", key) if p.has_option("exec_config", key) else None
+        except ValueError:
+            return None
+
+    per, n, start = num("traindialogsperbatch"), num("numtrainbatches"), num("trainsourceiteration")
+    last = None if n is None else (start or 0) + n
+    return (per if per and per > 0 else None), last, p.has_section("exec_config")
+
+
+class PyDialWatch(Watch):
+    """The trials in a PyDial policy folder: PyDial's file layout and the ``pydial:`` adapter in
+    place of checkpoints (see the section above)."""
+
+    def __init__(
+        self, args: argparse.Namespace, policy_dir: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
+    ) -> None:
+        from behavsim.scores import TEXT_SCORES
+
+        from ..adapters import find_pydial_root, resolve_config
+
+        out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"
+        super().__init__(args, contexts, score_names, stop_rule, out)  # self.handled: the highest batch dealt with
+        self.policy_dir = policy_dir
+        self.pydial_root = find_pydial_root(args.pydial_root)
+        self.config = resolve_config(args.pydial_config, self.pydial_root)
+        self.per_batch, self.last_batch, training = _config_numbers(self.config)
+        self.prefix = f"{self.config.stem}-" if training else None
+        self.nlg = any(s in TEXT_SCORES for s in score_names)
+        self.single = False
+
+    def dialogues(self, batch: int) -> int:
+        return batch * (self.per_batch or 1)
+
+    def handled_after(self, dialogues: int) -> int:
+        return dialogues // (self.per_batch or 1)
+
+    def trials(self) -> dict[str, list[tuple[int, Path]]]:
+        """The trials followed: for a training config those named after it, else all."""
+        trials = pydial_trials(self.policy_dir)
+        if self.prefix is None:
+            return trials
+        return {t: b for t, b in trials.items() if t.startswith(self.prefix)}
+
+    def poll(self) -> int:
+        trials = self.trials()
+        self.width = max([self.width, *map(len, trials)])
+        news = sum(self._poll_trial(t, batches) for t, batches in trials.items())
+        if news and len(self.monitors) > 1 and self.args.plot:
+            self._plot_all()  # the first score of every trial in OUT/convergence.png
+        return news
+
+    def _poll_trial(self, trial: str, batches: list[tuple[int, Path]]) -> int:
+        import warnings
+
+        from ..adapters import PyDialAdapter
+        from .respond import PolicyErrorsWarning, respond
+
+        news = 0
+        m = self.monitor_for(trial)
+        for b, prefix in batches:
+            last = self.handled.get(trial)
+            if last is not None and b <= last:
+                continue
+            d = self.dialogues(b)
+            if self.args.follow and not _settled(prefix, SETTLE):
+                break  # PyDial may still be writing it
+            if not m.due(d):
+                self.handled[trial] = b
+                continue
+            try:
+                adapter = PyDialAdapter(
+                    self.config,
+                    root=self.pydial_root,
+                    nlg=self.nlg,
+                    policy_file=str(prefix.resolve()),
+                    policy_id=f"{trial}.{b}",
+                )
+            except ConfigError as exc:
+                if not self.args.follow:
+                    raise
+                self._not_yet(trial, str(prefix), f"cannot load batch {b} yet ({exc})")
+                break
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PolicyErrorsWarning)
+                table = respond(adapter, self.contexts)
+            del adapter
+            news += self._record(trial, m, table, d, b, f"batch {b}: ")
+        return news
+
+    def finished(self) -> bool:
+        if self.last_batch is None or not self.handled:
+            return False
+        return all(self.handled.get(t, -1) >= self.last_batch for t in self.trials())

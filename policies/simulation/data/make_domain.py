@@ -9,7 +9,7 @@ centre, expensive places more common than cheap ones, a long tail of cuisines. V
 made in small *clusters* that share area, food and price range, so that a user goal with all
 three constraints set usually has two or three matching venues, as PyDial's goal generator needs.
 
-Run ``python -m policies.data.make_domain`` (or this file) to regenerate; the output is
+Run ``python -m policies.simulation.data.make_domain`` (or this file) to regenerate; the output is
 byte-for-byte reproducible for a given ``SEED``.
 """
 

@@ -28,7 +28,7 @@ from ._errors import IQInputError
 
 __all__ = ["EXCHANGE_KEYS", "FEATURE_NAMES", "WINDOW", "exchange_features", "validate_exchanges"]
 
-# EXCHANGE_KEYS: the keys every exchange dict carries (the environment's contract, policies.env).
+# EXCHANGE_KEYS: the keys every exchange dict carries (the environment's contract, policies.simulation.env).
 
 #: Window length of the window-level parameters (LEGO uses the last 3 exchanges).
 WINDOW = 3

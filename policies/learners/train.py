@@ -4,7 +4,7 @@ A *run* is a folder ``DIR`` with
 
 * ``DIR/config.json`` — the :class:`TrainConfig` (data, stored with every result);
 * ``DIR/<reward>-seed<seed>/`` — one folder per *trial* (reward × seed) with
-  ``ckpt-001000.npz``, ``ckpt-002000.npz``, … (GP only; see :mod:`policies.checkpoint`) and
+  ``ckpt-001000.npz``, ``ckpt-002000.npz``, … (GP only; see :mod:`policies.learners.checkpoint`) and
   ``metrics.csv`` (one row per checkpoint);
 * ``DIR/metrics.csv`` — the rows of every trial, sorted by reward, seed and dialogues.
 
@@ -159,8 +159,8 @@ class TrainConfig:
     version: int = field(default=2)
 
     def __post_init__(self) -> None:
-        from .domain import DEFAULT_DOMAIN
-        from .user import DEFAULT_USER
+        from ..simulation.domain import DEFAULT_DOMAIN
+        from ..simulation.user import DEFAULT_USER
 
         if self.domain is None:
             object.__setattr__(self, "domain", DEFAULT_DOMAIN)
@@ -171,7 +171,7 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        from .rewards import list_rewards
+        from ..simulation.rewards import list_rewards
 
         learner_kind(self.policy)
         if not self.rewards:
@@ -217,7 +217,7 @@ class TrainConfig:
                 raise ConfigError(f"domain: expected a domain name or a rules file, got {self.domain!r}")
             _domain_of(self)  # it must load
         if self.user is not None:
-            from .user import USER_CONFIGS
+            from ..simulation.user import USER_CONFIGS
 
             if not isinstance(self.user, str) or self.user not in USER_CONFIGS:
                 raise ConfigError(
@@ -397,9 +397,9 @@ def evaluate_policy(
     """Evaluation (no learning) on ``n_dialogues`` fixed dialogues: greedy (``scale=0``), or, for
     a GP-SARSA policy, sampling ``Q ~ N(mean, (scale·std)²)`` as PyDial's tests do (``scale=1``)
     from a generator seeded per dialogue by ``eval_seed`` (the same draws at every checkpoint)."""
-    from .env import DialogueEnv
-    from .iq import get_iq_estimator
-    from .rewards import get_reward
+    from ..simulation.env import DialogueEnv
+    from ..simulation.iq import get_iq_estimator
+    from ..simulation.rewards import get_reward
 
     reward = get_reward(reward) if isinstance(reward, str) else reward
     est = get_iq_estimator(iq_estimator) if isinstance(iq_estimator, str) else iq_estimator
@@ -489,7 +489,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 def _domain_of(config: TrainConfig) -> Any:
     """The run's domain."""
-    from .domain import DomainError, resolve_domain
+    from ..simulation.domain import DomainError, resolve_domain
 
     try:
         return resolve_domain(config.domain)
@@ -669,9 +669,9 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
 def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path) -> _Trial:
     """The trial's folder (created; temporary files of a run killed while writing removed) and
     everything its dialogues need."""
-    from .env import DialogueEnv
-    from .iq import get_iq_estimator
-    from .rewards import get_reward
+    from ..simulation.env import DialogueEnv
+    from ..simulation.iq import get_iq_estimator
+    from ..simulation.rewards import get_reward
 
     name = trial_name(reward_name, seed)
     tdir = out_dir / name
@@ -940,7 +940,7 @@ class _TensorBoardReport:
         kind, trial, row = msg
         if kind != "checkpoint":
             return
-        from behavsim._tensorboard import TensorBoardWriter
+        from behavsim.tensorboard import TensorBoardWriter
 
         if trial not in self.writers:
             self.writers[trial] = TensorBoardWriter(
@@ -976,7 +976,7 @@ def run_training(
     returns the new ones; this process writes every file, and a trial finished on any node is
     kept when the run is interrupted). The files are the same whatever the executor.
     """
-    from behavsim._executor import get_executor
+    from behavsim import get_executor
 
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
@@ -993,7 +993,7 @@ def run_training(
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
     tb = None
     if tensorboard is not None:
-        from behavsim._tensorboard import check_tensorboard_dir
+        from behavsim.tensorboard import check_tensorboard_dir
 
         tb = check_tensorboard_dir(tensorboard, "tensorboard")
     out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Interaction-quality (IQ) estimation for the R_IQ reward (``policies.rewards``): R_IQ = -T + (iq - 1) * 5.
+"""Interaction-quality (IQ) estimation for the R_IQ reward (``policies.simulation.rewards``): R_IQ = -T + (iq - 1) * 5.
 
 Two estimators share one protocol, :class:`InteractionQualityEstimator` (``name`` and
 ``estimate(exchanges) -> int`` in 1..5), and one feature function, :func:`exchange_features`:

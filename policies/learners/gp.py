@@ -5,8 +5,8 @@ Two layers:
 * :class:`GPSarsa` — the learner on plain numbers: a belief vector ``b`` (1-D float array of
   length ``dim``) and an action index ``0 <= a < n_actions``. It knows nothing of dialogue.
 * :class:`GPSarsaPolicy` — the learner bound to the restaurant domain: it turns a belief state into
-  the summary belief vector (``policies.features.belief_vector``), masks the summary actions
-  (``policies.actions.action_mask``) and maps the chosen summary action to a master act. It obeys
+  the summary belief vector (``policies.simulation.features.belief_vector``), masks the summary actions
+  (``policies.simulation.actions.action_mask``) and maps the chosen summary action to a master act. It obeys
   the project's policy protocol (``name``, ``act(belief) -> Response``).
 
 The model (identical to PyDial's ``policy/GPLib.py``, independently written):
@@ -607,10 +607,10 @@ class GPSarsa:
 
 
 class GPSarsaPolicy:
-    """GP-SARSA dialogue policy over PyDial's summary actions (policy protocol of ``policies.base``).
+    """GP-SARSA dialogue policy over PyDial's summary actions (policy protocol of ``behavsim.policy``).
 
     ``act(belief)`` builds the summary belief vector, masks the summary actions and returns a
-    :class:`~policies.base.Response` with the master act, a template prompt (``nlg_seed=None``:
+    :class:`~behavsim.policy.Response` with the master act, a template prompt (``nlg_seed=None``:
     no prompt) and the summary action. With ``learning=False`` (the default) the choice is the
     largest posterior mean among the allowed actions — deterministic, ties to the lowest action
     index; with ``learning=True`` it samples Q values (exploration, uses the learner's generator).
@@ -618,7 +618,7 @@ class GPSarsaPolicy:
     between-batch tests do (``[gpsarsa] scale = 1``): ``Q ~ N(mean, (eval_scale·std)²)`` sampled
     from a generator of its own seeded by ``eval_seed`` (the learner's is not touched); the
     default 0 is greedy, which responses for comparisons need.
-    Any belief state is accepted; missing entries count as 0 (see ``policies.features``).
+    Any belief state is accepted; missing entries count as 0 (see ``policies.simulation.features``).
     """
 
     def __init__(
@@ -634,9 +634,9 @@ class GPSarsaPolicy:
         eval_seed: int | np.random.Generator | None = 0,
         **hyperparameters: float,
     ) -> None:
-        from .actions import summary_actions
-        from .domain import resolve_domain
-        from .features import vector_length
+        from ..simulation.actions import summary_actions
+        from ..simulation.domain import resolve_domain
+        from ..simulation.features import vector_length
 
         self.domain = resolve_domain(domain)
         self.actions: tuple[str, ...] = tuple(summary_actions(self.domain))
@@ -665,8 +665,8 @@ class GPSarsaPolicy:
     # -------------------------------------------------------------- protocol
     def decide(self, belief: dict, mask: Any = None) -> tuple[int, np.ndarray]:
         """``(summary action index, belief vector)``; ``mask`` defaults to ``action_mask``."""
-        from .actions import action_mask
-        from .features import belief_vector
+        from ..simulation.actions import action_mask
+        from ..simulation.features import belief_vector
 
         vec = belief_vector(belief, self.domain)
         if mask is None:
@@ -679,15 +679,16 @@ class GPSarsaPolicy:
         return self.actions[self.decide(belief)[0]]
 
     def act(self, belief: dict):
-        from .actions import to_master_act
-        from .base import Response
+        from behavsim.policy import Response
+
+        from ..simulation.actions import to_master_act
 
         summary = self.summary_action(belief)
         act = to_master_act(summary, belief, self.domain)
         prompt = None
         if self.nlg_seed is not None:
             if self._nlg is None:
-                from .nlg import TemplateNLG
+                from ..simulation.nlg import TemplateNLG
 
                 self._nlg = TemplateNLG(self.nlg_seed)
             prompt = self._nlg.generate(act)
@@ -718,13 +719,13 @@ class GPSarsaPolicy:
     ) -> "GPSarsaPolicy":
         pol = meta["policy"]
         if domain is None and pol.get("domain_rules"):  # the shipped domain it names
-            from .domain import shipped_domain
+            from ..simulation.domain import shipped_domain
 
             domain = shipped_domain(str(pol["domain_rules"]))
             if domain is None:
                 raise ValueError(f"the checkpoint is for the domain of {pol['domain_rules']!r}; give that domain")
         elif domain is None:  # checkpoints that name no rules file predate the CamRestaurants default
-            from .domain import Domain
+            from ..simulation.domain import Domain
 
             domain = Domain.builtin()
         obj = cls(domain, learner=learner, learning=learning, name=str(pol["name"]), nlg_seed=pol.get("nlg_seed", 0))

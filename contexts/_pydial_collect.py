@@ -8,10 +8,10 @@ opening turn before the user's first act and the closing turn after the user's `
 included (the policy acts on the final belief there, PyDial then says ``bye()``).
 
 Each belief is PyDial's ``beliefs`` and ``features`` in behavsim's layout (the one
-:mod:`policies.tracker` produces): ``method["none"]`` holds the value the policy reads — PyDial's
+:mod:`policies.simulation.tracker` produces): ``method["none"]`` holds the value the policy reads — PyDial's
 ``SummaryUtils.globalSummary`` sets it to 1 − Σ of the method entries before the policy looks at
 the belief — and ``features`` gain ``dbMatches`` (venues matching the accepted constraints,
-:func:`policies.tracker.inform_info`). So behavsim's own policies on the same domain answer the
+:func:`policies.simulation.tracker.inform_info`). So behavsim's own policies on the same domain answer the
 set, and the ``pydial:`` adapter given the same config answers every context with the act the
 policy took in the dialogue.
 
@@ -34,8 +34,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet, canonical_act
 from behavsim.policy import file_sha256
-
-from ._pydial import _git_commit, find_pydial_root, read_config, resolve_config
+from policies.adapters import find_pydial_root, git_commit, read_config, resolve_config
 
 __all__ = ["collect_pydial", "HELPER", "resolve_config", "behavsim_domain"]
 
@@ -44,9 +43,9 @@ HELPER = Path(__file__).resolve().with_name("_pydial_dialogues.py")
 
 
 def behavsim_domain(pydial_domain: str, root: Path):
-    """behavsim's :class:`policies.domain.Domain` for a PyDial domain: the shipped one of that name
+    """behavsim's :class:`policies.simulation.domain.Domain` for a PyDial domain: the shipped one of that name
     (``CamRestaurants`` → ``camrestaurants``), else the rules and database in PyDial's root."""
-    from policies.domain import DOMAINS, Domain, DomainError, resolve_domain
+    from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
 
     name = pydial_domain.lower()
     if name in DOMAINS:
@@ -68,7 +67,7 @@ def _config_domain(cfg: Path) -> str:
 def behavsim_belief(pydial_belief: dict, domain: Any) -> dict:
     """A belief PyDial's policy was given, in behavsim's layout (see the module doc)."""
     from behavsim import canonical_copy
-    from policies.tracker import inform_info
+    from policies.simulation.tracker import inform_info
 
     b = {"beliefs": copy.deepcopy(pydial_belief["beliefs"]), "features": dict(pydial_belief.get("features") or {})}
     method = b["beliefs"].get("method")
@@ -197,7 +196,7 @@ def collect_pydial(
                 "config": str(cfg),
                 "config_sha256": file_sha256(cfg),
                 "root": str(r),
-                "pydial_commit": _git_commit(r),
+                "pydial_commit": git_commit(r),
                 "explore": bool(explore),
                 "error_rate": float(error_rate),
                 "policy_file": None if policy_file is None else str(policy_file),

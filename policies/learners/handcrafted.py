@@ -1,6 +1,6 @@
 """Rule-based policy in the manner of PyDial's ``HDCPolicy``, over summary actions.
 
-Rules, first that applies (only executable actions under :func:`policies.actions.action_mask`):
+Rules, first that applies (only executable actions under :func:`policies.simulation.actions.action_mask`):
 
 1. the user is finished (top method ``finished``) → ``bye``;
 2. the user asks for alternatives → ``inform_alternatives``;
@@ -18,15 +18,23 @@ Rules, first that applies (only executable actions under :func:`policies.actions
 
 The policy is a pure function of the belief's content (deterministic on any belief state, and
 independent of the order of the keys in its dicts: ties follow the rules of
-:mod:`policies.actions`).
+:mod:`policies.simulation.actions`).
 """
 
 from __future__ import annotations
 
-from .actions import _method_flags, _thanks_or_ack, accepted_constraints, action_mask, master_act, summary_actions
-from .base import Response
-from .domain import Domain, resolve_domain
-from .nlg import TemplateNLG
+from behavsim.policy import Response
+
+from ..simulation.actions import (
+    _method_flags,
+    _thanks_or_ack,
+    accepted_constraints,
+    action_mask,
+    master_act,
+    summary_actions,
+)
+from ..simulation.domain import Domain, resolve_domain
+from ..simulation.nlg import TemplateNLG
 
 __all__ = ["HandcraftedPolicy"]
 

@@ -1,7 +1,7 @@
 """Gymnasium-style dialogue environment: PyDial's Cambridge-restaurants Environment 1 in
 pure Python (agenda-based user, focus tracker, 0% semantic error by default, 25 turns).
 
->>> from policies.env import DialogueEnv
+>>> from policies.simulation.env import DialogueEnv
 >>> env = DialogueEnv()
 >>> belief, info = env.reset(seed=1)
 >>> belief, reward, terminated, truncated, info = env.step("request_food")
