@@ -14,9 +14,9 @@ no date or software metadata, so the same data gives a byte-identical file.
 * :func:`heatmap` — Figure 6: correlation or MSE between scores.
 
 Axis labels of scores are their registered titles (:func:`behavsim.score_info`). The helpers
-:func:`new_figure`, :func:`drawn`, :func:`axis_label`, :func:`add_legend` and
-:func:`require_columns` let other packages draw their own figures the same way (the study's
-learning curves: :mod:`experiments.plots`).
+:func:`new_figure`, :func:`drawn`, :func:`axis_label`, :func:`add_legend`, :func:`legend_below`,
+:func:`wrap_title`, :func:`ordered` and :func:`require_columns` let other packages draw their own
+figures the same way (the study's figures: :mod:`experiments.plots`).
 
 If a ``<score>_lo``/``<score>_hi`` column is present (from :func:`behavsim.analysis.means_with_ci`)
 curves get a band and bars an error bar. ``order`` (where a function takes it) puts the listed

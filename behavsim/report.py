@@ -348,7 +348,7 @@ table.data thead th { background: var(--band); text-align: left; border-bottom: 
 table.data th.group { text-align: center; }
 table.data .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.data tbody tr:nth-child(even) { background: #fbfbfc; }
-td.key.same { color: #b0b0b5; }
+td.key { white-space: nowrap; } td.key.same { color: #b0b0b5; }
 span.ci { display: block; font-size: 10.5px; color: var(--muted); }
 body:has(#show-ci:not(:checked)) span.ci { display: none; }
 label.toggle { font-size: 13px; color: var(--muted); }
@@ -386,6 +386,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: 12px; }
   h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; break-after: avoid; }
   h3 { break-after: avoid; }
   figure, tr, li { break-inside: avoid; }
+  table.data caption, table.data thead { break-after: avoid; }
   figure { margin: .5rem 0; } figure img { max-height: 17cm; border: 0; }
   table.data { font-size: 9.5px; }
   table.data th, table.data td { padding: .15rem .35rem; }
