@@ -1122,12 +1122,15 @@ def _scores_section(run: _Run) -> str | None:
     )
 
 
-def _figures(figs: Sequence[Figure]) -> str:
-    """The first figure shown; the others of the section one click away."""
+def _figures(figs: Sequence[Figure], rewards: Sequence[str] = ()) -> str:
+    """One figure shown — the first listed that names the paper's first reward (e.g. ``per_turn_ts``,
+    or an older run's ``convergence_ccol-ts``), else the first listed; the others one click away."""
     if not figs:
         return ""
-    out = figures_html(figs[:1])
-    rest = figs[1:]
+    first = rewards[0] if rewards else None
+    main = next((f for f in figs if first in re.split(r"[-_ ]", Path(f.file).stem)), figs[0])
+    out = figures_html([main])
+    rest = [f for f in figs if f is not main]
     if rest:
         names = "; ".join(escape(f.title) for f in rest)
         out += _fold(f"{_plural(len(rest), 'more figure')}: {names}", figures_html(rest), "more-figures")
@@ -1172,7 +1175,7 @@ def _render(run: _Run) -> str:
             run.absent.append((title.split(":")[0].split(" (")[0], why))
             return None
         text = body() if callable(body) else body
-        return _figures(fs) + (text or "")
+        return _figures(fs, run.rewards) + (text or "")
 
     sc = lambda name: run.csv(name, scores=True)  # noqa: E731
     bodies: dict[str, str | None] = {
@@ -1220,7 +1223,7 @@ def _render(run: _Run) -> str:
         "tests": section("tests", lambda: _tests(run)),
         "slices": section("slices", lambda: _slices(run)),
         "disagreements": section("disagreements", lambda: _disagreements(run)),
-        "other": _figures(by_sec["other"]) if by_sec.get("other") else None,
+        "other": _figures(by_sec["other"], run.rewards) if by_sec.get("other") else None,
         "signatures": _signatures(run),
         "config": _config(run),
     }

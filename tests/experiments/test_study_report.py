@@ -679,3 +679,24 @@ def test_disagreements_sort_in_headless_chromium(report, tmp_path):
     after = [row[0][0] for row in parse(r.stdout).tables["disagreements-0"][1:]]
     assert after == sorted(before, key=float) and after != before
     assert 'data-sort="asc"' in r.stdout
+
+
+def test_one_figure_per_section_shown_the_others_folded(run_dir, tmp_path):
+    """The figure naming the paper's first reward is shown (an older run listed iq's first); the
+    other figures of the section are one click away; the score matrices' figures are not embedded,
+    their tables are."""
+    run = shutil.copytree(run_dir, tmp_path / "figs")
+    for stem in ("convergence_ccol-iq", "convergence_ccol-ts", "score_corr"):
+        shutil.copy(run / "figures" / "per_turn.svg", run / "figures" / f"{stem}.svg")
+    m = json.loads((run / "manifest.json").read_text())
+    m["figures"] = [{"file": f"figures/{s}.svg", "title": s, "section": sec} for s, sec in (
+        ("convergence_ccol-iq", "convergence"), ("convergence_ccol-ts", "convergence"), ("score_corr", "scores"))]
+    (run / "manifest.json").write_text(json.dumps(m))
+    text = build_report(run).read_text(encoding="utf-8")
+    conv = text[text.index('<section id="convergence">'):text.index('<section id="seeds">')]
+    shown, folded = conv.split('<details class="more-figures">', 1)
+    assert 'alt="convergence_ccol-ts"' in shown and 'alt="convergence_ccol-iq"' not in shown
+    assert 'alt="convergence_ccol-iq"' in folded  # and the unlisted figure of the section:
+    assert "2 more figures: convergence_ccol-iq; convergence tmr</summary>" in folded
+    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
+    assert "<img" not in scores and 'id="score_corr"' in scores
