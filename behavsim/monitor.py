@@ -295,7 +295,7 @@ def plot_convergence(
     from matplotlib.figure import Figure
 
     path = Path(path)
-    fig = Figure(figsize=(7.0, 4.2), dpi=100)
+    fig = Figure(figsize=(7.0, 4.2), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     lowest = 1.0
@@ -315,9 +315,8 @@ def plot_convergence(
     ax.set_ylabel(f"{score} vs previous snapshot" if score else "similarity to the previous snapshot")
     ax.set_title(title or "Convergence: snapshot k vs k-1")
     ax.grid(True, linewidth=0.3)
-    if series:
-        ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
+    if series:  # beside the axes, never over a point
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize="small", frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -356,8 +355,9 @@ def plot_lags(
     shown = shown or ["vs_prev"]
     ncols = 1 if len(shown) == 1 else 2
     nrows = (len(shown) + ncols - 1) // ncols
-    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.6), dpi=100)
+    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.9), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
+    handles: dict[str, Any] = {}
     xs = [int(r["dialogues"]) for r in rows]
     for i, kind in enumerate(shown):
         ax = fig.add_subplot(nrows, ncols, i + 1)
@@ -375,9 +375,18 @@ def plot_lags(
         ax.set_title(_LAG_TITLES[kind].format(lag=lag), fontsize="medium")
         ax.set_xlabel("training dialogues", fontsize="small")
         ax.grid(True, linewidth=0.3)
-        ax.legend(loc="lower right", fontsize="x-small")
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    # one legend below the panels, never over a point
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=min(len(handles), 5),
+        fontsize="small",
+        frameon=False,
+    )
     fig.suptitle(title or "Convergence")
-    fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -898,76 +898,7 @@ def _short_meta(meta: dict) -> dict:
 def _stage_figures(
     cfg: StudyConfig, run: Path, metrics: pd.DataFrame, log: Callable[[str], None]
 ) -> list[dict[str, str]]:
-    from behavsim import plots
-
-    from .plots import learning_curves
+    from .plots import study_figures
 
     log("[6/7] figures")
-    res, fig = run / "results", run / "figures"
-    out: list[dict[str, str]] = []
-
-    def add(paths, title: str, section: str) -> None:
-        for p in paths:
-            if str(p).endswith(".svg"):
-                out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
-
-    add(learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
-    conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
-    if conv is not None:
-        conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
-        for name, df in conv.groupby("context_set", sort=True):
-            add(
-                plots.convergence_curves(df, fig / f"convergence_{name}", score="TMR", x="checkpoint", hue="trial"),
-                f"Convergence (TMR of checkpoint k vs k-1) on {name}",
-                "convergence",
-            )
-    seeds = pd.read_csv(res / "seeds.csv") if (res / "seeds.csv").exists() else None
-    if seeds is not None:
-        for (name, reward), df in seeds.groupby(["context_set", "reward"], sort=True):
-            add(
-                plots.pair_curves(
-                    df, fig / f"seeds_{name}_{reward}", scores=list(cfg.scores), x="checkpoint", hue="pair"
-                ),
-                f"Seeds: all scores of trial pairs, {reward} on {name}",
-                "seeds",
-            )
-    if (res / "per_turn.csv").exists():
-        pt = pd.read_csv(res / "per_turn.csv")
-        for reward, df in pt.groupby("reward", sort=True):
-            add(
-                plots.per_turn_plot(
-                    df, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]
-                ),
-                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint",
-                "per_turn",
-            )
-    if (res / "rewards.csv").exists() and seeds is not None:
-        rew = pd.read_csv(res / "rewards.csv")
-        last_ck = seeds["checkpoint"].max()
-        within = seeds[(seeds["context_set"] == "ccol-all") & (seeds["checkpoint"] == last_ck)].copy()
-        within["group"] = "within " + within["reward"]
-        rew = rew.assign(group="TS vs IQ")
-        both = pd.concat([within, rew], ignore_index=True)
-        for score in [s for s in ("TMR", "DMR") if s in cfg.scores]:
-            add(
-                plots.pair_bars(both, fig / f"rewards_{score}", score=score, group="group"),
-                f"{score}: TS vs IQ trials next to trials of one reward (last checkpoint, C_col^all)",
-                "rewards",
-            )
-    for suffix, label in (("", "all contexts"), ("_mismatch", "contexts whose acts differ")):
-        for kind, title in (("corr", "Pearson correlation"), ("mse", "Mean squared error")):
-            p = res / f"score_{kind}{suffix}.csv"
-            if p.exists():
-                m = pd.read_csv(p).set_index("score")
-                add(
-                    plots.heatmap(
-                        m,
-                        fig / f"score_{kind}{suffix}",
-                        f"{title} between scores ({label})",
-                        vmin=-1 if kind == "corr" else 0,
-                        vmax=1 if kind == "corr" else None,
-                    ),
-                    f"{title} between scores ({label})",
-                    "scores",
-                )
-    return out
+    return study_figures(run, metrics, rewards=cfg.rewards, seeds=cfg.seeds, scores=cfg.scores)

@@ -139,6 +139,7 @@ def _report_checks():
 
 def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
     import os
+    from pathlib import Path
 
     checks = _report_checks()
     html = (tiny_run / "report.html").read_text(encoding="utf-8")
@@ -150,7 +151,10 @@ def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
     r = checks._chromium("--dump-dom", (tiny_run / "report.html").resolve().as_uri(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     dom = checks.parse(r.stdout)
-    n_figures = len(json.loads((tiny_run / "manifest.json").read_text())["figures"])
+    figures = json.loads((tiny_run / "manifest.json").read_text())["figures"]
+    matrices = {"score_corr", "score_mse", "score_corr_mismatch", "score_mse_mismatch"}  # shown as tables instead
+    n_figures = len([f for f in figures if Path(f["file"]).stem not in matrices])
+    assert n_figures == len(figures) - 4
     assert dom.body_attrs.get("data-figures-loaded") == f"{n_figures}/{n_figures}"
     checks.check_tables(dom, tiny_run)
 
@@ -229,3 +233,19 @@ def test_robustness_levels_are_checked():
     with pytest.raises(ConfigError, match="robustness.*\\[0, 1\\]"):
         StudyConfig(robustness=(0.0, 1.5))
     assert "robustness" not in StudyConfig().to_dict()  # runs made before it existed resume unchanged
+
+
+def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
+    """The tiny run's report has every section (the map and the robustness probe included) and prints on
+    A4 in at most 15 pages (the quick-sized report: tests/experiments/test_report_pages.py)."""
+    import re
+
+    from experiments.report import SECTIONS
+
+    checks = _report_checks()
+    html = tiny_run / "report.html"
+    text = html.read_text(encoding="utf-8")
+    assert re.findall(r'<section id="(\w+)">', text) == [k for k, _ in SECTIONS if k != "other"]
+    checks.need_chromium()
+    pages, sizes = checks.print_pages(html, tmp_path)
+    assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)
