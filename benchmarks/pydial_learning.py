@@ -10,7 +10,7 @@ dialogues on ``--eval-dialogues`` dialogues with learning off and Q sampled at s
 PyDial's test does:
 
 * PyDial3: ``env1-configs/env1-gp-CR.cfg`` of a PyDial3 root (``--pydial-root``, default
-  ``../shared/pydial3`` beside the repository or ``$BEHAVSIM_PYDIAL_ROOT``), run on a temporary
+  ``../shared/pydial3`` beside the repository or ``$BEHAVSIM_SHARED/pydial3``), run on a temporary
   copy of that root by ``benchmarks/_pydial_learn.py`` in a subprocess per seed (``--workers`` at
   a time), with PyDial's logging at its quietest (``tracedialog = 0``, screen level CRITICAL, no
   log file). Its seeds drive PyDial's random stream; evaluation uses seed + 100 as
@@ -221,7 +221,7 @@ def report(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_root = os.environ.get("BEHAVSIM_PYDIAL_ROOT") or str(REPO.parent / "shared" / "pydial3")
+    default_root = str(Path(os.environ.get("BEHAVSIM_SHARED") or REPO.parent / "shared") / "pydial3")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of both (default 0 1 2)")
     ap.add_argument(
         "--points",
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("points, --eval-dialogues and --workers must be positive and the seeds distinct")
     src = Path(args.pydial_root)
     if not (src / "policy" / "GPPolicy.py").is_file():
-        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_PYDIAL_ROOT)")
+        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_SHARED)")
         return 0
     workers = min(args.workers, len(args.seeds))
 

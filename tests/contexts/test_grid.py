@@ -184,11 +184,8 @@ def test_absurd_steps_refused_quickly(step):
     assert time.perf_counter() - t < 1.0
 
 
-PYDIAL = Path("/work/shared/pydial-ontology")
-
-
-@pytest.mark.skipif(not (PYDIAL / "CamRestaurants-rules.json").is_file(), reason="PyDial ontology files not found")
-def test_pydial_domain_grid_and_policy():
+def test_pydial_domain_grid_and_policy(pydial_ontology):
+    PYDIAL = pydial_ontology
     from behavsim.policy import check_policy
     from policies.learners.handcrafted import HandcraftedPolicy
 

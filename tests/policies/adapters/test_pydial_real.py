@@ -2,7 +2,7 @@
 
 Each run is a fresh ``behavsim`` process on a copy of the snapshot (PyDial writes into its root).
 PyDial is looked for in ``../shared/pydial3`` beside the repository root (or
-``$BEHAVSIM_PYDIAL_ROOT``); the module is skipped, saying so, only when that folder is absent.
+``$BEHAVSIM_SHARED/pydial3``); the module is skipped, saying so, only when that folder is absent.
 """
 
 from __future__ import annotations
@@ -16,15 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
+REPO = Path(__file__).resolve().parents[3]
 CONFIGS = "env1-configs"
 
-pytestmark = pytest.mark.skipif(
-    not (PYDIAL / "policy" / "GPPolicy.py").is_file(),
-    reason=f"PyDial3 not found at {PYDIAL} (CI clones the repository with shared/pydial3 beside it; "
-    f"set BEHAVSIM_PYDIAL_ROOT to another PyDial3 root)",
-)
 
 
 def behavsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -37,9 +31,9 @@ def behavsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
+def work(tmp_path_factory, pydial_root) -> Path:
     d = tmp_path_factory.mktemp("pydial-real")
-    shutil.copytree(PYDIAL, d / "root", ignore=shutil.ignore_patterns(".git", "_bslogs"))
+    shutil.copytree(pydial_root, d / "root", ignore=shutil.ignore_patterns(".git", "_bslogs"))
     for name, extra in (
         ("grid-cr.jsonl", ["--domain", "camrestaurants", "--step", "0.2"]),
         ("grid-cr-05.jsonl", ["--domain", "camrestaurants", "--step", "0.5"]),

@@ -7,11 +7,6 @@ import pytest
 from policies.simulation.data import make_domain
 from policies.simulation.domain import DONTCARE, Domain, DomainError
 
-PYDIAL = Path("/work/shared/pydial-ontology")
-RULES = PYDIAL / "CamRestaurants-rules.json"
-DB = PYDIAL / "CamRestaurants-dbase.db"
-needs_pydial = pytest.mark.skipif(not (RULES.is_file() and DB.is_file()),
-                                  reason=f"PyDial ontology files not found in {PYDIAL}")
 
 
 def test_builtin_shape():
@@ -61,8 +56,9 @@ def test_unknown_slot_is_an_error():
         Domain.builtin().count({"colour": "red"})
 
 
-@needs_pydial
-def test_pydial_loader():
+def test_pydial_loader(pydial_ontology):
+    RULES = pydial_ontology / "CamRestaurants-rules.json"
+    DB = pydial_ontology / "CamRestaurants-dbase.db"
     d = Domain.from_pydial(RULES, DB)
     assert d.n_venues == 110
     assert d.system_requestable == ("area", "food", "pricerange")  # sorted, as PyDial's ontology returns them

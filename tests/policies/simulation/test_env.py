@@ -158,18 +158,15 @@ def test_noisy_environment_runs():
 
 def test_docs_quick_start_runs(capsys):
     from pathlib import Path
-    text = (Path(__file__).resolve().parents[2] / "docs" / "environment.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "environment.md").read_text()
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "docs/environment.md", "exec"), {})
     assert "success: True" in capsys.readouterr().out
 
 
-def test_pydial_domain_environment():
-    from pathlib import Path
+def test_pydial_domain_environment(pydial_ontology):
     from policies.simulation.domain import Domain
-    r = Path("/work/shared/pydial-ontology")
-    if not (r / "CamRestaurants-rules.json").is_file():
-        pytest.skip("PyDial ontology files not found in /work/shared/pydial-ontology")
+    r = pydial_ontology
     d = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
     env = DialogueEnv(d)
     pol = HandcraftedPolicy(d)

@@ -30,7 +30,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 
 
 def _contexts() -> ContextSet:

@@ -14,7 +14,6 @@ from policies.simulation.env import DialogueEnv
 from policies.simulation.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, LEGACY_PROBS, USER_CONFIGS,
                            SimulatedUser, UnknownUserConfig, UserConfig, UserConfigError)
 
-PYDIAL = Path(__file__).resolve().parents[3] / "shared" / "pydial3"
 
 
 def test_named_configs():
@@ -34,10 +33,8 @@ def test_env1_probs_cover_every_decision():
     assert not set(ENV1_UNMODELLED) & set(ENV1_PROBS)
 
 
-def test_env1_probs_are_sampledUM_cfg():
-    cfg = PYDIAL / "config" / "sampledUM.cfg"
-    if not cfg.is_file():
-        pytest.skip(f"PyDial3 not found at {PYDIAL}")
+def test_env1_probs_are_sampledUM_cfg(pydial_root):
+    cfg = pydial_root / "config" / "sampledUM.cfg"
     theirs = {}
     for line in cfg.read_text().splitlines():
         line = line.split("#")[0].strip()
@@ -50,7 +47,7 @@ def test_env1_probs_are_sampledUM_cfg():
             break  # the error-model parameters follow
     assert theirs == {**ENV1_PROBS, **ENV1_UNMODELLED}
     env = configparser.ConfigParser()
-    env.read(PYDIAL / "env1-configs" / "env1-gp-CR.cfg")
+    env.read(pydial_root / "env1-configs" / "env1-gp-CR.cfg")
     low, high = (int(x) for x in env.get("usermodel", "patience").split(","))
     assert (low, high) == ENV1_PATIENCE
     assert env.get("usermodel", "configfile") == "config/sampledUM.cfg"

@@ -12,7 +12,7 @@ be equal:
   collected contexts and on part of the grid.
 
 PyDial is looked for in ``../shared/pydial3`` beside the repository root (or
-``$BEHAVSIM_PYDIAL_ROOT``); the module is skipped, saying so, only when that folder is absent.
+``$BEHAVSIM_SHARED/pydial3``); the module is skipped, saying so, only when that folder is absent.
 """
 from __future__ import annotations
 
@@ -32,15 +32,10 @@ from policies.simulation.domain import resolve_domain
 from policies.simulation.env import DialogueEnv
 from policies.simulation.features import belief_vector, pydial_order
 
-REPO = Path(__file__).resolve().parents[2]
-PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
+REPO = Path(__file__).resolve().parents[3]
 ORACLE = Path(__file__).resolve().parent / "_pydial_oracle.py"
 N_DIALOGUES = 40
 
-pytestmark = pytest.mark.skipif(
-    not (PYDIAL / "policy" / "GPPolicy.py").is_file(),
-    reason=f"PyDial3 not found at {PYDIAL} (CI clones the repository with shared/pydial3 beside it; "
-           f"set BEHAVSIM_PYDIAL_ROOT to another PyDial3 root)")
 
 # Environment 1's [summaryacts] (env1-configs/env1-gp-CR.cfg), nothing else
 _CONFIG = """\
@@ -123,7 +118,7 @@ def collected(cam):
 
 
 @pytest.fixture(scope="module")
-def oracle(cam, grid, collected, tmp_path_factory):
+def oracle(cam, grid, collected, tmp_path_factory, pydial_root):
     dialogues, contexts = collected
     cfg = tmp_path_factory.mktemp("pydial") / "equivalence.cfg"
     cfg.write_text(_CONFIG)
@@ -142,7 +137,7 @@ def oracle(cam, grid, collected, tmp_path_factory):
         "master": [[pydial_layout(b, cam), a, last] for b, a, last in master],
         "dialogues": dialogues,
     }
-    proc = subprocess.run([sys.executable, str(ORACLE)], input=json.dumps(job), cwd=PYDIAL,
+    proc = subprocess.run([sys.executable, str(ORACLE)], input=json.dumps(job), cwd=pydial_root,
                           capture_output=True, text=True, timeout=900,
                           env={**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"})
     if proc.returncode != 0:

@@ -10,8 +10,6 @@ from behavsim import BehavsimError, ConfigError
 from contexts import generate_grid
 from contexts.robustness import register_robustness, robustness
 
-from _grid_fixtures import run_dir  # noqa: F401,E402  (two GP trials of 20 dialogues, a checkpoint every 10)
-
 SEMANTIC = ["TMR", "DMR", "CER", "CMR"]
 
 

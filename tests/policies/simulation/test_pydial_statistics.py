@@ -36,7 +36,7 @@ which lowers the success rate.
 
 Runtime: PyDial simulates ≈ 9–12 dialogues/s per process, so ≈ 50–60 s on 2 free cores for
 the 1,000 PyDial dialogues, ≈ 3.5–4 min on a loaded machine; our 7,000 dialogues take ≈ 5–20 s. Skipped, saying why, only when the
-PyDial3 root (``../shared/pydial3`` beside the repository, or ``$BEHAVSIM_PYDIAL_ROOT``) is
+PyDial3 root (``../shared/pydial3`` beside the repository, or ``$BEHAVSIM_SHARED/pydial3``) is
 absent.
 """
 
@@ -50,8 +50,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
+REPO = Path(__file__).resolve().parents[3]
 HELPER = Path(__file__).resolve().parent / "_pydial_simulate.py"
 N_PYDIAL = 1000
 N_OURS = 5000  # cheap (≈ 5 s); narrows our side of the interval
@@ -59,11 +58,6 @@ N_BAD = 1000
 PYDIAL_SEED = 1
 OURS_SEED = 0
 
-pytestmark = pytest.mark.skipif(
-    not (PYDIAL / "Simulate.py").is_file() or not (PYDIAL / "env1-configs" / "env1-gp-CR.cfg").is_file(),
-    reason=f"PyDial3 not found at {PYDIAL} (CI clones the repository with shared/pydial3 beside it; "
-    f"set BEHAVSIM_PYDIAL_ROOT to another PyDial3 root with env1-configs/)",
-)
 
 
 def _load_helper():
@@ -151,9 +145,9 @@ def test_criterion_on_known_samples():
 
 # ---------------------------------------------------------------------- the samples
 @pytest.fixture(scope="module")
-def pydial_rows(tmp_path_factory):
+def pydial_rows(tmp_path_factory, pydial_root):
     root = tmp_path_factory.mktemp("pydial-statistics") / "pydial3"
-    shutil.copytree(PYDIAL, root, ignore=shutil.ignore_patterns(".git", "_bslogs"))
+    shutil.copytree(pydial_root, root, ignore=shutil.ignore_patterns(".git", "_bslogs"))
     config = sim.write_config(root)
     rows, _ = sim.run_pydial(root, config, N_PYDIAL, PYDIAL_SEED, workers=2)
     return rows

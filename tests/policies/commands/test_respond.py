@@ -17,9 +17,6 @@ from policies.commands.respond import PolicyErrorsWarning, PolicyFailed, respond
 pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
 
 
-from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
-
-
 @pytest.fixture(scope="module")
 def ckpts(run_dir):
     return sorted(str(p) for p in run_dir.glob("*/ckpt-*.npz"))
@@ -86,11 +83,11 @@ def test_beliefs_are_not_modified(contexts):
     assert json.dumps(small.beliefs, sort_keys=True) == before
 
 
-def test_two_runs_give_byte_identical_tables(contexts, ckpts, tmp_path):
+def test_two_runs_give_byte_identical_tables(contexts, make_grid, ckpts, tmp_path):
     for spec in ("handcrafted", ckpts[0], "handcrafted:nlg_seed=2", f"{__name__}:flaky"):
         for suffix in ("jsonl", "parquet"):
             a = respond(spec, contexts).save(tmp_path / f"a.{suffix}")
-            b = respond(spec, grid()).save(tmp_path / f"b.{suffix}")
+            b = respond(spec, make_grid()).save(tmp_path / f"b.{suffix}")
             assert a.read_bytes() == b.read_bytes(), (spec, suffix)
 
 
@@ -242,7 +239,7 @@ def test_loaded_and_in_memory_contexts_answer_alike(contexts, contexts_file, tmp
 def test_docs_quick_start_runs(capsys):
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "adapters.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "adapters.md").read_text()
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "docs/adapters.md", "exec"), {})
     out = capsys.readouterr().out

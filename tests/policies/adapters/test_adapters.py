@@ -14,9 +14,6 @@ from policies.adapters import (Adapter, CallableAdapter, PolicyAdapter, Recorded
 from behavsim.policy import Response, check_policy
 
 
-from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
-
-
 # ----------------------------------------------------------------------------- spec strings
 @pytest.mark.parametrize("text, kind, target, options", [
     ("handcrafted", "handcrafted", "", {}),

@@ -1,4 +1,8 @@
-"""The paper's Appendix A (Ultes & Maier): five act/prompt pairs and their published scores."""
+"""Fixtures of the core's tests: the paper's Appendix A (Ultes & Maier), five act/prompt pairs and
+their published scores."""
+
+import pytest
+
 
 MIMOSA = 'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")'
 SHIRAZ = 'inform(food="mediterranean",pricerange="expensive",name="shiraz restaurant",area="centre")'
@@ -17,3 +21,9 @@ ROWS = [
     (MIMOSA, "la mimosa is in the centre area that is expensively priced and serves mediterranean food",
      "request(pricerange)", "what price range would you like", 0, 0, 0, 0.1, 0.53, 0.09, 0.00, 0.61),
 ]
+
+
+@pytest.fixture(scope="session")
+def appendix_a():
+    """(act a, prompt a, act a', prompt a', TM, DM, CE~, CM, USE ang, USE cos, BLEU-4, BERTScore) per row."""
+    return ROWS

@@ -168,11 +168,8 @@ def test_belief_vector_tolerates_sparse_beliefs():
     assert v[s] == pytest.approx(0.4) and v[s + 1] == 0.6
 
 
-def test_pydial_vector_length():
-    from pathlib import Path
-    r = Path("/work/shared/pydial-ontology")
-    if not (r / "CamRestaurants-rules.json").is_file():
-        pytest.skip("PyDial ontology files not found in /work/shared/pydial-ontology")
+def test_pydial_vector_length(pydial_ontology):
+    r = pydial_ontology
     d = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
     assert vector_length(d) == 305  # PyDial's GP state size for CamRestaurants
     b = FocusTracker(d).update([('inform(food="italian")', 1.0)])

@@ -34,10 +34,8 @@ def test_camrestaurants_is_pydials_data():
     assert (CAM / "NOTICE").read_text().count("Cambridge University Engineering Department") == 1
 
 
-def test_camrestaurants_files_are_pydials_own():
-    shared = Path(__file__).resolve().parents[3] / "shared" / "pydial3" / "ontology" / "ontologies"
-    if not shared.is_dir():
-        pytest.skip(f"PyDial3 snapshot not found at {shared}")
+def test_camrestaurants_files_are_pydials_own(pydial_root):
+    shared = pydial_root / "ontology" / "ontologies"
     for name in ("CamRestaurants-rules.json", "CamRestaurants-dbase.db"):
         assert (CAM / name).read_bytes() == (shared / name).read_bytes()
 
@@ -66,5 +64,5 @@ def test_resolve_errors_name_the_fix(tmp_path):
 
 
 def test_package_data_lists_the_camrestaurants_folder():
-    cfg = (Path(__file__).resolve().parents[2] / "setup.cfg").read_text()
+    cfg = (Path(__file__).resolve().parents[3] / "setup.cfg").read_text()
     assert "policies.simulation = data/*, data/*/*" in cfg

@@ -1,7 +1,7 @@
 """Contexts collected from PyDial's own dialogues, and the monitor following a real PyDial training.
 
 Against the real PyDial3 snapshot (``../shared/pydial3`` beside the repository root, or
-``$BEHAVSIM_PYDIAL_ROOT``), on a temporary copy (PyDial writes into its root), through the CLI:
+``$BEHAVSIM_SHARED/pydial3``), on a temporary copy (PyDial writes into its root), through the CLI:
 
 * ``behavsim contexts collect-pydial``: same seed, same fingerprint; the ``pydial:`` adapter with
   the same config answers every context with the act PyDial's policy took in the dialogue (GP and
@@ -31,13 +31,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
 
-pytestmark = pytest.mark.skipif(
-    not (PYDIAL / "policy" / "GPPolicy.py").is_file(),
-    reason=f"PyDial3 not found at {PYDIAL} (CI clones the repository with shared/pydial3 beside it; "
-    f"set BEHAVSIM_PYDIAL_ROOT to another PyDial3 root)",
-)
 
 _CLI = "import sys; from behavsim.cli import main; sys.exit(main())"
 N_DIALOGUES = 4
@@ -65,9 +59,9 @@ def rows(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory) -> Path:
+def work(tmp_path_factory, pydial_root) -> Path:
     d = tmp_path_factory.mktemp("pydial-col")
-    shutil.copytree(PYDIAL, d / "root", ignore=shutil.ignore_patterns(".git", "_bslogs", "_bsconfigs"))
+    shutil.copytree(pydial_root, d / "root", ignore=shutil.ignore_patterns(".git", "_bslogs", "_bsconfigs"))
     for p in (d / "root").rglob("*"):  # the snapshot may be read-only
         p.chmod(p.stat().st_mode | 0o200)
     return d

@@ -25,7 +25,7 @@ from policies.commands.respond import PolicyErrorsWarning, respond
 from policies.learners.train import TrainConfig, list_checkpoints, run_training
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
