@@ -145,7 +145,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ._logged import from_jsonl
 
     out = _output(args.output)
-    return _save(from_jsonl(args.log, strict=not args.lenient), out)
+    cs = from_jsonl(args.log, strict=not args.lenient)
+    skipped = cs.meta.get("skipped") or []
+    for item in skipped[:_SHOW_SKIPPED]:
+        print(f"skipped {item['problem']}", file=sys.stderr)
+    if len(skipped) > _SHOW_SKIPPED:
+        print(
+            f"skipped {len(skipped) - _SHOW_SKIPPED} more bad lines (all listed in the set's meta 'skipped')",
+            file=sys.stderr,
+        )
+    if skipped:
+        print(f"skipped {len(skipped)} bad lines of {args.log}; kept {len(cs)}", file=sys.stderr)
+    return _save(cs, out)
+
+
+#: Skipped lines ``contexts import --lenient`` prints one by one (the rest are counted).
+_SHOW_SKIPPED = 20
 
 
 def cmd_select(args: argparse.Namespace) -> int:
@@ -374,7 +389,11 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}.',
     )
     i.add_argument("log", metavar="LOG.jsonl")
-    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief (no layout check)")
+    i.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip and report bad lines (invalid JSON, a belief not in the layout) instead of refusing the file",
+    )
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)
 
