@@ -72,10 +72,22 @@ def _key_path(*keys: str) -> str:
     return ".".join(k if k and all(c.isalnum() or c in "_-*" for c in k) else json.dumps(k) for k in keys)
 
 
+_NUMBER_TYPES = {int, float}
+
+
 def _distribution_problem(dist: Any, *where: str) -> str | None:
     """A {value: probability} mapping's first problem, or None."""
     if not isinstance(dist, Mapping):
         return f"{_key_path(*where)}: expected {{value: probability}}, got {_json_type(dist)}"
+    probs = dist.values()
+    if set(map(type, probs)) <= _NUMBER_TYPES:  # the common case, at C speed: numbers (not bool) ...
+        total = sum(probs)
+        if (
+            total == total
+            and min(probs, default=0) >= -_PROB_TOLERANCE
+            and max(probs, default=0) <= 1 + _PROB_TOLERANCE
+        ):
+            return None  # ... in range, none NaN (a NaN makes the sum NaN)
     for value, p in dist.items():
         if type(p) is float or (isinstance(p, (int, float)) and not isinstance(p, bool)):
             if -_PROB_TOLERANCE <= p <= 1 + _PROB_TOLERANCE:
@@ -123,19 +135,29 @@ def belief_problem(belief: Any) -> str | None:
     return None
 
 
+#: Values that hold no float (checked for NaN and infinity without a look inside).
+_PLAIN_TYPES = {str, int, bool, type(None)}
+
+
 def _non_finite(obj: Any, where: str) -> str | None:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return f"{where}: non-finite number {obj!r}"
+    """Where ``obj`` (JSON-like) holds NaN or an infinity, or None."""
+    t = type(obj)
+    if t is float:
+        return None if math.isfinite(obj) else f"{where}: non-finite number {obj!r}"
+    if t in _PLAIN_TYPES:
+        return None
     if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            bad = _non_finite(v, f"{where}.{k}")
-            if bad:
-                return bad
+        values, keys = list(obj.values()), list(obj)
     elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            bad = _non_finite(v, f"{where}[{i}]")
-            if bad:
-                return bad
+        values, keys = list(obj), None
+    else:
+        return None
+    if set(map(type, values)) <= _PLAIN_TYPES:  # e.g. a list of flags: nothing to look into
+        return None
+    for i, v in enumerate(values):
+        bad = _non_finite(v, f"{where}.{keys[i]}" if keys is not None else f"{where}[{i}]")
+        if bad:
+            return bad
     return None
 
 
@@ -287,7 +309,8 @@ class ContextSet:
             if r.get("i") != k:
                 raise TableFormatError(f"{path}:{where}: expected context index i={k}")
             if not isinstance(r.get("belief"), dict):
-                raise TableFormatError(f"{path}:{where}: 'belief' must be an object")
+                got = _json_type(r["belief"]) if "belief" in r else "nothing"
+                raise TableFormatError(f"{path}:{where}: 'belief' must be a belief state (an object), got {got}")
             problem = belief_problem(r["belief"])
             if problem:
                 raise TableFormatError(f"{path}:{where}: {problem}")
