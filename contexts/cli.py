@@ -65,6 +65,22 @@ def _output(path: str) -> Path:
     return p
 
 
+def _check_options(args: argparse.Namespace, *, positive=(), non_negative=(), probability=()) -> None:
+    """Refuse out-of-range option values up front, naming the option (``--nbest -3``)."""
+    for dest in positive:
+        v = getattr(args, dest)
+        if v is not None and v < 1:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a positive integer, got {v}")
+    for dest in non_negative:
+        v = getattr(args, dest)
+        if v is not None and v < 0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a non-negative integer, got {v}")
+    for dest in probability:
+        v = getattr(args, dest)
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a number in [0, 1], got {v}")
+
+
 def _domain(args: argparse.Namespace):
     from policies.domain import domain_spec, resolve_domain
 
@@ -95,6 +111,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from ._collect import collect
 
     out = _output(args.output)
+    _check_options(
+        args, positive=("dialogues", "max_turns", "nbest"), non_negative=("seed",), probability=("error_rate",)
+    )
     specs: dict[str, str] = {}
     plain: list[str] = []
     for item in args.policy:
@@ -128,6 +147,7 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
     from policies.adapters._pydial_collect import collect_pydial
 
     out = _output(args.output)
+    _check_options(args, positive=("dialogues",), non_negative=("seed",), probability=("error_rate",))
     cs = collect_pydial(
         args.config,
         root=args.root,
@@ -208,6 +228,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--noise: expected a noise level in [0, 1] (e.g. 0.15), got {args.noise!r}") from None
     noise = check_noise(level, "--noise")
+    _check_options(args, non_negative=("seed",))
     out = _output(args.output)
     cs = ContextSet.load(args.input or args.contexts)
     p = perturb(cs, noise, seed=args.seed, kinds=args.kinds, nbest=args.nbest, domain=_domain(args))
@@ -246,6 +267,7 @@ def describe(cs: ContextSet) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    _check_options(args, non_negative=("show",))
     cs = ContextSet.load(args.input)
     d = describe(cs)
     if args.json:
