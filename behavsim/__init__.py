@@ -18,7 +18,7 @@ del _var
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
-from ._contexts import ContextSet
+from ._contexts import ContextSet, belief_problem
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._errors import (
     ActParseError,
@@ -100,6 +100,7 @@ __all__ = [
     "did_you_mean",
     "package_version",
     "ContextSet",
+    "belief_problem",
     "ResponseTable",
     "context_fingerprint",
     "canonical_copy",

@@ -65,6 +65,22 @@ def _output(path: str) -> Path:
     return p
 
 
+def _check_options(args: argparse.Namespace, *, positive=(), non_negative=(), probability=()) -> None:
+    """Refuse out-of-range option values up front, naming the option (``--nbest -3``)."""
+    for dest in positive:
+        v = getattr(args, dest)
+        if v is not None and v < 1:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a positive integer, got {v}")
+    for dest in non_negative:
+        v = getattr(args, dest)
+        if v is not None and v < 0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a non-negative integer, got {v}")
+    for dest in probability:
+        v = getattr(args, dest)
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a number in [0, 1], got {v}")
+
+
 def _domain(args: argparse.Namespace):
     from policies.simulation.domain import domain_spec, resolve_domain
 
@@ -95,6 +111,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from ._collect import collect
 
     out = _output(args.output)
+    _check_options(
+        args, positive=("dialogues", "max_turns", "nbest"), non_negative=("seed",), probability=("error_rate",)
+    )
     specs: dict[str, str] = {}
     plain: list[str] = []
     for item in args.policy:
@@ -128,6 +147,7 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
     from contexts._pydial_collect import collect_pydial
 
     out = _output(args.output)
+    _check_options(args, positive=("dialogues",), non_negative=("seed",), probability=("error_rate",))
     cs = collect_pydial(
         args.config,
         root=args.root,
@@ -145,7 +165,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ._logged import from_jsonl
 
     out = _output(args.output)
-    return _save(from_jsonl(args.log, strict=not args.lenient), out)
+    cs = from_jsonl(args.log, strict=not args.lenient)
+    skipped = cs.meta.get("skipped") or []
+    for item in skipped[:_SHOW_SKIPPED]:
+        print(f"skipped {item['problem']}", file=sys.stderr)
+    if len(skipped) > _SHOW_SKIPPED:
+        print(
+            f"skipped {len(skipped) - _SHOW_SKIPPED} more bad lines (all listed in the set's meta 'skipped')",
+            file=sys.stderr,
+        )
+    if skipped:
+        print(f"skipped {len(skipped)} bad lines of {args.log}; kept {len(cs)}", file=sys.stderr)
+    return _save(cs, out)
+
+
+#: Skipped lines ``contexts import --lenient`` prints one by one (the rest are counted).
+_SHOW_SKIPPED = 20
 
 
 def cmd_select(args: argparse.Namespace) -> int:
@@ -193,6 +228,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--noise: expected a noise level in [0, 1] (e.g. 0.15), got {args.noise!r}") from None
     noise = check_noise(level, "--noise")
+    _check_options(args, non_negative=("seed",))
     out = _output(args.output)
     cs = ContextSet.load(args.input or args.contexts)
     p = perturb(cs, noise, seed=args.seed, kinds=args.kinds, nbest=args.nbest, domain=_domain(args))
@@ -231,6 +267,7 @@ def describe(cs: ContextSet) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    _check_options(args, non_negative=("show",))
     cs = ContextSet.load(args.input)
     d = describe(cs)
     if args.json:
@@ -374,7 +411,11 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}.',
     )
     i.add_argument("log", metavar="LOG.jsonl")
-    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief (no layout check)")
+    i.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip and report bad lines (invalid JSON, a belief not in the layout) instead of refusing the file",
+    )
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)
 

@@ -18,7 +18,10 @@ the order of the CSV rows. A section is written only where the run has something
 section names what the run does not have. The page prints on A4 (``@page``) as it is shown.
 
 Layout of RUN_DIR and the report's sections: ``docs/report.md``. A missing manifest or a damaged
-CSV/JSON raises a :class:`~behavsim.BehavsimError` that names the file.
+CSV/JSON raises a :class:`~behavsim.BehavsimError` that names the file. A run folder the study wrote
+(it has ``state.json``) is reported on only when every file ``state.json`` records still has its
+digest (:func:`experiments.study.recorded_problems`), its training results are there and every
+figure the manifest lists is readable; else one error lists what is missing or changed.
 """
 
 from __future__ import annotations
@@ -102,6 +105,10 @@ _PAPER_REWARDS = ("ts", "iq")  # the paper's order, when the manifest has no con
 _NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank", "checkpoint"}
 
 
+#: Problems of a run folder named one by one in the report's refusal (the rest are counted).
+_SHOW_PROBLEMS = 6
+
+
 class _Run:
     """The run directory, read lazily; every read error names the file."""
 
@@ -123,6 +130,43 @@ class _Run:
         #: the rewards in the paper's order: the config's, else TS before IQ
         self.rewards: list[str] = [str(r) for r in rewards] if isinstance(rewards, list) else list(_PAPER_REWARDS)
         self.absent: list[tuple[str, str]] = []  # (section heading, why) of the sections left out
+        self._check_study_files()
+
+    def _check_study_files(self) -> None:
+        """A folder the study wrote (it has ``state.json``) is reported on only when every file
+        ``state.json`` records still has its digest, the training results are there and every
+        figure the manifest lists is there and readable; else one error lists what is wrong."""
+        if not (self.dir / "state.json").exists():
+            return
+        from .study import _TRAIN_RESULTS, recorded_problems
+
+        problems = recorded_problems(self.dir)
+        named = {p.split(" ", 1)[0] for p in problems}
+        wanted = [f"results/{name}" for name in _TRAIN_RESULTS]
+        listed = self.manifest.get("figures")
+        for item in listed if isinstance(listed, list) else []:
+            rel = item.get("file") if isinstance(item, dict) else item
+            if isinstance(rel, str):
+                wanted.append(rel)
+        for rel in wanted:
+            if rel in named:
+                continue
+            named.add(rel)
+            path = self.dir / rel
+            if not path.is_file():
+                problems.append(f"{rel} is missing")
+            elif rel.lower().endswith((".svg", ".png")):
+                problem = load_figure(path, rel, "", "").problem
+                if problem:
+                    problems.append(f"{rel} is damaged ({problem})")
+        if problems:
+            shown = "; ".join(problems[:_SHOW_PROBLEMS])
+            more = f"; and {len(problems) - _SHOW_PROBLEMS} more" if len(problems) > _SHOW_PROBLEMS else ""
+            name = self.manifest.get("config_name", "CONFIG")
+            raise TableFormatError(
+                f"{self.dir}: no report of a run whose results are incomplete: {shown}{more}; run the study on "
+                f"this folder again to redo them (behavsim reproduce --config {name} -o {self.dir})"
+            )
 
     def path(self, name: str) -> Path:
         return self.dir / "results" / name

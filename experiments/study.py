@@ -49,7 +49,7 @@ from behavsim import (
 from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
 
-__all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
+__all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs", "recorded_problems"]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -116,7 +116,9 @@ class StudyConfig:
         from policies.learners.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
-            tc = TrainConfig(domain=self.domain, user=self.user, eval_scale=self.eval_scale)
+            tc = TrainConfig(
+                rewards=self.rewards, seeds=self.seeds, domain=self.domain, user=self.user, eval_scale=self.eval_scale
+            )
         except ConfigError as exc:
             raise ConfigError(f"study config: {exc}") from None
         object.__setattr__(self, "domain", tc.domain)
@@ -210,7 +212,9 @@ def code_version() -> str:
 class _State:
     """Which stages are finished (RUN_DIR/state.json, with its checksum): per stage the hash of its
     inputs and the digest of every file it wrote. A stage counts as done only when its inputs are
-    the same and every output is there, unchanged; a damaged state file counts as no stage done."""
+    the same and every output is there, unchanged; a damaged state file counts as no stage done.
+    The stages redone on every run (``train``'s results, ``figures``) are recorded with the key
+    ``"recorded"``: only for ``behavsim report``, which checks every recorded digest."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -243,6 +247,45 @@ class _State:
         digests = {str(p.relative_to(root)): file_digest(p) for p in outputs}
         self.data[stage] = {"key": key, "outputs": dict(sorted(digests.items()))}
         write_json_checked(self.path, self.data)
+
+
+def recorded_problems(run: Path) -> list[str]:
+    """What is wrong with the files ``state.json`` records (one phrase per file: ``results/seeds.csv
+    is missing``, ``figures/x.svg was changed since it was written (...)``), in stage order; a
+    damaged ``state.json`` is one problem. Empty for a folder without ``state.json``."""
+    path = run / "state.json"
+    if not path.exists():
+        return []
+    try:
+        data = read_json_checked(path)
+    except TableFormatError:
+        return ["state.json is damaged, so its results cannot be checked"]
+    problems = []
+    for entry in data.values():
+        outputs = entry.get("outputs") if isinstance(entry, dict) else None
+        if not isinstance(outputs, dict):
+            continue
+        for rel, digest in sorted(outputs.items()):
+            if not (run / rel).is_file():
+                problems.append(f"{rel} is missing")
+            elif file_digest(run / rel) != digest:
+                problems.append(f"{rel} was changed since the study wrote it (truncated, edited or damaged)")
+    return problems
+
+
+def _record_outputs(run: Path, stage: str, outputs: Sequence[Path]) -> None:
+    """The digests of the files a stage that runs every time wrote (training results, figures), in
+    ``state.json`` beside the resumable stages' own: ``behavsim report`` checks every recorded file."""
+    _State(run / "state.json").mark(stage, "recorded", [p for p in outputs if p.is_file()])
+
+
+#: The folders of the figures stage (figures, the behaviour map, the robustness probe).
+_FIGURE_DIRS = ("figures", "map", "robustness")
+
+
+def _figure_files(run: Path) -> list[Path]:
+    dirs = [run / d for d in _FIGURE_DIRS if (run / d).is_dir()]
+    return sorted(p for d in dirs for p in d.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
 def _hash(*parts: Any) -> str:
@@ -308,20 +351,28 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], execut
 def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> dict[str, ContextSet]:
     from contexts import collect, generate_grid
 
+    from .runfolder import relative_meta, relative_path
+
     log("[2/7] context sets")
 
     cdir = run / "contexts"
     cdir.mkdir(parents=True, exist_ok=True)
 
-    def cached(name: str, build: Callable[[], ContextSet], key: str) -> ContextSet:
+    def cached(name: str, build: Callable[[], ContextSet], key: str, legacy_key: str | None = None) -> ContextSet:
         path = cdir / f"{name}.jsonl"
         keyfile = cdir / f"{name}.key"
-        if path.exists() and keyfile.exists() and keyfile.read_text() == key:
+        stored = keyfile.read_text() if path.exists() and keyfile.exists() else None
+        if stored is not None and stored in (key, legacy_key):
             try:
-                return ContextSet.load(path)
+                cs = ContextSet.load(path)
             except TableFormatError as exc:
                 log(f"      note: {exc}; building it again")
+            else:
+                if stored != key:  # a run folder written before its paths were relative: today's key, once
+                    _write_text(keyfile, key)
+                return cs
         cs = build()
+        cs.meta = relative_meta(cs.meta, run)  # checkpoint paths relative to the run folder
         cs.save(path)
         _write_text(keyfile, key)
         return ContextSet.load(path)
@@ -331,20 +382,36 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
     sets = {"cgen": cached("cgen", lambda: generate_grid(domain, step=cfg.grid_step), grid_key)}
     parts = []
     for reward in cfg.rewards:
-        last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
+        last = [_checkpoints(run, reward, s)[-1] for s in cfg.seeds]
+        # the key names the checkpoints relative to the run folder, by content: a moved folder keeps it
         key = _hash(
-            "collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed, cfg.user
+            "collect",
+            [relative_path(p, run) for p in last],
+            [_checkpoint_digest(p) for p in last],
+            cfg.collect_dialogues,
+            cfg.collect_seed,
+            cfg.user,
+        )
+        # the key of run folders written before (paths as given, file sizes): read, in place
+        legacy_key = _hash(
+            "collect",
+            [str(p) for p in last],
+            [p.stat().st_size for p in last],
+            cfg.collect_dialogues,
+            cfg.collect_seed,
+            cfg.user,
         )
         cs = cached(
             f"ccol-{reward}",
             lambda last=last: collect(
-                last,
+                [str(p) for p in last],
                 dialogues=cfg.collect_dialogues,
                 seed=cfg.collect_seed,
                 domain=domain,
                 env_options={"user_config": cfg.user},
             ),
             key,
+            legacy_key,
         )
         sets[f"ccol-{reward}"] = cs
         parts.append(cs)
@@ -369,11 +436,24 @@ def _domain(cfg: StudyConfig) -> Any:
 
 
 def _respond_set(
-    specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None, executor: Any = None
+    specs: Sequence[str],
+    cs: ContextSet,
+    rdir: Path,
+    domain: str | None = None,
+    executor: Any = None,
+    run: Path | None = None,
 ) -> dict[str, ResponseTable]:
-    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
+    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused.
+
+    The index (``rdir/index.json``) names each policy by :func:`runfolder.index_key` (checkpoint
+    paths relative to the run folder ``run``, by default ``rdir``'s grandparent), so a copied or
+    moved run folder finds its tables; a table is reused only when it loads (its checksum holds)
+    and, for a checkpoint, was made from a file with the checkpoint's digest."""
     from policies.commands.respond import respond_many
 
+    from .runfolder import PATHS_KEY, PATHS_RUN, index_key, read_index_keys, relative_meta, table_matches_checkpoint
+
+    run = rdir.parent.parent if run is None else run
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
     index: dict[str, Any] = {}
@@ -382,32 +462,66 @@ def _respond_set(
             index = read_json_checked(index_path)
         except TableFormatError as exc:
             print(f"note: {exc}; its tables are made again", file=sys.stderr)
+    index, legacy = read_index_keys(index, run)
     if index.get("__fingerprint__") != cs.fingerprint:
-        index = {"__fingerprint__": cs.fingerprint}
+        index, legacy = {"__fingerprint__": cs.fingerprint, PATHS_KEY: PATHS_RUN}, False
+    keys = {spec: index_key(spec, run) for spec in specs}
     loaded: dict[str, ResponseTable] = {}
     todo = []
     for spec in specs:
-        name = index.get(spec)
+        name = index.get(keys[spec])
         if isinstance(name, str) and (rdir / name).exists():
             try:
-                loaded[spec] = ResponseTable.load(rdir / name)
-                continue
+                table = ResponseTable.load(rdir / name)
             except TableFormatError as exc:  # damaged: made again, exactly this one
                 print(f"note: {exc}; responding again", file=sys.stderr)
+            else:
+                ckpt = _spec_checkpoint(spec)
+                if ckpt is None or table_matches_checkpoint(table.policy, ckpt, _checkpoint_digest(ckpt)):
+                    loaded[spec] = table
+                    continue
+                print(f"note: {rdir / name} was made from another {ckpt}; responding again", file=sys.stderr)
         todo.append(spec)
+    if legacy and not todo:  # an index of an older run folder: its keys in today's form, once
+        write_json_checked(index_path, index)
     if todo:
         options = {} if domain is None else {"domain": domain}
 
         def save(i: int, table: ResponseTable) -> None:  # each table as soon as it is ready: kept if interrupted
             name = f"{table.id}.jsonl"
+            table.policy = relative_meta(table.policy, run)
             table.save(rdir / name)
-            index[todo[i]] = name
+            index[keys[todo[i]]] = name
             write_json_checked(index_path, index)
 
         respond_many(todo, cs, executor=executor, on_result=save, **options)
         for spec in todo:
-            loaded[spec] = ResponseTable.load(rdir / index[spec])
+            loaded[spec] = ResponseTable.load(rdir / index[keys[spec]])
     return {s: loaded[s] for s in specs}
+
+
+def _spec_checkpoint(spec: str) -> Path | None:
+    """The checkpoint file of a policy spec the study writes (``checkpoint:PATH[:nlg_seed=N]`` or a
+    bare ``PATH.npz``); None for another policy."""
+    from .runfolder import spec_checkpoint
+
+    path = spec_checkpoint(spec)
+    return None if path is None else Path(path)
+
+
+_DIGESTS: dict[tuple[str, int, int], str | None] = {}
+
+
+def _checkpoint_digest(path: Path) -> str | None:
+    """``sha256:<hex>`` of a checkpoint file (cached by path, size and modification time)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_digest(path)
+    return _DIGESTS[key]
 
 
 def _pair_label(a: dict, b: dict) -> str:
@@ -480,6 +594,7 @@ def run_study(
     if not ex.is_local:
         log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
     metrics = _stage_train(cfg, run, log, ex)
+    _record_outputs(run, "train", [run / "results" / name for name in _TRAIN_RESULTS])
     clock.lap("train")
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
@@ -490,6 +605,7 @@ def run_study(
     figures = _stage_figures(cfg, run, metrics, log)
     figures += _stage_map(run, responses, log)
     figures += _stage_robustness(cfg, run, sets, responses, log)
+    _record_outputs(run, "figures", _figure_files(run))
     clock.lap("figures")
     wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
     if cfg.report:
@@ -553,7 +669,7 @@ def _stage_respond(
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
     tables = {
-        name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor) for name, cs in sets.items()
+        name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor, run) for name, cs in sets.items()
     }
     return _Responses(trials, specs, tables)
 
@@ -826,11 +942,15 @@ def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> 
     joined in training order, and the dendrogram of the final policies (``map/``)."""
     from behavsim import behaviour_map, write_map
 
+    from .runfolder import relative_meta
+
     tables = list(responses.tables["cgen"].values())
     if len(tables) < 3:
         return []
     log("      behaviour map (TMR on cgen)")
-    paths = write_map(behaviour_map(tables, "TMR"), run / "map")
+    bm = behaviour_map(tables, "TMR")
+    bm.policies = relative_meta(bm.policies, run)  # tables of older run folders name checkpoints by absolute path
+    paths = write_map(bm, run / "map")
     out = [
         {
             "file": str(paths["map.svg"].relative_to(run)),
@@ -858,11 +978,13 @@ def _stage_robustness(
         return []
     from contexts.robustness import robustness, write_robustness
 
+    from .runfolder import relative_meta
+
     log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
     specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]
     ids = [responses.tables["cgen"][s].id for s in specs]
     table, meta = robustness(specs, sets["cgen"], cfg.robustness, scores=cfg.scores, policy_ids=ids, domain=cfg.domain)
-    written = write_robustness(table, meta, run / "robustness")
+    written = write_robustness(table, relative_meta(meta, run), run / "robustness")
     return [
         {"file": str(p.relative_to(run)), "title": f"Robustness: {p.stem.replace('_', ' ')}", "section": "robustness"}
         for p in written

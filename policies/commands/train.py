@@ -176,6 +176,7 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
             f"--monitor: context-set file {args.monitor!r} not found "
             "(make one with `behavsim contexts generate -o cgen.jsonl`)"
         )
+    _check_monitor_inputs(args)
     cmd = [
         sys.executable,
         "-m",
@@ -201,6 +202,28 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     if args.monitor_reference:
         cmd += ["--reference", args.monitor_reference]
     return subprocess.Popen(cmd)
+
+
+def _check_monitor_inputs(args: argparse.Namespace) -> None:
+    """What the monitor would refuse, refused before training starts: the context set (read and
+    checked as the monitor reads it), the score names, the reference policy's spec."""
+    from behavsim import ConfigError, ContextSet, UnknownName
+    from behavsim.policy import parse_spec
+    from behavsim.scores import scores as registry
+
+    ContextSet.load(args.monitor)  # a bad set names its file and line
+    try:
+        for value in args.monitor_scores or ():
+            for name in value.split(","):
+                if name.strip():
+                    registry.canonical(name.strip())
+    except UnknownName as exc:
+        raise ConfigError(f"--monitor-scores: {exc}") from None
+    if args.monitor_reference:
+        try:
+            parse_spec(args.monitor_reference)
+        except (UnknownName, ConfigError) as exc:
+            raise ConfigError(f"--monitor-reference: {exc}") from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:

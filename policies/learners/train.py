@@ -458,8 +458,19 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     w.writerow(METRIC_COLUMNS)
     for r in rows:
         w.writerow([_fmt(r.get(c)) for c in METRIC_COLUMNS])
+    _write_if_changed(path, buf.getvalue())
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` atomically, unless the file holds it already (a resumed run rewrites nothing)."""
+    data = text.encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
@@ -848,9 +859,7 @@ def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
         )
     elif any(p.name != ".lock" for p in out_dir.iterdir()):
         raise ConfigMismatch(f"{out_dir} is not empty and holds no config.json; refusing to write a run there")
-    tmp = cpath.with_name(f".config.json.tmp{os.getpid()}")
-    tmp.write_text(stored.to_json() + "\n", encoding="utf-8")
-    os.replace(tmp, cpath)
+    _write_if_changed(cpath, stored.to_json() + "\n")
     return stored
 
 

@@ -10,13 +10,6 @@ from experiments.study import StudyConfig, load_config, run_study
 SCORES = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"]
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("study") / "run"
-    run_study(load_config("tiny"), out, log=lambda m: None)
-    return out
-
-
 def test_every_table_and_figure_is_produced(tiny_run):
     res = tiny_run / "results"
     for name in ("table1", "metrics", "convergence", "seeds", "rewards", "per_turn", "score_corr", "score_mse",
@@ -179,10 +172,11 @@ def test_study_domain_option():
 
 def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     """Damaged or missing stage outputs are found on resume and exactly those are made again; the
-    results come out equal to an undamaged run's, and nothing else is redone. (A fresh run: the
-    study's response index names checkpoints by path, so a copied folder responds again anyway.)"""
-    run = tmp_path / "run"
-    run_study(load_config("tiny"), run, log=lambda m: None)
+    results come out equal to an undamaged run's, and nothing else is redone. (A copy: paths in a
+    run folder are relative to it, so a copied folder resumes.)"""
+    import shutil
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
     def csvs(folder):  # metrics.csv holds timings
         return {p.name: p.read_bytes() for p in (folder / "results").glob("*.csv") if p.name != "metrics.csv"}
 
