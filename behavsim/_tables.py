@@ -188,7 +188,7 @@ class ResponseTable:
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"i": i, "context_id": c, "act": a, "prompt": p, "error": e}
             for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors))
         ]
