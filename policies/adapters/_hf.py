@@ -8,8 +8,8 @@ is rendered into chat messages by the prompt template (the model folder's own
 ``behavsim-prompt.toml`` when it has one, else the shipped ``camrestaurants``), turned into tokens
 by the tokenizer's chat template (no chat template: the message contents joined by blank lines)
 and answered with ``generate`` under the model's own generation config, with ``max_new_tokens``,
-``do_sample = temperature > 0`` (and then ``temperature``, ``top_p``) set — as ``transformers
-serve`` does, so that ``hf:DIR`` and ``openai:DIR@URL`` against a server of the same folder give the
+``temperature`` (0: greedy, even where the model's config samples), ``do_sample = temperature > 0``
+and ``top_p`` set — as ``transformers serve`` does, so that ``hf:DIR`` and ``openai:DIR@URL`` against a server of the same folder give the
 same greedy answers. Sampling draws each context with its own seed (``seed + repeat``) in a
 private random stream (the process's global generator is left as it was).
 
@@ -116,10 +116,9 @@ class HFAdapter(LLMAdapter):
         config.max_new_tokens = int(self.decoding["max_tokens"])
         temperature = float(self.decoding.get("temperature") or 0.0)
         config.do_sample = temperature > 0
-        if config.do_sample:
-            config.temperature = temperature
-            if self.decoding.get("top_p") is not None:
-                config.top_p = float(self.decoding["top_p"])
+        config.temperature = temperature  # 0: greedy, whatever the model's own config says (as the server does)
+        if config.do_sample and self.decoding.get("top_p") is not None:
+            config.top_p = float(self.decoding["top_p"])
         if config.pad_token_id is None:
             config.pad_token_id = tokenizer.pad_token_id
         step = 1 if config.do_sample else max(1, self.batch_size)
