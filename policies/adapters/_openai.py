@@ -98,6 +98,10 @@ class ContextRefused(Exception):
     """The server refused one request as bad (its message kept): an error of that context only."""
 
 
+class _Incomplete(Exception):
+    """The answer ended before its end (the server stopped mid-answer): tried again."""
+
+
 class _Fatal(Exception):
     """A failure no retry mends (the server refuses the key, does not know the model, ...)."""
 
@@ -185,31 +189,37 @@ class _Client:
 
 
 def _answer_text(status: int, ctype: str, body: bytes) -> str:
-    """The assistant's text from a chat-completions answer (JSON or server-sent events)."""
+    """The assistant's text from a chat-completions answer (JSON or server-sent events); an answer
+    cut short (no final event, JSON that does not parse) raises :class:`_Incomplete`."""
     text = body.decode("utf-8", errors="replace")
     if "text/event-stream" in ctype or text.lstrip().startswith("data:"):
         parts = []
+        finished = False
         for line in text.splitlines():
             if not line.startswith("data:"):
                 continue
             payload = line[5:].strip()
             if payload == "[DONE]":
+                finished = True
                 break
             try:
                 obj = json.loads(payload)
             except ValueError:
-                raise ContextRefused(f"the server sent an event that is not JSON: {payload[:120]!r}") from None
+                raise _Incomplete(f"an event that is not JSON: {payload[:120]!r}") from None
             if isinstance(obj, dict) and obj.get("error"):
                 raise ContextRefused(f"the server failed on this context: {_message(obj)}")
             for choice in obj.get("choices") or []:
                 delta = choice.get("delta") or choice.get("message") or {}
                 if isinstance(delta.get("content"), str):
                     parts.append(delta["content"])
+                finished = finished or bool(choice.get("finish_reason"))
+        if not finished:
+            raise _Incomplete("the answer stopped before its end")
         return "".join(parts)
     try:
         obj = json.loads(text)
     except ValueError:
-        raise ContextRefused(f"the server's answer is not JSON: {text[:120]!r}") from None
+        raise _Incomplete(f"an answer that is not JSON: {text[:120]!r}") from None
     if not isinstance(obj, dict):
         raise ContextRefused(f"the server's answer is not a JSON object: {text[:120]!r}")
     if obj.get("error"):
@@ -308,7 +318,11 @@ class OpenAIAdapter(LLMAdapter):
                 last = f"the connection failed ({type(exc).__name__}: {' '.join(str(exc).split())[:120] or 'closed'})"
                 continue
             if status == 200:
-                return _answer_text(status, ctype, data)
+                try:
+                    return _answer_text(status, ctype, data)
+                except _Incomplete as exc:
+                    last = f"the server's answer was cut short ({exc})"
+                    continue
             message = _message(_json_or_text(data))
             if status in _RETRY_STATUS:
                 last = f"HTTP {status} from the server ({message})"

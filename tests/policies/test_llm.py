@@ -26,7 +26,7 @@ from policies.adapters._prompts import (
 )
 from policies.domain import resolve_domain
 
-from _llm_fixtures import llm_contexts, llm_models, llm_server, one_torch_thread, own_server, with_histories  # noqa: F401
+from _llm_fixtures import one_torch_thread, with_histories
 
 pytestmark = pytest.mark.filterwarnings("ignore::behavsim.PolicyErrorsWarning", "ignore::UserWarning")
 
@@ -35,6 +35,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::behavsim.PolicyErrorsWarning", 
 def _one_thread():
     with one_torch_thread():
         yield
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """An answer cache of this test's own (it counts requests), for this process and the CLI's."""
+    monkeypatch.setenv("BEHAVSIM_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
 
 
 def _answers_cached(model_key_prefix: str) -> int:
@@ -201,7 +208,7 @@ def test_answers_are_parsed_and_checked_against_the_domain(text, act, prompt):
 
 
 # ----------------------------------------------------------------------------- hf: and openai:
-def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts):
+def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts, private_cache):
     spec = f"hf:{llm_models['chat']}"
     before = _answers_cached("hf:")
     t1 = respond(spec, llm_contexts)
@@ -216,7 +223,8 @@ def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts
     assert t1.policy["decoding"] == {"temperature": 0.0, "top_p": None, "seed": 0, "max_tokens": 128}
 
 
-def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(llm_models, llm_contexts, llm_server, tmp_path):
+def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(llm_models, llm_contexts, llm_server, tmp_path,
+                                                                   private_cache):
     """transformers serve on the same folder, temperature 0, batch size 1: the same text for every
     context (so the same act wherever the model answered one); a rerun with the server up hits
     the cache — 0 requests at the server — and gives the same table."""
@@ -283,6 +291,27 @@ def test_self_agreement_of_sampling_is_below_one_and_of_greedy_is_one(llm_models
     assert greedy.repeat_tables()[1].acts == greedy.acts
 
 
+def test_answers_are_read_from_json_or_events_and_a_cut_answer_is_tried_again():
+    from policies.adapters._openai import ContextRefused, _answer_text, _Incomplete
+
+    def sse(*events):
+        return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+
+    role = {"choices": [{"delta": {"role": "assistant"}, "index": 0}]}
+    part = {"choices": [{"delta": {"content": "bye"}, "index": 0}]}
+    end = {"choices": [{"delta": {"content": "()"}, "index": 0, "finish_reason": "stop"}]}
+    assert _answer_text(200, "text/event-stream", sse(role, part, end)) == "bye()"
+    assert _answer_text(200, "text/event-stream", sse(role, part) + b"data: [DONE]\n\n") == "bye"
+    with pytest.raises(_Incomplete, match="stopped before its end"):
+        _answer_text(200, "text/event-stream", sse(role, part))
+    with pytest.raises(ContextRefused, match="failed on this context: boom"):
+        _answer_text(200, "text/event-stream", sse(role, {"error": "boom"}))
+    body = {"choices": [{"message": {"role": "assistant", "content": "request(food)"}, "finish_reason": "stop"}]}
+    assert _answer_text(200, "application/json", json.dumps(body).encode()) == "request(food)"
+    with pytest.raises(_Incomplete):
+        _answer_text(200, "application/json", json.dumps(body).encode()[:30])
+
+
 # ----------------------------------------------------------------------------- failures
 def test_refused_connection_ends_in_one_clear_line(llm_models, llm_contexts, tmp_path):
     from _llm_fixtures import free_port
@@ -314,7 +343,7 @@ def _run_until(server, cmd: list[str], after: int, then) -> subprocess.Completed
 
 @pytest.mark.parametrize("failure", ["timeout", "killed"])
 def test_a_server_that_stops_answering_ends_the_run_resumably(failure, llm_models, llm_contexts, own_server,
-                                                               tmp_path):
+                                                               tmp_path, private_cache):
     """The server hangs (SIGSTOP: requests time out) or dies (SIGKILL) mid-run: one clear line,
     the answers so far kept; the same command on a server again asks only for the rest, and the
     table equals the one of an uninterrupted run (hf:, the same model)."""
@@ -350,6 +379,7 @@ def test_a_server_that_stops_answering_ends_the_run_resumably(failure, llm_model
     assert again.requests() - n0 == _distinct_requests(spec, cs) - kept
     whole = respond(f"hf:{model}", cs)
     assert ResponseTable.load(out).raws == whole.raws
+    assert (private_cache / "llm-answers.sqlite").is_file()
 
 
 # ----------------------------------------------------------------------------- everywhere
