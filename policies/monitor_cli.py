@@ -105,16 +105,23 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     t = p.add_argument_group(
         "any trainer",
-        "follow the checkpoint files of a trainer of your own: DIR holds them, --pattern selects them, the "
-        "training-dialogue count is read from each name and --loader turns a file into a policy",
+        "follow the checkpoints of a trainer of your own: DIR holds them, --pattern selects them, the "
+        "training-dialogue count is read from each name and --loader turns one into a policy",
     )
-    t.add_argument("--pattern", metavar="GLOB", default=None, help="checkpoint files under DIR, e.g. 'ckpt-*.pt'")
+    t.add_argument(
+        "--pattern",
+        metavar="GLOB",
+        default=None,
+        help="checkpoint files or model folders under DIR, e.g. 'ckpt-*.pt' or 'checkpoint-*' (a folder per step)",
+    )
     t.add_argument(
         "--loader",
-        metavar="MODULE:FUNCTION",
+        metavar="MODULE:FUNCTION|SPEC",
         default=None,
         help="function path -> policy (anything a snapshot may be: a policy object, a callable belief -> act, "
-        "a policy spec); MODULE is imported from the working folder or the Python path",
+        "a policy spec); MODULE is imported from the working folder or the Python path. Or a policy spec with {} "
+        "standing for the checkpoint's path, e.g. 'hf:{}' or 'openai:{}@http://127.0.0.1:8000/v1' (a model folder "
+        "per training step)",
     )
     t.add_argument(
         "--step-regex",
@@ -504,9 +511,20 @@ SETTLE = 1.0  # seconds a file must stay unchanged before it is loaded while fol
 
 
 def load_loader(text: str) -> Any:
-    """``module:function`` → the function (the module imported from the working folder or the path)."""
+    """``module:function`` → the function (the module imported from the working folder or the path);
+    a policy spec holding ``{}`` → the function path -> that spec with the path in place of ``{}``."""
     import importlib
     import os
+
+    if "{}" in text:
+        from behavsim import parse_spec
+
+        parse_spec(text.replace("{}", "checkpoint"))  # the kind and options are checked before any work
+
+        def spec_for(path: str) -> str:
+            return text.replace("{}", path)
+
+        return spec_for
 
     module_name, sep, attr = text.partition(":")
     if not sep or not module_name or not attr:
@@ -575,7 +593,7 @@ class PatternWatch(_Watch):
         out: dict[int, Path] = {}
         out_dir = self.out.resolve()
         for path in sorted(self.root.glob(self.args.pattern)):
-            if not path.is_file() or out_dir in path.resolve().parents:
+            if not (path.is_file() or path.is_dir()) or path.resolve() == out_dir or out_dir in path.resolve().parents:
                 continue
             rel = path.relative_to(self.root).as_posix()
             step = step_of(rel, self.rx)

@@ -404,3 +404,25 @@ def test_llm_kinds_import_nothing_heavy_until_used():
             "behavsim.load_policy('openai:m@http://127.0.0.1:9/v1'); print(h())")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split("\n")[:2] == ["[]", "['jinja2']"], r.stderr
+
+
+def test_monitor_follows_a_model_folder_per_training_step(llm_models, llm_contexts, llm_server, tmp_path):
+    """``behavsim monitor DIR --pattern 'checkpoint-*' --loader 'hf:{}'`` (or ``'openai:{}@URL'``): each
+    folder a snapshot at the step its name gives, compared with the one before."""
+    import shutil
+
+    from behavsim.monitor import read_convergence
+    from policies.monitor_cli import main as monitor_main
+
+    run = tmp_path / "run"
+    for step, which in ((100, "random"), (200, "chat"), (300, "chat")):
+        shutil.copytree(llm_models[which], run / f"checkpoint-{step}")
+    llm_contexts.save(tmp_path / "c.jsonl")
+    for loader, out in (("hf:{}", "mon-hf"), (f"openai:{{}}@{llm_server.url}", "mon-openai")):
+        assert monitor_main([str(run), "--pattern", "checkpoint-*", "--loader", loader, "--contexts",
+                             str(tmp_path / "c.jsonl"), "--no-plot", "-o", str(tmp_path / out)]) == 0
+        rows = read_convergence(tmp_path / out / "run" / "convergence.csv")
+        assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]  # 100 answered nothing
+        assert rows[0]["TMR"] == 1.0  # the same weights at 200 and 300
+        failed = (tmp_path / out / "run" / "failed.csv").read_text().splitlines()
+        assert failed[1].startswith("100,checkpoint-100,") and "answered none of the" in failed[1]
