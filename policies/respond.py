@@ -61,7 +61,8 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
         help="run policies on a context set: one response table per policy",
         description="Run each policy deterministically on every context of a context set and write its response "
         "table. Policy specs: handcrafted[:nlg_seed=N] | PATH.npz (GP-SARSA checkpoint) | module:function | "
-        "recorded:FILE | pydial:CFG[:domain=D][:nlg=off]. A context on which a policy fails is recorded as an error "
+        "recorded:FILE | pydial:CFG[:domain=D][:nlg=off] | openai:MODEL@BASE_URL[:key=value] | hf:DIR[:key=value] "
+        "(language models: docs/llm-policies.md). A context on which a policy fails is recorded as an error "
         f"(see --strict). Policy kinds: {', '.join(list_policy_kinds())}.",
     )
     p.add_argument(

@@ -313,7 +313,7 @@ def test_answers_are_read_from_json_or_events_and_a_cut_answer_is_tried_again():
 
 
 # ----------------------------------------------------------------------------- failures
-def test_refused_connection_ends_in_one_clear_line(llm_models, llm_contexts, tmp_path):
+def test_refused_connection_ends_in_one_clear_line(llm_models, llm_contexts, tmp_path, private_cache):
     from _llm_fixtures import free_port
 
     cs_file = tmp_path / "c.jsonl"
