@@ -18,6 +18,7 @@ del _var
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
+from ._cache import default_cache_dir
 from ._contexts import ContextSet, belief_problem
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._errors import (
@@ -104,6 +105,7 @@ __all__ = [
     "ResponseTable",
     "context_fingerprint",
     "canonical_copy",
+    "default_cache_dir",
     "compare",
     "Comparison",
     "compare_matrix",

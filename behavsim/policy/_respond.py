@@ -101,6 +101,7 @@ def respond(
     strict: bool = False,
     policy_id: str | None = None,
     progress: bool | None = None,
+    repeat: int = 1,
     **options: Any,
 ) -> ResponseTable:
     """Run one policy on every context of ``contexts``; returns its :class:`~behavsim.ResponseTable`.
@@ -112,12 +113,22 @@ def respond(
     for that context — ``errors[i]`` = exception type and message, act ``None`` — unless
     ``strict``, which raises :class:`PolicyFailed`; the count is reported with a
     :class:`PolicyErrorsWarning` (and is ``table.n_errors``). ``progress``: a progress bar
-    (default: for long runs on a terminal). ``options`` go to the policy kind's factory (e.g.
-    ``pydial_root``, ``domain``).
+    (default: for long runs on a terminal). ``repeat``: ask every context ``K`` times
+    (:meth:`~behavsim.Adapter.for_repeat`); the table keeps every answer and each context's
+    self-agreement (``table.agreement``, ``table.self_agreement_tmr``; :mod:`behavsim._repeats`).
+    ``options`` go to the policy kind's factory (e.g. ``pydial_root``, ``domain``).
     """
-    table = _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options)
+    table = _respond(
+        policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options, repeat=repeat
+    )
     _warn_errors(table)
     return table
+
+
+def _check_repeat(repeat: Any) -> int:
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigError(f"repeat: expected a positive integer (how often each context is asked), got {repeat!r}")
+    return repeat
 
 
 def _respond(
@@ -128,8 +139,10 @@ def _respond(
     policy_id: str | None,
     progress: bool | None,
     options: dict[str, Any],
+    repeat: int = 1,
 ) -> ResponseTable:
     contexts = _as_contexts(contexts)
+    repeat = _check_repeat(repeat)
     if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
         raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
     adapter = as_adapter(policy, **options)
@@ -137,34 +150,19 @@ def _respond(
     if policy_id is not None:
         meta["id"] = policy_id
     adapter.check_contexts(contexts)
-    adapter.prepare(contexts)
-    n = len(contexts)
-    acts: list[str | None] = [None] * n
-    prompts: list[str | None] = [None] * n
-    errors: list[str | None] = [None] * n
-    bar = _progress_bar(n, meta["id"], progress)
+    bar = _progress_bar(len(contexts) * repeat, meta["id"], progress)
     try:
-        with adapter.session():
-            for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
-                try:
-                    r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
-                    act = canonical_act(r.act)
-                    prompt = r.prompt
-                    if prompt is not None and not isinstance(prompt, str):
-                        raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
-                except Exception as exc:  # a failing policy is recorded per context
-                    if strict:
-                        raise PolicyFailed(
-                            f"policy {meta['id']!r} failed on context {i} (id {cid!r}): {error_text(exc)}"
-                        ) from exc
-                    errors[i] = error_text(exc)
-                else:
-                    acts[i], prompts[i] = act, prompt
-                if bar is not None:
-                    bar.update(1)
+        runs = [_answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar) for r in range(repeat)]
     finally:
         if bar is not None:
             bar.close()
+    acts, prompts, errors, raws = runs[0]
+    repeats = None
+    if repeat > 1:
+        repeats = [
+            [{"act": run[0][i], "prompt": run[1][i], "error": run[2][i], "raw": run[3][i]} for run in runs[1:]]
+            for i in range(len(contexts))
+        ]
     return ResponseTable(
         policy=meta,
         context_fingerprint=contexts.fingerprint,
@@ -172,7 +170,39 @@ def _respond(
         prompts=prompts,
         errors=errors,
         context_ids=list(contexts.ids),
+        raws=raws,
+        repeats=repeats,
     )
+
+
+def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...]:
+    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts."""
+    adapter.prepare(contexts)
+    n = len(contexts)
+    acts: list[str | None] = [None] * n
+    prompts: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    raws: list[str | None] = [None] * n
+    with adapter.session():
+        for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
+            try:
+                r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
+                raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
+                act = canonical_act(r.act)
+                prompt = r.prompt
+                if prompt is not None and not isinstance(prompt, str):
+                    raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+            except Exception as exc:  # a failing policy is recorded per context
+                if strict:
+                    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
+                errors[i] = error_text(exc)
+                raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
+                raws[i] = raw if isinstance(raw, str) else None
+            else:
+                acts[i], prompts[i] = act, prompt
+            if bar is not None:
+                bar.update(1)
+    return acts, prompts, errors, raws
 
 
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: Any) -> int:
@@ -224,11 +254,25 @@ def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[
     return _respond_task(_WORKER_CONTEXTS, (policy, strict, policy_id, options))
 
 
+#: The key under which respond_many hands ``repeat`` to its tasks (inside the factory options, so
+#: that the task tuples of every executor keep their shape); taken out before the factory sees them.
+_REPEAT_OPTION = "__behavsim_repeat__"
+
+
+def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> ResponseTable:
+    """One policy's table on the context set (``job``: policy, strict, policy id, options)."""
+    policy, strict, policy_id, options = job
+    options = dict(options)
+    repeat = options.pop(_REPEAT_OPTION, 1)
+    return _respond(
+        policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options, repeat=repeat
+    )
+
+
 def _respond_task(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> tuple[str, Any]:
     """One policy on the shared context set, as a task: ``("ok", table)`` or ``("error", exc)``."""
-    policy, strict, policy_id, options = job
     try:
-        return "ok", _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options)
+        return "ok", _run_job(contexts, job)
     except BehavsimError as exc:
         try:  # exceptions with custom constructors do not always survive pickling
             pickle.loads(pickle.dumps(exc))
@@ -247,6 +291,7 @@ def respond_many(
     progress: bool | None = None,
     executor: Any = None,
     on_result: Any = None,
+    repeat: int = 1,
     **options: Any,
 ) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set, in parallel processes.
@@ -260,7 +305,8 @@ def respond_many(
     ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
     the context set put once into its object store; files named by specs must be readable at the
     same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
-    process as each policy's table is ready (e.g. to save it at once).
+    process as each policy's table is ready (e.g. to save it at once). ``repeat``: as in
+    :func:`respond`, for every policy.
     """
     from .._executor import get_executor
 
@@ -270,6 +316,9 @@ def respond_many(
     if where.is_local and workers is None:
         workers = getattr(where, "workers", None)
     contexts = _as_contexts(contexts)
+    repeat = _check_repeat(repeat)
+    if repeat > 1:
+        options = {**options, _REPEAT_OPTION: repeat}
     specs = list(policies)
     if not specs:
         raise ConfigError("policies: expected at least one policy")
@@ -285,7 +334,7 @@ def respond_many(
     bar = _progress_bar(len(specs) * len(contexts), "respond", progress)
 
     def one(i: int) -> ResponseTable:
-        return _respond(specs[i], contexts, strict=strict, policy_id=ids[i], progress=False, options=options)
+        return _run_job(contexts, (specs[i], strict, ids[i], options))
 
     def done(i: int, table: ResponseTable | None) -> None:
         if bar is not None:

@@ -15,6 +15,9 @@ spec                                   adapter
 ``recorded:FILE``                      act/prompt per context id from a JSONL file (policies run
                                        elsewhere; see :mod:`policies.adapters._recorded`)
 ``pydial:CFG[:domain=D][:nlg=off]``    a policy trained by PyDial3 (GP-SARSA or handcrafted)
+``openai:MODEL@BASE_URL[:key=value]``  a language model behind an OpenAI-compatible server
+                                       (:mod:`policies.adapters._openai`)
+``hf:DIR[:key=value]``                 a local Hugging Face model folder (:mod:`policies.adapters._hf`)
 =====================================  ==========================================================
 
 The protocol and the registry live in the core (:mod:`behavsim.policy`); the kinds above are

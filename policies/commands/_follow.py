@@ -392,9 +392,20 @@ _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 
 
 def load_loader(text: str) -> Any:
-    """``module:function`` → the function (the module imported from the working folder or the path)."""
+    """``module:function`` → the function (the module imported from the working folder or the path);
+    a policy spec holding ``{}`` → the function path -> that spec with the path in place of ``{}``."""
     import importlib
     import os
+
+    if "{}" in text:
+        from behavsim import parse_spec
+
+        parse_spec(text.replace("{}", "checkpoint"))  # the kind and options are checked before any work
+
+        def spec_for(path: str) -> str:
+            return text.replace("{}", path)
+
+        return spec_for
 
     module_name, sep, attr = text.partition(":")
     if not sep or not module_name or not attr:
@@ -463,7 +474,7 @@ class PatternWatch(Watch):
         out: dict[int, Path] = {}
         out_dir = self.out.resolve()
         for path in sorted(self.root.glob(self.args.pattern)):
-            if not path.is_file() or out_dir in path.resolve().parents:
+            if not (path.is_file() or path.is_dir()) or path.resolve() == out_dir or out_dir in path.resolve().parents:
                 continue
             rel = path.relative_to(self.root).as_posix()
             step = step_of(rel, self.rx)

@@ -101,16 +101,23 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     t = p.add_argument_group(
         "any trainer",
-        "follow the checkpoint files of a trainer of your own: DIR holds them, --pattern selects them, the "
-        "training-dialogue count is read from each name and --loader turns a file into a policy",
+        "follow the checkpoints of a trainer of your own: DIR holds them, --pattern selects them, the "
+        "training-dialogue count is read from each name and --loader turns one into a policy",
     )
-    t.add_argument("--pattern", metavar="GLOB", default=None, help="checkpoint files under DIR, e.g. 'ckpt-*.pt'")
+    t.add_argument(
+        "--pattern",
+        metavar="GLOB",
+        default=None,
+        help="checkpoint files or model folders under DIR, e.g. 'ckpt-*.pt' or 'checkpoint-*' (a folder per step)",
+    )
     t.add_argument(
         "--loader",
-        metavar="MODULE:FUNCTION",
+        metavar="MODULE:FUNCTION|SPEC",
         default=None,
         help="function path -> policy (anything a snapshot may be: a policy object, a callable belief -> act, "
-        "a policy spec); MODULE is imported from the working folder or the Python path",
+        "a policy spec); MODULE is imported from the working folder or the Python path. Or a policy spec with {} "
+        "standing for the checkpoint's path, e.g. 'hf:{}' or 'openai:{}@http://127.0.0.1:8000/v1' (a model folder "
+        "per training step)",
     )
     t.add_argument(
         "--step-regex",

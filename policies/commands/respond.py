@@ -8,7 +8,9 @@ imported it from ``policies.commands.respond``. The command::
     behavsim respond --policy runs/ts-seed0/ckpt-*.npz ... --contexts grid.jsonl -o tables/
 
 A context on which a policy fails is recorded as an error of that context (``--strict`` stops at
-the first); the summary line of each table reports the count.
+the first); the summary line of each table reports the count. ``--repeat K`` asks every context
+``K`` times and prints each policy's ``self-agreement TMR`` (the per-context figures are the
+table's ``agreement`` column, every answer is in its ``repeats`` column: :mod:`behavsim._tables`).
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
         help="run policies on a context set: one response table per policy",
         description="Run each policy deterministically on every context of a context set and write its response "
         "table. Policy specs: handcrafted[:nlg_seed=N] | PATH.npz (GP-SARSA checkpoint) | module:function | "
-        "recorded:FILE | pydial:CFG[:domain=D][:nlg=off]. A context on which a policy fails is recorded as an error "
+        "recorded:FILE | pydial:CFG[:domain=D][:nlg=off] | openai:MODEL@BASE_URL[:key=value] | hf:DIR[:key=value] "
+        "(language models: docs/llm-policies.md). A context on which a policy fails is recorded as an error "
         f"(see --strict). Policy kinds: {', '.join(list_policy_kinds())}.",
     )
     p.add_argument(
@@ -93,6 +96,14 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
         help="policy id in the table (once per --policy, in the same order)",
     )
     p.add_argument("--strict", action="store_true", help="stop at the first context a policy fails on")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="ask every context K times (a policy that samples draws again each time) and report how often the "
+        "answers agree: 'self-agreement TMR' per policy; per context in the table's 'agreement' column (default 1)",
+    )
     p.add_argument(
         "--workers", type=int, default=None, metavar="N", help="parallel processes (default: min(policies, cores))"
     )
@@ -144,6 +155,8 @@ def cmd_respond(args: argparse.Namespace) -> int:
         raise ConfigError(f"--id: give it once per --policy ({len(specs)} policies, {len(args.ids)} ids)")
     for s in specs:
         parse_spec(s)
+    if args.repeat < 1:
+        raise ConfigError(f"--repeat: expected a positive number of times to ask each context, got {args.repeat}")
     options: dict[str, Any] = {"pydial_root": args.pydial_root}
     domain = domain_spec(args.domain)
     if domain is not None:
@@ -162,6 +175,7 @@ def cmd_respond(args: argparse.Namespace) -> int:
             policy_ids=args.ids,
             progress=args.progress,
             executor=args.executor,
+            repeat=args.repeat,
             **options,
         )
     seconds = time.perf_counter() - t0
@@ -176,7 +190,13 @@ def cmd_respond(args: argparse.Namespace) -> int:
             first = next(e for e in t.errors if e is not None)
             line += f"  (first: {first})"
         print(line)
-    total = len(tables) * len(contexts)
+    for t in tables:
+        if t.self_agreement_tmr is not None:
+            print(
+                f"{t.id:<{width}}  self-agreement TMR {t.self_agreement_tmr:.3f}  (every context asked {t.n_repeats} "
+                f"times; per context: the table's 'agreement' column)"
+            )
+    total = len(tables) * len(contexts) * args.repeat
     print(
         f"{len(tables)} policies x {len(contexts)} contexts in {seconds:.2f} s "
         f"({total / max(seconds, 1e-9):,.0f} contexts/s)"

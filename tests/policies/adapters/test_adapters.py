@@ -33,11 +33,11 @@ def test_parse_spec(text, kind, target, options):
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "handcrafted", "pydial", "recorded"]
+    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "handcrafted", "hf", "openai", "pydial", "recorded"]
     assert "HANDCRAFTED" in adapter_kinds
     with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
-    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, handcrafted, pydial, recorded"):
+    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, handcrafted, hf, openai, pydial, recorded"):
         parse_spec("nonsense spec")
 
 
@@ -251,7 +251,7 @@ def _fake_pydial_root(tmp_path):
     return maker, maker.make_fake_root(tmp_path / "pydial3")
 
 
-def _spec_for(kind, run_dir, contexts, tmp_path):
+def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
     """A working spec of each registered kind (the meta-test below makes sure none is forgotten)."""
     from policies.commands.respond import respond
 
@@ -267,11 +267,15 @@ def _spec_for(kind, run_dir, contexts, tmp_path):
         return f"recorded:{write_recorded(respond('handcrafted', contexts), tmp_path / 'rec.jsonl')}"
     if kind == "pydial":
         return f"pydial:config/gp.cfg:root={_fake_pydial_root(tmp_path)[1]}"
+    if kind == "hf":  # a small model trained to answer bye() to anything (tests/policies/_llm_model.py)
+        return f"hf:{request.getfixturevalue('llm_models')['bye']}"
+    if kind == "openai":  # the same model behind transformers serve on 127.0.0.1
+        return f"openai:{request.getfixturevalue('llm_models')['bye']}@{request.getfixturevalue('llm_server').url}"
     raise AssertionError(f"no test spec for adapter kind {kind!r}")
 
 
 @pytest.mark.parametrize("kind", list_adapter_kinds())
-def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
+def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path, request):
     """Every registered policy kind passes the policy checker and is taken, as a spec string, by
     respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
     it was recorded on, so it cannot play dialogues: a clear error says so)."""
@@ -282,7 +286,7 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
 
     saved = list(sys.path)
     try:
-        spec = _spec_for(kind, run_dir, contexts, tmp_path)
+        spec = _spec_for(kind, run_dir, contexts, tmp_path, request)
         assert parse_spec(spec).kind == kind
         assert load_adapter(spec).kind == kind
         assert check_adapter(spec, contexts) == core_check_policy(spec, contexts) == len(contexts)
