@@ -20,7 +20,7 @@ section names what the run does not have. The page prints on A4 (``@page``) as i
 Layout of RUN_DIR and the report's sections: ``docs/report.md``. A missing manifest or a damaged
 CSV/JSON raises a :class:`~behavsim.BehavsimError` that names the file. A run folder the study wrote
 (it has ``state.json``) is reported on only when every file ``state.json`` records still has its
-digest (:func:`experiments.study.recorded_problems`), its training results are there and every
+digest (:func:`experiments.runfolder.recorded_problems`), its training results are there and every
 figure the manifest lists is readable; else one error lists what is missing or changed.
 """
 
@@ -55,6 +55,8 @@ from behavsim.report import (
     to_float,
     write_html,
 )
+
+from .runfolder import TRAIN_RESULTS, recorded_problems
 
 __all__ = ["build_report", "register_report", "SECTIONS"]
 
@@ -138,11 +140,10 @@ class _Run:
         figure the manifest lists is there and readable; else one error lists what is wrong."""
         if not (self.dir / "state.json").exists():
             return
-        from .study import _TRAIN_RESULTS, recorded_problems
 
         problems = recorded_problems(self.dir)
         named = {p.split(" ", 1)[0] for p in problems}
-        wanted = [f"results/{name}" for name in _TRAIN_RESULTS]
+        wanted = [f"results/{name}" for name in TRAIN_RESULTS]
         listed = self.manifest.get("figures")
         for item in listed if isinstance(listed, list) else []:
             rel = item.get("file") if isinstance(item, dict) else item

@@ -25,7 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from behavsim import TableFormatError
+from behavsim.io import file_digest, read_json_checked
+
 __all__ = [
+    "TRAIN_RESULTS",
+    "recorded_problems",
     "PATHS_KEY",
     "PATHS_RUN",
     "relative_path",
@@ -145,3 +150,31 @@ def table_matches_checkpoint(policy: Mapping[str, Any], checkpoint: Path, digest
     if recorded is None or not str(checkpoint).lower().endswith(".npz"):
         return True
     return recorded == digest
+
+
+#: The results the training stage writes (every other file in results/ is the compare stage's).
+TRAIN_RESULTS = ("metrics.csv", "table1.csv")
+
+
+def recorded_problems(run: Path) -> list[str]:
+    """What is wrong with the files ``state.json`` records (one phrase per file: ``results/seeds.csv
+    is missing``, ``figures/x.svg was changed since it was written (...)``), in stage order; a
+    damaged ``state.json`` is one problem. Empty for a folder without ``state.json``."""
+    path = run / "state.json"
+    if not path.exists():
+        return []
+    try:
+        data = read_json_checked(path)
+    except TableFormatError:
+        return ["state.json is damaged, so its results cannot be checked"]
+    problems = []
+    for entry in data.values():
+        outputs = entry.get("outputs") if isinstance(entry, dict) else None
+        if not isinstance(outputs, dict):
+            continue
+        for rel, digest in sorted(outputs.items()):
+            if not (run / rel).is_file():
+                problems.append(f"{rel} is missing")
+            elif file_digest(run / rel) != digest:
+                problems.append(f"{rel} was changed since the study wrote it (truncated, edited or damaged)")
+    return problems

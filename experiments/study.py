@@ -49,7 +49,19 @@ from behavsim import (
 from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
 
-__all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs", "recorded_problems"]
+from .runfolder import (
+    PATHS_KEY,
+    PATHS_RUN,
+    TRAIN_RESULTS,
+    index_key,
+    read_index_keys,
+    relative_meta,
+    relative_path,
+    spec_checkpoint,
+    table_matches_checkpoint,
+)
+
+__all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -249,30 +261,6 @@ class _State:
         write_json_checked(self.path, self.data)
 
 
-def recorded_problems(run: Path) -> list[str]:
-    """What is wrong with the files ``state.json`` records (one phrase per file: ``results/seeds.csv
-    is missing``, ``figures/x.svg was changed since it was written (...)``), in stage order; a
-    damaged ``state.json`` is one problem. Empty for a folder without ``state.json``."""
-    path = run / "state.json"
-    if not path.exists():
-        return []
-    try:
-        data = read_json_checked(path)
-    except TableFormatError:
-        return ["state.json is damaged, so its results cannot be checked"]
-    problems = []
-    for entry in data.values():
-        outputs = entry.get("outputs") if isinstance(entry, dict) else None
-        if not isinstance(outputs, dict):
-            continue
-        for rel, digest in sorted(outputs.items()):
-            if not (run / rel).is_file():
-                problems.append(f"{rel} is missing")
-            elif file_digest(run / rel) != digest:
-                problems.append(f"{rel} was changed since the study wrote it (truncated, edited or damaged)")
-    return problems
-
-
 def _record_outputs(run: Path, stage: str, outputs: Sequence[Path]) -> None:
     """The digests of the files a stage that runs every time wrote (training results, figures), in
     ``state.json`` beside the resumable stages' own: ``behavsim report`` checks every recorded file."""
@@ -290,10 +278,6 @@ def _figure_files(run: Path) -> list[Path]:
 
 def _hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-#: The results the training stage writes (every other file in results/ is the compare stage's).
-_TRAIN_RESULTS = ("metrics.csv", "table1.csv")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -350,8 +334,6 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], execut
 
 def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> dict[str, ContextSet]:
     from contexts import collect, generate_grid
-
-    from .runfolder import relative_meta, relative_path
 
     log("[2/7] context sets")
 
@@ -451,8 +433,6 @@ def _respond_set(
     and, for a checkpoint, was made from a file with the checkpoint's digest."""
     from policies.commands.respond import respond_many
 
-    from .runfolder import PATHS_KEY, PATHS_RUN, index_key, read_index_keys, relative_meta, table_matches_checkpoint
-
     run = rdir.parent.parent if run is None else run
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
@@ -503,8 +483,6 @@ def _respond_set(
 def _spec_checkpoint(spec: str) -> Path | None:
     """The checkpoint file of a policy spec the study writes (``checkpoint:PATH[:nlg_seed=N]`` or a
     bare ``PATH.npz``); None for another policy."""
-    from .runfolder import spec_checkpoint
-
     path = spec_checkpoint(spec)
     return None if path is None else Path(path)
 
@@ -594,7 +572,7 @@ def run_study(
     if not ex.is_local:
         log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
     metrics = _stage_train(cfg, run, log, ex)
-    _record_outputs(run, "train", [run / "results" / name for name in _TRAIN_RESULTS])
+    _record_outputs(run, "train", [run / "results" / name for name in TRAIN_RESULTS])
     clock.lap("train")
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
@@ -702,7 +680,7 @@ def _stage_compare_and_analyse(
     tests = _reward_vs_seed_tests(cfg, allper, responses)
     _write_text(results / "tests.json", json.dumps(tests, indent=2, sort_keys=True) + "\n")
     _write_text(results / "signatures.json", json.dumps(signatures, indent=2, sort_keys=True) + "\n")
-    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in _TRAIN_RESULTS)
+    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in TRAIN_RESULTS)
     state.mark("compare", key, written)
 
 
@@ -942,8 +920,6 @@ def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> 
     joined in training order, and the dendrogram of the final policies (``map/``)."""
     from behavsim import behaviour_map, write_map
 
-    from .runfolder import relative_meta
-
     tables = list(responses.tables["cgen"].values())
     if len(tables) < 3:
         return []
@@ -977,8 +953,6 @@ def _stage_robustness(
     if not cfg.robustness:
         return []
     from contexts.robustness import robustness, write_robustness
-
-    from .runfolder import relative_meta
 
     log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
     specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]
