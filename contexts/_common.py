@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError
@@ -28,7 +29,7 @@ def resolve_domain(domain: Any):
             f"domain: expected a policies.simulation.domain.Domain, a domain name or a rules file, got {type(domain).__name__}"
         )
     try:
-        return resolve(domain)
+        return resolve(domain if not isinstance(domain, os.PathLike) else Path(domain))
     except (DomainError, KeyError) as exc:
         raise ConfigError(f"domain: {exc}") from None
 

@@ -124,7 +124,7 @@ def _top(dist: dict[str, Any]) -> str | None:
     """The most probable value other than ``**NONE**`` with a positive belief (ties: first key)."""
     best, best_p = None, 0.0
     for v, p in dist.items():
-        if v != _NONE and isinstance(p, Real) and p > best_p:
+        if v != _NONE and isinstance(p, Real) and float(p) > best_p:
             best, best_p = v, float(p)
     return best
 

@@ -183,7 +183,7 @@ def callable_kind(spec: PolicySpec, **_: Any) -> Adapter:
             f"policy spec {spec.text!r}: expected module:function (an importable module and a "
             "callable in it, e.g. mypackage.policies:answer)"
         )
-    module_name, _, attr = spec.target.partition(":")
+    module_name, _sep, attr = spec.target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -117,8 +117,9 @@ def _check_imports(root: Path) -> None:
         if mod is None:
             continue
         locations = [Path(p).resolve() for p in (getattr(mod, "__path__", None) or [])]
-        if getattr(mod, "__file__", None):
-            locations.append(Path(mod.__file__).resolve().parent)
+        mod_file = getattr(mod, "__file__", None)
+        if mod_file:
+            locations.append(Path(mod_file).resolve().parent)
         if (root / pkg).resolve() not in locations:
             raise ModelNotAvailable(
                 f"a module named {pkg!r} from {[str(p) for p in locations] or mod!r} is already "
@@ -263,9 +264,9 @@ class PyDialAdapter(Adapter):
             sys.path.insert(0, str(self.root))
         with contextlib.chdir(self.root):
             try:
-                self._Settings = importlib.import_module("utils.Settings")
-                self._DiaAct = importlib.import_module("utils.DiaAct")
-                self._Ontology = importlib.import_module("ontology.Ontology")
+                self._Settings: Any = importlib.import_module("utils.Settings")
+                self._DiaAct: Any = importlib.import_module("utils.DiaAct")
+                self._Ontology: Any = importlib.import_module("ontology.Ontology")
             except ImportError as exc:
                 raise ModelNotAvailable(
                     f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
@@ -368,7 +369,7 @@ class PyDialAdapter(Adapter):
                     else:
                         policy_mod = importlib.import_module("policy.HDCPolicy")
                         self.policy = policy_mod.HDCPolicy(domain)
-                    self._semo = None
+                    self._semo: Any = None
                     self._prompts: dict[str, Any] = {}
                     semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
                     if nlg and semotype and semotype != "PassthroughSemO":

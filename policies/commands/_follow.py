@@ -70,7 +70,7 @@ def _checkpoints(trial_dir: Path) -> list[tuple[int, Path]]:
         names = [p for p in trial_dir.iterdir() if _CKPT_RE.match(p.name)]
     except OSError:
         return []
-    return sorted((int(_CKPT_RE.match(p.name).group(1)), p) for p in names)
+    return sorted((int(m.group(1)), p) for p in names if (m := _CKPT_RE.match(p.name)))
 
 
 def _run_target(run_dir: Path) -> tuple[int, list[str]] | None:
@@ -464,7 +464,7 @@ class PatternWatch(Watch):
         from ..simulation.domain import domain_spec
 
         domain = domain_spec(getattr(args, "domain", None))
-        self.options = {} if domain is None else {"domain": domain}
+        self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
         self.loader = load_loader(args.loader)
         self.rx = step_pattern(args.step_regex)
         self.said_nothing = False

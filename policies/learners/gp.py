@@ -184,7 +184,7 @@ class GPSarsa:
         self._sinv = np.zeros(self.flush_every)
         self._t = 0
         self._blocks = [_ActionBlock(self.dim) for _ in range(self.n_actions)]
-        self._pad = None  # padded per-action copies for vectorised decisions, see _padded()
+        self._pad: dict[str, Any] | None = None  # padded per-action copies for vectorised decisions, see _padded()
 
     def _add_point(self, b: np.ndarray, a: int, a_loc: np.ndarray, delta: float) -> int:
         m = self._m
@@ -590,12 +590,12 @@ class GPSarsa:
         obj._alpha[:m] = alpha
         obj._C0[:m, :m] = C
         off = 0  # diagonal blocks Cd mirror the flushed C₀
-        for a, blk in enumerate(obj._blocks):
+        for a in range(len(obj._blocks)):
             n = int(counts[a])
             bcap = 8
             while bcap < n:
                 bcap *= 2
-            blk.__init__(obj.dim, bcap)
+            blk = obj._blocks[a] = _ActionBlock(obj.dim, bcap)
             g = np.flatnonzero(act == a)
             blk.n = n
             blk.X[:n] = X[g]
@@ -642,7 +642,7 @@ class GPSarsaPolicy:
         self.actions: tuple[str, ...] = tuple(summary_actions(self.domain))
         self.dim = vector_length(self.domain)
         if learner is None:
-            params = {**DEFAULT_HYPERPARAMETERS, **hyperparameters}
+            params: dict[str, Any] = {**DEFAULT_HYPERPARAMETERS, **hyperparameters}
             learner = GPSarsa(len(self.actions), self.dim, seed=seed, **params)
         elif hyperparameters:
             raise TypeError("GPSarsaPolicy: give hyper-parameters or a learner, not both")
@@ -655,7 +655,7 @@ class GPSarsaPolicy:
         self.learning = bool(learning)
         self.name = name
         self.nlg_seed = nlg_seed
-        self._nlg = None
+        self._nlg: Any = None
         eval_scale = float(eval_scale)
         if not np.isfinite(eval_scale):
             raise ValueError(f"eval_scale: expected a finite number (<= 0: greedy), got {eval_scale!r}")

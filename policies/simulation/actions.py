@@ -291,7 +291,7 @@ def _features(belief: dict) -> dict:
 @lru_cache(maxsize=64)
 def _mask_plan(domain: Domain) -> tuple:
     """Per summary action: (kind, slot) — computed once per domain."""
-    plan = []
+    plan: list[tuple[str, str | None]] = []
     for name in summary_actions(domain):
         if name.startswith(("request_", "confirm_", "select_")):
             kind, slot = name.split("_", 1)
@@ -435,7 +435,7 @@ def master_act(
     raise _unknown_action(summary, domain)
 
 
-def _unknown_action(summary: object, domain: Domain) -> UnknownSummaryAction:
+def _unknown_action(summary: str, domain: Domain) -> UnknownSummaryAction:
     names = list(summary_actions(domain))
     return UnknownSummaryAction("summary action", summary, names, closest_name(summary, names, cutoff=0.6))
 

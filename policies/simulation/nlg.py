@@ -148,6 +148,7 @@ class TemplateNLG:
     def _generate(self, a: DiaAct) -> str:
         key = f"{a.type}(" + ",".join(f"{s}={v}" for s, v in sorted(a.items, key=lambda x: (x[0], x[1] or ""))) + ")"
         t = a.type
+        opts: tuple[str, ...] | None
         if t == "inform":
             return self._inform(a, key)
         if t == "request":
@@ -198,6 +199,7 @@ class TemplateNLG:
         return items
 
     def _inform(self, a: DiaAct, key: str) -> str:
+        opts: tuple[str, ...]
         name = a.get("name")
         others = sorted((s, v) for s, v in a.items if s not in ("name", "name!") and v is not None)
         if name == "none":

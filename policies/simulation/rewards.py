@@ -45,7 +45,8 @@ class UnknownReward(UnknownName):
 class Reward(Protocol):
     """What the training runner needs from a reward."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     @property
     def signature(self) -> str: ...

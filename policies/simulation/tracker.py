@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -145,7 +146,7 @@ def make_belief(
             raise ConfigError(f"make_belief: unknown requestable slot {k!r}")
         req[k] = float(p)
     beliefs["requested"] = req
-    belief = {"beliefs": beliefs}
+    belief: dict[str, Any] = {"beliefs": beliefs}
     feats = {
         "lastInformedVenue": "",
         "informedVenueSinceNone": [],
@@ -367,8 +368,8 @@ class FocusTracker:
         # requested
         for slot in sorted(set(req_stats) | set(self.requested)):
             p = req_stats.get(slot, 0.0)
-            prev = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
-            self.requested[slot] = min(1.0, max(0.0, prev + p))
+            prev_req = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
+            self.requested[slot] = min(1.0, max(0.0, prev_req + p))
 
         belief = self._build(da_stats)
         feats = belief["features"]

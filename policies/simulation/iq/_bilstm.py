@@ -60,7 +60,7 @@ def _net_class():
             self.att_score = nn.Linear(attention, 1, bias=False)
             self.out = nn.Linear(2 * hidden, _N_CLASSES)
 
-        def forward(self, x: "torch.Tensor", lengths: "torch.Tensor") -> "torch.Tensor":
+        def forward(self, x: Any, lengths: Any) -> Any:
             packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             h, _ = self.lstm(packed)
             h, _ = nn.utils.rnn.pad_packed_sequence(h, batch_first=True, total_length=x.shape[1])
