@@ -29,6 +29,7 @@ from typing import Any
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
 from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._repr import table_repr
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -104,6 +105,9 @@ class ResponseTable:
     @property
     def n_errors(self) -> int:
         return sum(e is not None for e in self.errors)
+
+    def __repr__(self) -> str:  # short: kind, size, fingerprint, a summary (never the rows)
+        return table_repr(self)
 
     # ------------------------------------------------------------------ saving
     def header(self) -> dict[str, Any]:
