@@ -98,7 +98,7 @@ class Comparison:
     context_id`` (with ``answers=True`` also ``act_a, act_b, prompt_a, prompt_b``) and one column
     per score (NaN where a value is missing); None when the rows were streamed or not asked for.
     ``means``: one row per compared pair with the mean of each score over the contexts where it is
-    defined, and ``n`` (contexts) and ``n_missing_<score>`` counts; None without pairs.
+    defined, and ``n`` (contexts) and ``n_missing_<score>`` counts (no rows with ``pairs=None``).
     ``matrices`` (with ``matrix=True``, else None): per score the P×P DataFrame indexed and
     columned by policy id, entry ``[a, b]`` the mean over the contexts of ``score(a's answer, b's
     answer)`` (row = first argument, as the ``a`` column), NaN where no context has a defined
@@ -108,7 +108,7 @@ class Comparison:
     """
 
     per_context: pd.DataFrame | None
-    means: pd.DataFrame | None
+    means: pd.DataFrame
     signatures: dict[str, str]
     context_fingerprint: str
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -178,6 +178,8 @@ def compare(
 
     where = get_executor(executor)
     tables = _validate_tables(tables)
+    if pairs is None and not matrix:
+        raise ConfigError("pairs=None compares no pair: give pairs, or ask for the matrices alone with matrix=True")
     plan = _plan(tables, pairs, by) if pairs is not None else None
     objs = _make_scores(scores, score_options)
     recipes = score_recipes(objs, list(scores), score_options)
@@ -215,7 +217,9 @@ def compare(
     for_pairs, for_matrix = score_cells(objs, answers_by_level, pair_cells, matrix_cells, recipes, where, show, timings)
 
     per: pd.DataFrame | None = None
-    means: pd.DataFrame | None = None
+    means = pd.DataFrame(
+        columns=["pair", "a", "b", "n", *names, *[f"n_missing_{k}" for k in names]]
+    )  # no pairs: no rows
     n_rows = 0
     if plan is not None and pair_cells is not None:
         t1 = time.perf_counter()
@@ -226,8 +230,8 @@ def compare(
             rows_sink = FrameSink(plan, tables, names, answers)
         elif sink is not None:
             if is_path(sink):
-                writer = sink = PerContextWriter(sink)  # type: ignore[arg-type]
-            rows_sink = StreamSink(plan, tables, sink, answers)  # type: ignore[arg-type]
+                writer = sink = PerContextWriter(sink)
+            rows_sink = StreamSink(plan, tables, sink, answers)
 
         def consume(sl: slice, columns: dict[str, np.ndarray]) -> None:
             means_sink.add(sl, columns)

@@ -64,7 +64,10 @@ def as_contexts(obj: Any, name: str = "contexts") -> ContextSet:
         return obj
     if is_path(obj):
         return ContextSet.load(obj)
-    raise ConfigError(f"{name}: expected a behavsim.ContextSet or the path of a saved one, got {type(obj).__name__}")
+    raise ConfigError(
+        f"{name}: expected a behavsim.ContextSet, got {type(obj).__name__}; give a context set or the path of a "
+        "saved one (.jsonl/.parquet)"
+    )
 
 
 def as_optional_contexts(obj: Any, name: str = "contexts") -> ContextSet | None:

@@ -91,11 +91,11 @@ def _fmt(v: Any) -> str:
 
 def comparison_repr(c: Any) -> str:
     names = list(c.signatures)
-    n_pairs = len(c.means) if c.means is not None else 0
-    size = f"{n_pairs:,} pairs x {c.n_contexts:,} contexts" if c.means is not None else f"{c.n_contexts:,} contexts"
+    n_pairs = len(c.means)
+    size = f"{n_pairs:,} pairs x {c.n_contexts:,} contexts" if n_pairs else f"{c.n_contexts:,} contexts"
     lines = [f"Comparison({size}, {len(names)} scores, fingerprint {_cut(c.context_fingerprint, 80)})"]
     lines.append("  scores: " + _cut(", ".join(names)))
-    if c.means is not None:
+    if n_pairs:
         if c.per_context is not None:
             rows = f"{len(c.per_context):,} rows in memory"
         elif c.n_rows:
@@ -106,7 +106,7 @@ def comparison_repr(c: Any) -> str:
     if c.matrices is not None:
         p = len(c.policies)
         lines.append(f"  matrices: {p:,} x {p:,} per score (every ordered pair and self-pair)")
-    if c.means is not None and n_pairs:
+    if n_pairs:
         shown = names[:6]
         head = c.means.head(5)
         table = [["a", "b", *[_cut(s, 12) for s in shown]]]

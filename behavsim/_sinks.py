@@ -55,7 +55,8 @@ def rows_frame(
     if answers:
         for name in ANSWER_COLUMNS:
             attr = "acts" if name.startswith("act") else "prompts"
-            keys[name] = _answer_column(tables, plan, attr, 0 if name.endswith("_a") else 1)
+            # object columns with None where an answer is missing, whatever the piece holds
+            keys[name] = pd.Series(_answer_column(tables, plan, attr, 0 if name.endswith("_a") else 1), dtype=object)
     return pd.DataFrame({**keys, **columns})
 
 
@@ -206,7 +207,12 @@ class PerContextWriter:
             if self.fmt == "csv":
                 self._fh = open(self._tmp, "w", newline="", encoding="utf-8")
         except OSError as exc:  # name the user's file, not the temporary one
-            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+            what = exc.strerror or type(exc).__name__
+            for parent in self.path.parents:
+                if parent.exists() and not parent.is_dir():
+                    what = f"{parent} is a file, not a folder"
+                    break
+            raise OSError(exc.errno, what, str(self.path)) from None
         return self
 
     def __call__(self, rows: pd.DataFrame) -> None:

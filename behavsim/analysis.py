@@ -1112,8 +1112,6 @@ def pair_table(
     """
     if not isinstance(comparison, Comparison):
         raise ConfigError(f"comparison must be a behavsim.Comparison, got {type(comparison).__name__}")
-    if table is None and comparison.means is None:
-        raise ConfigError("the comparison compared no pairs (pairs=None): it has matrices, no means table")
     out = (comparison.means if table is None else table).copy()
     for key in keys:
         av = [comparison.policies.get(str(p), {}).get(key) for p in out["a"]]

@@ -152,11 +152,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("--chunk-contexts applies to --matrix only")
     executor = get_executor(args.executor)
     fmt = args.per_context
-    if fmt is None:  # the per-context CSV (Parquet by suffix); with --matrix only the means beside -o
-        fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
+    if fmt is None:  # the per-context CSV (Parquet by suffix); a bare --matrix, whose folder -o names: the means
+        fmt = "none" if args.matrix == "" else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
     if getattr(args, "slice", None) and fmt == "none":
         raise ConfigError(
-            "--slice needs the per-context rows written: -o FILE, and with --matrix or --per-context none "
+            "--slice needs the per-context rows written: -o FILE, and with a bare --matrix or --per-context none "
             "also --per-context csv|parquet"
         )
     if out is not None and fmt != "none":
@@ -176,7 +176,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.pair:
             pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
         n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
-        if args.per_context is None and matrix_dir is None and n_rows > MANY_ROWS:
+        if args.per_context is None and fmt != "none" and n_rows > MANY_ROWS:
             print(
                 f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
                 "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
@@ -202,7 +202,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         _write_matrices(comp, args, matrix_dir)
     if out is None:
         return 0
-    assert comp.means is not None
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
     with atomic_path(means_path) as tmp:
@@ -238,8 +237,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
         if fmt != "none":
             where = f"{out}"
-        elif matrix_dir is not None:
-            where = "not written (with --matrix: --per-context csv|parquet writes them)"
+        elif args.per_context is None:
+            where = "not written (with a bare --matrix: --per-context csv|parquet writes them)"
         else:
             where = "not written (--per-context none)"
         print(
@@ -359,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-context",
         choices=PER_CONTEXT_FORMATS,
         help="the per-context rows: csv, parquet (streamed to -o in chunks, bounded memory) or none (only the "
-        "pair means); default: by -o's suffix, or none with --matrix (the means are written beside -o either way)",
+        "pair means); default: by -o's suffix, or none with a bare --matrix (the means are written beside -o either way)",
     )
     c.add_argument(
         "--matrix",
