@@ -592,7 +592,7 @@ def _similarity_matrix(pair_means: Any, trials: Sequence[str]) -> np.ndarray:
     else:
         raise ConfigError(
             "pair_means must map (trial_a, trial_b) -> mean similarity, or be a square DataFrame "
-            f"indexed by trial id (e.g. a compare_matrix matrix), got {type(pair_means).__name__}"
+            f"indexed by trial id (e.g. a matrix of compare(..., matrix=True)), got {type(pair_means).__name__}"
         )
     for i, j in itertools.combinations(range(n), 2):
         a, b = trials[i], trials[j]
@@ -628,7 +628,7 @@ def trial_permutation_test(
 
     ``pair_means`` gives the similarity of every two trials (their score averaged over contexts):
     a mapping ``(a, b) -> value`` (either order) or a square DataFrame indexed by trial id, such as
-    a matrix of :func:`behavsim.compare_matrix`. ``group_a`` and ``group_b`` (e.g. the TS and the
+    a matrix of ``behavsim.compare(..., matrix=True).matrices``. ``group_a`` and ``group_b`` (e.g. the TS and the
     IQ trials, at least two each) are relabeled: every split of the trials into groups of the same
     sizes gives ``mean(between-group pairs) - mean(within-group pairs)``. With a similarity score,
     a negative statistic means the groups' trials are less alike than trials of one group. If the
