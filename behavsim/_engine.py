@@ -32,7 +32,7 @@ from ._kernel import (
 )
 from ._repr import comparison_repr
 from ._scoring_tasks import score_recipes
-from ._sinks import FrameSink, MeansSink, PerContextWriter, StreamSink, matrices
+from ._sinks import FrameSink, IntervalSink, MeansSink, PerContextWriter, StreamSink, matrices
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score, get_score
 
@@ -138,6 +138,7 @@ def compare(
     per_context: bool | Callable[[pd.DataFrame], Any] | PathLike = True,
     matrix: bool = False,
     answers: bool = False,
+    intervals: bool | Mapping[str, Any] = False,
     chunk_cells: int = DEFAULT_CHUNK_CELLS,
     chunk_contexts: int | None = None,
     executor: Any = None,
@@ -161,7 +162,10 @@ def compare(
       them to that CSV or ``.parquet`` file as they come (the bytes ``per_context.to_csv(path,
       index=False, float_format="%.10g")`` gives), in bounded memory. ``answers=True`` adds the
       answers compared: ``act_a, act_b, prompt_a, prompt_b``.
-    * the pair means, always with pairs: ``result.means``.
+    * the pair means, always with pairs: ``result.means``; ``intervals=True`` (or the options of
+      :func:`behavsim.analysis.means_with_ci`: ``n_resamples``, ``confidence``, ``seed``) adds
+      ``<score>_lo`` and ``<score>_hi``, the percentile bootstrap interval of each pair's mean —
+      what ``means_with_ci`` gives from the rows, also when the rows are streamed or not kept.
     * ``matrix=True``: per score the P×P matrix of means over every ordered pair and self-pair,
       whatever ``pairs`` says, in bounded memory (``chunk_contexts`` contexts per chunk, rounded
       up to whole blocks of 64; default: about ``chunk_cells`` cells per chunk).
@@ -189,6 +193,7 @@ def compare(
         if not matrix:
             raise ConfigError("chunk_contexts applies to the matrices only (matrix=True)")
     keep, sink = _rows_option(per_context, plan is not None, bool(matrix))
+    ci_options = _intervals_option(intervals, plan is not None)
     if answers and not (keep or sink is not None):
         raise ConfigError("answers=True adds columns to the per-context rows, but per_context=False asks for none")
 
@@ -224,6 +229,7 @@ def compare(
     if plan is not None and pair_cells is not None:
         t1 = time.perf_counter()
         means_sink = MeansSink(plan, ids, n_ctx)
+        ci_sink = IntervalSink(names, n_ctx, ci_options) if ci_options is not None else None
         rows_sink: FrameSink | StreamSink | None = None
         writer: Any = contextlib.nullcontext()
         if keep:
@@ -235,12 +241,16 @@ def compare(
 
         def consume(sl: slice, columns: dict[str, np.ndarray]) -> None:
             means_sink.add(sl, columns)
+            if ci_sink is not None:
+                ci_sink.add(sl, columns)
             if rows_sink is not None:
                 rows_sink.add(sl, columns)
 
         with writer:
             gather_pairs(pair_cells, objs, answers_by_level, for_pairs, consume, show)
         means = means_sink.result()
+        if ci_sink is not None:
+            means = ci_sink.add_to(means)
         if isinstance(rows_sink, FrameSink):
             per = rows_sink.result()
         n_rows = rows_sink.n_rows if rows_sink is not None else 0
@@ -273,6 +283,32 @@ def _positive(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _intervals_option(intervals: Any, has_pairs: bool) -> dict[str, Any] | None:
+    """The options of the bootstrap intervals of the pair means, or None for none."""
+    if intervals is False or intervals is None:
+        return None
+    if intervals is True:
+        options: dict[str, Any] = {}
+    elif isinstance(intervals, Mapping):
+        options = dict(intervals)
+        unknown = sorted(set(options) - {"n_resamples", "confidence", "seed"})
+        if unknown:
+            raise ConfigError(f"intervals: unknown option(s) {unknown}; valid: n_resamples, confidence, seed")
+    else:
+        raise ConfigError(
+            "intervals must be True, False or a mapping of n_resamples, confidence, seed, "
+            f"got {type(intervals).__name__}"
+        )
+    if not has_pairs:
+        raise ConfigError("intervals are of the pair means, but pairs=None compares no pair")
+    from .analysis import _check_confidence, _check_int, _check_seed
+
+    _check_int(options.get("n_resamples", 1), "n_resamples", 1)  # refused before any scoring
+    _check_confidence(options.get("confidence", 0.5))
+    _check_seed(options.get("seed", 0))
+    return options
 
 
 def _rows_option(per_context: Any, has_pairs: bool, matrix: bool) -> tuple[bool, Any]:

@@ -25,7 +25,15 @@ import pandas as pd
 from ._errors import ConfigError
 from ._tables import ResponseTable
 
-__all__ = ["MeansSink", "FrameSink", "StreamSink", "PerContextWriter", "PER_CONTEXT_FORMATS", "ANSWER_COLUMNS"]
+__all__ = [
+    "MeansSink",
+    "IntervalSink",
+    "FrameSink",
+    "StreamSink",
+    "PerContextWriter",
+    "PER_CONTEXT_FORMATS",
+    "ANSWER_COLUMNS",
+]
 
 #: What ``behavsim compare --per-context`` accepts.
 PER_CONTEXT_FORMATS = ("none", "csv", "parquet")
@@ -101,6 +109,43 @@ class MeansSink:
 
     def result(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows)
+
+
+class IntervalSink:
+    """Per pair and score a percentile bootstrap interval of the mean, chunk by chunk of whole pairs:
+    :func:`behavsim.analysis.means_with_ci` on each chunk's values (a pair's resamples depend only
+    on its own values, the seed and their number, so the chunks give what the whole table gives)."""
+
+    def __init__(self, names: Sequence[str], n_ctx: int, options: dict[str, Any]) -> None:
+        self.names, self.n_ctx, self.options = list(names), n_ctx, options
+        self.parts: list[pd.DataFrame] = []
+        self.attrs: dict[str, Any] = {}
+
+    def add(self, sl: slice, columns: dict[str, np.ndarray]) -> None:
+        from .analysis import means_with_ci
+
+        n_pairs = sl.stop - sl.start
+        rows = pd.DataFrame(
+            {
+                "pair": np.repeat(np.arange(sl.start, sl.stop), self.n_ctx),
+                "context": np.tile(np.arange(self.n_ctx), n_pairs),
+                **columns,
+            }
+        )
+        ci = means_with_ci(rows, self.names, **self.options)
+        self.attrs = dict(ci.attrs.get("bootstrap", {}))
+        self.parts.append(ci[[c for s in self.names for c in (f"{s}_lo", f"{s}_hi")]])
+
+    def add_to(self, means: pd.DataFrame) -> pd.DataFrame:
+        """``means`` with the ``<score>_lo``, ``<score>_hi`` columns (as ``means_with_ci`` orders them)."""
+        out = means.copy()
+        ci = pd.concat(self.parts, ignore_index=True) if self.parts else pd.DataFrame()
+        for s in self.names:
+            for side in ("lo", "hi"):
+                col = f"{s}_{side}"
+                out[col] = ci[col].to_numpy() if col in ci else np.zeros(0)
+        out.attrs["bootstrap"] = self.attrs
+        return out
 
 
 class FrameSink:

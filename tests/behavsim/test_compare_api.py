@@ -68,6 +68,25 @@ def test_rows_to_a_file_are_the_rows_in_memory(tmp_path):
     )
 
 
+@pytest.mark.parametrize("chunk_cells", [1, 7, 10_000])
+def test_intervals_of_the_means_are_those_from_the_rows(chunk_cells):
+    """intervals=True: the pair means with analysis.means_with_ci's bootstrap intervals, computed
+    chunk by chunk — also when the rows are not kept — equal to means_with_ci on all the rows."""
+    tables = _tables()
+    ref = analysis.means_with_ci(compare(tables, "all", scores=SCORES), n_resamples=200, seed=3)
+    for rows in (True, False):
+        got = compare(
+            tables, "all", scores=SCORES, per_context=rows, intervals={"n_resamples": 200, "seed": 3},
+            chunk_cells=chunk_cells,
+        )  # fmt: skip
+        pd.testing.assert_frame_equal(got.means, ref, check_exact=True)
+        assert got.means.attrs["bootstrap"] == ref.attrs["bootstrap"]
+    lo, hi = analysis.bootstrap_ci(compare(tables, [("p0", "p3")], scores=["CER"]).per_context["CER"], n_resamples=200,
+                                   seed=3)  # fmt: skip
+    row = ref[(ref.a == "p0") & (ref.b == "p3")].iloc[0]
+    assert (row["CER_lo"], row["CER_hi"]) == (lo, hi) and lo < row["CER"] < hi
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
@@ -77,6 +96,9 @@ def test_rows_to_a_file_are_the_rows_in_memory(tmp_path):
         ({"chunk_cells": 0}, "chunk_cells must be a positive integer"),
         ({"per_context": 3}, "per_context must be True"),
         ({"per_context": False, "answers": True}, "answers=True adds columns"),
+        ({"intervals": {"resamples": 10}}, r"intervals: unknown option\(s\) \['resamples'\]"),
+        ({"intervals": {"confidence": 2}}, "confidence must be a number strictly between 0 and 1"),
+        ({"pairs": None, "matrix": True, "intervals": True}, "intervals are of the pair means"),
     ],
 )
 def test_option_mistakes_are_one_line(kwargs, message):
