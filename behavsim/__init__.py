@@ -35,10 +35,8 @@ from ._errors import (
 from ._executor import Executor, ExecutorError, get_executor
 from ._io import canonical_copy
 from ._map import BehaviourMap, behaviour_map, write_map
-from ._matrix import MatrixComparison, compare_matrix
 from ._registry import Registry
 from ._slices import SLICE_KINDS, slice_scores
-from ._stream import StreamedComparison, compare_stream
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
 from .policy import (
@@ -61,7 +59,11 @@ from .policy import (
 )
 from .scores import ALL_SCORES, get_score, list_scores, score_info
 
+#: The installed version of behavsim (the distribution's metadata).
+__version__ = package_version("behavsim")
+
 __all__ = [
+    "__version__",
     "DialogueAct",
     "ActLike",
     "parse_act",
@@ -108,10 +110,6 @@ __all__ = [
     "default_cache_dir",
     "compare",
     "Comparison",
-    "compare_matrix",
-    "MatrixComparison",
-    "compare_stream",
-    "StreamedComparison",
     "behaviour_map",
     "BehaviourMap",
     "write_map",

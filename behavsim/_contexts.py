@@ -36,6 +36,7 @@ from typing import Any
 
 from ._errors import TableFormatError
 from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._repr import contextset_repr
 from ._tables import context_fingerprint
 
 __all__ = ["ContextSet", "CONTEXTS_FORMAT", "CONTEXTS_VERSION", "belief_problem"]
@@ -200,6 +201,9 @@ class ContextSet:
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.beliefs[i]
+
+    def __repr__(self) -> str:  # short: kind, size, fingerprint, a summary (never the beliefs)
+        return contextset_repr(self)
 
     def select(
         self, keep: Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[int], description: str | None = None

@@ -42,6 +42,7 @@ from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
 from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
 from ._repeats import agreement, answer_key, self_agreement
+from ._repr import table_repr
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -174,6 +175,9 @@ class ResponseTable:
                 )
             )
         return out
+
+    def __repr__(self) -> str:  # short: kind, size, fingerprint, a summary (never the rows)
+        return table_repr(self)
 
     # ------------------------------------------------------------------ saving
     def header(self) -> dict[str, Any]:

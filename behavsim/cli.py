@@ -68,8 +68,8 @@ MANY_ROWS = 5_000_000
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ._engine import _plan
-    from ._stream import PerContextWriter, compare_stream
+    from ._engine import _plan, compare
+    from ._sinks import PerContextWriter
     from ._tables import ResponseTable
 
     out = Path(args.output) if args.output is not None else None
@@ -88,11 +88,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("--chunk-contexts applies to --matrix only")
     executor = get_executor(args.executor)
     fmt = args.per_context
-    if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
-        fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
+    if fmt is None:  # the per-context CSV (Parquet by suffix); a bare --matrix, whose folder -o names: the means
+        fmt = "none" if args.matrix == "" else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
     if getattr(args, "slice", None) and fmt == "none":
         raise ConfigError(
-            "--slice needs the per-context rows written: -o FILE, and with --matrix or --per-context none "
+            "--slice needs the per-context rows written: -o FILE, and with a bare --matrix or --per-context none "
             "also --per-context csv|parquet"
         )
     if out is not None and fmt != "none":
@@ -106,29 +106,38 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
                 file=sys.stderr,
             )
-    if matrix_dir is not None:
-        _write_matrices(tables, args, matrix_dir, executor)
-        if out is None or args.per_context is None:
-            return 0
-    assert out is not None
-    pairs = args.pairs
-    if args.pair:
-        pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
-    n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
-    if args.per_context is None and n_rows > MANY_ROWS:
-        print(
-            f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
-            "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
-            file=sys.stderr,
-        )
-    scores = _score_names(args.scores)
-    opts = _score_options(args)
-    run = {"scores": scores, "score_options": opts, "by": args.by, "progress": args.progress, "executor": executor}
-    if fmt == "none":
-        comp = compare_stream(tables, pairs, **run)
+    pairs: Any = None
+    if out is not None:
+        pairs = args.pairs
+        if args.pair:
+            pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
+        n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
+        if args.per_context is None and fmt != "none" and n_rows > MANY_ROWS:
+            print(
+                f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
+                "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
+                file=sys.stderr,
+            )
+    if matrix_dir is not None and (args.pair or args.pairs != "all"):
+        print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
+    run = {
+        "scores": _score_names(args.scores),
+        "score_options": _score_options(args),
+        "by": args.by,
+        "progress": args.progress,
+        "executor": executor,
+        "matrix": matrix_dir is not None,
+        "chunk_contexts": args.chunk_contexts,
+    }
+    if out is None or fmt == "none":
+        comp = compare(tables, pairs, per_context=False, **run)
     else:
         with PerContextWriter(out, fmt) as writer:
-            comp = compare_stream(tables, pairs, sink=writer, **run)
+            comp = compare(tables, pairs, per_context=writer, **run)
+    if matrix_dir is not None:
+        _write_matrices(comp, args, matrix_dir)
+    if out is None:
+        return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
     with atomic_path(means_path) as tmp:
@@ -162,7 +171,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         show = comp.means[["a", "b", *names]].copy()
         with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
             print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
-        where = f"{out}" if fmt != "none" else "not written (--per-context none)"
+        if fmt != "none":
+            where = f"{out}"
+        elif args.per_context is None:
+            where = "not written (with a bare --matrix: --per-context csv|parquet writes them)"
+        else:
+            where = "not written (--per-context none)"
         print(
             f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {where}; "
             f"means: {means_path}; signatures: {meta_path}"
@@ -170,41 +184,31 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor: Any = None) -> None:
+def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
     """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
-    from ._matrix import compare_matrix
     from .plots import heatmap
 
-    if args.pair or args.pairs != "all":
-        print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
-    mc = compare_matrix(
-        tables,
-        scores=_score_names(args.scores),
-        score_options=_score_options(args),
-        chunk_contexts=args.chunk_contexts,
-        progress=args.progress,
-        executor=executor,
-    )
+    assert comp.matrices is not None and comp.n_missing is not None
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    n_pol = len(tables)
-    for name in mc.score_names:
+    n_pol = len(comp.policies)
+    for name in comp.score_names:
         if args.matrix_format == "parquet":
             path = out / f"{name}.parquet"
             with atomic_path(path) as tmp:
-                mc.means[name].to_parquet(tmp)
+                comp.matrices[name].to_parquet(tmp)
         else:
             path = out / f"{name}.csv"
             with atomic_path(path) as tmp:
-                mc.means[name].to_csv(tmp)  # shortest round-trip repr: the exact double
+                comp.matrices[name].to_csv(tmp)  # shortest round-trip repr: the exact double
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
-        title = f"{name}, mean over {mc.n} contexts"
-        png, _ = heatmap(mc.means[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
+        title = f"{name}, mean over {comp.n_contexts} contexts"
+        png, _ = heatmap(comp.matrices[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
         written.append((name, path, png))
     # the contexts left out of each mean, every score in one long table (a, b, <score>...)
-    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in mc.n_missing.items()}).reset_index()
+    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in comp.n_missing.items()}).reset_index()
     missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
     with atomic_path(missing_path) as tmp:
         if args.matrix_format == "parquet":
@@ -216,10 +220,10 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor:
         tmp.write_text(
             json.dumps(
                 {
-                    "context_fingerprint": mc.context_fingerprint,
-                    "n_contexts": mc.n,
-                    "signatures": mc.signatures,
-                    "policies": mc.policies,
+                    "context_fingerprint": comp.context_fingerprint,
+                    "n_contexts": comp.n_contexts,
+                    "signatures": comp.signatures,
+                    "policies": comp.policies,
                     "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
                     "tables": [str(p) for p in args.tables],
                 },
@@ -228,8 +232,7 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor:
             )
             + "\n"
         )
-    p = len(tables)
-    print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
+    print(f"{n_pol} x {n_pol} matrices over {comp.n_contexts} contexts written to {out}/:")
     for name, path, png in written:
         print(f"  {name:<10} {path.name}, {png.name}")
     print(f"  contexts left out of each mean: {missing_path.name}")
@@ -246,7 +249,7 @@ def _cmd_scores(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
     from ._map import register_map
-    from ._stream import PER_CONTEXT_FORMATS
+    from ._sinks import PER_CONTEXT_FORMATS
 
     _scores_help = (
         f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
@@ -284,13 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "-o",
         "--output",
-        help="file of per-context values, CSV or .parquet (means and signatures beside it); needed unless --matrix DIR",
+        help="file of per-context values, CSV or .parquet (means and signatures beside it); needed unless --matrix "
+        "DIR; with --matrix DIR both are written",
     )
     c.add_argument(
         "--per-context",
         choices=PER_CONTEXT_FORMATS,
         help="the per-context rows: csv, parquet (streamed to -o in chunks, bounded memory) or none (only the "
-        "pair means); default: by -o's suffix, or none with --matrix",
+        "pair means); default: by -o's suffix, or none with a bare --matrix (the means are written beside -o either way)",
     )
     c.add_argument(
         "--matrix",

@@ -855,7 +855,9 @@ class ConvergenceMonitor:
         """Means of every score, ``(other, table)`` for each named other table, in one comparison."""
         tables = [_with_id(table, "this")] + [_with_id(t, key) for key, t in others]
         pairs = [(i + 1, 0) for i in range(len(others))]
-        comp = compare(tables, pairs, scores=self.scores, score_options=self.score_options, progress=False)
+        comp = compare(
+            tables, pairs, scores=self.scores, score_options=self.score_options, per_context=False, progress=False
+        )
         out = {}
         for (key, _), (_, m) in zip(others, comp.means.iterrows()):
             out[key] = {**{s: float(m[s]) for s in self.scores}, "n": int(m["n"])}

@@ -506,7 +506,7 @@ def heatmap(
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
     :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–".
     ``annotate``: write the values into the cells (default: when the matrix has at most 25 rows
-    and columns, e.g. not for a big policy matrix from :func:`behavsim.compare_matrix`).
+    and columns, e.g. not for a big policy matrix from ``behavsim.compare(..., matrix=True)``).
     ``svg``: write the SVG too (default: when annotated; without values in the cells an SVG
     holds nothing but the PNG's raster image and costs as much time again)."""
     if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:

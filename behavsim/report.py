@@ -463,7 +463,7 @@ def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, titl
         f"<code>{escape(comparison.context_fingerprint)}</code>)."
     )
     sections = [("means", "Means per pair", score_table(means, ["a", "b"], "means", caption))]
-    if len(names) >= 2:
+    if len(names) >= 2 and comparison.per_context is not None:  # (rows streamed: no agreement)
         corr, mse = score_agreement(comparison.per_context, names)
         n = corr.attrs.get("n_rows", len(comparison.per_context))
         body = (

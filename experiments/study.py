@@ -511,12 +511,14 @@ def _comparisons(
     sets: dict[str, ContextSet],
     tables: dict[str, dict[str, ResponseTable]],
     trials: dict[tuple[str, int], list[str]],
+    executor: Any = None,
 ):
     """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
     convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
     (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
     rewards (every trial of one reward vs every trial of the other at the last checkpoint, on
-    C_col^all)."""
+    C_col^all). ``executor``: where the distinct answer combinations are scored (the values are the
+    same under any executor)."""
     scores = list(cfg.scores)
     for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
         for (reward, seed), specs in trials.items():
@@ -525,7 +527,7 @@ def _comparisons(
             if len(specs) < 2:
                 continue
             group = [tables[name][s] for s in specs]
-            comp = compare(group, "consecutive", scores=scores)
+            comp = compare(group, "consecutive", scores=scores, executor=executor)
             checkpoints = [comp.policies[b]["checkpoint"] for b in comp.means["b"]]
             yield "convergence", name, {"reward": reward, "seed": seed, "checkpoint": checkpoints}, comp
     for name in ("ccol-all", "cgen"):
@@ -535,7 +537,7 @@ def _comparisons(
                 group = [tables[name][trials[(reward, s)][k]] for s in cfg.seeds]
                 if len(group) < 2:
                     continue
-                comp = compare(group, "all", scores=scores)
+                comp = compare(group, "all", scores=scores, executor=executor)
                 ck = group[0].policy["checkpoint"]
                 labels = [
                     _pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])
@@ -544,7 +546,7 @@ def _comparisons(
     if len(cfg.rewards) == 2:
         ra, rb = cfg.rewards
         group = [tables["ccol-all"][trials[(r, s)][-1]] for r in (ra, rb) for s in cfg.seeds]
-        comp = compare(group, "cross", by="reward", scores=scores)
+        comp = compare(group, "cross", by="reward", scores=scores, executor=executor)
         labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
         yield "rewards", "ccol-all", {"pair": labels}, comp
 
@@ -578,10 +580,10 @@ def run_study(
     clock.lap("contexts")
     responses = _stage_respond(cfg, run, sets, log, ex)
     clock.lap("respond")
-    _stage_compare_and_analyse(cfg, run, sets, responses, log)
+    _stage_compare_and_analyse(cfg, run, sets, responses, log, ex)
     clock.lap("compare+analyse")
     figures = _stage_figures(cfg, run, metrics, log)
-    figures += _stage_map(run, responses, log)
+    figures += _stage_map(run, responses, log, ex)
     figures += _stage_robustness(cfg, run, sets, responses, log)
     _record_outputs(run, "figures", _figure_files(run))
     clock.lap("figures")
@@ -657,7 +659,12 @@ _ANALYSIS_VERSION = 2
 
 
 def _stage_compare_and_analyse(
-    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
+    cfg: StudyConfig,
+    run: Path,
+    sets: dict[str, ContextSet],
+    responses: _Responses,
+    log: Callable[[str], None],
+    executor: Any = None,
 ) -> None:
     """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
     state = _State(run / "state.json")
@@ -674,7 +681,7 @@ def _stage_compare_and_analyse(
         return
     results = run / "results"
     log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
-    allper, signatures = _compare_all(cfg, sets, responses, results)
+    allper, signatures = _compare_all(cfg, sets, responses, results, executor)
     log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
@@ -685,7 +692,7 @@ def _stage_compare_and_analyse(
 
 
 def _compare_all(
-    cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses, results: Path
+    cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses, results: Path, executor: Any = None
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Every comparison: means with bootstrap CIs (``<kind>.csv``), per-turn TMR/DMR, the most
     disagreeing contexts and every per-context value (``per_context/all.csv``, returned)."""
@@ -697,7 +704,7 @@ def _compare_all(
     frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
     signatures: dict[str, str] = {}
     per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
-    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials):
+    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials, executor):
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
         m = m.drop(columns=["pair"], errors="ignore")
@@ -915,7 +922,9 @@ def _write_manifest(
     return elapsed
 
 
-def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> list[dict[str, str]]:
+def _stage_map(
+    run: Path, responses: _Responses, log: Callable[[str], None], executor: Any = None
+) -> list[dict[str, str]]:
     """The behaviour map of every policy on C_gen (TMR): classical MDS with each trial's checkpoints
     joined in training order, and the dendrogram of the final policies (``map/``)."""
     from behavsim import behaviour_map, write_map
@@ -924,7 +933,7 @@ def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> 
     if len(tables) < 3:
         return []
     log("      behaviour map (TMR on cgen)")
-    bm = behaviour_map(tables, "TMR")
+    bm = behaviour_map(tables, "TMR", executor=executor)
     bm.policies = relative_meta(bm.policies, run)  # tables of older run folders name checkpoints by absolute path
     paths = write_map(bm, run / "map")
     out = [

@@ -29,6 +29,7 @@ from typing import Any
 from .._acts import canonical_act
 from .._contexts import ContextSet
 from .._errors import BehavsimError, ConfigError
+from .._inputs import as_contexts
 from .._io import canonical_copy
 from .._tables import ResponseTable
 from .._util import die_with_parent
@@ -69,9 +70,8 @@ def error_text(exc: BaseException) -> str:
 
 
 def _as_contexts(contexts: Any) -> ContextSet:
-    if not isinstance(contexts, ContextSet):
-        raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
-    return contexts
+    """A context set, or the one saved at a path (``str`` or ``os.PathLike``)."""
+    return as_contexts(contexts)
 
 
 def _progress_bar(total: int, desc: str, progress: bool | None):
@@ -96,7 +96,7 @@ def _warn_errors(table: ResponseTable) -> None:
 
 def respond(
     policy: Any,
-    contexts: ContextSet,
+    contexts: ContextSet | str | os.PathLike,
     *,
     strict: bool = False,
     policy_id: str | None = None,
@@ -104,7 +104,8 @@ def respond(
     repeat: int = 1,
     **options: Any,
 ) -> ResponseTable:
-    """Run one policy on every context of ``contexts``; returns its :class:`~behavsim.ResponseTable`.
+    """Run one policy on every context of ``contexts`` (a :class:`~behavsim.ContextSet` or the path
+    of a saved one); returns its :class:`~behavsim.ResponseTable`.
 
     ``policy``: a policy spec string (``behavsim.list_policy_kinds()``), an
     :class:`~behavsim.Adapter`, a policy object (``act(belief) -> Response``) or a callable
@@ -133,7 +134,7 @@ def _check_repeat(repeat: Any) -> int:
 
 def _respond(
     policy: Any,
-    contexts: ContextSet,
+    contexts: Any,
     *,
     strict: bool,
     policy_id: str | None,
@@ -205,13 +206,15 @@ def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar:
     return acts, prompts, errors, raws
 
 
-def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: Any) -> int:
+def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:
     """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
-    :class:`~behavsim.ContextSet` or belief states) the policy answers every context with a
+    :class:`~behavsim.ContextSet`, its path, or belief states) the policy answers every context with a
     parseable act (else :class:`PolicyFailed`), two runs give identical tables, the beliefs are
     left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
     :class:`PolicyCheckError`). Returns the number of contexts checked."""
-    if not isinstance(contexts, ContextSet):
+    if isinstance(contexts, (str, os.PathLike)):
+        contexts = as_contexts(contexts)
+    elif not isinstance(contexts, ContextSet):
         contexts = ContextSet(list(contexts))
     adapter = as_adapter(policy, **options)
     for key in ("id", "name", "kind"):
@@ -283,7 +286,7 @@ def _respond_task(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[s
 
 def respond_many(
     policies: Sequence[Any],
-    contexts: ContextSet,
+    contexts: ContextSet | str | os.PathLike,
     *,
     workers: int | None = None,
     strict: bool = False,
@@ -294,7 +297,7 @@ def respond_many(
     repeat: int = 1,
     **options: Any,
 ) -> list[ResponseTable]:
-    """:func:`respond` for many policies on one context set, in parallel processes.
+    """:func:`respond` for many policies on one context set (or its path), in parallel processes.
 
     ``workers`` defaults to ``min(len(policies), os.cpu_count())``; with one worker everything runs
     in this process. Results come in input order and equal a serial run's. Spec strings are

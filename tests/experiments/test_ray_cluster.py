@@ -157,7 +157,7 @@ API_SCRIPT = r"""
 import sys
 from pathlib import Path
 
-from behavsim import compare_matrix, compare_stream, get_executor, respond_many
+from behavsim import compare, get_executor, respond_many
 from contexts import generate_grid
 from policies.learners.train import TrainConfig, run_training
 
@@ -171,8 +171,8 @@ files = sorted(p.relative_to(tmp / "local") for p in (tmp / "local").rglob("*.np
 cs = generate_grid(step=0.5)
 specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
 local = respond_many(specs, cs)
-a = compare_stream(local, "all")
-m = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"])
+a = compare(local, "all", per_context=False)
+m = compare(local, None, scores=["TMR", "USE_cos", "BERTScore"], matrix=True)
 
 ex = get_executor("ray")  # a Ray started here, inside the namespace
 seen = []
@@ -185,16 +185,16 @@ run_training(cfg, tmp / "mixed", progress=False, executor=ex)  # resumed on anot
 assert all((tmp / "local" / f).read_bytes() == (tmp / "mixed" / f).read_bytes() for f in files)
 remote = respond_many(specs, cs, executor=ex)
 assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
-b = compare_stream(local, "all", executor=ex)
+b = compare(local, "all", per_context=False, executor=ex)
 assert a.means.equals(b.means), (a.means, b.means)
-mr = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"], executor=ex)
-assert all(m.means[n].equals(mr.means[n]) for n in m.means)
+mr = compare(local, None, scores=["TMR", "USE_cos", "BERTScore"], matrix=True, executor=ex)
+assert all(m.matrices[n].equals(mr.matrices[n]) for n in m.matrices)
 print("OK", len(files), "checkpoints,", len(a.means), "pairs")
 """
 
 
 def test_api_on_a_local_ray_gives_the_local_results(tmp_path):
-    """run_training, respond_many and compare_stream with executor=ray (a Ray started by the
+    """run_training, respond_many and compare with executor=ray (a Ray started by the
     driver inside a network namespace) give the local executor's files, tables and values."""
     problem = _namespace_problem()
     if problem:
