@@ -1,0 +1,158 @@
+"""Interrupts (SIGINT, SIGTERM) are the business of the command that runs, not of the process.
+
+* :func:`command_signals` — used by :func:`behavsim.cli.main` around one command: it installs
+  handlers for SIGINT and SIGTERM on entry and puts the previous ones back on exit, however the
+  command ends (a result, an error, an interrupt, ``SystemExit`` from argparse). The library API
+  installs none.
+* The **first** signal records the request and raises :class:`KeyboardInterrupt` where the
+  command is; the command's clean-up (workers stopped, partial files removed) runs as the
+  exception unwinds, and the command ends with exit status 130 and the line ``interrupted``.
+* The request cannot be lost: when the :class:`KeyboardInterrupt` is swallowed (it landed in a
+  ``__del__`` or a callback, where Python prints "Exception ignored in ...") or turned into
+  another exception by a library, the command still ends with 130 and ``interrupted``; and
+  :func:`raise_if_interrupted`, called at stage boundaries and as tasks finish, raises it again
+  there, so that the work stops promptly.
+* Clean-ups that must run to the end (stopping workers) run in :func:`interrupts_deferred`: a
+  first signal there is recorded and raises nothing.
+* Later signals are recorded and raise nothing: a second Ctrl-C cannot cut the clean-up short,
+  nor can a :class:`KeyboardInterrupt` escape the command (CPython then ends the whole process
+  by SIGINT, return code -2, with workers and temporary files left behind).
+* Worker processes ignore both signals (:func:`ignore_interrupts`, in their initializer): their
+  parent stops them, and they die with it (:func:`behavsim._util.die_with_parent`).
+
+Outside a command nothing is recorded, and :func:`raise_if_interrupted` costs one attribute read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = [
+    "INTERRUPT_SIGNALS",
+    "InterruptRequest",
+    "command_signals",
+    "interrupt_requested",
+    "raise_if_interrupted",
+    "interrupts_deferred",
+    "on_command_exit",
+    "ignore_interrupts",
+]
+
+#: The signals a command handles as an interrupt.
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class InterruptRequest:
+    """What the handlers of one command have seen: the first signal (``signum``), how many
+    signals arrived, and whether the command is closing (its result being reported)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.count = 0
+        self.closing = False
+        self.deferred = 0
+        self.exits: list[Callable[[], None]] = []
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def handler(self, signum: int, frame: Any) -> None:  # noqa: ARG002
+        self.count += 1
+        if self.signum is None:
+            self.signum = signum
+            if not self.closing and not self.deferred:
+                raise KeyboardInterrupt
+        # later signals: recorded only (the clean-up of the first one is running)
+
+
+#: The request of the command running in this process (innermost), or None.
+_ACTIVE: InterruptRequest | None = None
+
+
+@contextlib.contextmanager
+def command_signals() -> Iterator[InterruptRequest]:
+    """Handle SIGINT and SIGTERM as interrupts of the command run inside; the previous handlers
+    are back when the block is left. Outside the main thread (where Python allows no handler)
+    nothing is installed and the request stays empty."""
+    global _ACTIVE
+    req = InterruptRequest()
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in INTERRUPT_SIGNALS:
+            try:
+                previous[sig] = signal.getsignal(sig)
+                signal.signal(sig, req.handler)
+            except (ValueError, OSError):  # pragma: no cover (an embedded interpreter)
+                previous.pop(sig, None)
+    outer, _ACTIVE = _ACTIVE, req
+    try:
+        yield req
+    finally:
+        req.closing = True
+        try:
+            for fn in reversed(req.exits):
+                try:
+                    fn()
+                except Exception:  # a clean-up that fails must not hide the command's result
+                    pass
+        finally:
+            _ACTIVE = outer
+            for signum, old in previous.items():
+                signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+
+def interrupt_requested() -> bool:
+    """Whether the command running in this process received SIGINT or SIGTERM."""
+    req = _ACTIVE
+    return req is not None and req.signum is not None
+
+
+def raise_if_interrupted() -> None:
+    """Raise :class:`KeyboardInterrupt` if the running command was interrupted (again, if the
+    first one was swallowed); called at stage boundaries and as tasks finish. Nothing outside a
+    command, nor while the command reports its result."""
+    req = _ACTIVE
+    if req is not None and req.signum is not None and not req.closing:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """A clean-up that an interrupt must not cut short (workers being stopped, a local Ray shut
+    down): a first signal inside is recorded and raises nothing (the command still ends as
+    interrupted)."""
+    req = _ACTIVE
+    if req is None:
+        yield
+        return
+    req.deferred += 1
+    try:
+        yield
+    finally:
+        req.deferred -= 1
+
+
+def on_command_exit(fn: Callable[[], None]) -> bool:
+    """Call ``fn()`` when the running command ends (however it ends), before its signal handlers
+    are put back: e.g. a local Ray the command started is shut down. Returns False (and keeps
+    nothing) outside a command."""
+    req = _ACTIVE
+    if req is None:
+        return False
+    req.exits.append(fn)
+    return True
+
+
+def ignore_interrupts() -> None:
+    """In a worker process: SIGINT and SIGTERM are ignored (a Ctrl-C reaches the whole process
+    group; the parent decides, and stops its workers itself)."""
+    for sig in INTERRUPT_SIGNALS:
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except ValueError:  # pragma: no cover (not the main thread)
+            pass
