@@ -8,10 +8,10 @@
   command is; the command's clean-up (workers stopped, partial files removed) runs as the
   exception unwinds, and the command ends with exit status 130 and the line ``interrupted``.
 * The request cannot be lost: when the :class:`KeyboardInterrupt` is swallowed (it landed in a
-  ``__del__`` or a callback, where Python prints "Exception ignored in ...") or turned into
-  another exception by a library, the command still ends with 130 and ``interrupted``; and
-  :func:`raise_if_interrupted`, called at stage boundaries and as tasks finish, raises it again
-  there, so that the work stops promptly.
+  ``__del__`` or a callback, where Python would print "Exception ignored in ...", silenced
+  here) or turned into another exception by a library, the command still ends with 130 and
+  ``interrupted``; and :func:`raise_if_interrupted`, called at stage boundaries and as tasks
+  finish, raises it again there, so that the work stops promptly.
 * Clean-ups that must run to the end (stopping workers) run in :func:`interrupts_deferred`: a
   first signal there is recorded and raises nothing.
 * Later signals are recorded and raise nothing: a second Ctrl-C cannot cut the clean-up short,
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -90,6 +91,16 @@ def command_signals() -> Iterator[InterruptRequest]:
             except (ValueError, OSError):  # pragma: no cover (an embedded interpreter)
                 previous.pop(sig, None)
     outer, _ACTIVE = _ACTIVE, req
+    hook = sys.unraisablehook
+
+    def quiet_hook(unraisable: Any) -> None:
+        # the interrupt landed in a __del__ or a callback, which cannot pass it on: it is
+        # recorded, and the command ends as interrupted; no "Exception ignored in" traceback
+        if req.requested and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        hook(unraisable)
+
+    sys.unraisablehook = quiet_hook
     try:
         yield req
     finally:
@@ -102,6 +113,8 @@ def command_signals() -> Iterator[InterruptRequest]:
                     pass
         finally:
             _ACTIVE = outer
+            if sys.unraisablehook is quiet_hook:
+                sys.unraisablehook = hook
             for signum, old in previous.items():
                 signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
