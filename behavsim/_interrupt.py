@@ -25,7 +25,10 @@ Outside a command nothing is recorded, and :func:`raise_if_interrupted` costs on
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
+import os
 import signal
 import sys
 import threading
@@ -56,6 +59,7 @@ class InterruptRequest:
         self.count = 0
         self.closing = False
         self.deferred = 0
+        self.exit_status = 130  # for command_signals(restore=False): the status the process exits with
         self.exits: list[Callable[[], None]] = []
 
     @property
@@ -76,17 +80,28 @@ _ACTIVE: InterruptRequest | None = None
 
 
 @contextlib.contextmanager
-def command_signals() -> Iterator[InterruptRequest]:
+def command_signals(restore: bool = True) -> Iterator[InterruptRequest]:
     """Handle SIGINT and SIGTERM as interrupts of the command run inside; the previous handlers
-    are back when the block is left. Outside the main thread (where Python allows no handler)
-    nothing is installed and the request stays empty."""
+    are back when the block is left. A signal ignored on entry stays ignored (a background job
+    of a non-interactive shell starts with SIGINT ignored, as POSIX asks; ``nohup`` and the like
+    decide for the command). Outside the main thread (where Python allows no handler) nothing
+    is installed and the request stays empty.
+
+    ``restore=False`` is for a process that ends with the command (the ``behavsim`` program):
+    instead of the previous handlers, a signal after the block ends the process at once with
+    ``req.exit_status`` — a second Ctrl-C while Python finalises (joins threads, runs atexit
+    handlers) neither turns the command's status into a death by signal nor waits for it; from
+    the atexit calls on (the last moments of the process) the signals are ignored."""
     global _ACTIVE
     req = InterruptRequest()
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in INTERRUPT_SIGNALS:
             try:
-                previous[sig] = signal.getsignal(sig)
+                old = signal.getsignal(sig)
+                if old == signal.SIG_IGN:  # e.g. SIGINT of a background job (POSIX): stays ignored
+                    continue
+                previous[sig] = old
                 signal.signal(sig, req.handler)
             except (ValueError, OSError):  # pragma: no cover (an embedded interpreter)
                 previous.pop(sig, None)
@@ -116,7 +131,23 @@ def command_signals() -> Iterator[InterruptRequest]:
             if sys.unraisablehook is quiet_hook:
                 sys.unraisablehook = hook
             for signum, old in previous.items():
-                signal.signal(signum, old if old is not None else signal.SIG_DFL)
+                if restore:
+                    signal.signal(signum, old if old is not None else signal.SIG_DFL)
+                else:
+                    signal.signal(signum, functools.partial(_exit_now, req))
+            if not restore and previous:
+                # Python puts SIG_DFL back for its handlers late in finalisation, where a signal
+                # would then kill the process: from the last atexit call on, they are ignored
+                atexit.register(ignore_interrupts)
+
+
+def _exit_now(req: InterruptRequest, signum: int, frame: Any) -> None:  # noqa: ARG001
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream
+            pass
+    os._exit(req.exit_status)
 
 
 def interrupt_requested() -> bool:

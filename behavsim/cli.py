@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._errors import BehavsimError, ConfigError
 from ._executor import add_executor_option, get_executor
@@ -25,7 +25,7 @@ from ._util import package_version
 from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
 from .scores import scores as score_registry
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "console_main", "build_parser"]
 
 
 def _score_names(values: Sequence[str] | None) -> list[str]:
@@ -439,13 +439,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``interrupted``, after the clean-up: workers stopped, partial files removed) and the
     previous handlers put back when ``main`` returns, however it returns
     (:mod:`behavsim._interrupt`)."""
-    with command_signals() as req:
+    return _command(argv, restore=True)
+
+
+def console_main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``behavsim`` program (its console script, ``python -m behavsim.cli``): :func:`main`,
+    then the process exits with its status. A signal that arrives once the command has returned,
+    while Python finalises, ends the process at once with that status: a second Ctrl-C turns
+    neither 130 nor any other status into a death by signal."""
+    sys.exit(_command(argv, restore=False))
+
+
+def _command(argv: Sequence[str] | None, restore: bool) -> int:
+    with command_signals(restore=restore) as req:
         try:
             status = _main(argv, req)
         except KeyboardInterrupt:  # the interrupt landed while the result was being reported
             status = INTERRUPTED
-        except SystemExit:  # argparse (--help, --version, a usage error)
+        except SystemExit as exc:  # argparse (--help, --version, a usage error)
             if not req.requested:
+                req.exit_status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
                 raise
             status = INTERRUPTED
         finally:  # from here on a signal is recorded and raises nothing
@@ -454,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = INTERRUPTED
         if status == INTERRUPTED:
             print("interrupted", file=sys.stderr)
+        req.exit_status = status
     return status
 
 
@@ -509,4 +523,4 @@ def _failure(cmd: str, exc: BaseException, req: InterruptRequest) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

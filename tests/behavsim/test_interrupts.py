@@ -98,6 +98,21 @@ def test_the_command_handles_both_signals_while_it_runs(own_handlers, monkeypatc
     assert len(seen) == 1 and seen[0][0] == seen[0][1] and seen[0][0] not in own_handlers
 
 
+def test_an_ignored_signal_stays_ignored(monkeypatch, capsys):
+    """A background job of a non-interactive shell starts with SIGINT ignored (POSIX): the
+    command leaves it so and handles SIGTERM."""
+    saved = _handlers()
+    seen = []
+    _as_scores(monkeypatch, lambda args: seen.append(_handlers()))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert cli.main(["scores"]) == 0
+        assert _handlers()[0] == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, saved[0])
+    assert seen[0][0] == signal.SIG_IGN and seen[0][1] not in (signal.SIG_IGN, signal.SIG_DFL, saved[1])
+
+
 def test_the_library_installs_no_handler(own_handlers):
     cs = ContextSet([{"beliefs": {"area": {"centre": 0.5}}, "turn": 0}])
     respond_many(["handcrafted", "handcrafted"], cs, workers=2)
