@@ -38,7 +38,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from ._errors import BehavsimError, ConfigError
-from ._interrupt import interrupt_requested, interrupts_deferred, on_command_exit, raise_if_interrupted
+from ._interrupt import (
+    interrupt_requested,
+    interrupts_deferred,
+    on_command_exit,
+    raise_if_interrupted,
+    reclaim_signals,
+)
 from ._util import did_you_mean, die_with_parent
 
 __all__ = [
@@ -311,11 +317,13 @@ class RayExecutor(Executor):
                 include_dashboard=False if self.address is None else None,
             )
         except Exception as exc:  # Ray raises ConnectionError, TimeoutError, RuntimeError, ValueError ...
+            reclaim_signals()
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ExecutorError(
                 f"executor {self.spec!r}: cannot connect to the Ray cluster at {where}: {first[:200]} "
                 "(is it running? 'ray status --address ADDRESS' checks it)"
             ) from None
+        reclaim_signals()  # ray.init replaced a command's SIGTERM handler (and Ray's core worker, at C level)
         if _started_here(ray):
             # the Ray started here belongs to the command that started it: shut down when it ends
             self.started = True

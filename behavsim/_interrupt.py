@@ -42,6 +42,7 @@ __all__ = [
     "interrupt_requested",
     "raise_if_interrupted",
     "interrupts_deferred",
+    "reclaim_signals",
     "on_command_exit",
     "ignore_interrupts",
 ]
@@ -59,6 +60,7 @@ class InterruptRequest:
         self.count = 0
         self.closing = False
         self.deferred = 0
+        self.signals: list[signal.Signals] = []  # the signals this command handles
         self.exit_status = 130  # for command_signals(restore=False): the status the process exits with
         self.exits: list[Callable[[], None]] = []
 
@@ -103,6 +105,7 @@ def command_signals(restore: bool = True) -> Iterator[InterruptRequest]:
                     continue
                 previous[sig] = old
                 signal.signal(sig, req.handler)
+                req.signals.append(sig)
             except (ValueError, OSError):  # pragma: no cover (an embedded interpreter)
                 previous.pop(sig, None)
     outer, _ACTIVE = _ACTIVE, req
@@ -179,6 +182,17 @@ def interrupts_deferred() -> Iterator[None]:
         yield
     finally:
         req.deferred -= 1
+
+
+def reclaim_signals() -> None:
+    """Install the running command's handlers again, after a library replaced them: ``ray.init``
+    sets a SIGTERM handler of its own (``sys.exit``), and Ray's core worker a C-level one that
+    aborts the process."""
+    req = _ACTIVE
+    if req is None or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in req.signals:
+        signal.signal(sig, req.handler)
 
 
 def on_command_exit(fn: Callable[[], None]) -> bool:
