@@ -33,6 +33,17 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(NETBLOCK)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(NETBLOCK)])
 
 
+#: ``bash run.sh test-stress`` sets it: how many times the interrupt, kill and Ray tests repeat.
+STRESS = int(os.environ.get("BEHAVSIM_STRESS", "0") or 0)
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``repeat_in_stress`` run ``BEHAVSIM_STRESS`` times in the stress run."""
+    if STRESS and metafunc.definition.get_closest_marker("repeat_in_stress"):
+        metafunc.fixturenames.append("stress_repeat")
+        metafunc.parametrize("stress_repeat", range(1, STRESS + 1), ids=lambda k: f"repeat{k}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # Read by pytest-socket's own pytest_configure, which runs after this one.

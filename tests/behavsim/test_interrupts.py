@@ -57,17 +57,20 @@ def _self_signal(sig):
 
 
 # ------------------------------------------------------------------ handlers before == after
+@pytest.mark.repeat_in_stress
 def test_handlers_after_a_normal_return_are_the_ones_before(own_handlers, capsys):
     assert cli.main(["scores"]) == 0
     assert _handlers() == own_handlers
 
 
+@pytest.mark.repeat_in_stress
 def test_handlers_after_an_error_are_the_ones_before(own_handlers, tmp_path, capsys):
     assert cli.main(["compare", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o.csv")]) == 2
     assert "behavsim compare: error:" in capsys.readouterr().err
     assert _handlers() == own_handlers
 
 
+@pytest.mark.repeat_in_stress
 def test_handlers_after_a_bug_are_the_ones_before(own_handlers, monkeypatch, capsys):
     _as_scores(monkeypatch, lambda args: 1 / 0)
     assert cli.main(["scores"]) == 1
@@ -75,6 +78,7 @@ def test_handlers_after_a_bug_are_the_ones_before(own_handlers, monkeypatch, cap
     assert _handlers() == own_handlers
 
 
+@pytest.mark.repeat_in_stress
 @pytest.mark.parametrize("argv, code", [(["--version"], 0), (["--no-such-option"], 2), (["pair"], 2)])
 def test_handlers_after_argparse_exits_are_the_ones_before(own_handlers, capsys, argv, code):
     with pytest.raises(SystemExit) as info:
@@ -83,6 +87,7 @@ def test_handlers_after_argparse_exits_are_the_ones_before(own_handlers, capsys,
     assert _handlers() == own_handlers
 
 
+@pytest.mark.repeat_in_stress
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_handlers_after_an_interrupt_are_the_ones_before(own_handlers, monkeypatch, capsys, sig):
     _as_scores(monkeypatch, lambda args: _self_signal(sig))
@@ -91,6 +96,7 @@ def test_handlers_after_an_interrupt_are_the_ones_before(own_handlers, monkeypat
     assert _handlers() == own_handlers
 
 
+@pytest.mark.repeat_in_stress
 def test_the_command_handles_both_signals_while_it_runs(own_handlers, monkeypatch, capsys):
     seen = []
     _as_scores(monkeypatch, lambda args: seen.append(_handlers()))
@@ -98,6 +104,7 @@ def test_the_command_handles_both_signals_while_it_runs(own_handlers, monkeypatc
     assert len(seen) == 1 and seen[0][0] == seen[0][1] and seen[0][0] not in own_handlers
 
 
+@pytest.mark.repeat_in_stress
 def test_an_ignored_signal_stays_ignored(monkeypatch, capsys):
     """A background job of a non-interactive shell starts with SIGINT ignored (POSIX): the
     command leaves it so and handles SIGTERM."""
@@ -113,6 +120,7 @@ def test_an_ignored_signal_stays_ignored(monkeypatch, capsys):
     assert seen[0][0] == signal.SIG_IGN and seen[0][1] not in (signal.SIG_IGN, signal.SIG_DFL, saved[1])
 
 
+@pytest.mark.repeat_in_stress
 def test_the_library_installs_no_handler(own_handlers):
     cs = ContextSet([{"beliefs": {"area": {"centre": 0.5}}, "turn": 0}])
     respond_many(["handcrafted", "handcrafted"], cs, workers=2)
@@ -122,6 +130,7 @@ def test_the_library_installs_no_handler(own_handlers):
 
 
 # ------------------------------------------------------------------ the interrupt is never lost
+@pytest.mark.repeat_in_stress
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_a_swallowed_interrupt_still_ends_the_command_as_interrupted(monkeypatch, capsys, sig):
     calls = []
@@ -144,6 +153,7 @@ def test_a_swallowed_interrupt_still_ends_the_command_as_interrupted(monkeypatch
     assert capsys.readouterr().err.splitlines() == ["interrupted"]
 
 
+@pytest.mark.repeat_in_stress
 def test_an_interrupt_landing_in_a_destructor_is_not_lost_nor_printed(monkeypatch, capsys):
     class Finalised:
         def __del__(self):
@@ -159,6 +169,7 @@ def test_an_interrupt_landing_in_a_destructor_is_not_lost_nor_printed(monkeypatc
     assert capsys.readouterr().err.splitlines() == ["interrupted"]
 
 
+@pytest.mark.repeat_in_stress
 def test_an_interrupt_turned_into_another_error_is_an_interrupt(monkeypatch, capsys):
     def command(args):  # as matplotlib did with SIGTERM while drawing a figure
         try:
@@ -171,6 +182,7 @@ def test_an_interrupt_turned_into_another_error_is_an_interrupt(monkeypatch, cap
     assert capsys.readouterr().err.splitlines() == ["interrupted"]
 
 
+@pytest.mark.repeat_in_stress
 def test_a_second_signal_does_not_cut_the_clean_up_short(monkeypatch, capsys):
     cleaned = []
 
@@ -190,6 +202,7 @@ def test_a_second_signal_does_not_cut_the_clean_up_short(monkeypatch, capsys):
     assert capsys.readouterr().err.splitlines() == ["interrupted"]
 
 
+@pytest.mark.repeat_in_stress
 def test_a_signal_after_the_work_still_says_interrupted(monkeypatch, capsys):
     def command(args):
         from behavsim._interrupt import _ACTIVE
@@ -209,6 +222,7 @@ def _handlers_here(_):
     return [signal.getsignal(s) for s in SIGNALS], os.getpid()
 
 
+@pytest.mark.repeat_in_stress
 def test_workers_ignore_both_signals():
     out = get_executor("local:2").map(_handlers_here, range(4))
     assert all(h == [signal.SIG_IGN, signal.SIG_IGN] for h, _ in out)
@@ -221,6 +235,7 @@ def _reporting(item, report):
     return item * 10
 
 
+@pytest.mark.repeat_in_stress
 @pytest.mark.parametrize("spec", ["local:1", "local:2"])
 def test_progress_arrives_before_each_result_in_order(spec):
     events = []
@@ -251,6 +266,7 @@ def _alive(pid):
         return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
 
 
+@pytest.mark.repeat_in_stress
 def test_a_failed_task_stops_the_others_at_once_and_leaves_no_worker():
     pids = []
     t0 = time.monotonic()
@@ -260,6 +276,7 @@ def test_a_failed_task_stops_the_others_at_once_and_leaves_no_worker():
     assert pids and not [p for p in pids if _alive(p)]
 
 
+@pytest.mark.repeat_in_stress
 def test_an_interrupted_command_stops_its_workers_at_once(monkeypatch, capsys):
     pids = []
 

@@ -143,28 +143,33 @@ def _train(out: Path, dialogues: int) -> list[str]:
             "--checkpoint-every", "20", "--eval-dialogues", "2", "--workers", "2", "-o", str(out)]
 
 
+@pytest.mark.timeout(300 + 60 * max(1, STRESS))
 @pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGTERM,), (signal.SIGINT, signal.SIGTERM),
                                      (signal.SIGTERM, signal.SIGTERM, signal.SIGINT)],
                          ids=lambda s: "+".join(x.name for x in s))
 def test_train_with_workers_interrupted_once_or_more(tmp_path, spawn, signals):
     """Two trials on two worker processes; the signals in quick succession (the later ones while
     the command cleans up): exit 130, "interrupted", no worker left, no partial file; the rerun
-    resumes."""
+    resumes. Under BEHAVSIM_STRESS, that many interrupted runs of one folder before the rerun."""
     out = tmp_path / "run"
-    proc = spawn(_train(out, 2000), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                 preexec_fn=default_sigint)
-    deadline = time.monotonic() + 300
-    while not list(out.glob("*/ckpt-*.npz")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    assert proc.poll() is None, proc.stderr.read()
-    for sig in signals:
-        os.kill(proc.pid, sig)
-        time.sleep(0.05)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err[-2000:]
-    assert err.splitlines()[-1:] == ["interrupted"] and "Traceback" not in err, err[-2000:]
-    assert wait_group_gone(proc.pid), "the workers outlived the command"
-    assert partial_files(out) == []
+    for k in range(max(1, STRESS)):
+        proc = spawn(_train(out, 2000), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                     preexec_fn=default_sigint)
+        start = {p.name for p in out.glob("*/ckpt-*.npz")}
+        deadline = time.monotonic() + 300
+        while ({p.name for p in out.glob("*/ckpt-*.npz")} <= start and time.monotonic() < deadline
+               and proc.poll() is None):
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.stderr.read()
+        for sig in signals:
+            os.kill(proc.pid, sig)
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=120)
+        where = f"run {k + 1} of {max(1, STRESS)}"
+        assert proc.returncode == 130, (where, proc.returncode, err[-2000:])
+        assert err.splitlines()[-1:] == ["interrupted"] and "Traceback" not in err, (where, err[-2000:])
+        assert wait_group_gone(proc.pid), f"{where}: the workers outlived the command"
+        assert partial_files(out) == [], where
     again = spawn(_train(out, 40), stdout=subprocess.DEVNULL,
                   stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     _, err = again.communicate(timeout=300)

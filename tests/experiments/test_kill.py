@@ -47,9 +47,9 @@ def test_killed_study_reruns_at_once_with_equal_results(tiny_reference, tmp_path
     rng = random.Random(f"{sig}{tmp_path.name}")
     outcomes = []
     for k in range(REPEATS):
-        # a random point of the run: training, responses or analysis (later runs resume, so
-        # their points fall further on)
-        delay = rng.uniform(0.1, 0.6) * seconds
+        # a random point of the run: training, responses or analysis; the later runs of a stress
+        # run resume what is done within seconds, so an earlier point of theirs falls further on
+        delay = rng.uniform(0.1, 0.6) * seconds if k == 0 else rng.uniform(0.02, 0.3) * seconds
         try:
             outcomes.append(_kill_once(spawn, run, sig, delay))
         except AssertionError as exc:

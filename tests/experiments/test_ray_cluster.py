@@ -10,8 +10,9 @@ namespace's first process dies with ``unshare``, which the test's ``spawn`` fixt
 its whole process group whatever happens). A failure shows the tails of Ray's own logs.
 
 With ``BEHAVSIM_STRESS=N`` (``bash run.sh test-stress``) the API test starts and uses a new local
-Ray N times, and the two-node scenario runs ``BEHAVSIM_STRESS_RAY_CLUSTER`` times (default 1: it
-takes minutes).
+Ray N times and the interrupt test interrupts N commands, each with a Ray of its own
+(``BEHAVSIM_STRESS_RAY`` overrides N for these); the two-node scenario runs
+``BEHAVSIM_STRESS_RAY_CLUSTER`` times (default 1: it takes minutes).
 """
 
 import os
@@ -25,7 +26,10 @@ import pandas as pd
 import pytest
 from _tiny import STRESS
 
-CLUSTER_REPEATS = int(os.environ.get("BEHAVSIM_STRESS_RAY_CLUSTER", "1") or 1) if STRESS else 1
+#: Repeats of the Ray tests in the stress run: BEHAVSIM_STRESS_RAY (default: BEHAVSIM_STRESS) for the
+#: API and interrupt tests, BEHAVSIM_STRESS_RAY_CLUSTER (default 1) for the two-node scenario.
+RAY_REPEATS = max(1, int(os.environ.get("BEHAVSIM_STRESS_RAY", "") or STRESS)) if STRESS else 1
+CLUSTER_REPEATS = max(1, int(os.environ.get("BEHAVSIM_STRESS_RAY_CLUSTER", "1") or 1)) if STRESS else 1
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'behavsim[ray]')")
 
@@ -234,7 +238,7 @@ print("OK", len(files), "checkpoints,", len(a.means), "pairs")
 """
 
 
-@pytest.mark.timeout(600 + 300 * max(1, STRESS))
+@pytest.mark.timeout(600 + 300 * RAY_REPEATS)
 def test_api_on_a_local_ray_gives_the_local_results(tmp_path, spawn):
     """run_training, respond_many and compare_stream with executor=ray (a Ray started by the
     driver inside a network namespace) give the local executor's files, tables and values."""
@@ -247,8 +251,8 @@ def test_api_on_a_local_ray_gives_the_local_results(tmp_path, spawn):
     env = {**_ray_env(raytmp), "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)}
     try:
         r = _run(spawn, [*NAMESPACE, "bash", "-c",
-                         f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}" {max(1, STRESS)}; exit $?'],
-                 env=env, timeout=300 + 300 * max(1, STRESS))
+                         f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}" {RAY_REPEATS}; exit $?'],
+                 env=env, timeout=300 + 300 * RAY_REPEATS)
         ray_logs = _ray_logs(raytmp) if r.returncode != 0 else ""
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
@@ -263,7 +267,7 @@ def _ray_env(raytmp: str) -> dict[str, str]:
 INTERRUPT_SCRIPT = r"""
 import json, os, signal, subprocess, sys, time
 
-sig, out = int(sys.argv[1]), sys.argv[2]
+sig, out, repeats = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ray_names = ("raylet", "gcs_server", "ray::", "default_worker", "dashboard", "log_monitor", "runtime_env")
 
 def ray_processes():
@@ -279,30 +283,37 @@ def ray_processes():
                 found.append(cmd[:100])
     return found
 
-proc = subprocess.Popen([sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--executor", "ray",
-                         "--no-report", "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-for line in proc.stdout:  # the trials train as Ray tasks
-    if line.startswith("[1/7] training"):
-        break
-deadline = time.monotonic() + 300
-while not any(p.startswith("ray::_call") for p in ray_processes()):
-    assert time.monotonic() < deadline and proc.poll() is None, "no Ray task started"
-    time.sleep(0.1)
-before = ray_processes()
-os.kill(proc.pid, sig)
-out_rest, err = proc.communicate(timeout=300)
-left = ray_processes()
-for _ in range(100):  # a process that is exiting is given 10 s
-    if not left:
-        break
-    time.sleep(0.1)
+def once(run):
+    proc = subprocess.Popen([sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--executor", "ray",
+                             "--no-report", "-o", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in proc.stdout:  # the trials train as Ray tasks
+        if line.startswith("[1/7] training"):
+            break
+    deadline = time.monotonic() + 300
+    while not any(p.startswith("ray::_call") for p in ray_processes()):
+        assert time.monotonic() < deadline and proc.poll() is None, "no Ray task started"
+        time.sleep(0.1)
+    before = ray_processes()
+    os.kill(proc.pid, sig)
+    out_rest, err = proc.communicate(timeout=300)
     left = ray_processes()
-print(json.dumps({"rc": proc.returncode, "err": err[-3000:], "before": before, "left": left}))
+    for _ in range(100):  # a process that is exiting is given 10 s
+        if not left:
+            break
+        time.sleep(0.1)
+        left = ray_processes()
+    return {"rc": proc.returncode, "err": err[-3000:], "before": before, "left": left}
+
+for k in range(repeats):
+    got = once(f"{out}-{k}")
+    print(json.dumps(got), flush=True)
+    if got["rc"] != 130 or got["left"]:
+        break
 """
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(600 + 120 * RAY_REPEATS)
 @pytest.mark.parametrize("sig", [2, 15], ids=["SIGINT", "SIGTERM"])
 def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, sig):
     """``reproduce --executor ray`` (a Ray started by the command) interrupted while its trials run
@@ -317,14 +328,19 @@ def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, s
     script.write_text(INTERRUPT_SCRIPT)
     try:
         r = _run(spawn, [*NAMESPACE, "bash", "-c",
-                         f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}"'],
-                 env=_ray_env(raytmp), cwd=REPO, timeout=800)
+                         f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}" {RAY_REPEATS}'],
+                 env=_ray_env(raytmp), cwd=REPO, timeout=500 + 120 * RAY_REPEATS)
         ray_logs = _ray_logs(raytmp)
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
     assert r.returncode == 0 and r.stdout.strip(), (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
-    got = json.loads(r.stdout.strip().splitlines()[-1])
-    assert got["before"], "no Ray process was running when the signal was sent"
-    assert got["rc"] == 130 and got["err"].splitlines()[-1:] == ["interrupted"], (got["rc"], got["err"], ray_logs)
-    assert "Traceback" not in got["err"], got["err"]
-    assert got["left"] == [], f"Ray processes left: {got['left']}"
+    runs = [json.loads(line) for line in r.stdout.strip().splitlines() if line.startswith("{")]
+    assert runs, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
+    for k, got in enumerate(runs):
+        where = f"interrupt {k + 1} of {RAY_REPEATS}"
+        assert got["before"], f"{where}: no Ray process was running when the signal was sent"
+        assert got["rc"] == 130 and got["err"].splitlines()[-1:] == ["interrupted"], (where, got["rc"], got["err"],
+                                                                                       ray_logs)
+        assert "Traceback" not in got["err"], (where, got["err"])
+        assert got["left"] == [], f"{where}: Ray processes left: {got['left']}"
+    assert len(runs) == RAY_REPEATS, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
