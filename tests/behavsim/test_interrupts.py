@@ -25,6 +25,18 @@ def _handlers():
     return [signal.getsignal(s) for s in SIGNALS]
 
 
+@pytest.fixture(autouse=True)
+def interruptible():
+    """SIGINT as in an interactive Python, whatever this test run started with (a background job
+    of a non-interactive shell starts with SIGINT ignored, which main() keeps)."""
+    saved = _handlers()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for s, h in zip(SIGNALS, saved):
+        signal.signal(s, h)
+
+
 @pytest.fixture
 def own_handlers():
     """Handlers of this test's own before main() runs (so that 'the same as before' is specific)."""
