@@ -32,7 +32,7 @@ from ._errors import (
     UnknownScore,
 )
 from ._executor import Executor, ExecutorError, get_executor
-from ._interrupt import raise_if_interrupted
+from ._interrupt import interrupt_handled, raise_if_interrupted
 from ._io import canonical_copy
 from ._map import BehaviourMap, behaviour_map
 from ._matrix import MatrixComparison, compare_matrix
@@ -120,4 +120,5 @@ __all__ = [
     "ExecutorError",
     "get_executor",
     "raise_if_interrupted",
+    "interrupt_handled",
 ]

@@ -42,6 +42,7 @@ __all__ = [
     "interrupt_requested",
     "raise_if_interrupted",
     "interrupts_deferred",
+    "interrupt_handled",
     "reclaim_signals",
     "on_command_exit",
     "ignore_interrupts",
@@ -182,6 +183,15 @@ def interrupts_deferred() -> Iterator[None]:
         yield
     finally:
         req.deferred -= 1
+
+
+def interrupt_handled() -> None:
+    """A command that stops at an interrupt by design (``monitor --follow`` runs until Ctrl-C)
+    says it has handled it: the command then ends with its own status. A later signal is a new
+    interrupt."""
+    req = _ACTIVE
+    if req is not None:
+        req.signum = None
 
 
 def reclaim_signals() -> None:

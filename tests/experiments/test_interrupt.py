@@ -174,3 +174,24 @@ def test_train_with_workers_interrupted_once_or_more(tmp_path, spawn, signals):
                   stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-2000:]
+
+
+# ----------------------------------------------------------------------------- monitor --follow
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
+def test_monitor_follow_stops_at_an_interrupt_with_exit_0(tmp_path, spawn, sig):
+    """``monitor --follow`` runs until Ctrl-C by design (docs/monitor.md): the command handles the
+    interrupt itself and ends with 0, saying how to continue."""
+    from contexts import generate_grid
+
+    generate_grid(step=0.5).save(tmp_path / "grid.jsonl")
+    (tmp_path / "run").mkdir()
+    proc = spawn([sys.executable, "-m", "behavsim.cli", "monitor", str(tmp_path / "run"), "--contexts",
+                  str(tmp_path / "grid.jsonl"), "--follow", "--interval", "0.2"], stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    time.sleep(5)
+    assert proc.poll() is None, proc.communicate()
+    os.kill(proc.pid, sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err[-2000:]
+    assert "interrupted; run the same command again to continue" in out
+    assert "Traceback" not in err and "interrupted" not in err.splitlines()
