@@ -33,6 +33,7 @@ from ._errors import (
     UnknownScore,
 )
 from ._executor import Executor, ExecutorError, get_executor
+from ._interrupt import interrupt_handled, raise_if_interrupted
 from ._io import canonical_copy
 from ._map import BehaviourMap, behaviour_map, write_map
 from ._registry import Registry
@@ -120,4 +121,6 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "get_executor",
+    "raise_if_interrupted",
+    "interrupt_handled",
 ]

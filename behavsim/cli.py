@@ -15,10 +15,11 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._errors import BehavsimError, ConfigError
 from ._executor import add_executor_option, get_executor
+from ._interrupt import InterruptRequest, command_signals, raise_if_interrupted
 from ._io import atomic_path
 from ._util import package_version
 from .commands import add_model_options as _add_model_options
@@ -26,7 +27,7 @@ from .commands import score_names as _score_names
 from .commands import score_options as _score_options
 from .scores import get_score, list_scores, score_info
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "console_main", "build_parser"]
 
 
 def _fmt(v: float) -> str:
@@ -364,65 +365,102 @@ def _os_error(exc: OSError) -> str:
     return _cut(str(exc) or what)
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM is handled like Ctrl-C: the same clean-up (workers stopped, partial files removed)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def _raise(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGTERM, _raise)
-    except (ValueError, OSError):  # pragma: no cover
-        pass
+#: The exit status of an interrupted command (128 + SIGINT, as shells report Ctrl-C).
+INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``behavsim`` command. Every failure a user can cause (input, output, a damaged file,
     the environment) ends in one line naming the file or option and exit status 2; anything else
     is a bug of behavsim: one line, a hint to report it, exit status 1 (``BEHAVSIM_DEBUG=1``
-    shows the traceback)."""
+    shows the traceback).
+
+    SIGINT and SIGTERM are the command's: handled from the start (exit status 130 and the line
+    ``interrupted``, after the clean-up: workers stopped, partial files removed) and the
+    previous handlers put back when ``main`` returns, however it returns
+    (:mod:`behavsim._interrupt`)."""
+    return _command(argv, restore=True)
+
+
+def console_main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``behavsim`` program (its console script, ``python -m behavsim.cli``): :func:`main`,
+    then the process exits with its status. A signal that arrives once the command has returned,
+    while Python finalises, ends the process at once with that status: a second Ctrl-C turns
+    neither 130 nor any other status into a death by signal."""
+    sys.exit(_command(argv, restore=False))
+
+
+def _command(argv: Sequence[str] | None, restore: bool) -> int:
+    with command_signals(restore=restore) as req:
+        try:
+            status = _main(argv, req)
+        except KeyboardInterrupt:  # the interrupt landed while the result was being reported
+            status = INTERRUPTED
+        except SystemExit as exc:  # argparse (--help, --version, a usage error)
+            if not req.requested:
+                req.exit_status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+                raise
+            status = INTERRUPTED
+        finally:  # from here on a signal is recorded and raises nothing
+            req.closing = True
+        if req.requested:
+            status = INTERRUPTED
+        if status == INTERRUPTED:
+            print("interrupted", file=sys.stderr)
+        req.exit_status = status
+    return status
+
+
+def _main(argv: Sequence[str] | None, req: InterruptRequest) -> int:
+    cmd = "behavsim"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        cmd = f"behavsim {args.command}"
+        raise_if_interrupted()
+        return int(args.func(args) or 0)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        req.closing = True
+        return _failure(cmd, exc, req)
+
+
+def _failure(cmd: str, exc: BaseException, req: InterruptRequest) -> int:
+    """The exit status of a command that raised ``exc``, its one line printed. After an
+    interrupt every exception counts as the interrupt (a library may have turned the
+    KeyboardInterrupt into an error of its own, e.g. matplotlib's "Invalid bounding box")."""
     import os
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    _sigterm_as_interrupt()
-    cmd = f"behavsim {args.command}"
-    try:
-        return int(args.func(args) or 0)
-    except BehavsimError as exc:
+    if req.requested or isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(exc, BehavsimError):
         print(f"{cmd}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except OSError as exc:  # a folder that cannot be written, a full disk, a file that vanished
+    if isinstance(exc, OSError):  # a folder that cannot be written, a full disk, a file that vanished
         print(f"{cmd}: error: {_os_error(exc)}", file=sys.stderr)
         return 2
-    except RecursionError:
+    if isinstance(exc, RecursionError):
         print(f"{cmd}: error: an input file is nested too deeply to read (damaged or not behavsim's?)", file=sys.stderr)
         return 2
-    except MemoryError:
+    if isinstance(exc, MemoryError):
         print(f"{cmd}: error: out of memory (a smaller job, or --chunk-contexts / --per-context none)", file=sys.stderr)
         return 2
-    except Exception as exc:
-        if os.environ.get("BEHAVSIM_DEBUG"):
-            raise
-        print(
-            f"{cmd}: internal error: {type(exc).__name__}: {_cut(str(exc))}\n"
-            "  This is a bug in behavsim: please report it with the command line "
-            "(BEHAVSIM_DEBUG=1 shows the traceback).",
-            file=sys.stderr,
-        )
-        return 1
+    if not isinstance(exc, Exception):  # GeneratorExit and the like: not ours to report
+        raise exc
+    if os.environ.get("BEHAVSIM_DEBUG"):
+        raise exc
+    print(
+        f"{cmd}: internal error: {type(exc).__name__}: {_cut(str(exc))}\n"
+        "  This is a bug in behavsim: please report it with the command line "
+        "(BEHAVSIM_DEBUG=1 shows the traceback).",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

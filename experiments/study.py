@@ -45,6 +45,7 @@ from behavsim import (
     compare,
     list_scores,
     package_version,
+    raise_if_interrupted,
 )
 from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
@@ -573,24 +574,33 @@ def run_study(
     clock = _Clock()
     if not ex.is_local:
         log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
+    # between stages: a command's interrupt that a library swallowed stops the run here
     metrics = _stage_train(cfg, run, log, ex)
     _record_outputs(run, "train", [run / "results" / name for name in TRAIN_RESULTS])
     clock.lap("train")
+    raise_if_interrupted()
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
+    raise_if_interrupted()
     responses = _stage_respond(cfg, run, sets, log, ex)
     clock.lap("respond")
+    raise_if_interrupted()
     _stage_compare_and_analyse(cfg, run, sets, responses, log, ex)
     clock.lap("compare+analyse")
+    raise_if_interrupted()
     figures = _stage_figures(cfg, run, metrics, log)
+    raise_if_interrupted()
     figures += _stage_map(run, responses, log, ex)
+    raise_if_interrupted()
     figures += _stage_robustness(cfg, run, sets, responses, log)
     _record_outputs(run, "figures", _figure_files(run))
     clock.lap("figures")
+    raise_if_interrupted()
     wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
     if cfg.report:
         _stage_report(run, log)
         clock.lap("report")
+    raise_if_interrupted()
     (run / "timings.json").write_text(json.dumps({"stage_seconds": clock.stages}, indent=2) + "\n")
     log(f"done in {wall:.0f} s; run folder {run}")
     return run
@@ -705,6 +715,7 @@ def _compare_all(
     signatures: dict[str, str] = {}
     per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
     for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials, executor):
+        raise_if_interrupted()
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
         m = m.drop(columns=["pair"], errors="ignore")

@@ -1,8 +1,9 @@
 """Step 2 of the method: run a policy deterministically on every context of a context set.
 
 ``respond(policy, contexts)`` → :class:`behavsim.ResponseTable` (acts in canonical form, prompts,
-per-context errors); ``respond_many(policies, contexts)`` runs many policies in parallel processes
-and returns the same tables as a serial run, in input order; ``check_policy`` is the protocol
+per-context errors); ``respond_many(policies, contexts)`` runs many policies as tasks of an
+executor (:mod:`behavsim._executor`: local worker processes by default) and returns the same
+tables as a serial run, in input order; ``check_policy`` is the protocol
 checker every policy kind passes.
 
 Each adapter is given a copy of each belief with its keys in sorted order, as context-set files
@@ -23,16 +24,16 @@ import pickle
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from .._acts import canonical_act
 from .._contexts import ContextSet
 from .._errors import BehavsimError, ConfigError
+from .._executor import LocalExecutor, get_executor
 from .._inputs import as_contexts
+from .._interrupt import raise_if_interrupted
 from .._io import canonical_copy
 from .._tables import ResponseTable
-from .._util import die_with_parent
 from ._specs import as_adapter, parse_spec
 
 __all__ = [
@@ -186,6 +187,7 @@ def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar:
     raws: list[str | None] = [None] * n
     with adapter.session():
         for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
+            raise_if_interrupted()
             try:
                 r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
                 raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
@@ -233,15 +235,6 @@ def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.P
 
 
 # ----------------------------------------------------------------------------- many policies
-_WORKER_CONTEXTS: ContextSet | None = None
-
-
-def _worker_init(contexts: ContextSet) -> None:
-    global _WORKER_CONTEXTS
-    die_with_parent()
-    _WORKER_CONTEXTS = contexts
-
-
 def _picklable(obj: Any) -> bool:
     if isinstance(obj, (str, os.PathLike)):
         return True
@@ -250,11 +243,6 @@ def _picklable(obj: Any) -> bool:
         return True
     except Exception:
         return False
-
-
-def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[str, Any]) -> tuple[str, Any]:
-    assert _WORKER_CONTEXTS is not None
-    return _respond_task(_WORKER_CONTEXTS, (policy, strict, policy_id, options))
 
 
 #: The key under which respond_many hands ``repeat`` to its tasks (inside the factory options, so
@@ -311,8 +299,6 @@ def respond_many(
     process as each policy's table is ready (e.g. to save it at once). ``repeat``: as in
     :func:`respond`, for every policy.
     """
-    from .._executor import get_executor
-
     where = get_executor(executor)
     if not where.is_local and workers is not None:
         raise ConfigError(f"workers: applies to the local executor only, not to {where.spec!r}")
@@ -347,34 +333,15 @@ def respond_many(
 
     try:
         results: list[ResponseTable | None] = [None] * len(specs)
-        if not where.is_local:
-            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
-        elif n_workers == 1 or len(specs) == 1:
+        if where.is_local and (n_workers == 1 or len(specs) == 1):
             for i in range(len(specs)):
+                raise_if_interrupted()
                 results[i] = one(i)
                 done(i, results[i])
         else:
-            local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
-            with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
-                futures = {
-                    i: ex.submit(_worker_run, s, strict, pid, options)
-                    for i, (s, pid) in enumerate(zip(specs, ids))
-                    if i not in local
-                }
-                try:
-                    for i in local:
-                        results[i] = one(i)
-                        done(i, results[i])
-                    for i, f in futures.items():
-                        status, value = f.result()
-                        if status == "error":
-                            raise value
-                        results[i] = value
-                        done(i, value)
-                except BaseException:
-                    for f in futures.values():
-                        f.cancel()
-                    raise
+            if where.is_local:
+                where = LocalExecutor(n_workers)
+            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
         tables = [t for t in results if t is not None]
         for t in tables:
             _warn_errors(t)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from behavsim import BehavsimError, ConfigError, ContextSet
+from behavsim import BehavsimError, ConfigError, ContextSet, interrupt_handled
 
 __all__ = [
     "Watch",
@@ -120,7 +120,8 @@ def run_watch(watch: Any, args: argparse.Namespace, interval: float, nothing: st
         if args.follow:
             watch.follow(interval, args.stop_after)
         watch.finish()  # the last checkpoint seen is the final one (not after Ctrl-C: the run may go on)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # --follow's way to stop: not a failure of the command
+        interrupt_handled()
         _say("interrupted; run the same command again to continue")
     finally:
         watch.close()

@@ -51,8 +51,7 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError as _BehavsimConfigError
-from behavsim import Registry, did_you_mean
-from behavsim._util import die_with_parent
+from behavsim import Registry, did_you_mean, raise_if_interrupted
 
 __all__ = [
     "TrainConfig",
@@ -661,6 +660,7 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
     for point in trial.schedule:
         if point <= start:
             continue
+        raise_if_interrupted()  # a command's interrupt that a library swallowed: stop here
         t0 = time.perf_counter()
         if trial.kind.learns:
             acc = _train_block(trial, policy, done, point, acc, report)
@@ -863,17 +863,10 @@ def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
     return stored
 
 
-_QUEUE = None
-
-
-def _worker_init(queue) -> None:
-    global _QUEUE
-    die_with_parent()
-    _QUEUE = queue
-
-
-def _worker(config_dict: dict, reward: str, seed: int, out_dir: str) -> list[dict[str, Any]]:
-    report = _QUEUE.put if _QUEUE is not None else None
+def _local_trial_task(job: tuple[dict, str, int, str], report: Callable[[tuple], None]) -> list[dict[str, Any]]:
+    """One trial in a local worker (or in this process), written straight into the run folder;
+    its progress goes to the driver through ``report``."""
+    config_dict, reward, seed, out_dir = job
     return run_trial(TrainConfig.from_dict(config_dict), reward, seed, out_dir, report)
 
 
@@ -1070,11 +1063,8 @@ def _run_training(
     try:
         if executor is not None:
             results = _run_on_executor(config, out, trials, names, executor, report)
-        elif n_workers == 1:
-            for (r, s), name in zip(trials, names):
-                results[name] = run_trial(config, r, s, out, report)
         else:
-            results = _run_parallel(config, out, trials, names, n_workers, report)
+            results = _run_local(config, out, trials, names, n_workers, report)
     finally:
         bar.close()
         if report is not bar:
@@ -1084,46 +1074,30 @@ def _run_training(
     return rows
 
 
-def _run_parallel(config, out, trials, names, n_workers, bar) -> dict[str, list[dict[str, Any]]]:
-    import multiprocessing as mp
-    import queue as queue_mod
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+def _run_local(config, out, trials, names, n_workers, report) -> dict[str, list[dict[str, Any]]]:
+    """The trials on ``n_workers`` local processes (one: in this process), each writing its own
+    trial folder; progress reported as it happens. On an error or an interrupt the executor stops
+    the other trials at once: safe, every file is written atomically and a new start resumes
+    from the checkpoints (the temporary files of the killed workers are removed)."""
+    from behavsim import get_executor
 
-    # fork (POSIX): no re-import of the caller's main module; workers limit BLAS to one thread
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    q = ctx.Queue()
-    results: dict[str, list[dict[str, Any]]] = {}
-    pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=_worker_init, initargs=(q,))
+    jobs = [(config.to_dict(), r, s, str(out)) for r, s in trials]
     try:
-        futures = {pool.submit(_worker, config.to_dict(), r, s, str(out)): name for (r, s), name in zip(trials, names)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
-            while True:
-                try:
-                    bar(q.get_nowait())
-                except queue_mod.Empty:
-                    break
-            for f in done:
-                results[futures[f]] = f.result()  # re-raises a worker's error
+        rows = get_executor(f"local:{n_workers}").map(_local_trial_task, jobs, on_progress=lambda i, msg: report(msg))
     except BaseException:
-        # one trial failed (or Ctrl-C): stop the others now instead of waiting for them. That is
-        # safe: every file is written atomically and a new start resumes from the checkpoints.
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.join(timeout=5)
+        _remove_partial_files(out, names)
         raise
-    else:
-        pool.shutdown(wait=True)
-    while True:
-        try:
-            bar(q.get_nowait())
-        except (queue_mod.Empty, OSError, ValueError):
-            break
-    return results
+    return dict(zip(names, rows))
+
+
+def _remove_partial_files(out: Path, names: list[str]) -> None:
+    """The temporary files of trials stopped while writing (their workers are gone)."""
+    for name in names:
+        tdir = out / name
+        if tdir.is_dir():
+            for p in tdir.iterdir():
+                if _TMP_RE.match(p.name):
+                    p.unlink(missing_ok=True)
 
 
 def _trial_files(tdir: Path) -> dict[str, bytes]:
