@@ -2,7 +2,7 @@
 # behavsim's two entry points; each sets everything up on a fresh machine first.
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
-#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports) and mypy
+#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports) and mypy (on all four packages)
 #   bash run.sh test-tfhub  the TensorFlow Hub encoder tests (tests/tfhub) in their own environment
 #   bash run.sh test-stress the interrupt, kill and Ray tests: every stage x SIGINT and SIGTERM, and
 #                           each repeated $BEHAVSIM_STRESS times (default 20); not part of .ci/run
@@ -92,7 +92,7 @@ case "${1:-}" in
         "$VENV/bin/ruff" check behavsim contexts policies experiments
         "$VENV/bin/ruff" format --check behavsim contexts policies experiments
         "$VENV/bin/lint-imports"
-        "$VENV/bin/mypy" behavsim
+        "$VENV/bin/mypy" behavsim contexts policies experiments
         ;;
     *)
         echo "usage: bash run.sh main|test|test-stress|test-tfhub|lint [args...]" >&2

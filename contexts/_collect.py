@@ -71,7 +71,7 @@ def _source(spec: Any, domain: Any, where: str) -> Adapter:
 
 def _sources(policies: Any, domain: Any) -> list[tuple[str, Adapter, dict[str, Any]]]:
     if isinstance(policies, Mapping):
-        items = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
+        items: list[tuple[str | None, Any, str]] = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
     else:
         if isinstance(policies, (str, os.PathLike)) or callable(policies) or not isinstance(policies, Sequence):
             policies = [policies]

@@ -168,7 +168,7 @@ class StudyConfig:
             close = {u: closest_name(u, names, cutoff=0.6) for u in unknown}
             hints = [f"{u!r} (did you mean {close[u]!r}?)" if close[u] else repr(u) for u in unknown]
             raise ConfigError(f"{source}: unknown keys {', '.join(hints)}; valid keys: {sorted(names)}")
-        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         try:
             return cls(**kw)
         except TypeError as exc:
@@ -386,7 +386,7 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
         )
         cs = cached(
             f"ccol-{reward}",
-            lambda last=last: collect(
+            lambda last=last: collect(  # type: ignore[misc]  # (mypy cannot type a lambda's default)
                 [str(p) for p in last],
                 dialogues=cfg.collect_dialogues,
                 seed=cfg.collect_seed,
@@ -466,7 +466,7 @@ def _respond_set(
     if legacy and not todo:  # an index of an older run folder: its keys in today's form, once
         write_json_checked(index_path, index)
     if todo:
-        options = {} if domain is None else {"domain": domain}
+        options: dict[str, Any] = {} if domain is None else {"domain": domain}
 
         def save(i: int, table: ResponseTable) -> None:  # each table as soon as it is ready: kept if interrupted
             name = f"{table.id}.jsonl"

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -375,6 +375,7 @@ def run_dialogue(
             acts.append(a)
             summary = env.actions[a]
         else:
+            assert choose is not None  # defined above when the policy has no decide
             summary = choose(belief)
         belief, r, terminated, truncated, info = env.step(summary)
         total += r
@@ -591,7 +592,10 @@ def _resume(config: TrainConfig, reward: str, seed: int, tdir: Path, target: int
     if not ckpts:
         return 0, None, None
     n, path = ckpts[-1]
-    pol, meta = learner_kind(config.policy).restore(path)
+    restore = learner_kind(config.policy).restore
+    if restore is None:  # a kind that writes no checkpoints has none to resume from
+        return 0, None, None
+    pol, meta = restore(path)
     _check_training(path, meta, config, reward, seed, n)
     return n, pol, meta
 
@@ -1012,20 +1016,20 @@ class _RunLock:
 
     def __init__(self, out: Path) -> None:
         self.path = out / ".lock"
-        self.fh = None
+        self.fh: IO[str] | None = None
 
     def __enter__(self) -> "_RunLock":
         try:
             import fcntl
         except ImportError:  # pragma: no cover - not POSIX: no locking
             return self
-        self.fh = open(self.path, "a+")
+        self.fh = fh = open(self.path, "a+")
         try:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            self.fh.seek(0)
-            holder = self.fh.read().strip()[:20]
-            self.fh.close()
+            fh.seek(0)
+            holder = fh.read().strip()[:20]
+            fh.close()
             self.fh = None
             raise RunLocked(
                 f"{self.path.parent} is in use by another training process"
@@ -1034,10 +1038,10 @@ class _RunLock:
             ) from None
         # The lock dies with this process (the OS releases it; workers die with their parent), so a
         # .lock file left by a killed run is simply taken over. It records who holds it.
-        self.fh.seek(0)
-        self.fh.truncate()
-        self.fh.write(f"{os.getpid()}\n")
-        self.fh.flush()
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
         return self
 
     def __exit__(self, *exc: object) -> None:

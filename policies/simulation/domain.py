@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -277,7 +277,7 @@ def _load_cached(rules: str, db: str, legacy_state: bool = False) -> Domain:
 
 
 #: The shipped domains: name -> factory of a (cached, immutable) :class:`Domain`.
-DOMAINS: Registry[Domain] = Registry("domain", UnknownDomain)
+DOMAINS: Registry[Callable[..., Domain]] = Registry("domain", UnknownDomain)
 DOMAINS.register("camrestaurants", lambda: _load_cached(str(_CAMREST_RULES), str(_CAMREST_DB)))
 DOMAINS.register("example-restaurants", Domain.builtin)
 

@@ -63,7 +63,7 @@ class EnvError(BehavsimError, RuntimeError):
 class DialogueEnv:
     """Simulated-user dialogue environment (see module doc)."""
 
-    metadata = {"render_modes": []}
+    metadata: dict[str, list[str]] = {"render_modes": []}
 
     def __init__(
         self,
@@ -72,7 +72,7 @@ class DialogueEnv:
         max_turns: int = 25,
         error_model: ErrorModel | None = None,
         hello: bool = False,
-        user_config: UserConfig | dict | None = None,
+        user_config: UserConfig | dict | str | None = None,
         nlg_seed: int = 0,
         final_system_turn: bool = True,
     ) -> None:
@@ -145,6 +145,7 @@ class DialogueEnv:
         self.turns += 1
         if self._closing:
             return self._closing_step(summary_action, masked, None)
+        assert self.belief is not None  # set by reset(); step() before it raised above
         sys_act = master_act(summary_action, self.belief, self.domain, self._last_sys)
         return self._exchange(sys_act, summary_action, masked)
 
@@ -198,8 +199,9 @@ class DialogueEnv:
         """PyDial's last turn after the user's bye: the policy acts on the final belief, the
         agent replaces whatever it chose by ``bye()``, and the dialogue ends."""
         belief = self.belief
-        if chosen is None:
-            chosen = master_act(summary_action, belief, self.domain, self._last_sys)  # type: ignore[arg-type]
+        assert belief is not None  # the closing turn follows reset() and a user's bye
+        if chosen is None and summary_action is not None:
+            chosen = master_act(summary_action, belief, self.domain, self._last_sys)
         sys_act = DiaAct("bye")
         user_act = DiaAct("null")
         ex = self._log(sys_act, user_act, 1.0, belief)
@@ -227,6 +229,7 @@ class DialogueEnv:
 
     # ------------------------------------------------------------------ internals
     def _observe(self, user_act: DiaAct, sys_act: DiaAct | None):
+        assert self.np_random is not None  # seeded by reset()
         nbest = self.error_model.apply(user_act, self.domain, self.np_random)
         belief = self.tracker.update(nbest, sys_act)
         self.belief = belief
@@ -267,7 +270,7 @@ def check_env(env: DialogueEnv, n_dialogues: int = 5, seed: int = 0) -> int:
     raises :class:`EnvError` naming the first problem."""
 
     def play() -> list:
-        trace = []
+        trace: list[tuple] = []
         for j in range(n_dialogues):
             rng = np.random.default_rng([seed, j])
             belief, info = env.reset(seed=seed * 1_000_003 + j)

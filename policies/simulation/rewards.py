@@ -20,7 +20,7 @@ names raise :class:`UnknownReward` naming the closest valid one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -134,7 +134,7 @@ class InteractionQualityReward:
         return -float(_check_turns(turns)) + self.final_reward(info, iq=iq)
 
 
-_REGISTRY: Registry[Reward] = Registry("reward", UnknownReward)
+_REGISTRY: Registry[Callable[..., Reward]] = Registry("reward", UnknownReward)
 _REGISTRY.register("ts", TaskSuccessReward)
 _REGISTRY.register("iq", InteractionQualityReward)
 

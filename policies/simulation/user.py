@@ -54,6 +54,7 @@ action produces it). All randomness comes from the ``np.random.Generator`` given
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -248,7 +249,7 @@ class UnknownUserConfig(UnknownName, UserConfigError):
 #: from :data:`ENV1_PATIENCE`; goals: all three constraints, 2–3 matching venues, ``name`` plus
 #: 0–2 extra requests) and ``legacy`` (behavsim 0.1's user: patience 5, the
 #: :data:`LEGACY_PROBS` ranges; same goals).
-USER_CONFIGS: Registry[UserConfig] = Registry("user config", UnknownUserConfig)
+USER_CONFIGS: Registry[Callable[..., UserConfig]] = Registry("user config", UnknownUserConfig)
 USER_CONFIGS.register("env1", UserConfig)
 #: The named configuration of the default user (``UserConfig()``, ``user_config=None``).
 DEFAULT_USER = "env1"
@@ -293,7 +294,7 @@ def _act(t: str, *items) -> list:
 class SimulatedUser:
     """Agenda-based simulated user over a domain (see module doc)."""
 
-    def __init__(self, domain: Domain, config: UserConfig | dict | None = None) -> None:
+    def __init__(self, domain: Domain, config: UserConfig | dict | str | None = None) -> None:
         self.domain = domain
         self.config = UserConfig.from_dict(config)
         self.slots = tuple(domain.system_requestable)

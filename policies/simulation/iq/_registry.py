@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from behavsim import Registry
@@ -23,7 +24,7 @@ class InteractionQualityEstimator(Protocol):
 
 DEFAULT_IQ_ESTIMATOR = "parameters"
 
-_REGISTRY: Registry[InteractionQualityEstimator] = Registry("IQ estimator", UnknownIQEstimator)
+_REGISTRY: Registry[Callable[..., InteractionQualityEstimator]] = Registry("IQ estimator", UnknownIQEstimator)
 _DESCRIPTIONS: dict[str, str] = {}
 
 
