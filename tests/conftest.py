@@ -233,6 +233,17 @@ def spawn():
         stop_process(proc)
 
 
+#: Process groups a wider-scoped fixture started on purpose (a server for the session): not "left".
+_OUTLIVING_GROUPS: set[int] = set()
+
+
+@pytest.fixture(scope="session")
+def outlives_tests():
+    """``outlives_tests(pid)``: the process group led by ``pid`` (``start_new_session``), started by
+    a session- or module-scoped fixture that stops it itself, is not reported as left behind."""
+    return _OUTLIVING_GROUPS.add
+
+
 @pytest.fixture(autouse=True)
 def _no_process_left_behind(request):
     if not sys.platform.startswith("linux"):
@@ -243,7 +254,11 @@ def _no_process_left_behind(request):
     deadline = time.monotonic() + 5
     while True:
         left = {pid: v for pid, v in descendants().items() if pid not in before}
-        left = {pid: v for pid, v in left.items() if not any(s in _cmdline(pid) for s in _LONG_LIVED)}
+        left = {
+            pid: v
+            for pid, v in left.items()
+            if v[0] not in _OUTLIVING_GROUPS and not any(s in _cmdline(pid) for s in _LONG_LIVED)
+        }
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.1)
