@@ -33,7 +33,7 @@ from ._kernel import (
 )
 from ._repr import comparison_repr
 from ._scoring_tasks import score_recipes
-from ._sinks import FrameSink, IntervalSink, MeansSink, PerContextWriter, StreamSink, matrices
+from ._sinks import FrameSink, IntervalSink, MeansSink, NotApplicable, PerContextWriter, StreamSink, matrices
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score, get_score
 
@@ -103,7 +103,9 @@ class Comparison:
     ``matrices`` (with ``matrix=True``, else None): per score the P×P DataFrame indexed and
     columned by policy id, entry ``[a, b]`` the mean over the contexts of ``score(a's answer, b's
     answer)`` (row = first argument, as the ``a`` column), NaN where no context has a defined
-    value; ``n_missing``: the same shape, the contexts whose value is missing. ``signatures`` maps
+    value; ``n_missing``: the same shape, the contexts whose value is missing; ``n_na``: for the
+    semantic scores where a compared table answered with text only (else None), the same shape,
+    the contexts where the score does not apply (:mod:`behavsim._sinks`). ``signatures`` maps
     each score name to its signature; ``n_rows``: the per-context rows produced (kept or
     streamed); ``n_distinct``: per score the distinct answer combinations it was computed on.
     """
@@ -116,6 +118,7 @@ class Comparison:
     timings: dict[str, float] = field(default_factory=dict)
     matrices: dict[str, pd.DataFrame] | None = None
     n_missing: dict[str, pd.DataFrame] | None = None
+    n_na: dict[str, pd.DataFrame] | None = None
     n_contexts: int = 0
     n_rows: int = 0
     n_distinct: dict[str, int] = field(default_factory=dict)
@@ -208,6 +211,7 @@ def compare(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     answers_by_level = intern_answers(tables, [o.info.level for o in objs])
+    na = NotApplicable(tables, [o.name for o in objs if o.info.level == "semantic"])
     timings["intern"] = time.perf_counter() - t0
 
     pair_cells = None
@@ -229,16 +233,16 @@ def compare(
     n_rows = 0
     if plan is not None and pair_cells is not None:
         t1 = time.perf_counter()
-        means_sink = MeansSink(plan, ids, n_ctx)
+        means_sink = MeansSink(plan, ids, n_ctx, na)
         ci_sink = IntervalSink(names, n_ctx, ci_options) if ci_options is not None else None
         rows_sink: FrameSink | StreamSink | None = None
         writer: Any = contextlib.nullcontext()
         if keep:
-            rows_sink = FrameSink(plan, tables, names, answers)
+            rows_sink = FrameSink(plan, tables, names, answers, na)
         elif sink is not None:
             if is_path(sink):
                 writer = sink = PerContextWriter(sink)
-            rows_sink = StreamSink(plan, tables, sink, answers)
+            rows_sink = StreamSink(plan, tables, sink, answers, na)
 
         def consume(sl: slice, columns: dict[str, np.ndarray]) -> None:
             means_sink.add(sl, columns)
@@ -257,11 +261,11 @@ def compare(
         n_rows = rows_sink.n_rows if rows_sink is not None else 0
         timings["gather"] = time.perf_counter() - t1
 
-    mats = missing = None
+    mats = missing = not_applicable = None
     if matrix_cells is not None:
         sums, counts = fold_matrix(matrix_cells, objs, answers_by_level, for_matrix, show, timings)
         sym = {o.name: bool(o.info.symmetric) for o in objs}
-        mats, missing = matrices(ids, n_ctx, names, sym, sums, counts)
+        mats, missing, not_applicable = matrices(ids, n_ctx, names, sym, sums, counts, na)
     timings["total"] = time.perf_counter() - t0
     distinct_of = for_matrix if matrix else for_pairs
     return Comparison(
@@ -273,6 +277,7 @@ def compare(
         timings=timings,
         matrices=mats,
         n_missing=missing,
+        n_na=not_applicable,
         n_contexts=n_ctx,
         n_rows=n_rows,
         n_distinct={k: int(distinct_of[k].keys.size) for k in names},

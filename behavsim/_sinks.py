@@ -10,6 +10,13 @@
 
 A per-context row: ``pair, a, b, context, context_id``, with ``answers`` also ``act_a, act_b,
 prompt_a, prompt_b``, then one column per score (NaN where a value is missing), pair-major.
+
+**Not applicable** (:class:`NotApplicable`): a policy that answered a context with text only (an
+end-to-end model: no act, no error) has no act to compare, so the semantic scores of its pairs do
+not apply there. Where any compared table has such answers, the outputs say so: the rows gain a
+boolean column ``semantic_na``, the means ``n_na_<score>`` for each semantic score beside
+``n_missing_<score>`` (which then counts failures only), the matrices their ``n_na`` frames.
+Comparisons of tables without text-only answers are exactly as before.
 """
 
 from __future__ import annotations
@@ -34,7 +41,42 @@ __all__ = [
     "PerContextWriter",
     "PER_CONTEXT_FORMATS",
     "ANSWER_COLUMNS",
+    "NotApplicable",
+    "NA_COLUMN",
 ]
+
+#: The per-context column marking the contexts where the semantic scores do not apply.
+NA_COLUMN = "semantic_na"
+
+
+class NotApplicable:
+    """Where the semantic scores ``names`` do not apply: the contexts of a pair where one side
+    answered with text only and neither side failed (a failure stays a missing value)."""
+
+    def __init__(self, tables: Sequence[ResponseTable], names: Sequence[str]) -> None:
+        self.text_only = np.array(
+            [[a is None and e is None for a, e in zip(t.acts, t.errors)] for t in tables], dtype=bool
+        ).reshape(len(tables), -1)
+        self.failed = np.array([[e is not None for e in t.errors] for t in tables], dtype=bool).reshape(len(tables), -1)
+        self.names = list(names)
+        self.active = bool(self.names) and bool(self.text_only.any())
+
+    def pair(self, i: int, j: int) -> np.ndarray:
+        """The contexts of pair (i, j) where the semantic scores do not apply."""
+        return (self.text_only[i] | self.text_only[j]) & ~(self.failed[i] | self.failed[j])
+
+    def rows(self, plan: Sequence[tuple[int, int]]) -> np.ndarray:
+        if not plan:
+            return np.zeros(0, dtype=bool)
+        return np.concatenate([self.pair(i, j) for i, j in plan])
+
+    def matrix(self) -> np.ndarray:
+        """P×P: per ordered pair the number of contexts where the semantic scores do not apply
+        (``T Gᵀ + G Tᵀ − T Tᵀ`` with T text-only and G not failed: a text-only answer is no failure)."""
+        t = self.text_only.astype(np.int64)
+        g = (~self.failed).astype(np.int64)
+        return t @ g.T + g @ t.T - t @ t.T
+
 
 #: What ``behavsim compare --per-context`` accepts.
 PER_CONTEXT_FORMATS = ("none", "csv", "parquet")
@@ -49,6 +91,7 @@ def rows_frame(
     tables: Sequence[ResponseTable],
     columns: dict[str, np.ndarray],
     answers: bool,
+    na: NotApplicable | None = None,
 ) -> pd.DataFrame:
     """The per-context rows of the pairs ``plan`` (numbered from ``first_pair``), pair-major."""
     n_ctx = len(tables[0])
@@ -66,6 +109,8 @@ def rows_frame(
             attr = "acts" if name.startswith("act") else "prompts"
             # object columns with None where an answer is missing, whatever the piece holds
             keys[name] = pd.Series(_answer_column(tables, plan, attr, 0 if name.endswith("_a") else 1), dtype=object)
+    if na is not None and na.active:
+        keys[NA_COLUMN] = na.rows(plan)
     return pd.DataFrame({**keys, **columns})
 
 
@@ -90,8 +135,11 @@ class MeansSink:
     """The means table: per pair the mean of each score over its defined values and the counts
     ``n`` (contexts) and ``n_missing_<score>``."""
 
-    def __init__(self, plan: Sequence[tuple[int, int]], ids: Sequence[str], n_ctx: int) -> None:
+    def __init__(
+        self, plan: Sequence[tuple[int, int]], ids: Sequence[str], n_ctx: int, na: NotApplicable | None = None
+    ) -> None:
         self.plan, self.ids, self.n_ctx = plan, ids, n_ctx
+        self.na = na if na is not None and na.active else None
         self.rows: list[dict[str, Any]] = []
 
     def add(self, sl: slice, columns: dict[str, np.ndarray]) -> None:
@@ -106,6 +154,12 @@ class MeansSink:
                 row[name] = float(v[ok].mean()) if ok.any() else float("nan")
             for name, values in columns.items():
                 row[f"n_missing_{name}"] = int(np.isnan(values[part]).sum())
+            if self.na is not None:
+                n_na = int(self.na.pair(i, j).sum())
+                for name in self.na.names:
+                    if name in columns:
+                        row[f"n_missing_{name}"] -= n_na
+                        row[f"n_na_{name}"] = n_na
             self.rows.append(row)
 
     def result(self) -> pd.DataFrame:
@@ -151,9 +205,14 @@ class FrameSink:
     """The per-context rows in memory: the values of every chunk in place, one DataFrame at the end."""
 
     def __init__(
-        self, plan: Sequence[tuple[int, int]], tables: Sequence[ResponseTable], names: Sequence[str], answers: bool
+        self,
+        plan: Sequence[tuple[int, int]],
+        tables: Sequence[ResponseTable],
+        names: Sequence[str],
+        answers: bool,
+        na: NotApplicable | None = None,
     ) -> None:
-        self.plan, self.tables, self.answers = plan, tables, answers
+        self.plan, self.tables, self.answers, self.na = plan, tables, answers, na
         self.n_ctx = len(tables[0])
         self.columns = {name: np.empty(len(plan) * self.n_ctx) for name in names}
         self.n_rows = 0
@@ -165,7 +224,7 @@ class FrameSink:
         self.n_rows += (sl.stop - sl.start) * self.n_ctx
 
     def result(self) -> pd.DataFrame:
-        return rows_frame(self.plan, 0, self.tables, self.columns, self.answers)
+        return rows_frame(self.plan, 0, self.tables, self.columns, self.answers, self.na)
 
 
 class StreamSink:
@@ -178,12 +237,13 @@ class StreamSink:
         tables: Sequence[ResponseTable],
         sink: Callable[[pd.DataFrame], Any],
         answers: bool,
+        na: NotApplicable | None = None,
     ) -> None:
-        self.plan, self.tables, self.sink, self.answers = plan, tables, sink, answers
+        self.plan, self.tables, self.sink, self.answers, self.na = plan, tables, sink, answers, na
         self.n_rows = 0
 
     def add(self, sl: slice, columns: dict[str, np.ndarray]) -> None:
-        rows = rows_frame(self.plan[sl.start : sl.stop], sl.start, self.tables, columns, self.answers)
+        rows = rows_frame(self.plan[sl.start : sl.stop], sl.start, self.tables, columns, self.answers, self.na)
         self.sink(rows)
         self.n_rows += len(rows)
 
@@ -195,9 +255,14 @@ def matrices(
     symmetric: dict[str, bool],
     sums: dict[str, np.ndarray],
     counts: dict[str, np.ndarray],
-) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
-    """Per score the P×P DataFrame of means (row = first argument) and of the contexts left out,
-    from the kernel's sums and counts over its matrix pairs."""
+    na: NotApplicable | None = None,
+) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame], dict[str, pd.DataFrame] | None]:
+    """Per score the P×P DataFrame of means (row = first argument), of the contexts missing
+    (failures) and — where ``na`` is active — of the contexts where a semantic score does not
+    apply, from the kernel's sums and counts over its matrix pairs."""
+    na = na if na is not None and na.active else None
+    na_counts = na.matrix() if na is not None else None
+    not_applicable: dict[str, pd.DataFrame] | None = {} if na is not None else None
     n_pol = len(ids)
     means: dict[str, pd.DataFrame] = {}
     missing: dict[str, pd.DataFrame] = {}
@@ -217,8 +282,12 @@ def matrices(
             cnt[ib, ia] = counts[name]
         index, columns = pd.Index(ids, name="a"), pd.Index(ids, name="b")
         means[name] = pd.DataFrame(total, index=index, columns=columns)
-        missing[name] = pd.DataFrame(n_ctx - cnt, index=index.copy(), columns=columns.copy())
-    return means, missing
+        left_out = n_ctx - cnt
+        if na is not None and na_counts is not None and not_applicable is not None and name in na.names:
+            left_out = left_out - na_counts
+            not_applicable[name] = pd.DataFrame(na_counts.copy(), index=index.copy(), columns=columns.copy())
+        missing[name] = pd.DataFrame(left_out, index=index.copy(), columns=columns.copy())
+    return means, missing, not_applicable
 
 
 class PerContextWriter:
