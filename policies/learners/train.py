@@ -36,17 +36,15 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import io
 import json
 import math
 import os
-import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -80,26 +78,32 @@ __all__ = [
 ]
 
 from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_meta, save_checkpoint
-
-#: Default seed of the evaluation dialogues (shared by every trial and checkpoint).
-EVAL_SEED = 20_190_801
-METRIC_COLUMNS = (
-    "policy",
-    "reward",
-    "seed",
-    "dialogues",
-    "tsr",
-    "aiq",
-    "adl",
-    "mean_reward",
-    "train_tsr",
-    "train_mean_reward",
-    "dictionary_size",
-    "train_seconds",
-    "wall_seconds",
+from .evaluation import (
+    EVAL_SEED,
+    EvalResult,
+    eval_dialogue_seed,
+    evaluate_policy,
+    run_dialogue,
+    table1,
+    train_dialogue_seed,
 )
-_CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
-_TMP_RE = re.compile(r"^\.(ckpt-\d{6,}\.npz|metrics\.csv)\.tmp\d+$")
+from .files import (
+    _CKPT_RE,
+    _TMP_RE,
+    METRIC_COLUMNS,
+    RunLocked,
+    _remove_partial_files,
+    _row_from_meta,
+    _RunLock,
+    _trial_files,
+    _write_csv,
+    _write_if_changed,
+    checkpoint_path,
+    list_checkpoints,
+    read_metrics,
+    trial_name,
+)
+
 # configuration keys that change the numbers of a trial (others may change between invocations)
 _FIXED_KEYS = (
     "policy",
@@ -273,229 +277,10 @@ class TrainConfig:
         return pts
 
 
-def trial_name(reward: str, seed: int) -> str:
-    return f"{reward}-seed{int(seed)}"
-
-
-def checkpoint_path(trial_dir: str | os.PathLike, dialogues: int) -> Path:
-    return Path(trial_dir) / f"ckpt-{int(dialogues):06d}.npz"
-
-
-def list_checkpoints(trial_dir: str | os.PathLike) -> list[tuple[int, Path]]:
-    """``(dialogues, path)`` of the checkpoint files of a trial folder, in order."""
-    d = Path(trial_dir)
-    if not d.is_dir():
-        return []
-    out = []
-    for p in d.iterdir():
-        m = _CKPT_RE.match(p.name)
-        if m:
-            out.append((int(m.group(1)), p))
-    return sorted(out)
-
-
-def _seed_int(*words: int) -> int:
-    return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0] >> np.uint64(1))
-
-
-def eval_dialogue_seed(j: int, eval_seed: int = EVAL_SEED) -> int:
-    """Environment seed of evaluation dialogue ``j`` (the same for every trial and checkpoint)."""
-    return _seed_int(eval_seed, 3, j)
-
-
-def train_dialogue_seed(seed: int, i: int) -> int:
-    """Environment seed of training dialogue ``i`` (0-based) of the trial with ``seed``."""
-    return _seed_int(seed, 2, i)
-
-
 # ---------------------------------------------------------------------- dialogues
-@dataclass
-class EvalResult:
-    """Per-dialogue outcomes of an evaluation and their means (TSR, AIQ, ADL, mean reward)."""
-
-    success: list[bool]
-    iq: list[int]
-    turns: list[int]
-    rewards: list[float]
-
-    @property
-    def tsr(self) -> float:
-        return float(np.mean(self.success)) if self.success else math.nan
-
-    @property
-    def aiq(self) -> float:
-        return float(np.mean(self.iq)) if self.iq else math.nan
-
-    @property
-    def adl(self) -> float:
-        return float(np.mean(self.turns)) if self.turns else math.nan
-
-    @property
-    def mean_reward(self) -> float:
-        return float(np.mean(self.rewards)) if self.rewards else math.nan
-
-    def summary(self) -> dict[str, float]:
-        return {"tsr": self.tsr, "aiq": self.aiq, "adl": self.adl, "mean_reward": self.mean_reward}
-
-
-def run_dialogue(
-    env: Any, policy: Any, seed: int, *, explore: bool = False, beliefs: list | None = None
-) -> tuple[list, list[int], float, dict]:
-    """One dialogue of ``policy`` in ``env`` (reset with ``seed``).
-
-    Returns ``(belief vectors, action indices, sum of the environment's rewards, final info)``;
-    vectors are recorded only for GP policies (``policy.decide``), the list is empty otherwise.
-    ``beliefs``, if given, receives every belief state the policy acted on (one per turn).
-    """
-    belief, info = env.reset(seed=seed)
-    mask = info["action_mask"]
-    vecs: list = []
-    acts: list[int] = []
-    total = 0.0
-    decide = getattr(policy, "decide", None)
-    if decide is not None:
-        policy.learning = explore
-    choose = getattr(policy, "summary_action", None)
-    if decide is None and choose is None:  # any protocol policy whose Response names a summary action
-
-        def choose(b: dict) -> str:
-            summary = policy.act(b).summary_action
-            if summary is None:
-                raise TypeError(
-                    f"policy {getattr(policy, 'name', policy)!r} gives no summary action; the environment needs one"
-                )
-            return summary
-
-    while True:
-        if beliefs is not None:
-            beliefs.append(belief)
-        if decide is not None:
-            a, v = decide(belief, mask)
-            vecs.append(v)
-            acts.append(a)
-            summary = env.actions[a]
-        else:
-            assert choose is not None  # defined above when the policy has no decide
-            summary = choose(belief)
-        belief, r, terminated, truncated, info = env.step(summary)
-        total += r
-        mask = info["action_mask"]
-        if terminated or truncated:
-            return vecs, acts, total, info
-
-
-def evaluate_policy(
-    policy: Any,
-    n_dialogues: int,
-    *,
-    reward: Any = "ts",
-    eval_seed: int = EVAL_SEED,
-    iq_estimator: Any = "parameters",
-    env: Any = None,
-    scale: float = 0.0,
-) -> EvalResult:
-    """Evaluation (no learning) on ``n_dialogues`` fixed dialogues: greedy (``scale=0``), or, for
-    a GP-SARSA policy, sampling ``Q ~ N(mean, (scale·std)²)`` as PyDial's tests do (``scale=1``)
-    from a generator seeded per dialogue by ``eval_seed`` (the same draws at every checkpoint)."""
-    from ..simulation.env import DialogueEnv
-    from ..simulation.iq import get_iq_estimator
-    from ..simulation.rewards import get_reward
-
-    reward = get_reward(reward) if isinstance(reward, str) else reward
-    est = get_iq_estimator(iq_estimator) if isinstance(iq_estimator, str) else iq_estimator
-    env = env if env is not None else DialogueEnv()
-    learning = getattr(policy, "learning", None)
-    sampling = scale > 0 and hasattr(policy, "eval_scale")
-    saved = (policy.eval_scale, policy._eval_rng) if sampling else None
-    res = EvalResult([], [], [], [])
-    try:
-        for j in range(n_dialogues):
-            if sampling:
-                policy.eval_scale = float(scale)
-                policy._eval_rng = np.random.default_rng(np.random.SeedSequence([int(eval_seed), 5, j]))
-            _, _, total, info = run_dialogue(env, policy, eval_dialogue_seed(j, eval_seed), explore=False)
-            iq = int(est.estimate(info["exchanges"]))
-            res.success.append(bool(info["success"]))
-            res.iq.append(iq)
-            res.turns.append(int(info["turns"]))
-            res.rewards.append(total + reward.final_reward(info, iq=iq))
-    finally:
-        if learning is not None:
-            policy.learning = learning
-        if saved is not None:
-            policy.eval_scale, policy._eval_rng = saved
-    return res
 
 
 # ---------------------------------------------------------------------- one trial
-def _row_from_meta(meta: dict[str, Any], wall: float | None = None, train_s: float | None = None) -> dict[str, Any]:
-    t = meta["training"]
-    return {
-        "policy": t["policy"],
-        "reward": t["reward"],
-        "seed": t["seed"],
-        "dialogues": t["dialogues"],
-        **t["eval"],
-        "train_tsr": t["train"]["tsr"],
-        "train_mean_reward": t["train"]["mean_reward"],
-        "dictionary_size": t["dictionary_size"],
-        "train_seconds": train_s,
-        "wall_seconds": wall,
-    }
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return "" if math.isnan(v) else repr(v)
-    return str(v)
-
-
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(METRIC_COLUMNS)
-    for r in rows:
-        w.writerow([_fmt(r.get(c)) for c in METRIC_COLUMNS])
-    _write_if_changed(path, buf.getvalue())
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    """Write ``text`` atomically, unless the file holds it already (a resumed run rewrites nothing)."""
-    data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-_INT_COLS = {"seed", "dialogues", "dictionary_size"}
-_STR_COLS = {"policy", "reward"}
-
-
-def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a ``metrics.csv`` written by the runner (numbers parsed, blanks → None)."""
-    path = Path(path)
-    rows = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        for raw in csv.DictReader(fh):
-            row: dict[str, Any] = {}
-            for k, v in raw.items():
-                if k in _STR_COLS:
-                    row[k] = v
-                elif v in ("", None):
-                    row[k] = None
-                elif k in _INT_COLS:
-                    row[k] = int(v)
-                else:
-                    row[k] = float(v)
-            rows.append(row)
-    return rows
 
 
 def _domain_of(config: TrainConfig) -> Any:
@@ -814,28 +599,6 @@ def _checkpoint(trial: _Trial, policy: Any, point: int, acc: dict[str, Any]) -> 
     }
 
 
-def table1(rows: Sequence[dict[str, Any]], at: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    """The paper's Table 1 from metric rows: per checkpoint (``at``, default all) and reward,
-    TSR, AIQ and ADL averaged over the seeds (``n_seeds`` says over how many)."""
-    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault((int(r["dialogues"]), str(r["reward"])), []).append(r)
-    points = sorted({n for n, _ in groups}) if at is None else [int(n) for n in at]
-    out = []
-    for n in points:
-        for reward in sorted({rw for m, rw in groups if m == n}):
-            g = groups[(n, reward)]
-            out.append(
-                {
-                    "dialogues": n,
-                    "reward": reward,
-                    "n_seeds": len(g),
-                    **{k: float(np.mean([float(r[k]) for r in g])) for k in ("tsr", "aiq", "adl")},
-                }
-            )
-    return out
-
-
 # ---------------------------------------------------------------------- whole runs
 def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
     """Create ``out_dir`` or check it against ``config``; returns the config to store."""
@@ -1007,48 +770,6 @@ def run_training(
         return _run_training(config, out, workers, progress, tb, None if ex.is_local else ex)
 
 
-class RunLocked(ConfigError):
-    """Another process is running a training in the same folder."""
-
-
-class _RunLock:
-    """Advisory lock on ``DIR/.lock`` (``flock``: released by the OS when the process dies)."""
-
-    def __init__(self, out: Path) -> None:
-        self.path = out / ".lock"
-        self.fh: IO[str] | None = None
-
-    def __enter__(self) -> "_RunLock":
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: no locking
-            return self
-        self.fh = fh = open(self.path, "a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            holder = fh.read().strip()[:20]
-            fh.close()
-            self.fh = None
-            raise RunLocked(
-                f"{self.path.parent} is in use by another training process"
-                + (f" (pid {holder})" if holder.isdigit() else "")
-                + f": wait for it to finish or stop it (lock {self.path})"
-            ) from None
-        # The lock dies with this process (the OS releases it; workers die with their parent), so a
-        # .lock file left by a killed run is simply taken over. It records who holds it.
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()}\n")
-        fh.flush()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fh is not None:
-            self.fh.close()  # releases the lock
-
-
 def _run_training(
     config: TrainConfig,
     out: Path,
@@ -1092,24 +813,6 @@ def _run_local(config, out, trials, names, n_workers, report) -> dict[str, list[
         _remove_partial_files(out, names)
         raise
     return dict(zip(names, rows))
-
-
-def _remove_partial_files(out: Path, names: list[str]) -> None:
-    """The temporary files of trials stopped while writing (their workers are gone)."""
-    for name in names:
-        tdir = out / name
-        if tdir.is_dir():
-            for p in tdir.iterdir():
-                if _TMP_RE.match(p.name):
-                    p.unlink(missing_ok=True)
-
-
-def _trial_files(tdir: Path) -> dict[str, bytes]:
-    """The files of a trial folder a trial resumes from: its checkpoints and ``metrics.csv``."""
-    if not tdir.is_dir():
-        return {}
-    names = sorted(p.name for p in tdir.iterdir() if _CKPT_RE.match(p.name) or p.name == "metrics.csv")
-    return {n: (tdir / n).read_bytes() for n in names}
 
 
 def _trial_task(job: tuple[dict, str, int, dict[str, bytes]]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
