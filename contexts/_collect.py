@@ -24,6 +24,10 @@ import numpy as np
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
 from behavsim.policy import Adapter, as_adapter, error_text
+from policies.learners.train import eval_dialogue_seed
+from policies.simulation.env import DialogueEnv
+from policies.simulation.tracker import ErrorModel
+from policies.simulation.user import DEFAULT_USER
 
 from ._common import copy_belief, domain_meta, jsonable, resolve_domain
 
@@ -39,16 +43,12 @@ def dialogue_seed(seed: int, j: int) -> int:
     The training runner's evaluation seeding (:func:`policies.learners.train.eval_dialogue_seed`), so a
     collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
     """
-    from policies.learners.train import eval_dialogue_seed
-
     return eval_dialogue_seed(int(j), int(seed))
 
 
 def _user_meta(env_options: Mapping[str, Any] | None) -> Any:
     """The simulated user of a collection, as its metadata records it: a configuration's name
     (the default's when none was given) or its settings."""
-    from policies.simulation.user import DEFAULT_USER
-
     user = dict(env_options or {}).get("user_config")
     return DEFAULT_USER if user is None else jsonable(user)
 
@@ -97,9 +97,6 @@ def _sources(policies: Any, domain: Any) -> list[tuple[str, Adapter, dict[str, A
 
 
 def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
-    from policies.simulation.env import DialogueEnv
-    from policies.simulation.tracker import ErrorModel
-
     opts = dict(env_options or {})
     for k in opts:
         if k not in ENV_OPTIONS:

@@ -10,6 +10,8 @@ from typing import Any
 
 from behavsim import ConfigError
 from behavsim import canonical_copy as copy_belief  # the form a saved context set holds a belief in
+from policies.simulation.domain import Domain, DomainError
+from policies.simulation.domain import resolve_domain as resolve
 
 __all__ = ["resolve_domain", "domain_meta", "copy_belief", "jsonable", "ORIGINS"]
 
@@ -21,9 +23,6 @@ def resolve_domain(domain: Any):
     """The domain ``domain`` names (:func:`policies.simulation.domain.resolve_domain`: ``None`` for the
     default, a :class:`policies.simulation.domain.Domain`, a shipped domain's name, a rules file, or a
     ``(rules, db)`` pair); anything else is a :class:`behavsim.ConfigError`."""
-    from policies.simulation.domain import Domain, DomainError
-    from policies.simulation.domain import resolve_domain as resolve
-
     if not (domain is None or isinstance(domain, (Domain, str, os.PathLike, tuple))):
         raise ConfigError(
             f"domain: expected a policies.simulation.domain.Domain, a domain name or a rules file, got {type(domain).__name__}"

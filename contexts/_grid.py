@@ -28,6 +28,7 @@ from numbers import Real
 from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
+from policies.simulation.tracker import inform_info, make_belief
 
 from ._common import copy_belief, domain_meta, resolve_domain
 
@@ -183,8 +184,6 @@ def generate_grid(
 def _build(
     domain: Any, levels: list[float], slots: tuple[str, ...], method: str, chosen: dict[str, str], how: str, step: float
 ) -> ContextSet:
-    from policies.simulation.tracker import inform_info, make_belief
-
     # one template (a dialogue start) and, per slot and level, the slot's distribution; every
     # mapping with its keys in sorted order, as a saved set holds them (see copy_belief)
     base = copy_belief(make_belief(domain, {s: {chosen[s]: 0.0} for s in slots}, method={method: 0.0}))

@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError, ContextSet, did_you_mean
+from policies.simulation.domain import shipped_domain
+from policies.simulation.tracker import inform_info
 
 from ._common import copy_belief
 
@@ -97,8 +99,6 @@ def _recorded_rules(meta: Any) -> set[str]:
 
 def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     """The domain whose database recomputes ``inform_info``/``dbMatches``, and how it was chosen."""
-    from policies.simulation.domain import shipped_domain
-
     from ._common import resolve_domain
 
     if domain is not None:
@@ -269,8 +269,6 @@ def perturb(
             continue
         nb, record = _perturb_one(b, i, noise, seed, kinds, nbest)
         if fdomain is not None and isinstance(nb.get("features"), dict):
-            from policies.simulation.tracker import inform_info
-
             flags, n_match = inform_info(nb, fdomain, cache)
             nb["features"]["inform_info"] = flags
             nb["features"]["dbMatches"] = n_match

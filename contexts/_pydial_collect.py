@@ -32,9 +32,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, canonical_act
+from behavsim import ConfigError, ContextSet, canonical_act, canonical_copy
 from behavsim.policy import file_sha256
 from policies.adapters import find_pydial_root, git_commit, read_config, resolve_config
+from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
+from policies.simulation.tracker import inform_info
 
 __all__ = ["collect_pydial", "HELPER", "resolve_config", "behavsim_domain"]
 
@@ -45,8 +47,6 @@ HELPER = Path(__file__).resolve().with_name("_pydial_dialogues.py")
 def behavsim_domain(pydial_domain: str, root: Path):
     """behavsim's :class:`policies.simulation.domain.Domain` for a PyDial domain: the shipped one of that name
     (``CamRestaurants`` → ``camrestaurants``), else the rules and database in PyDial's root."""
-    from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
-
     name = pydial_domain.lower()
     if name in DOMAINS:
         return resolve_domain(name)
@@ -66,9 +66,6 @@ def _config_domain(cfg: Path) -> str:
 
 def behavsim_belief(pydial_belief: dict, domain: Any) -> dict:
     """A belief PyDial's policy was given, in behavsim's layout (see the module doc)."""
-    from behavsim import canonical_copy
-    from policies.simulation.tracker import inform_info
-
     b = {"beliefs": copy.deepcopy(pydial_belief["beliefs"]), "features": dict(pydial_belief.get("features") or {})}
     method = b["beliefs"].get("method")
     if isinstance(method, dict):

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
+from behavsim.cli import main as behavsim_main
+from policies.simulation.domain import add_domain_option, domain_spec, resolve_domain
 
 __all__ = ["register_contexts", "parse_range", "main"]
 
@@ -82,8 +84,6 @@ def _check_options(args: argparse.Namespace, *, positive=(), non_negative=(), pr
 
 
 def _domain(args: argparse.Namespace):
-    from policies.simulation.domain import domain_spec, resolve_domain
-
     spec = domain_spec(getattr(args, "domain", None))
     return None if spec is None else resolve_domain(spec)
 
@@ -302,8 +302,6 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        from policies.simulation.domain import add_domain_option
-
         add_domain_option(q)
 
     g = sub.add_parser(
@@ -480,8 +478,6 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m contexts.cli ...`` — the same as ``behavsim contexts ...``."""
-    from behavsim.cli import main as behavsim_main
-
     return behavsim_main(["contexts", *(argv if argv is not None else sys.argv[1:])])
 
 

@@ -41,14 +41,24 @@ from behavsim import (
     ResponseTable,
     TableFormatError,
     UnknownScore,
+    analysis,
+    behaviour_map,
     closest_name,
     compare,
+    get_executor,
     list_scores,
     package_version,
     raise_if_interrupted,
+    slice_scores,
+    write_map,
 )
 from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
+from contexts import collect, generate_grid
+from contexts.robustness import robustness, write_robustness
+from policies.commands.respond import respond_many
+from policies.learners.train import METRIC_COLUMNS, TrainConfig, list_checkpoints, run_training, table1, trial_name
+from policies.simulation.domain import resolve_domain
 
 from .runfolder import (
     PATHS_KEY,
@@ -120,13 +130,11 @@ class StudyConfig:
         for x in self.robustness:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= x <= 1.0:
                 raise ConfigError(f"study config 'robustness': noise levels are numbers in [0, 1], got {x!r}")
-        from behavsim import get_executor
 
         try:
             get_executor(self.executor)
         except ConfigError as exc:
             raise ConfigError(f"study config 'executor': {exc}") from None
-        from policies.learners.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
             tc = TrainConfig(
@@ -293,21 +301,15 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def _trial_dir(run: Path, reward: str, seed: int) -> Path:
-    from policies.learners.train import trial_name
-
     return run / "train" / trial_name(reward, seed)
 
 
 def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
-    from policies.learners.train import list_checkpoints
-
     return [p for _, p in list_checkpoints(_trial_dir(run, reward, seed))]
 
 
 # ----------------------------------------------------------------------------------- stages
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], executor: Any = None) -> pd.DataFrame:
-    from policies.learners.train import METRIC_COLUMNS, TrainConfig, run_training, table1
-
     log(
         f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
         f"checkpoint every {cfg.checkpoint_every:,}, {cfg.eval_dialogues} evaluation dialogues"
@@ -334,8 +336,6 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], execut
 
 
 def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> dict[str, ContextSet]:
-    from contexts import collect, generate_grid
-
     log("[2/7] context sets")
 
     cdir = run / "contexts"
@@ -413,8 +413,6 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
 
 def _domain(cfg: StudyConfig) -> Any:
     """The study's domain."""
-    from policies.simulation.domain import resolve_domain
-
     return resolve_domain(cfg.domain)
 
 
@@ -432,8 +430,6 @@ def _respond_set(
     paths relative to the run folder ``run``, by default ``rdir``'s grandparent), so a copied or
     moved run folder finds its tables; a table is reused only when it loads (its checksum holds)
     and, for a checkpoint, was made from a file with the checkpoint's digest."""
-    from policies.commands.respond import respond_many
-
     run = rdir.parent.parent if run is None else run
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
@@ -565,8 +561,6 @@ def run_study(
     the responses run (:func:`behavsim.get_executor`); this process writes every file, so the run
     folder lives on this machine, and the results are the same under any executor.
     """
-    from behavsim import get_executor
-
     log = log or (lambda m: print(m, flush=True))
     ex = get_executor(cfg.executor if executor is None else executor)
     ex.connect()  # an unreachable cluster is refused before the run folder is made
@@ -706,8 +700,6 @@ def _compare_all(
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Every comparison: means with bootstrap CIs (``<kind>.csv``), per-turn TMR/DMR, the most
     disagreeing contexts and every per-context value (``per_context/all.csv``, returned)."""
-    from behavsim import analysis
-
     scores = list(cfg.scores)
     per_dir = results / "per_context"
     per_dir.mkdir(exist_ok=True)
@@ -748,8 +740,6 @@ def _compare_all(
 
 def _per_turn(comp, cs: ContextSet, name: str, extra: dict[str, Any], scores: list[str]) -> pd.DataFrame:
     """Figure 4: TMR/DMR per system turn of the trial pairs at the last checkpoint."""
-    from behavsim import analysis
-
     turns = [meta.get("turn") for meta in cs.metas]
     pt = analysis.per_turn(comp.per_context, turns, scores=[s for s in ("TMR", "DMR") if s in scores])
     pt["pair"] = pt["pair"].map(dict(enumerate(extra["pair"])))
@@ -763,8 +753,6 @@ def _disagreements(
     cfg: StudyConfig, comp, cs: ContextSet, responses: _Responses, name: str, kind: str, scores: list[str]
 ) -> list[pd.DataFrame]:
     """The contexts where each compared pair disagrees most (by CMR when computed)."""
-    from behavsim import analysis
-
     ids = set(comp.means["a"]) | set(comp.means["b"])
     table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
     out = []
@@ -780,8 +768,6 @@ def _disagreements(
 def _slices(comp, cs: ContextSet, responses: _Responses, name: str, kind: str, extra: dict[str, Any]) -> pd.DataFrame:
     """Every score of each pair per act type (of the first trial), slot, belief certainty and, on
     collected contexts, turn."""
-    from behavsim import slice_scores
-
     ids = set(comp.means["a"]) | set(comp.means["b"])
     table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
     kinds = ["acttype", "slot", "uncertainty"] + (["turn"] if any("turn" in m for m in cs.metas) else [])
@@ -795,8 +781,6 @@ def _slices(comp, cs: ContextSet, responses: _Responses, name: str, kind: str, e
 
 def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path) -> None:
     """Figure 6: correlation and MSE between the scores, over all contexts and the non-matching ones."""
-    from behavsim import analysis
-
     for suffix, only in (("", False), ("_mismatch", True)):
         corr, mse = analysis.score_agreement(allper, list(cfg.scores), only_mismatch=only)
         _write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
@@ -831,8 +815,6 @@ _ALPHA = 0.05
 
 def _trial_level_entry(cfg: StudyConfig, per: pd.DataFrame, groups: dict[str, list[str]], score: str) -> dict:
     """The test over trials of one score (``"unit": "trials"``), with the two-level intervals."""
-    from behavsim import analysis
-
     ra, rb = cfg.rewards
     r = analysis.trial_level_test(
         per,
@@ -880,8 +862,6 @@ def _trial_level_entry(cfg: StudyConfig, per: pd.DataFrame, groups: dict[str, li
 def _context_level_entry(cfg: StudyConfig, rew: pd.DataFrame, seeds_df: pd.DataFrame, score: str) -> dict:
     """The paired test over contexts of one score (``"unit": "contexts"``): how surely these very
     trials differ, not whether the rewards do."""
-    from behavsim import analysis
-
     x = rew.groupby("context")[score].mean()
     y = seeds_df.groupby("context")[score].mean()
     common = x.index.intersection(y.index)
@@ -938,8 +918,6 @@ def _stage_map(
 ) -> list[dict[str, str]]:
     """The behaviour map of every policy on C_gen (TMR): classical MDS with each trial's checkpoints
     joined in training order, and the dendrogram of the final policies (``map/``)."""
-    from behavsim import behaviour_map, write_map
-
     tables = list(responses.tables["cgen"].values())
     if len(tables) < 3:
         return []
@@ -972,7 +950,6 @@ def _stage_robustness(
     against itself on C_gen perturbed at each level (``robustness/``)."""
     if not cfg.robustness:
         return []
-    from contexts.robustness import robustness, write_robustness
 
     log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
     specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]

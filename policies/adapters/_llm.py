@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from behavsim import BehavsimError, ConfigError, default_cache_dir
+from behavsim import BehavsimError, ConfigError, canonical_copy, default_cache_dir
 from behavsim.policy import Adapter, PolicySpec, Response
 
 from ._base import _context_domains, _domain
@@ -288,8 +288,6 @@ class LLMAdapter(Adapter):
     def prepare(self, contexts: Any) -> None:
         """Ask the model for every context not in the cache, all at once (the backend batches or
         sends them concurrently), longest conversation first."""
-        from behavsim import canonical_copy
-
         jobs: dict[str, list[dict[str, str]]] = {}
         for belief, meta in zip(contexts.beliefs, contexts.metas):
             messages = self._messages(canonical_copy(belief), meta)

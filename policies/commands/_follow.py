@@ -20,7 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from behavsim import BehavsimError, ConfigError, ContextSet, interrupt_handled
+from behavsim import BehavsimError, ConfigError, ContextSet, interrupt_handled, parse_spec
+from behavsim.monitor import ConvergenceMonitor, StopRule, plot_convergence
+from behavsim.scores import SEMANTIC_SCORES, TEXT_SCORES
+from behavsim.scores import scores as registry
 
 __all__ = [
     "Watch",
@@ -135,10 +138,6 @@ def _say(text: str) -> None:
 
 def check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[str]]:
     """Validate the options; returns the poll interval, the stop rule (or None) and the score names."""
-    from behavsim.monitor import StopRule
-    from behavsim.scores import SEMANTIC_SCORES
-    from behavsim.scores import scores as registry
-
     waits = bool(getattr(args, "pattern", None)) and args.follow  # a trainer of one's own may not have made it yet
     if not root.is_dir() and not waits:
         raise ConfigError(f"DIR {args.dir!r}: no such folder (a trial folder <reward>-seed<S>/ or a run folder)")
@@ -213,8 +212,6 @@ class Watch:
         return dialogues
 
     def monitor_for(self, trial: str, respond: Any = None):
-        from behavsim.monitor import ConvergenceMonitor
-
         if trial not in self.monitors:
             # created only when the trial has a checkpoint: by then the trainer has written its
             # config.json, so OUT inside the run folder never makes `behavsim train` refuse it
@@ -258,8 +255,6 @@ class Watch:
 
     def _plot_all(self) -> None:
         """``OUT/convergence.png``: the first score of every trial (the paper's Figure 2)."""
-        from behavsim.monitor import plot_convergence
-
         series = {t: m.rows for t, m in sorted(self.monitors.items()) if m.rows}
         if series:
             first = self.score_names[0]
@@ -399,8 +394,6 @@ def load_loader(text: str) -> Any:
     import os
 
     if "{}" in text:
-        from behavsim import parse_spec
-
         parse_spec(text.replace("{}", "checkpoint"))  # the kind and options are checked before any work
 
         def spec_for(path: str) -> str:
@@ -637,8 +630,6 @@ class PyDialWatch(Watch):
     def __init__(
         self, args: argparse.Namespace, policy_dir: Path, contexts: ContextSet, score_names: list[str], stop_rule: Any
     ) -> None:
-        from behavsim.scores import TEXT_SCORES
-
         from ..adapters import find_pydial_root, resolve_config
 
         out = Path(args.output) if args.output else policy_dir.resolve().parent / "behavsim-monitor"

@@ -18,7 +18,10 @@ import subprocess
 import sys
 from typing import Any
 
+from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
 from behavsim.commands import add_executor_option
+from behavsim.policy import parse_spec
+from behavsim.scores import scores as registry
 
 __all__ = ["register_train", "cmd_train", "main"]
 
@@ -207,10 +210,6 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
 def _check_monitor_inputs(args: argparse.Namespace) -> None:
     """What the monitor would refuse, refused before training starts: the context set (read and
     checked as the monitor reads it), the score names, the reference policy's spec."""
-    from behavsim import ConfigError, ContextSet, UnknownName
-    from behavsim.policy import parse_spec
-    from behavsim.scores import scores as registry
-
     ContextSet.load(args.monitor)  # a bad set names its file and line
     try:
         for value in args.monitor_scores or ():
@@ -229,8 +228,6 @@ def _check_monitor_inputs(args: argparse.Namespace) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
     from pathlib import Path
-
-    from behavsim import BehavsimError
 
     from ..learners.checkpoint import CheckpointError
     from ..learners.train import ConfigError, run_training

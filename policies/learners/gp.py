@@ -51,6 +51,8 @@ from typing import Any
 
 import numpy as np
 
+from behavsim.policy import Response
+
 __all__ = [
     "GPSarsa",
     "GPSarsaPolicy",
@@ -679,8 +681,6 @@ class GPSarsaPolicy:
         return self.actions[self.decide(belief)[0]]
 
     def act(self, belief: dict):
-        from behavsim.policy import Response
-
         from ..simulation.actions import to_master_act
 
         summary = self.summary_action(belief)

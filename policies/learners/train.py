@@ -77,6 +77,8 @@ __all__ = [
     "load_checkpoint",
 ]
 
+from behavsim import get_executor
+
 from .checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_meta, save_checkpoint
 from .evaluation import (
     EVAL_SEED,
@@ -745,8 +747,6 @@ def run_training(
     returns the new ones; this process writes every file, and a trial finished on any node is
     kept when the run is interrupted). The files are the same whatever the executor.
     """
-    from behavsim import get_executor
-
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config: expected a TrainConfig, got {type(config).__name__}")
     ex = get_executor(executor)
@@ -804,8 +804,6 @@ def _run_local(config, out, trials, names, n_workers, report) -> dict[str, list[
     trial folder; progress reported as it happens. On an error or an interrupt the executor stops
     the other trials at once: safe, every file is written atomically and a new start resumes
     from the checkpoints (the temporary files of the killed workers are removed)."""
-    from behavsim import get_executor
-
     jobs = [(config.to_dict(), r, s, str(out)) for r, s in trials]
     try:
         rows = get_executor(f"local:{n_workers}").map(_local_trial_task, jobs, on_progress=lambda i, msg: report(msg))

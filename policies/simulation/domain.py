@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from behavsim import BehavsimError, Registry, UnknownName
+from behavsim import BehavsimError, ConfigError, Registry, UnknownName
 
 __all__ = [
     "Domain",
@@ -406,8 +406,6 @@ def domain_spec(values: "Sequence[str] | None") -> "str | tuple[str, str] | None
     """The domain a command line's ``--domain NAME | RULES_JSON [DB]`` names, checked (it must
     load), in a picklable form for :func:`resolve_domain`; ``None`` when the option is absent.
     Bad values raise :class:`behavsim.ConfigError` naming the option."""
-    from behavsim import ConfigError
-
     if not values:
         return None
     if len(values) > 2:
