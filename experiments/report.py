@@ -69,6 +69,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("seeds", "Seeds: trials of one reward (Table 4, Figure 3)"),
     ("per_turn", "Per turn: TMR and DMR by system turn (Figure 4)"),
     ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
+    ("policies", "Other policies: each vs every trial, the handcrafted policy and each other"),
     ("scores", "Score analysis: correlation and MSE (Figure 6)"),
     ("map", "Behaviour map: every policy against every other"),
     ("robustness", "Robustness: each policy against itself on noisier beliefs"),
@@ -88,6 +89,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "convergence.csv": ("context_set", "reward", "seed", "checkpoint", "a", "b", "n"),
     "seeds.csv": ("context_set", "reward", "checkpoint", "pair", "a", "b", "n"),
     "rewards.csv": ("context_set", "pair", "a", "b", "n"),
+    "policies.csv": ("context_set", "a", "b", "n"),
     "per_turn.csv": ("context_set", "reward", "pair", "turn", "n"),
     "slices.csv": ("kind", "context_set", "pair", "slice", "value", "n"),
     "disagreements.csv": (
@@ -392,6 +394,40 @@ def _scenario(
             score_table(df, keys, table_id, caption),
         )
     return score_table(df, keys, table_id, caption)
+
+
+def _other_policies(run: _Run) -> str:
+    """The other policies' comparisons, with each side's self-agreement (asked more than once) and
+    the contexts where the semantic scores do not apply (text-only answers)."""
+    df = run.csv("policies.csv", scores=True, numeric=("self_agreement_a", "self_agreement_b"))
+    if df is None or df.empty:
+        return note("<code>results/policies.csv</code> has no rows.")
+    keys = ["a", "b"]
+    parts = []
+    for side in ("a", "b"):
+        col = f"self_agreement_{side}"
+        if col in df.columns and df[col].notna().any():
+            df[f"self-agreement {side}"] = ["" if math.isnan(v) else f"{v:.3f}" for v in df[col].astype(float)]
+            keys.append(f"self-agreement {side}")
+    na_cols = [c for c in df.columns if c.startswith("n_na_")]
+    if na_cols:
+        n_na = df[na_cols].astype(float).max(axis=1)
+        for a, b, k, n in zip(df["a"], df["b"], n_na, df["n"]):
+            if k > 0:
+                parts.append(f"{escape(a)} vs {escape(b)}: {int(k)} of {escape(str(n))} contexts")
+    caption = (
+        "Each other policy against the last checkpoint of every trial, the handcrafted policy and the other "
+        "policies, on the collected contexts C<sub>col</sub><sup>all</sup> — mean per-context similarity with "
+        "its 95% bootstrap interval; self-agreement: the TMR of a policy with itself over its repeated answers "
+        "(<code>repeat</code> in the config; empty: asked once)."
+    )
+    out = score_table(df, keys, "policies", caption)
+    if parts:
+        out += note(
+            "Semantic scores not applicable (text-only answers, counted in <code>n_na_&lt;score&gt;</code>, "
+            "not as failures): " + "; ".join(parts) + "."
+        )
+    return out
 
 
 _SETTLED = 0.95  # a trial's behaviour has settled once TMR(k vs k−1) stays at or above this
@@ -1189,6 +1225,10 @@ _INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
     "seeds": (("results/seeds.csv",), "no results/seeds.csv"),
     "per_turn": (("results/per_turn.csv",), "no results/per_turn.csv"),
     "rewards": (("results/rewards.csv",), "no results/rewards.csv: a run with one reward"),
+    "policies": (
+        ("results/policies.csv",),
+        'set <code>policies = ["hf:DIR", "openai:MODEL@URL", …]</code> in the config',
+    ),
     "scores": (tuple(f"results/{m[0]}" for m in _MATRICES), "no results/score_corr.csv"),
     "map": (("map/map.csv",), "no map/map.csv"),
     "robustness": (
@@ -1262,6 +1302,7 @@ def _render(run: _Run) -> str:
                 "reward comparisons (a trial of one reward vs a trial of the other, last checkpoint)",
             ),
         ),
+        "policies": section("policies", lambda: _other_policies(run)),
         "scores": section("scores", lambda: _scores_section(run) or ""),
         "map": section("map", lambda: _map_note(run) or ""),
         "robustness": section("robustness", lambda: _robustness(run) or ""),

@@ -23,19 +23,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from behavsim import (
+    BehavsimError,
     ConfigError,
     ContextSet,
     ResponseTable,
@@ -47,7 +49,9 @@ from behavsim import (
     compare,
     get_executor,
     list_scores,
+    load_policy,
     package_version,
+    parse_spec,
     raise_if_interrupted,
     slice_scores,
     write_map,
@@ -78,7 +82,7 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 
 
 #: Config keys added after the first runs: left out of the stored config when at their default.
-_OPTIONAL_KEYS = ("robustness",)
+_OPTIONAL_KEYS = ("robustness", "policies")
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,14 @@ class StudyConfig:
     # at which the last checkpoint of each trial and the handcrafted policy are compared with
     # themselves on perturbed C_gen (``contexts.perturb``); empty: no probe
     robustness: tuple[float, ...] = ()
+    # other policies compared with the trained ones (issue: LLM and end-to-end policies beside the
+    # RL ones): policy specs of any kind ("openai:MODEL@URL", "hf:DIR", "e2e:DIR", "recorded:FILE",
+    # a module:function); they answer the collected contexts C_col^all (which carry histories) and
+    # are compared with the last checkpoint of every trial, the handcrafted policy and each other
+    policies: tuple[str, ...] = ()
+    # how often each of those policies is asked every context (>= 2: their self-agreement is
+    # measured and shown beside the scores; the trained policies are deterministic)
+    repeat: int = 1
     # where training and responses run (local, local:N, ray, ray:ADDRESS); not part of the study's
     # identity: a run folder resumes under any executor and the results are the same
     executor: str = "local"
@@ -124,6 +136,17 @@ class StudyConfig:
             )
         if not self.seeds or not self.rewards:
             raise ConfigError("study config: needs at least one seed and one reward")
+        for spec in self.policies:
+            if not isinstance(spec, str):
+                raise ConfigError(f"study config 'policies': expected policy spec strings, got {spec!r}")
+            try:
+                parse_spec(spec)
+            except ConfigError as exc:
+                raise ConfigError(f"study config 'policies': {spec!r}: {exc}") from None
+        if len(set(self.policies)) != len(self.policies):
+            raise ConfigError(f"study config 'policies': a policy is listed twice: {list(self.policies)}")
+        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
+            raise ConfigError(f"study config 'repeat': expected a positive integer, got {self.repeat!r}")
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
@@ -166,6 +189,8 @@ class StudyConfig:
         for key in _OPTIONAL_KEYS:
             if not d.get(key):
                 d.pop(key, None)
+        if d.get("repeat") == 1:
+            d.pop("repeat")
         return d
 
     @classmethod
@@ -423,8 +448,10 @@ def _respond_set(
     domain: str | None = None,
     executor: Any = None,
     run: Path | None = None,
+    repeat: int = 1,
 ) -> dict[str, ResponseTable]:
-    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused.
+    """Every policy of ``specs`` on one context set (each context asked ``repeat`` times); tables
+    already in ``rdir`` are reused.
 
     The index (``rdir/index.json``) names each policy by :func:`runfolder.index_key` (checkpoint
     paths relative to the run folder ``run``, by default ``rdir``'s grandparent), so a copied or
@@ -442,7 +469,7 @@ def _respond_set(
     index, legacy = read_index_keys(index, run)
     if index.get("__fingerprint__") != cs.fingerprint:
         index, legacy = {"__fingerprint__": cs.fingerprint, PATHS_KEY: PATHS_RUN}, False
-    keys = {spec: index_key(spec, run) for spec in specs}
+    keys = {spec: index_key(spec, run) + (f"#repeat={repeat}" if repeat > 1 else "") for spec in specs}
     loaded: dict[str, ResponseTable] = {}
     todo = []
     for spec in specs:
@@ -471,7 +498,7 @@ def _respond_set(
             index[keys[todo[i]]] = name
             write_json_checked(index_path, index)
 
-        respond_many(todo, cs, executor=executor, on_result=save, **options)
+        respond_many(todo, cs, executor=executor, on_result=save, repeat=repeat, **options)
         for spec in todo:
             loaded[spec] = ResponseTable.load(rdir / index[keys[spec]])
     return {s: loaded[s] for s in specs}
@@ -509,13 +536,17 @@ def _comparisons(
     tables: dict[str, dict[str, ResponseTable]],
     trials: dict[tuple[str, int], list[str]],
     executor: Any = None,
+    others: Sequence[str] = (),
 ):
     """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
     convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
     (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
     rewards (every trial of one reward vs every trial of the other at the last checkpoint, on
-    C_col^all). ``executor``: where the distinct answer combinations are scored (the values are the
-    same under any executor)."""
+    C_col^all), and with other policies (``others``), each of them vs the last checkpoint of every
+    trial, the handcrafted policy and the other policies after it, on C_col^all ("policies"; the
+    columns ``self_agreement_a``/``_b``: each side's self-agreement TMR where it was measured).
+    ``executor``: where the distinct answer combinations are scored (the values are the same under
+    any executor)."""
     scores = list(cfg.scores)
     for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
         for (reward, seed), specs in trials.items():
@@ -546,6 +577,40 @@ def _comparisons(
         comp = compare(group, "cross", by="reward", scores=scores, executor=executor)
         labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
         yield "rewards", "ccol-all", {"pair": labels}, comp
+    if others:
+        base = [trials[(r, s)][-1] for r in cfg.rewards for s in cfg.seeds] + ["handcrafted"]
+        group = [tables["ccol-all"][sp] for sp in base + list(others)]
+        ids = [t.id for t in group]
+        nb, n = len(base), len(group)
+        pairs = [(ids[i], ids[j]) for i in range(nb, n) for j in [*range(nb), *range(i + 1, n)]]
+        comp = compare(group, pairs, scores=scores, executor=executor)
+        self_tmr = {t.id: t.self_agreement_tmr for t in group}
+        yield (
+            "policies",
+            "ccol-all",
+            {
+                "self_agreement_a": [_nan_if_none(self_tmr[a]) for a in comp.means["a"]],
+                "self_agreement_b": [_nan_if_none(self_tmr[b]) for b in comp.means["b"]],
+            },
+            comp,
+        )
+
+
+def _check_other_policies(cfg: StudyConfig) -> None:
+    """Each of the config's other policies loads (a model folder, a server's address, a module),
+    named in one line if not."""
+    options = {} if cfg.domain is None else {"domain": cfg.domain}
+    for spec in cfg.policies:
+        try:
+            load_policy(spec, **options)
+        except BehavsimError as exc:
+            raise ConfigError(f"study config 'policies': {spec!r}: {exc}") from None
+        except (ImportError, OSError, ValueError) as exc:
+            raise ConfigError(f"study config 'policies': {spec!r} cannot be loaded: {exc}") from None
+
+
+def _nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else float(x)
 
 
 def run_study(
@@ -564,6 +629,7 @@ def run_study(
     log = log or (lambda m: print(m, flush=True))
     ex = get_executor(cfg.executor if executor is None else executor)
     ex.connect()  # an unreachable cluster is refused before the run folder is made
+    _check_other_policies(cfg)  # ... and a policy that cannot be loaded, before any training
     run = _open_run_dir(cfg, Path(run_dir))
     clock = _Clock()
     if not ex.is_local:
@@ -632,11 +698,13 @@ def _open_run_dir(cfg: StudyConfig, run: Path) -> Path:
 @dataclass
 class _Responses:
     """The policies' answers: ``trials[(reward, seed)]`` lists the policy specs of that trial's
-    checkpoints in order; ``specs`` every spec (and ``handcrafted``); ``tables[set][spec]``."""
+    checkpoints in order; ``specs`` every spec (and ``handcrafted``); ``tables[set][spec]``;
+    ``others`` the config's other policies, whose tables are under ``tables["ccol-all"]`` only."""
 
     trials: dict[tuple[str, int], list[str]]
     specs: list[str]
     tables: dict[str, dict[str, ResponseTable]]
+    others: list[str] = field(default_factory=list)
 
 
 def _stage_respond(
@@ -655,7 +723,18 @@ def _stage_respond(
     tables = {
         name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor, run) for name, cs in sets.items()
     }
-    return _Responses(trials, specs, tables)
+    others = list(cfg.policies)
+    if others:  # on the collected contexts, which carry the dialogue histories
+        log(
+            f"      other policies on ccol-all: {', '.join(others)}"
+            + (f" (each asked {cfg.repeat}x)" if cfg.repeat > 1 else "")
+        )
+        tables["ccol-all"].update(
+            _respond_set(
+                others, sets["ccol-all"], run / "responses" / "ccol-all", cfg.domain, executor, run, repeat=cfg.repeat
+            )
+        )
+    return _Responses(trials, specs, tables, others)
 
 
 #: Version of what the compare-and-analyse stage writes: 2 added the test over trials and slices.csv.
@@ -703,16 +782,21 @@ def _compare_all(
     scores = list(cfg.scores)
     per_dir = results / "per_context"
     per_dir.mkdir(exist_ok=True)
-    frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
+    frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": [], "policies": []}
     signatures: dict[str, str] = {}
     per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
-    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials, executor):
+    for kind, name, extra, comp in _comparisons(
+        cfg, sets, responses.tables, responses.trials, executor, responses.others
+    ):
         raise_if_interrupted()
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
         m = m.drop(columns=["pair"], errors="ignore")
-        for col, val in reversed([("context_set", name), *extra.items()]):
+        beside = {k: extra[k] for k in extra if k.startswith("self_agreement")}  # after the scores
+        for col, val in reversed([("context_set", name), *((k, v) for k, v in extra.items() if k not in beside)]):
             m.insert(0, col, val)
+        for col, val in beside.items():
+            m[col] = val
         frames[kind].append(m)
         per = comp.per_context.copy()
         per.insert(0, "kind", kind)
@@ -754,7 +838,7 @@ def _disagreements(
 ) -> list[pd.DataFrame]:
     """The contexts where each compared pair disagrees most (by CMR when computed)."""
     ids = set(comp.means["a"]) | set(comp.means["b"])
-    table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
+    table_list = [t for t in responses.tables[name].values() if t.id in ids]
     out = []
     for p in range(len(comp.means)):
         d = analysis.disagreements(
@@ -769,7 +853,7 @@ def _slices(comp, cs: ContextSet, responses: _Responses, name: str, kind: str, e
     """Every score of each pair per act type (of the first trial), slot, belief certainty and, on
     collected contexts, turn."""
     ids = set(comp.means["a"]) | set(comp.means["b"])
-    table_list = [responses.tables[name][sp] for sp in responses.specs if responses.tables[name][sp].id in ids]
+    table_list = [t for t in responses.tables[name].values() if t.id in ids]
     kinds = ["acttype", "slot", "uncertainty"] + (["turn"] if any("turn" in m for m in cs.metas) else [])
     sl = slice_scores(comp, kinds, contexts=cs, tables=table_list)
     sl["pair"] = sl["pair"].map(dict(enumerate(extra["pair"])))
