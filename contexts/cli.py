@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet
+from behavsim.commands import missing_command
 
 __all__ = ["register_contexts", "parse_range", "main"]
 
@@ -299,7 +300,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         description="Context sets: the belief states every policy answers.",
     )
     sub = p.add_subparsers(dest="contexts_command", metavar="ACTION")
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: missing_command(p, "ACTION"))
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
         from policies.simulation.domain import add_domain_option

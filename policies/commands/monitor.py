@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
+from behavsim.commands import CommandParser
 
 from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, run_watch
 
@@ -177,7 +178,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m policies.commands.monitor DIR ...``) for use without the entry point."""
-    parser = argparse.ArgumentParser(prog="behavsim")
+    parser = CommandParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command", required=True)
     register_monitor(sub)
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from behavsim.commands import add_executor_option
+from behavsim.commands import CommandParser, add_executor_option
 
 __all__ = ["register_train", "cmd_train", "main"]
 
@@ -281,7 +281,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m policies.commands.train train ...``) for use without ``behavsim``."""
-    parser = argparse.ArgumentParser(prog="behavsim")
+    parser = CommandParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command", required=True)
     register_train(sub)
     args = parser.parse_args(argv)

@@ -246,3 +246,75 @@ def test_bad_inputs_cover_every_sub_command():
     missing = sorted(set(sub) - covered)
     assert not missing, f"no bad-input case for: {missing}"
 
+
+
+# ----------------------------------------------------------------------------- usage errors (argparse)
+def _usage_error(capsys, argv) -> str:
+    """The one line a usage error prints (exit status 2, nothing on stdout)."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and not out, (exc.value.code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+USAGE_CASES = [
+    (["compare", "a.jsonl", "b.jsonl", "--pairs", "everything"],
+     "behavsim compare: error: argument --pairs: invalid choice: 'everything' (choose from 'all', 'consecutive', "
+     "'cross') — see behavsim compare --help"),
+    (["frobnicate"], "behavsim: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'pair', "),
+    ([], "behavsim: error: COMMAND missing (choose from pair, compare, scores, map, contexts, "),
+    (["contexts"], "behavsim contexts: error: ACTION missing (choose from generate, collect, collect-pydial, import, "
+                   "select, perturb, info) — see behavsim contexts --help"),
+    (["contexts", "generate", "--step", "0.5", "-o", "g.jsonl", "--bogus", "1"],
+     "behavsim contexts generate: error: unrecognized arguments: --bogus 1 — see behavsim contexts generate --help"),
+    (["monitor", "run"], "behavsim monitor: error: the following arguments are required: --contexts — see behavsim "
+                         "monitor --help"),
+    (["reproduce", "--seeds", "x"], "behavsim reproduce: error: argument --seeds: invalid int value: 'x' — see "
+                                    "behavsim reproduce --help"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, line", USAGE_CASES, ids=[" ".join(c[0]) or "(nothing)" for c in USAGE_CASES])
+def test_usage_errors_are_one_line_with_a_hint(capsys, argv, line):
+    got = _usage_error(capsys, argv)
+    assert got.startswith(line), got
+    assert got.endswith(" --help"), got
+
+
+def _commands(parser, path=()):
+    """(path, parser) of every command and sub-command below ``parser``."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _commands(sub, (*path, name))
+
+
+def test_every_command_reports_usage_errors_in_one_line(capsys):
+    """An option no command has, given to each command and sub-command: one line naming that
+    command (the deepest one given) with a hint to its --help, exit status 2."""
+    from behavsim.cli import build_parser
+
+    commands = list(_commands(build_parser()))
+    assert len(commands) >= 17  # 11 commands, 7 actions of `contexts`
+    for path, _ in commands:
+        cmd = "behavsim " + " ".join(path)
+        line = _usage_error(capsys, [*path, "--no-such-option"])
+        assert line.startswith(f"{cmd}: error: "), line
+        assert line.endswith(f" — see {cmd} --help"), line
+
+
+def test_stand_alone_entries_report_usage_errors_in_one_line(capsys):
+    from policies.commands import monitor, train
+
+    for entry, argv, cmd in ((monitor.main, ["run"], "monitor"), (train.main, ["train", "--bogus"], "train")):
+        with pytest.raises(SystemExit) as exc:
+            entry(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"behavsim {cmd}: error: ") and err.rstrip().endswith(f"see behavsim {cmd} --help"), err
