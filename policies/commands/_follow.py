@@ -30,6 +30,7 @@ __all__ = [
     "OutputLock",
     "find_trials",
     "pydial_trials",
+    "refuse_pydial_folder",
     "load_loader",
     "check_args",
     "run_watch",
@@ -602,6 +603,29 @@ def pydial_trials(policy_dir: Path) -> dict[str, list[tuple[int, Path]]]:
         if m and f"{name[:-4]}.prm" in present:
             out.setdefault(m["trial"], []).append((int(m["batch"]), policy_dir / name[:-4]))
     return {t: sorted(b) for t, b in sorted(out.items())}
+
+
+def refuse_pydial_folder(root: Path) -> None:
+    """Raise :class:`ConfigError` when ``root`` (followed as ``behavsim train``'s run or trial
+    folder) holds PyDial's policies and no checkpoint: a PyDial policy folder, or PyDial's root
+    with one in ``_bspolicies/``, is followed with ``--pydial-config``."""
+    if not root.is_dir() or _has_checkpoints(root) or find_trials(root, single=False):
+        return
+    for folder in (root, root / "_bspolicies"):
+        trials = pydial_trials(folder)
+        if trials:
+            n = sum(len(b) for b in trials.values())
+            first = next(iter(trials.values()))[0][1].name
+            where = (
+                f"{root}: a PyDial policy folder"
+                if folder == root
+                else f"{root}: PyDial's root, its policies in {folder}"
+            )
+            raise ConfigError(
+                f"{where} ({n} policies <name>.<batch>.dct/.prm, e.g. {first}), no ckpt-NNNNNN.npz: follow it with "
+                f"--pydial-config CFG (the config pydial.py train was run with)"
+                + ("" if folder == root else f" and DIR {folder}")
+            )
 
 
 def _settled(prefix: Path, settle: float) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 from behavsim import BehavsimError, ConfigError, ContextSet
 from behavsim.commands import CommandParser
 
-from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, run_watch
+from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, refuse_pydial_folder, run_watch
 
 __all__ = ["register_monitor", "cmd_monitor", "main"]
 
@@ -167,6 +167,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if getattr(args, "pydial_root", None):
         raise ConfigError("--pydial-root only makes sense with --pydial-config (following a PyDial training)")
     interval, stop_rule, score_names = check_args(args, root)
+    if not getattr(args, "pattern", None):
+        refuse_pydial_folder(root)  # with or without --follow: no ckpt-*.npz would ever come
     contexts = ContextSet.load(args.contexts)
     if getattr(args, "pattern", None):
         watch = PatternWatch(args, root, contexts, score_names, stop_rule)

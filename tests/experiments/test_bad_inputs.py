@@ -43,6 +43,11 @@ def ws(tmp_path_factory, tiny_run):
     high = [dict(r, belief=dict(r["belief"], beliefs=dict(r["belief"]["beliefs"], food={"indian": 1.5})))
             if r["i"] == 4 else r for r in grid[1:]]
     (d / "cgen-high.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *high]) + "\n")
+    pd = d / "pydial" / "_bspolicies"  # PyDial's root and its policy folder (the names are what counts)
+    pd.mkdir(parents=True)
+    for batch in (1, 2):
+        for ext in ("dct", "prm"):
+            (pd / f"env1-gp-CR-seed1-00.{batch}.{ext}").write_text("")
     (d / "log.jsonl").write_text('{"beliefs": {"area": {"north": 1.0}}}\n{"beliefs": {"area": "north"}}\n')
     # copies of a study's run folder with a results CSV truncated, one deleted, a figure damaged
     for name, damage in (("truncated", lambda r: (r / "results" / "seeds.csv").write_text("context_set,reward\n")),
@@ -176,6 +181,16 @@ CASES = [
      r"cgen-lists\.jsonl:17: beliefs\.area"),
     ("contexts import of a bad log", ["contexts", "import", "{d}/log.jsonl", "-o", "{d}/imported.jsonl"],
      r"log\.jsonl:2: beliefs\.area: expected \{value: probability\}, got a string"),
+    ("monitor of a PyDial policy folder", ["monitor", "{d}/pydial/_bspolicies", "--contexts", "{d}/g.jsonl", "-o",
+                                           "{d}/mon"],
+     r"_bspolicies: a PyDial policy folder \(2 policies .*env1-gp-CR-seed1-00\.1\), no ckpt-NNNNNN\.npz: follow it "
+     r"with --pydial-config CFG"),
+    ("monitor --follow of a PyDial policy folder", ["monitor", "{d}/pydial/_bspolicies", "--contexts", "{d}/g.jsonl",
+                                                    "--follow", "--interval", "0.1", "--stop-after", "10", "-o",
+                                                    "{d}/mon"], r"a PyDial policy folder .*--pydial-config CFG"),
+    ("monitor of PyDial's root", ["monitor", "{d}/pydial", "--contexts", "{d}/g.jsonl", "--follow", "-o",
+                                  "{d}/mon"],
+     r"pydial: PyDial's root, its policies in .*_bspolicies .*--pydial-config CFG .*and DIR .*_bspolicies"),
     ("monitor of a missing folder", ["monitor", "{d}/no-such-run", "--contexts", "{d}/g.jsonl", "-o", "{d}/mon"],
      r"no-such-run"),
 ]
