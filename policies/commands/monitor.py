@@ -137,8 +137,9 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         "--pydial-config",
         metavar="CFG",
         default=None,
-        help="PyDial config to load each batch with (the training config itself will do); relative paths "
-        "are also looked up under the PyDial root",
+        help="the training config pydial.py train was run with (its [exec_config] gives the dialogues per batch, "
+        "its name the policies'; not an adapter config); each batch is loaded with it, learning off; relative "
+        "paths are also looked up under the PyDial root",
     )
     q.add_argument(
         "--pydial-root",

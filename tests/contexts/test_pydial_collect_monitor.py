@@ -170,6 +170,28 @@ def test_missing_root_or_config_is_a_one_line_error(work):
     assert not (work / "never.jsonl").exists()
 
 
+def test_monitor_wants_the_training_config(work, ccol):
+    """The trained policies of the snapshot (batch 4 of env1-gp-CR.cfg, seeds 1 and 2) with the
+    training config: one snapshot per seed at 4 x 100 dialogues, no comparison, and a summary
+    that names no convergence.csv; the adapter config of the same policy is refused in one line."""
+    r = behavsim(
+        "monitor", "root/_bspolicies", "--pydial-config", "env1-configs/env1-gp-CR.cfg", "--pydial-root", "root",
+        "--contexts", ccol.name, "-o", "mon-trained", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for seed in (1, 2):
+        trial = f"env1-gp-CR-seed{seed}-00"
+        assert f"{trial}  batch 4: 400: first snapshot ({len(rows(ccol))} contexts)" in r.stdout, r.stdout
+        assert (work / "mon-trained" / trial / "snapshots" / "responses-000400.jsonl").is_file()
+    r = behavsim(
+        "monitor", "root/_bspolicies", "--pydial-config", "env1-configs/adapter-gp.cfg", "--pydial-root", "root",
+        "--contexts", ccol.name, "--follow", "--stop-after", "30", "-o", "mon-adapter", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 2 and not r.stdout, (r.stdout, r.stderr)
+    assert r.stderr.startswith("behavsim monitor: error: --pydial-config ") and len(r.stderr.splitlines()) == 1
+    assert "adapter-gp.cfg: not a training config" in r.stderr and not (work / "mon-adapter").exists()
+
+
 # ----------------------------------------------------------------------------- training
 _SCRIPTINE = '''\
 """A stand-in for scriptine, enough for pydial.py's train_command (written for behavsim's tests)."""

@@ -48,6 +48,13 @@ def ws(tmp_path_factory, tiny_run):
     for batch in (1, 2):
         for ext in ("dct", "prm"):
             (pd / f"env1-gp-CR-seed1-00.{batch}.{ext}").write_text("")
+    for module in ("utils/Settings.py", "utils/DiaAct.py", "ontology/Ontology.py", "policy/GPPolicy.py",
+                   "policy/HDCPolicy.py", "semo/SemOManager.py"):  # what behavsim checks a PyDial root by
+        (d / "pydial" / module).parent.mkdir(exist_ok=True)
+        (d / "pydial" / module).write_text("")
+    (d / "pydial" / "adapter-gp.cfg").write_text(  # a pydial: adapter's config (as env1-configs/adapter-gp.cfg)
+        "[GENERAL]\ndomains = CamRestaurants\nsingledomain = True\n\n[policy]\nbelieftype = focus\nlearning = False\n"
+        "policytype = gp\ninpolicyfile = _bspolicies/env1-gp-CR-seed1-00.2\n\n[gpsarsa]\nscale = -1\n")
     (d / "log.jsonl").write_text('{"beliefs": {"area": {"north": 1.0}}}\n{"beliefs": {"area": "north"}}\n')
     # copies of a study's run folder with a results CSV truncated, one deleted, a figure damaged
     for name, damage in (("truncated", lambda r: (r / "results" / "seeds.csv").write_text("context_set,reward\n")),
@@ -191,6 +198,12 @@ CASES = [
     ("monitor of PyDial's root", ["monitor", "{d}/pydial", "--contexts", "{d}/g.jsonl", "--follow", "-o",
                                   "{d}/mon"],
      r"pydial: PyDial's root, its policies in .*_bspolicies .*--pydial-config CFG .*and DIR .*_bspolicies"),
+    ("monitor --pydial-config of an adapter config", ["monitor", "{d}/pydial/_bspolicies", "--pydial-config",
+                                                      "adapter-gp.cfg", "--pydial-root", "{d}/pydial", "--contexts",
+                                                      "{d}/g.jsonl", "--follow", "--stop-after", "10", "-o",
+                                                      "{d}/mon"],
+     r"--pydial-config .*adapter-gp\.cfg: not a training config \(no \[exec_config\] section, learning off: an "
+     r"adapter config\?\); expected the config pydial\.py train was run with"),
     ("monitor of a missing folder", ["monitor", "{d}/no-such-run", "--contexts", "{d}/g.jsonl", "-o", "{d}/mon"],
      r"no-such-run"),
 ]
