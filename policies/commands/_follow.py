@@ -298,10 +298,14 @@ class Watch:
             lock.close()
 
     def summarise(self) -> None:
-        """One line per trial: comparisons so far, output file, state of the stop rule."""
+        """One line per trial: comparisons so far, output file, state of the stop rule; a trial
+        without a comparison names what it has (a first snapshot, failures), not the CSV it lacks."""
         rule = self.stop_rule
         for trial, m in sorted(self.monitors.items()):
             rows = m.rows
+            if not rows:
+                _say(f"{trial}: {self._no_comparison(m)}")
+                continue
             status = ""
             if rule is not None:
                 at = rule.first_met(rows)
@@ -309,6 +313,18 @@ class Watch:
                     "met now" if m.should_stop else f"first met at {at}, not now" if at else "not met"
                 )
             _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
+
+    @staticmethod
+    def _no_comparison(m: Any) -> str:
+        """What a trial without a comparison has: a first snapshot (the next checkpoint makes the
+        first comparison), checkpoints that failed, or nothing."""
+        failed = f"; failures in {m.failed_path}" if m.failed_path.is_file() else ""
+        if m.last_dialogues is None:
+            return f"no comparison, no snapshot{failed}"
+        return (
+            f"no comparison yet: one snapshot, at {m.last_dialogues} dialogues ({m.snapshot_path(m.last_dialogues)}); "
+            f"the next checkpoint is compared with it{failed}"
+        )
 
     def poll(self) -> int:
         """Score every new checkpoint; returns how many comparisons were added."""

@@ -182,7 +182,9 @@ def test_monitor_wants_the_training_config(work, ccol):
     for seed in (1, 2):
         trial = f"env1-gp-CR-seed{seed}-00"
         assert f"{trial}  batch 4: 400: first snapshot ({len(rows(ccol))} contexts)" in r.stdout, r.stdout
+        assert f"{trial}: no comparison yet: one snapshot, at 400 dialogues" in r.stdout, r.stdout
         assert (work / "mon-trained" / trial / "snapshots" / "responses-000400.jsonl").is_file()
+    assert "convergence.csv" not in r.stdout and not list((work / "mon-trained").rglob("convergence.csv"))
     r = behavsim(
         "monitor", "root/_bspolicies", "--pydial-config", "env1-configs/adapter-gp.cfg", "--pydial-root", "root",
         "--contexts", ccol.name, "--follow", "--stop-after", "30", "-o", "mon-adapter", cwd=work,
