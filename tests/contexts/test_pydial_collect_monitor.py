@@ -128,6 +128,41 @@ def test_pydial_adapter_answers_with_the_acts_taken_in_the_dialogues(work, ccol,
     assert not differ, differ[:5]
 
 
+@pytest.mark.parametrize(
+    "collect_cfg, extra, policy, counts",
+    [
+        ("config/pydial_benchmarks/env1-hdc-CR.cfg", [], "config/pydial_benchmarks/env1-hdc-CR.cfg", (56, 53)),
+        ("env1-configs/env1-gp-CR.cfg", ["--policy-file", "_bspolicies/env1-gp-CR-seed1-00.4"],
+         "env1-configs/adapter-gp.cfg", (70, 68)),
+    ],
+    ids=["hdc", "gp"],
+)  # fmt: skip
+def test_docs_steps_collecting_policy_answers_as_measured(work, collect_cfg, extra, policy, counts):
+    """docs/adapters.md, "For PyDial users" step 2 (10 dialogues, --seed 0): how many contexts the
+    collecting policy, asked through the adapter, answers with the act it took; every difference
+    is an inform of a venue by name while no slot is requested (PyDial draws the slot)."""
+    out = f"ccol-docs-{Path(policy).stem}.jsonl"
+    r = behavsim(
+        "contexts", "collect-pydial", "--config", collect_cfg, "--root", "root", *extra, "--dialogues", "10",
+        "--seed", "0", "-o", out, cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = behavsim(
+        "respond", "--policy", f"pydial:{policy}:nlg=off", "--pydial-root", "root", "--contexts", out,
+        "-o", f"answers-{out}", "--no-progress", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    contexts = rows(work / out)
+    answered = [a["act"] for a in rows(work / f"answers-{out}")]
+    differ = [(c, a) for c, a in zip(contexts, answered) if a != c["meta"]["act"]]
+    assert (len(contexts), len(contexts) - len(differ)) == counts, [(c["meta"]["act"], a) for c, a in differ]
+    for c, a in differ:
+        taken = c["meta"]["act"]
+        assert taken.startswith("inform(") and a.startswith("inform(") and "name=" in taken, (taken, a)
+        assert taken.split("name=")[1].split(",")[0].rstrip(")") == a.split("name=")[1].split(",")[0].rstrip(")")
+        assert not any(p > 0 for p in c["belief"]["beliefs"]["requested"].values()), c["belief"]["beliefs"]
+
+
 def test_training_config_with_policy_file(work):
     """The training config (Environment 1's user, inpolicyfile = auto) with --policy-file; the
     adapter config of the same policy answers with the acts taken."""
