@@ -131,7 +131,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "--user",
         metavar="NAME",
         help="simulated-user configuration: env1 (the default: Environment 1's behaviour ranges and patience, "
-        "drawn per dialogue) or legacy (behavsim 0.1's user: patience 5, its own ranges)",
+        "drawn per dialogue) or legacy (behavsim's original user, before Environment 1: patience 5, its own ranges)",
     )
     p.add_argument(
         "--eval-scale",
