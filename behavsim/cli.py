@@ -22,7 +22,7 @@ from ._executor import add_executor_option, get_executor
 from ._interrupt import InterruptRequest, command_signals, raise_if_interrupted
 from ._io import atomic_path
 from ._util import package_version
-from .commands import add_model_options, score_names, score_options
+from .commands import CommandParser, add_model_options, missing_command, score_names, score_options
 from .scores import get_score, list_scores, score_info
 
 __all__ = ["main", "console_main", "build_parser"]
@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
     )
     version = package_version("behavsim")
-    parser = argparse.ArgumentParser(prog="behavsim", description="How differently do two dialogue policies behave?")
+    parser = CommandParser(prog="behavsim", description="How differently do two dialogue policies behave?")
     parser.add_argument("--version", action="version", version=f"behavsim {version}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -415,8 +415,7 @@ def _main(argv: Sequence[str] | None, req: InterruptRequest) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
+            missing_command(parser)
         cmd = f"behavsim {args.command}"
         raise_if_interrupted()
         return int(args.func(args) or 0)

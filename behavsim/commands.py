@@ -1,19 +1,61 @@
 """What a ``behavsim`` sub-command needs, for the packages that contribute one (entry points
-``behavsim.commands``): the model options of the text scores, reading ``--scores``, and the
-``--executor`` option. ``behavsim``'s own commands use the same.
+``behavsim.commands``): the parser class (:class:`CommandParser`: a usage error in one line), the
+model options of the text scores, reading ``--scores``, and the ``--executor`` option.
+``behavsim``'s own commands use the same.
 """
 
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from ._errors import ConfigError
 from ._executor import add_executor_option
 from .scores import BERTScore, USEAng, USECos, list_scores, score_info
 from .scores import scores as score_registry
 
-__all__ = ["score_names", "score_options", "add_model_options", "add_executor_option"]
+__all__ = [
+    "CommandParser",
+    "missing_command",
+    "score_names",
+    "score_options",
+    "add_model_options",
+    "add_executor_option",
+]
+
+#: The parser whose arguments were read last in this thread: after a parse, the deepest
+#: sub-command given (an unrecognised argument is reported as that command's).
+_last = threading.local()
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``behavsim`` and of every sub-command (sub-parsers inherit the class): a
+    usage error is one line and exit status 2, naming the command and pointing to its ``--help``
+    (``behavsim compare: error: argument --pairs: invalid choice: ... — see behavsim compare
+    --help``), instead of argparse's usage block. ``--help`` and ``--version`` are unchanged."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        _last.parser = self  # a sub-command's parser is entered after its parent's
+        return super().parse_known_args(args, namespace)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = getattr(_last, "parser", None) or self
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {line} — see {self.prog} --help\n")
+
+
+def missing_command(parser: argparse.ArgumentParser, what: str = "COMMAND") -> NoReturn:
+    """``parser``'s command was given without one of its sub-commands: a usage error listing them."""
+    names = [name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices or {}]
+    parser.error(f"{what} missing (choose from {', '.join(names)})")
 
 
 def score_names(values: Sequence[str] | None) -> list[str]:

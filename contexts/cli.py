@@ -29,6 +29,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet
 from behavsim.cli import main as behavsim_main
+from behavsim.commands import missing_command
 from policies.simulation.domain import add_domain_option, domain_spec, resolve_domain
 
 __all__ = ["register_contexts", "parse_range", "main"]
@@ -299,7 +300,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         description="Context sets: the belief states every policy answers.",
     )
     sub = p.add_subparsers(dest="contexts_command", metavar="ACTION")
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: missing_command(p, "ACTION"))
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
         add_domain_option(q)

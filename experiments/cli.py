@@ -47,7 +47,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, **overrides)
     out = Path(args.output) if args.output else Path("runs") / cfg.name
     run = run_study(cfg, out)
-    report = run / "report.html"
-    if report.exists():
-        print(f"\nreport: {report.resolve()}")
+    if cfg.report:  # once, at the end (not a report an earlier run left behind)
+        print(f"\nreport: {(run / 'report.html').resolve()}")
     return 0

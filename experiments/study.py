@@ -1051,8 +1051,7 @@ def _stage_report(run: Path, log: Callable[[str], None]) -> None:
     log("[7/7] report")
     from .report import build_report
 
-    out = build_report(run, run / "report.html")
-    log(f"report: {out}")
+    build_report(run, run / "report.html")  # its path: `behavsim reproduce`'s last line
 
 
 def _created(run: Path) -> str:

@@ -22,7 +22,9 @@ each adapter builds its own config and ontology with that count reset, restores 
 found after loading, and installs its own for each run (:meth:`PyDialAdapter.session`), so any
 number of PyDial adapters live in one process, built one after another or asked in turn. An
 exception from inside PyDial while loading becomes a one-line :class:`ConfigError` naming the
-policy. Prompts are generated once per act string (they depend on the act alone).
+policy. Prompts are generated once per act string (they depend on the act alone). PyDial's own
+log messages, emitted while it loads or answers, go to a log file, not the terminal
+(:mod:`policies.adapters._toolkit_log`: ``<behavsim cache>/logs/pydial.log``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
 from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_info
+
+from ._toolkit_log import toolkit_logging
 
 __all__ = [
     "PyDialAdapter",
@@ -262,7 +266,7 @@ class PyDialAdapter(Adapter):
         _check_imports(self.root)
         if str(self.root) not in sys.path:
             sys.path.insert(0, str(self.root))
-        with contextlib.chdir(self.root):
+        with contextlib.chdir(self.root), toolkit_logging("pydial", f"pydial:{self.config_path}"):
             try:
                 self._Settings: Any = importlib.import_module("utils.Settings")
                 self._DiaAct: Any = importlib.import_module("utils.DiaAct")
@@ -441,7 +445,7 @@ class PyDialAdapter(Adapter):
         S.config, S.root, Onto.global_ontology = self._config, self._settings_root, self._ontology
         self._active = True
         try:
-            with contextlib.chdir(self.root):
+            with contextlib.chdir(self.root), toolkit_logging("pydial", f"pydial:{self.config_path}"):
                 yield
         finally:
             self._active = False

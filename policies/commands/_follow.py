@@ -33,6 +33,7 @@ __all__ = [
     "OutputLock",
     "find_trials",
     "pydial_trials",
+    "refuse_pydial_folder",
     "load_loader",
     "check_args",
     "run_watch",
@@ -292,10 +293,14 @@ class Watch:
             lock.close()
 
     def summarise(self) -> None:
-        """One line per trial: comparisons so far, output file, state of the stop rule."""
+        """One line per trial: comparisons so far, output file, state of the stop rule; a trial
+        without a comparison names what it has (a first snapshot, failures), not the CSV it lacks."""
         rule = self.stop_rule
         for trial, m in sorted(self.monitors.items()):
             rows = m.rows
+            if not rows:
+                _say(f"{trial}: {self._no_comparison(m)}")
+                continue
             status = ""
             if rule is not None:
                 at = rule.first_met(rows)
@@ -303,6 +308,18 @@ class Watch:
                     "met now" if m.should_stop else f"first met at {at}, not now" if at else "not met"
                 )
             _say(f"{trial}: {len(rows)} comparisons up to {m.last_dialogues} dialogues -> {m.csv_path}{status}")
+
+    @staticmethod
+    def _no_comparison(m: Any) -> str:
+        """What a trial without a comparison has: a first snapshot (the next checkpoint makes the
+        first comparison), checkpoints that failed, or nothing."""
+        failed = f"; failures in {m.failed_path}" if m.failed_path.is_file() else ""
+        if m.last_dialogues is None:
+            return f"no comparison, no snapshot{failed}"
+        return (
+            f"no comparison yet: one snapshot, at {m.last_dialogues} dialogues ({m.snapshot_path(m.last_dialogues)}); "
+            f"the next checkpoint is compared with it{failed}"
+        )
 
     def poll(self) -> int:
         """Score every new checkpoint; returns how many comparisons were added."""
@@ -563,21 +580,23 @@ class PatternWatch(Watch):
 # (``[policy] policydir``, e.g. ``_bspolicies/``): ``<name>-seed<S>-<err>.<batch>.dct`` and
 # ``.prm`` (``<name>-<err>.<batch>`` without a seed), ``<name>`` being the config's file name
 # without ``.cfg``, ``<err>`` the training error rate (``00``) and ``<batch>`` 1, 2, ... Every
-# ``<prefix>.<batch>`` group is a *trial* here (several seeds or configs in one folder give
-# several; when ``CFG`` is a training config — it has an ``[exec_config]`` section — only the
-# policies named after it, ``<CFG's name>-...``, are followed, as PyDial names them). Each new batch is answered on the context set through the ``pydial:`` adapter —
-# ``CFG`` with ``inpolicyfile`` replaced by that batch (:class:`policies.adapters.PyDialAdapter`
-# ``policy_file``; learning off, GP greedy) — and scored against the previous batch with
-# :class:`behavsim.monitor.ConvergenceMonitor`: ``OUT/<trial>/convergence.csv``, the snapshots'
-# responses and ``convergence.png``, redrawn as batches appear; ``OUT/convergence.png`` for
-# several trials. ``CFG`` may be the training config itself.
+# ``<prefix>.<batch>`` group is a *trial* here (several seeds in one folder give several); only
+# the policies named after ``CFG``, ``<CFG's name>-...``, are followed, as PyDial names them.
+# ``CFG`` is the training config itself (``pydial.py train CFG``): an adapter config (no
+# ``[exec_config]``, learning off) is refused, as it says neither how many dialogues a batch
+# holds nor which policies are the training's. Each new batch is answered on the context set
+# through the ``pydial:`` adapter — ``CFG`` with ``inpolicyfile`` replaced by that batch
+# (:class:`policies.adapters.PyDialAdapter` ``policy_file``; learning off, GP greedy) — and
+# scored against the previous batch with :class:`behavsim.monitor.ConvergenceMonitor`:
+# ``OUT/<trial>/convergence.csv``, the snapshots' responses and ``convergence.png``, redrawn as
+# batches appear; ``OUT/convergence.png`` for several trials.
 #
 # The x axis counts training dialogues: batch × ``[exec_config] traindialogsperbatch`` of ``CFG``
-# (the batch number when ``CFG`` does not set it). With ``--follow`` a batch is taken once both
-# files exist and have not changed for ``SETTLE`` seconds (PyDial writes them in place), a batch
-# that cannot be loaded yet is retried at the next poll, and the command stops once every trial
-# reached ``[exec_config] trainsourceiteration + numtrainbatches`` when ``CFG`` sets them (else
-# after ``--stop-after``).
+# (PyDial's default, 100, when ``CFG`` does not set it). With ``--follow`` a batch is taken once
+# both files exist and have not changed for ``SETTLE`` seconds (PyDial writes them in place), a
+# batch that cannot be loaded yet is retried at the next poll, and the command stops once every
+# trial reached batch ``trainsourceiteration + numtrainbatches`` (PyDial's defaults 0 and 1 where
+# ``CFG`` does not set them), or after ``--stop-after``.
 _POLICY_RE = re.compile(r"^(?P<trial>.+)\.(?P<batch>\d+)\.dct$")
 
 
@@ -597,6 +616,29 @@ def pydial_trials(policy_dir: Path) -> dict[str, list[tuple[int, Path]]]:
     return {t: sorted(b) for t, b in sorted(out.items())}
 
 
+def refuse_pydial_folder(root: Path) -> None:
+    """Raise :class:`ConfigError` when ``root`` (followed as ``behavsim train``'s run or trial
+    folder) holds PyDial's policies and no checkpoint: a PyDial policy folder, or PyDial's root
+    with one in ``_bspolicies/``, is followed with ``--pydial-config``."""
+    if not root.is_dir() or _has_checkpoints(root) or find_trials(root, single=False):
+        return
+    for folder in (root, root / "_bspolicies"):
+        trials = pydial_trials(folder)
+        if trials:
+            n = sum(len(b) for b in trials.values())
+            first = next(iter(trials.values()))[0][1].name
+            where = (
+                f"{root}: a PyDial policy folder"
+                if folder == root
+                else f"{root}: PyDial's root, its policies in {folder}"
+            )
+            raise ConfigError(
+                f"{where} ({n} policies <name>.<batch>.dct/.prm, e.g. {first}), no ckpt-NNNNNN.npz: follow it with "
+                f"--pydial-config CFG (the config pydial.py train was run with)"
+                + ("" if folder == root else f" and DIR {folder}")
+            )
+
+
 def _settled(prefix: Path, settle: float) -> bool:
     now = time.time()
     try:
@@ -605,22 +647,40 @@ def _settled(prefix: Path, settle: float) -> bool:
         return False
 
 
-def _config_numbers(cfg: Path) -> tuple[int | None, int | None, bool]:
-    """(dialogues per batch, last batch) from ``[exec_config]``, ``None`` where not set, and
-    whether the config has that section (a training config)."""
+#: PyDial's own defaults for the ``[exec_config]`` keys a training config leaves out (``pydial.py``).
+PYDIAL_DEFAULTS = {"traindialogsperbatch": 100, "numtrainbatches": 1, "trainsourceiteration": 0}
+
+
+def _config_numbers(cfg: Path) -> tuple[int, int]:
+    """(dialogues per batch, last batch) of the training config ``cfg``: its ``[exec_config]``,
+    PyDial's defaults where it says nothing. A config that trains nothing — no ``[exec_config]``
+    section and ``[policy] learning`` not on, as the ``pydial:`` adapter's configs are — is
+    refused: its batches would be counted as single dialogues and its name matches no policy."""
     from ..adapters import read_config
 
     p = read_config(cfg, "--pydial-config")
+    try:
+        learning = p.getboolean("policy", "learning", fallback=False)
+    except ValueError:
+        learning = False
+    if not p.has_section("exec_config") and not learning:
+        raise ConfigError(
+            f"--pydial-config {cfg}: not a training config (no [exec_config] section, learning off: an adapter "
+            "config?); expected the config pydial.py train was run with (its [exec_config] traindialogsperbatch "
+            "gives the dialogues per batch, its name the policies' names)"
+        )
 
-    def num(key: str) -> int | None:
+    def num(key: str) -> int:
         try:
-            return p.getint("exec_config", key) if p.has_option("exec_config", key) else None
+            value = p.getint("exec_config", key) if p.has_option("exec_config", key) else None
         except ValueError:
-            return None
+            value = None
+        return PYDIAL_DEFAULTS[key] if value is None else value
 
-    per, n, start = num("traindialogsperbatch"), num("numtrainbatches"), num("trainsourceiteration")
-    last = None if n is None else (start or 0) + n
-    return (per if per and per > 0 else None), last, p.has_section("exec_config")
+    per = num("traindialogsperbatch")
+    if per < 1:
+        raise ConfigError(f"--pydial-config {cfg}: [exec_config] traindialogsperbatch = {per}, expected at least 1")
+    return per, num("trainsourceiteration") + num("numtrainbatches")
 
 
 class PyDialWatch(Watch):
@@ -637,22 +697,20 @@ class PyDialWatch(Watch):
         self.policy_dir = policy_dir
         self.pydial_root = find_pydial_root(args.pydial_root)
         self.config = resolve_config(args.pydial_config, self.pydial_root)
-        self.per_batch, self.last_batch, training = _config_numbers(self.config)
-        self.prefix = f"{self.config.stem}-" if training else None
+        self.per_batch, self.last_batch = _config_numbers(self.config)
+        self.prefix = f"{self.config.stem}-"
         self.nlg = any(s in TEXT_SCORES for s in score_names)
         self.single = False
 
     def dialogues(self, batch: int) -> int:
-        return batch * (self.per_batch or 1)
+        return batch * self.per_batch
 
     def handled_after(self, dialogues: int) -> int:
-        return dialogues // (self.per_batch or 1)
+        return dialogues // self.per_batch
 
     def trials(self) -> dict[str, list[tuple[int, Path]]]:
-        """The trials followed: for a training config those named after it, else all."""
+        """The trials followed: those named after the training config, as PyDial names them."""
         trials = pydial_trials(self.policy_dir)
-        if self.prefix is None:
-            return trials
         return {t: b for t, b in trials.items() if t.startswith(self.prefix)}
 
     def poll(self) -> int:
@@ -702,6 +760,6 @@ class PyDialWatch(Watch):
         return news
 
     def finished(self) -> bool:
-        if self.last_batch is None or not self.handled:
+        if not self.handled:
             return False
         return all(self.handled.get(t, -1) >= self.last_batch for t in self.trials())

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
+from behavsim.commands import CommandParser
 
-from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, run_watch
+from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, refuse_pydial_folder, run_watch
 
 __all__ = ["register_monitor", "cmd_monitor", "main"]
 
@@ -136,8 +137,9 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         "--pydial-config",
         metavar="CFG",
         default=None,
-        help="PyDial config to load each batch with (the training config itself will do); relative paths "
-        "are also looked up under the PyDial root",
+        help="the training config pydial.py train was run with (its [exec_config] gives the dialogues per batch, "
+        "its name the policies'; not an adapter config); each batch is loaded with it, learning off; relative "
+        "paths are also looked up under the PyDial root",
     )
     q.add_argument(
         "--pydial-root",
@@ -166,6 +168,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     if getattr(args, "pydial_root", None):
         raise ConfigError("--pydial-root only makes sense with --pydial-config (following a PyDial training)")
     interval, stop_rule, score_names = check_args(args, root)
+    if not getattr(args, "pattern", None):
+        refuse_pydial_folder(root)  # with or without --follow: no ckpt-*.npz would ever come
     contexts = ContextSet.load(args.contexts)
     if getattr(args, "pattern", None):
         watch = PatternWatch(args, root, contexts, score_names, stop_rule)
@@ -177,7 +181,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m policies.commands.monitor DIR ...``) for use without the entry point."""
-    parser = argparse.ArgumentParser(prog="behavsim")
+    parser = CommandParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command", required=True)
     register_monitor(sub)
     argv = list(sys.argv[1:] if argv is None else argv)

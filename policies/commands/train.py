@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
-from behavsim.commands import add_executor_option
+from behavsim.commands import CommandParser, add_executor_option
 from behavsim.policy import parse_spec
 from behavsim.scores import scores as registry
 
@@ -134,7 +134,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "--user",
         metavar="NAME",
         help="simulated-user configuration: env1 (the default: Environment 1's behaviour ranges and patience, "
-        "drawn per dialogue) or legacy (behavsim 0.1's user: patience 5, its own ranges)",
+        "drawn per dialogue) or legacy (behavsim's original user, before Environment 1: patience 5, its own ranges)",
     )
     p.add_argument(
         "--eval-scale",
@@ -278,7 +278,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry (``python -m policies.commands.train train ...``) for use without ``behavsim``."""
-    parser = argparse.ArgumentParser(prog="behavsim")
+    parser = CommandParser(prog="behavsim")
     sub = parser.add_subparsers(dest="command", required=True)
     register_train(sub)
     args = parser.parse_args(argv)

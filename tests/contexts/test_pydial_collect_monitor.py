@@ -128,6 +128,41 @@ def test_pydial_adapter_answers_with_the_acts_taken_in_the_dialogues(work, ccol,
     assert not differ, differ[:5]
 
 
+@pytest.mark.parametrize(
+    "collect_cfg, extra, policy, counts",
+    [
+        ("config/pydial_benchmarks/env1-hdc-CR.cfg", [], "config/pydial_benchmarks/env1-hdc-CR.cfg", (56, 53)),
+        ("env1-configs/env1-gp-CR.cfg", ["--policy-file", "_bspolicies/env1-gp-CR-seed1-00.4"],
+         "env1-configs/adapter-gp.cfg", (70, 68)),
+    ],
+    ids=["hdc", "gp"],
+)  # fmt: skip
+def test_docs_steps_collecting_policy_answers_as_measured(work, collect_cfg, extra, policy, counts):
+    """docs/adapters.md, "For PyDial users" step 2 (10 dialogues, --seed 0): how many contexts the
+    collecting policy, asked through the adapter, answers with the act it took; every difference
+    is an inform of a venue by name while no slot is requested (PyDial draws the slot)."""
+    out = f"ccol-docs-{Path(policy).stem}.jsonl"
+    r = behavsim(
+        "contexts", "collect-pydial", "--config", collect_cfg, "--root", "root", *extra, "--dialogues", "10",
+        "--seed", "0", "-o", out, cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = behavsim(
+        "respond", "--policy", f"pydial:{policy}:nlg=off", "--pydial-root", "root", "--contexts", out,
+        "-o", f"answers-{out}", "--no-progress", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    contexts = rows(work / out)
+    answered = [a["act"] for a in rows(work / f"answers-{out}")]
+    differ = [(c, a) for c, a in zip(contexts, answered) if a != c["meta"]["act"]]
+    assert (len(contexts), len(contexts) - len(differ)) == counts, [(c["meta"]["act"], a) for c, a in differ]
+    for c, a in differ:
+        taken = c["meta"]["act"]
+        assert taken.startswith("inform(") and a.startswith("inform(") and "name=" in taken, (taken, a)
+        assert taken.split("name=")[1].split(",")[0].rstrip(")") == a.split("name=")[1].split(",")[0].rstrip(")")
+        assert not any(p > 0 for p in c["belief"]["beliefs"]["requested"].values()), c["belief"]["beliefs"]
+
+
 def test_training_config_with_policy_file(work):
     """The training config (Environment 1's user, inpolicyfile = auto) with --policy-file; the
     adapter config of the same policy answers with the acts taken."""
@@ -168,6 +203,30 @@ def test_missing_root_or_config_is_a_one_line_error(work):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0], r.stderr
     assert not (work / "never.jsonl").exists()
+
+
+def test_monitor_wants_the_training_config(work, ccol):
+    """The trained policies of the snapshot (batch 4 of env1-gp-CR.cfg, seeds 1 and 2) with the
+    training config: one snapshot per seed at 4 x 100 dialogues, no comparison, and a summary
+    that names no convergence.csv; the adapter config of the same policy is refused in one line."""
+    r = behavsim(
+        "monitor", "root/_bspolicies", "--pydial-config", "env1-configs/env1-gp-CR.cfg", "--pydial-root", "root",
+        "--contexts", ccol.name, "-o", "mon-trained", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for seed in (1, 2):
+        trial = f"env1-gp-CR-seed{seed}-00"
+        assert f"{trial}  batch 4: 400: first snapshot ({len(rows(ccol))} contexts)" in r.stdout, r.stdout
+        assert f"{trial}: no comparison yet: one snapshot, at 400 dialogues" in r.stdout, r.stdout
+        assert (work / "mon-trained" / trial / "snapshots" / "responses-000400.jsonl").is_file()
+    assert "convergence.csv" not in r.stdout and not list((work / "mon-trained").rglob("convergence.csv"))
+    r = behavsim(
+        "monitor", "root/_bspolicies", "--pydial-config", "env1-configs/adapter-gp.cfg", "--pydial-root", "root",
+        "--contexts", ccol.name, "--follow", "--stop-after", "30", "-o", "mon-adapter", cwd=work,
+    )  # fmt: skip
+    assert r.returncode == 2 and not r.stdout, (r.stdout, r.stderr)
+    assert r.stderr.startswith("behavsim monitor: error: --pydial-config ") and len(r.stderr.splitlines()) == 1
+    assert "adapter-gp.cfg: not a training config" in r.stderr and not (work / "mon-adapter").exists()
 
 
 # ----------------------------------------------------------------------------- training

@@ -43,6 +43,18 @@ def ws(tmp_path_factory, tiny_run):
     high = [dict(r, belief=dict(r["belief"], beliefs=dict(r["belief"]["beliefs"], food={"indian": 1.5})))
             if r["i"] == 4 else r for r in grid[1:]]
     (d / "cgen-high.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *high]) + "\n")
+    pd = d / "pydial" / "_bspolicies"  # PyDial's root and its policy folder (the names are what counts)
+    pd.mkdir(parents=True)
+    for batch in (1, 2):
+        for ext in ("dct", "prm"):
+            (pd / f"env1-gp-CR-seed1-00.{batch}.{ext}").write_text("")
+    for module in ("utils/Settings.py", "utils/DiaAct.py", "ontology/Ontology.py", "policy/GPPolicy.py",
+                   "policy/HDCPolicy.py", "semo/SemOManager.py"):  # what behavsim checks a PyDial root by
+        (d / "pydial" / module).parent.mkdir(exist_ok=True)
+        (d / "pydial" / module).write_text("")
+    (d / "pydial" / "adapter-gp.cfg").write_text(  # a pydial: adapter's config (as env1-configs/adapter-gp.cfg)
+        "[GENERAL]\ndomains = CamRestaurants\nsingledomain = True\n\n[policy]\nbelieftype = focus\nlearning = False\n"
+        "policytype = gp\ninpolicyfile = _bspolicies/env1-gp-CR-seed1-00.2\n\n[gpsarsa]\nscale = -1\n")
     (d / "log.jsonl").write_text('{"beliefs": {"area": {"north": 1.0}}}\n{"beliefs": {"area": "north"}}\n')
     # copies of a study's run folder with a results CSV truncated, one deleted, a figure damaged
     for name, damage in (("truncated", lambda r: (r / "results" / "seeds.csv").write_text("context_set,reward\n")),
@@ -176,6 +188,22 @@ CASES = [
      r"cgen-lists\.jsonl:17: beliefs\.area"),
     ("contexts import of a bad log", ["contexts", "import", "{d}/log.jsonl", "-o", "{d}/imported.jsonl"],
      r"log\.jsonl:2: beliefs\.area: expected \{value: probability\}, got a string"),
+    ("monitor of a PyDial policy folder", ["monitor", "{d}/pydial/_bspolicies", "--contexts", "{d}/g.jsonl", "-o",
+                                           "{d}/mon"],
+     r"_bspolicies: a PyDial policy folder \(2 policies .*env1-gp-CR-seed1-00\.1\), no ckpt-NNNNNN\.npz: follow it "
+     r"with --pydial-config CFG"),
+    ("monitor --follow of a PyDial policy folder", ["monitor", "{d}/pydial/_bspolicies", "--contexts", "{d}/g.jsonl",
+                                                    "--follow", "--interval", "0.1", "--stop-after", "10", "-o",
+                                                    "{d}/mon"], r"a PyDial policy folder .*--pydial-config CFG"),
+    ("monitor of PyDial's root", ["monitor", "{d}/pydial", "--contexts", "{d}/g.jsonl", "--follow", "-o",
+                                  "{d}/mon"],
+     r"pydial: PyDial's root, its policies in .*_bspolicies .*--pydial-config CFG .*and DIR .*_bspolicies"),
+    ("monitor --pydial-config of an adapter config", ["monitor", "{d}/pydial/_bspolicies", "--pydial-config",
+                                                      "adapter-gp.cfg", "--pydial-root", "{d}/pydial", "--contexts",
+                                                      "{d}/g.jsonl", "--follow", "--stop-after", "10", "-o",
+                                                      "{d}/mon"],
+     r"--pydial-config .*adapter-gp\.cfg: not a training config \(no \[exec_config\] section, learning off: an "
+     r"adapter config\?\); expected the config pydial\.py train was run with"),
     ("monitor of a missing folder", ["monitor", "{d}/no-such-run", "--contexts", "{d}/g.jsonl", "-o", "{d}/mon"],
      r"no-such-run"),
 ]
@@ -246,3 +274,75 @@ def test_bad_inputs_cover_every_sub_command():
     missing = sorted(set(sub) - covered)
     assert not missing, f"no bad-input case for: {missing}"
 
+
+
+# ----------------------------------------------------------------------------- usage errors (argparse)
+def _usage_error(capsys, argv) -> str:
+    """The one line a usage error prints (exit status 2, nothing on stdout)."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and not out, (exc.value.code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+USAGE_CASES = [
+    (["compare", "a.jsonl", "b.jsonl", "--pairs", "everything"],
+     "behavsim compare: error: argument --pairs: invalid choice: 'everything' (choose from 'all', 'consecutive', "
+     "'cross') — see behavsim compare --help"),
+    (["frobnicate"], "behavsim: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'pair', "),
+    ([], "behavsim: error: COMMAND missing (choose from pair, compare, scores, map, contexts, "),
+    (["contexts"], "behavsim contexts: error: ACTION missing (choose from generate, collect, collect-pydial, import, "
+                   "select, perturb, info) — see behavsim contexts --help"),
+    (["contexts", "generate", "--step", "0.5", "-o", "g.jsonl", "--bogus", "1"],
+     "behavsim contexts generate: error: unrecognized arguments: --bogus 1 — see behavsim contexts generate --help"),
+    (["monitor", "run"], "behavsim monitor: error: the following arguments are required: --contexts — see behavsim "
+                         "monitor --help"),
+    (["reproduce", "--seeds", "x"], "behavsim reproduce: error: argument --seeds: invalid int value: 'x' — see "
+                                    "behavsim reproduce --help"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv, line", USAGE_CASES, ids=[" ".join(c[0]) or "(nothing)" for c in USAGE_CASES])
+def test_usage_errors_are_one_line_with_a_hint(capsys, argv, line):
+    got = _usage_error(capsys, argv)
+    assert got.startswith(line), got
+    assert got.endswith(" --help"), got
+
+
+def _commands(parser, path=()):
+    """(path, parser) of every command and sub-command below ``parser``."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _commands(sub, (*path, name))
+
+
+def test_every_command_reports_usage_errors_in_one_line(capsys):
+    """An option no command has, given to each command and sub-command: one line naming that
+    command (the deepest one given) with a hint to its --help, exit status 2."""
+    from behavsim.cli import build_parser
+
+    commands = list(_commands(build_parser()))
+    assert len(commands) >= 17  # 11 commands, 7 actions of `contexts`
+    for path, _ in commands:
+        cmd = "behavsim " + " ".join(path)
+        line = _usage_error(capsys, [*path, "--no-such-option"])
+        assert line.startswith(f"{cmd}: error: "), line
+        assert line.endswith(f" — see {cmd} --help"), line
+
+
+def test_stand_alone_entries_report_usage_errors_in_one_line(capsys):
+    from policies.commands import monitor, train
+
+    for entry, argv, cmd in ((monitor.main, ["run"], "monitor"), (train.main, ["train", "--bogus"], "train")):
+        with pytest.raises(SystemExit) as exc:
+            entry(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"behavsim {cmd}: error: ") and err.rstrip().endswith(f"see behavsim {cmd} --help"), err

@@ -700,3 +700,14 @@ def test_one_figure_per_section_shown_the_others_folded(run_dir, tmp_path):
     assert "2 more figures: convergence_ccol-iq; convergence tmr</summary>" in folded
     scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
     assert "<img" not in scores and 'id="score_corr"' in scores
+
+
+def test_reproduce_prints_the_report_path_once(tiny_run, tmp_path, capsys):
+    """`behavsim reproduce` (what `bash run.sh main` runs) names the report once, as its last line."""
+    from behavsim.cli import main
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    assert main(["reproduce", "--config", "tiny", "-o", str(run)]) == 0  # resumes: every stage done but the report
+    out = capsys.readouterr().out
+    assert out.count("report.html") == 1, out
+    assert out.rstrip().splitlines()[-1] == f"report: {(run / 'report.html').resolve()}"

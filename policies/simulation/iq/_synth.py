@@ -23,7 +23,6 @@ The output is byte-for-byte determined by the arguments (a test checks this).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -168,7 +167,9 @@ def make_sample_corpus(path: str | Path, *, dialogues: int = 80, seed: int = 0, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from behavsim.commands import CommandParser
+
+    parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--dialogues", type=int, default=80)
     parser.add_argument("--seed", type=int, default=0)

@@ -147,6 +147,26 @@ def test_every_skips_checkpoints(run, tmp_path, capsys):
     assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]   # 100 < 150: not taken
 
 
+def test_summary_of_a_trial_without_comparison_names_no_csv(run, tmp_path, capsys):
+    """One checkpoint, so one snapshot and no comparison: the summary says so and names the
+    snapshot, not a convergence.csv that was never written."""
+    run_dir, grid = run
+    trial = tmp_path / "ts-seed0"
+    trial.mkdir()
+    first = list_checkpoints(run_dir / "ts-seed0")[0][1]
+    shutil.copy(first, trial / first.name)
+    out = tmp_path / "out"
+    assert main([str(trial), "--contexts", str(grid), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    snapshot = out / "ts-seed0" / "snapshots" / "responses-000100.jsonl"
+    assert text.splitlines()[-1] == (
+        f"ts-seed0: no comparison yet: one snapshot, at 100 dialogues ({snapshot}); the next checkpoint is compared "
+        "with it"
+    ), text
+    assert snapshot.is_file() and not (out / "ts-seed0" / "convergence.csv").exists()
+    assert "convergence.csv" not in text
+
+
 def test_follow_while_training_in_another_process(run, tmp_path, capsys):
     _, grid = run
     run_dir = tmp_path / "live"
