@@ -360,6 +360,12 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], execut
     return metrics
 
 
+def _write_key(keyfile: Path, key: str, old_keyfile: Path) -> None:
+    keyfile.parent.mkdir(exist_ok=True)
+    _write_text(keyfile, key)
+    old_keyfile.unlink(missing_ok=True)
+
+
 def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> dict[str, ContextSet]:
     log("[2/7] context sets")
 
@@ -368,21 +374,25 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
 
     def cached(name: str, build: Callable[[], ContextSet], key: str, legacy_key: str | None = None) -> ContextSet:
         path = cdir / f"{name}.jsonl"
-        keyfile = cdir / f"{name}.key"
-        stored = keyfile.read_text() if path.exists() and keyfile.exists() else None
+        # the key of the set's inputs, in contexts/keys/ (beside the set, contexts/NAME.* would be
+        # taken for another form of it); run folders written before keep it as contexts/NAME.key
+        keyfile = cdir / "keys" / f"{name}.key"
+        old_keyfile = cdir / f"{name}.key"
+        found = keyfile if keyfile.exists() else old_keyfile
+        stored = found.read_text() if path.exists() and found.exists() else None
         if stored is not None and stored in (key, legacy_key):
             try:
                 cs = ContextSet.load(path)
             except TableFormatError as exc:
                 log(f"      note: {exc}; building it again")
             else:
-                if stored != key:  # a run folder written before its paths were relative: today's key, once
-                    _write_text(keyfile, key)
+                if stored != key or found == old_keyfile:  # today's key in today's place, once
+                    _write_key(keyfile, key, old_keyfile)
                 return cs
         cs = build()
         cs.meta = relative_meta(cs.meta, run)  # checkpoint paths relative to the run folder
         cs.save(path)
-        _write_text(keyfile, key)
+        _write_key(keyfile, key, old_keyfile)
         return ContextSet.load(path)
 
     domain = _domain(cfg)

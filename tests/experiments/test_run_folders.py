@@ -71,7 +71,11 @@ def test_a_copied_then_moved_run_folder_resumes_with_nothing_recomputed(tiny_run
 def _as_written_before(run, elsewhere):
     """The run folder as the study wrote it before its paths were relative: index keys with the
     checkpoints' absolute paths (``cgen``: this folder's; the other sets: ``elsewhere``'s, as if the
-    folder had been moved), no ``__paths__``; the collected sets' keys over paths and sizes."""
+    folder had been moved), no ``__paths__``; the collected sets' keys over paths and sizes, every
+    set's key beside it (``contexts/NAME.key``)."""
+    for p in sorted((run / "contexts" / "keys").iterdir()):
+        p.rename(run / "contexts" / p.name)
+    (run / "contexts" / "keys").rmdir()
     for index_path in sorted(run.glob("responses/*/index.json")):
         index = read_json_checked(index_path)
         del index["__paths__"]
@@ -92,7 +96,9 @@ def test_a_run_folder_with_absolute_paths_still_resumes_in_place(tiny_run, tmp_p
     run_study(load_config("tiny"), run, log=lambda m: None)
     # the indexes and keys are rewritten in today's form, once; no table, set or checkpoint is
     migrated = [f"responses/{n}/index.json" for n in ("ccol-all", "ccol-iq", "ccol-ts", "cgen")]
-    assert _changed(run, before) == sorted(migrated + ["contexts/ccol-iq.key", "contexts/ccol-ts.key"])
+    keys = [f"contexts/{k}{n}.key" for n in ("ccol-all", "ccol-iq", "ccol-ts", "cgen") for k in ("", "keys/")]
+    assert _changed(run, before) == sorted(migrated + keys)
+    assert not list((run / "contexts").glob("*.key"))
     assert "checkpoint:train/iq-seed1/ckpt-000200.npz:nlg_seed=1" in read_json_checked(run / migrated[0])
     assert _results(run) == _results(tiny_run)
     before = _stamps(run)
