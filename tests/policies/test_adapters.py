@@ -208,7 +208,7 @@ def test_recorded_missing_ids_are_named(tmp_path, contexts):
 @pytest.mark.parametrize("rows, message", [
     ([{"context_id": "c0", "act": "bye()"}, {"context_id": "c0", "act": "hello()"}],
      r":2: context id 'c0' recorded twice \(first on line 1\)"),
-    ([{"context_id": "c0"}], ":1: context 'c0' has neither an act nor an error"),
+    ([{"context_id": "c0"}], ":1: context 'c0' has neither an act, a prompt nor an error"),
     ([{"act": "bye()"}], ":1: 'context_id' must be a string"),
     ([{"context_id": "c0", "act": 3}], ":1: 'act' must be a string or null"),
     ([{"context_id": "c0", "act": "bye()"}, {"format": "behavsim-recorded", "version": 1}],

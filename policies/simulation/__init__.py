@@ -1,0 +1,1 @@
+"""The simulated environment's parts (being grouped here; see the modules)."""
