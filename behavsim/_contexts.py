@@ -335,6 +335,17 @@ class ContextSet:
             ):  # the text-only view of the set the header describes
                 cs.meta = {"builder": "text-only", "parent": header.get("fingerprint"), "parent_meta": cs.meta}
                 return VERIFIED
+            if (
+                header.get("fingerprint") != cs.fingerprint
+                and cs.histories is not None
+                and header.get("text_fingerprint")
+                and (cs.n_beliefs == 0 or all(t["act"] is None for h in cs.histories if h is not None for t in h))
+            ):
+                raise TableFormatError(
+                    f"{path}: content does not match the fingerprint in its header ({header.get('fingerprint')} != "
+                    f"{cs.fingerprint}), nor its text-only view's; a text-only copy must remove every belief and "
+                    "every turn act"
+                )
             return None
 
         header, _ = read_rows(path, "context set", precheck)
@@ -342,12 +353,9 @@ class ContextSet:
         if cs.meta.get("builder") == "text-only" and cs.meta.get("parent") == header.get("fingerprint"):
             return cs
         if header.get("fingerprint") != cs.fingerprint:
-            hint = ""
-            if cs.histories is not None and (cs.n_beliefs == 0 or not header.get("text_fingerprint")):
-                hint = " (a text-only copy must remove every belief and every turn act)"
             raise TableFormatError(
                 f"{path}: content does not match the fingerprint in its header "
-                f"({header.get('fingerprint')} != {cs.fingerprint}); the file was edited or damaged{hint}"
+                f"({header.get('fingerprint')} != {cs.fingerprint}); the file was edited or damaged"
             )
         return cs
 

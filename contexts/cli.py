@@ -142,9 +142,12 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ._dialogues import from_dialogues_jsonl, is_dialogue_log
     from ._logged import from_jsonl
 
     out = _output(args.output)
+    if is_dialogue_log(args.log):
+        return _save(from_dialogues_jsonl(args.log, strict=not args.lenient), out)
     return _save(from_jsonl(args.log, strict=not args.lenient), out)
 
 
@@ -227,6 +230,8 @@ def describe(cs: ContextSet) -> dict[str, Any]:
         "origins": dict(sorted(origins.items())),
         "turns": {str(k): v for k, v in sorted(turns.items())},
         "source_policies": dict(sorted(sources.items())),
+        "with_history": cs.n_histories,
+        "with_belief": cs.n_beliefs,
     }
 
 
@@ -241,6 +246,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"fingerprint: {d['fingerprint']}")
     print(f"builder:     {cs.meta.get('builder', 'unknown')}")
     print("origins:     " + (", ".join(f"{k} {v}" for k, v in d["origins"].items()) or "-"))
+    print(f"contexts:    {d['with_belief']} with a belief state, {d['with_history']} with a dialogue history")
     if d["turns"]:
         print("turns:       " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
     if d["source_policies"]:
@@ -370,11 +376,14 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
 
     i = sub.add_parser(
         "import",
-        help="logged contexts from a JSONL file of belief states",
-        description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}.',
+        help="logged contexts from a JSONL file of belief states or of dialogues with utterances",
+        description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}; or, in a log of '
+        'dialogues, one dialogue {"id": ..., "turns": [{"speaker": "user"|"system", "text": ..., "act": ..., '
+        '"belief": ...}, ...]} — every system turn becomes a context whose history is the turns before it '
+        "(docs/contexts.md).",
     )
     i.add_argument("log", metavar="LOG.jsonl")
-    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief (no layout check)")
+    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief state (no layout check)")
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)
 
