@@ -287,7 +287,7 @@ class ContextSet:
         hists = self.histories
         try:
             if path.suffix == ".parquet":
-                columns = {
+                columns: dict[str, list] = {
                     "i": list(range(len(self))),
                     "id": self.ids,
                     "belief": [canonical_json(b) for b in self.beliefs],

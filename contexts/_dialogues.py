@@ -156,7 +156,9 @@ def from_dialogues_jsonl(path: str | os.PathLike, *, strict: bool = True, descri
 def logged_responses(cs: ContextSet, *, policy_id: str = "logged-system") -> ResponseTable:
     """The logged system's own answers on a set from :func:`from_dialogues_jsonl`: its act and
     text at each system turn (a turn logged without an act: a text-only answer)."""
-    acts, prompts, errors = [], [], []
+    acts: list[str | None] = []
+    prompts: list[str | None] = []
+    errors: list[str | None] = []
     for i, m in enumerate(cs.metas):
         if "system_text" not in m:
             raise LogFormatError(f"context {cs.ids[i]!r}: not from a dialogue log (no system_text in its meta)")

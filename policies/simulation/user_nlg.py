@@ -87,7 +87,12 @@ _AFFIRM_MORE = ("yes, and {rest}", "yes. {rest}", "right, and {rest}")
 _NEGATE = ("no", "no, thank you", "no thanks", "nothing else")
 _NEGATE_MORE = ("no, {rest}", "no. {rest}", "that's wrong, {rest}")
 _DENY = ("no, not {wrong}, {rest}", "not {wrong}. {rest}", "i didn't say {wrong}, {rest}")
-_REQALTS = ("is there anything else?", "do you have something else?", "what else is there?", "can you suggest another one?")
+_REQALTS = (
+    "is there anything else?",
+    "do you have something else?",
+    "what else is there?",
+    "can you suggest another one?",
+)
 _REQALTS_MORE = ("how about something {mods}?", "is there anything {mods}?", "what about a place {mods}?")
 _FIXED = {
     "thankyou": ("thank you", "thanks", "thank you very much", "great, thanks"),
@@ -137,8 +142,8 @@ class UserTemplateNLG:
 
     def _mod(self, slot: str, value: str | None, rng: np.random.Generator) -> str:
         if value == "dontcare":
-            opts = _MOD_DONTCARE.get(slot)
-            return self._pick(opts, rng) if opts else f"with any {_SLOT_NOUN.get(slot, slot)}"
+            any_opts = _MOD_DONTCARE.get(slot)
+            return self._pick(any_opts, rng) if any_opts else f"with any {_SLOT_NOUN.get(slot, slot)}"
         if value is None:
             return f"with a {_SLOT_NOUN.get(slot, slot)}"
         opts = _MOD.get(slot)

@@ -15,6 +15,7 @@ from policies.base import Response, check_policy
 
 
 from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared fixtures)
+from _e2e_fixtures import e2e_run  # noqa: F401,E402  (shared fixture)
 
 
 # ----------------------------------------------------------------------------- spec strings
@@ -29,6 +30,7 @@ from _grid_fixtures import contexts, grid, run_dir  # noqa: F401,E402  (shared f
     ("recorded:answers.jsonl", "recorded", "answers.jsonl", {}),
     ("pydial:config/gp.cfg:domain=CamRestaurants:nlg=off", "pydial", "config/gp.cfg",
      {"domain": "CamRestaurants", "nlg": "off"}),
+    ("e2e:runs/e2e/ckpt-001000:batch=8", "e2e", "runs/e2e/ckpt-001000", {"batch": "8"}),
 ])
 def test_parse_spec(text, kind, target, options):
     s = parse_spec(text)
@@ -36,11 +38,11 @@ def test_parse_spec(text, kind, target, options):
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "handcrafted", "pydial", "recorded"]
+    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "e2e", "handcrafted", "pydial", "recorded"]
     assert "HANDCRAFTED" in adapter_kinds
     with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
-    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, handcrafted, pydial, recorded"):
+    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, e2e, handcrafted, pydial, recorded"):
         parse_spec("nonsense spec")
 
 
@@ -254,7 +256,7 @@ def _fake_pydial_root(tmp_path):
     return maker, maker.make_fake_root(tmp_path / "pydial3")
 
 
-def _spec_for(kind, run_dir, contexts, tmp_path):
+def _spec_for(kind, run_dir, contexts, tmp_path, e2e_run=None):
     """A working spec of each registered kind (the meta-test below makes sure none is forgotten)."""
     from policies.respond import respond
 
@@ -270,22 +272,35 @@ def _spec_for(kind, run_dir, contexts, tmp_path):
         return f"recorded:{write_recorded(respond('handcrafted', contexts), tmp_path / 'rec.jsonl')}"
     if kind == "pydial":
         return f"pydial:config/gp.cfg:root={_fake_pydial_root(tmp_path)[1]}"
+    if kind == "e2e":
+        return f"e2e:{e2e_run[2]}"
     raise AssertionError(f"no test spec for adapter kind {kind!r}")
 
 
+@pytest.fixture(scope="module")
+def contexts_with_histories():
+    from contexts import collect
+
+    return collect(["handcrafted"], dialogues=8, seed=5)
+
+
 @pytest.mark.parametrize("kind", list_adapter_kinds())
-def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path):
+def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_histories, e2e_run, tmp_path):
     """Every registered policy kind passes the policy checker and is taken, as a spec string, by
     respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
-    it was recorded on, so it cannot play dialogues: a clear error says so)."""
+    it was recorded on, so it cannot play dialogues: a clear error says so). A kind that reads
+    dialogue histories is given collected contexts with histories (the grid has none)."""
     from behavsim import check_policy as core_check_policy, respond as core_respond
     from behavsim.monitor import ConvergenceMonitor
+    from behavsim.policy import reads_of
     from contexts import collect
     from policies.respond import check_adapter
 
     saved = list(sys.path)
     try:
-        spec = _spec_for(kind, run_dir, contexts, tmp_path)
+        spec = _spec_for(kind, run_dir, contexts, tmp_path, e2e_run)
+        if "belief" not in reads_of(load_adapter(spec)):
+            contexts = contexts_with_histories
         assert parse_spec(spec).kind == kind
         assert load_adapter(spec).kind == kind
         assert check_adapter(spec, contexts) == core_check_policy(spec, contexts) == len(contexts)

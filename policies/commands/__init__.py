@@ -1,0 +1,1 @@
+"""Command-line commands of ``policies`` (being grouped here; see the modules)."""

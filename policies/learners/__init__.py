@@ -1,0 +1,1 @@
+"""Learners: policies that learn their behaviour (being grouped here; see the sub-packages)."""
