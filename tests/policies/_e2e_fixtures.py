@@ -19,8 +19,8 @@ def always_request_area(belief):
 
 
 TEACHER = "callable:_e2e_fixtures:always_request_area"
-#: 8 teacher dialogues, 25 passes, one layer of width 32; a checkpoint every 100 dialogues trained on.
-SMALL = dict(teacher=TEACHER, dialogues=8, epochs=25, checkpoint_every=100, batch_dialogues=4, n_layer=1, n_embd=32,
+#: 8 teacher dialogues, 60 passes, one layer of width 32; a checkpoint every 240 dialogues trained on.
+SMALL = dict(teacher=TEACHER, dialogues=8, epochs=60, checkpoint_every=240, batch_dialogues=4, n_layer=1, n_embd=32,
              n_head=2, lr=1e-2, warmup_steps=5)
 
 

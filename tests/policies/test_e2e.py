@@ -93,16 +93,16 @@ def test_checkpoints_are_hugging_face_folders(e2e_run):
 
     config, out, last = e2e_run
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["ckpt-000100", "ckpt-000200", "e2e-run.json", "teacher-contexts.jsonl", "teacher-responses.jsonl"]
+    assert names == ["ckpt-000240", "ckpt-000480", "e2e-run.json", "teacher-contexts.jsonl", "teacher-responses.jsonl"]
     assert {p.name for p in last.iterdir()} == FILES
     model = AutoModelForCausalLM.from_pretrained(last)
     tok = AutoTokenizer.from_pretrained(last)
     assert isinstance(model, GPT2LMHeadModel) and isinstance(tok, PreTrainedTokenizerFast)
     assert model.config.n_layer == 1 and model.config.n_embd == 32 and model.config.vocab_size == len(tok)
     info = json.loads((last / "behavsim-e2e.json").read_text())
-    assert info["reads"] == ["history"] and info["dialogues"] == 200 and info["teacher"]["id"] == "_e2e_fixtures.always_request_area"
+    assert info["reads"] == ["history"] and info["dialogues"] == 480 and info["teacher"]["id"] == "_e2e_fixtures.always_request_area"
     state = json.loads((last / "trainer_state.json").read_text())
-    assert [r["dialogues"] for r in state["losses"]] == [100, 200]
+    assert [r["dialogues"] for r in state["losses"]] == [240, 480]
     assert state["losses"][1]["loss"] < state["losses"][0]["loss"]  # it learns
     teacher = ContextSet.load(out / "teacher-contexts.jsonl")
     assert teacher.n_histories == len(teacher) and {m["dialogue"] for m in teacher.metas} == set(range(8))
@@ -114,10 +114,10 @@ def test_same_seed_same_bytes_and_resuming_gives_the_same_bytes(e2e_run, tmp_pat
     config, out, last = e2e_run
     again = train_e2e(config, tmp_path / "again")[-1][1]
     assert _bytes(again) == _bytes(last)
-    stopped = train_e2e(config, tmp_path / "resumed", stop_after=100)
-    assert [n for n, _ in stopped] == [100]
+    stopped = train_e2e(config, tmp_path / "resumed", stop_after=240)
+    assert [n for n, _ in stopped] == [240]
     resumed = train_e2e(config, tmp_path / "resumed")
-    assert [n for n, _ in resumed] == [100, 200] and _bytes(resumed[-1][1]) == _bytes(last)
+    assert [n for n, _ in resumed] == [240, 480] and _bytes(resumed[-1][1]) == _bytes(last)
     other = train_e2e(E2EConfig(**{**SMALL, "seed": 1}), tmp_path / "seed1")[-1][1]
     assert (other / "model.safetensors").read_bytes() != (last / "model.safetensors").read_bytes()
 
@@ -143,7 +143,7 @@ def test_e2e_kind_answers_histories_from_their_text(e2e_run, ccol):
     spec = f"e2e:{last}"
     a = load_adapter(spec)
     assert a.kind == "e2e" and a.reads == ("history",)
-    assert a.meta["id"] == "e2e-_e2e_fixtures.always_request_area-seed0-000200" and a.meta["checkpoint"] == 200
+    assert a.meta["id"] == "e2e-_e2e_fixtures.always_request_area-seed0-000480" and a.meta["checkpoint"] == 480
     table = respond(spec, ccol)
     assert len(table) == len(ccol)
     # the same answers with the beliefs and the turn acts removed: it reads text only
@@ -177,7 +177,7 @@ def test_a_set_without_histories_is_refused_up_front(e2e_run, tmp_path, capsys):
     code = main(["respond", "--policy", f"e2e:{last}", "--contexts", str(path), "-o", str(tmp_path / "t.jsonl")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("behavsim respond: error: policy 'e2e-_e2e_fixtures.always_request_area-seed0-000200' reads dialogue "
+    assert err[0].startswith("behavsim respond: error: policy 'e2e-_e2e_fixtures.always_request_area-seed0-000480' reads dialogue "
                              f"histories, but context set '{path}' has none")
     assert "behavsim contexts collect" in err[0]
 

@@ -139,6 +139,13 @@ class Lexicon:
     def text(self, text: str) -> str:
         return self._pattern.sub(lambda m: self.add(m.group(0)), clean(text))
 
+    def copy(self) -> "Lexicon":
+        """The placeholders so far, numbered on independently from here."""
+        new = Lexicon.__new__(Lexicon)
+        new._pattern, new._slot_of = self._pattern, self._slot_of
+        new._ref, new._value, new._count = dict(self._ref), dict(self._value), dict(self._count)
+        return new
+
     def placeholders(self) -> list[str]:
         """The placeholders numbered so far."""
         return list(self._value)

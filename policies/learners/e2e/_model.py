@@ -5,12 +5,14 @@
 histories greedily, in batches:
 
 1. the history's text, delexicalised (:func:`~._format.history_text`; acts and beliefs are never
-   read) and ``<|belief|>``; the model writes the belief span until ``<|db|>``;
-2. behavsim queries the domain's database with the constraints it wrote
+   read), with a belief span of the model's own at every system decision point
+   (:mod:`._session`): the model writes each span until ``<|db|>``, reading the words and its
+   earlier spans (the spans it wrote for a history's prefix are kept and reused);
+2. behavsim queries the domain's database with the constraints of the last span
    (:func:`~._format.db_query`) and appends the result and ``<|act|>``;
 3. the model writes the act and, after ``<|response|>``, the response until ``<|endoftext|>``
    (a placeholder the dialogue does not hold, e.g. ``[name_3]`` with two venues in it, is never
-   written: it points nowhere);
+   written: it points nowhere; nor is a special token that would open another part);
 4. ``[v]`` in the act is filled from the database (the venue the act names), the response's
    placeholders from the act (:func:`~._format.lex_act`, :func:`~._format.lex_prompt`).
 
@@ -36,19 +38,19 @@ from ._format import (
     clean,
     db_query,
     db_text,
-    history_text,
     lex_act,
     lex_prompt,
     parse_belief,
 )
+from ._session import Plan, Session, plan_history
 
-__all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "encode_history", "special_ids"]
+__all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "special_ids"]
 
 #: The file in a checkpoint folder that makes it behavsim's: format, domain, teacher, training.
 MODEL_FILE = "behavsim-e2e.json"
 MODEL_FORMAT = "behavsim-e2e"
 MODEL_VERSION = 1
-#: Token budgets of a sequence's parts (the history is cut from the left, at a turn, to fit).
+#: Token budgets of a sequence's parts (a history too long for the model loses its oldest turns).
 LIMITS = {"belief": 24, "db": 32, "act": 48, "response": 96}
 
 
@@ -59,30 +61,6 @@ def special_ids(tokenizer: Any) -> dict[str, int]:
 def _encode(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of texts without special tokens (one call for all)."""
     return [e.ids for e in tokenizer.backend_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
-
-
-def history_budget(n_positions: int) -> int:
-    return n_positions - sum(LIMITS.values()) - 4
-
-
-def cut_history(ids: list[int], budget: int, turn_ids: set[int]) -> list[int]:
-    """The last ``budget`` tokens of a history, starting at a turn."""
-    if len(ids) <= budget:
-        return ids
-    ids = ids[-budget:]
-    k = next((i for i, t in enumerate(ids) if t in turn_ids), len(ids))
-    return ids[k:]
-
-
-def encode_history(tokenizer: Any, texts: Sequence[str], n_positions: int) -> list[list[int]]:
-    """``<|endoftext|>`` + each history text's ids (cut to fit) + ``<|belief|>``."""
-    sp = special_ids(tokenizer)
-    turn = {sp["user"], sp["system"]}
-    budget = history_budget(n_positions)
-    out = []
-    for ids in _encode(tokenizer, texts):
-        out.append([sp["eos"], *cut_history(ids, budget, turn), sp["belief"]])
-    return out
 
 
 class E2EModel:
@@ -127,6 +105,7 @@ class E2EModel:
         self.threads = threads
         self._torch = torch
         self._cache: dict[str, Response | Exception] = {}
+        self._beliefs: dict[str, list[int]] = {}  # the belief span the model writes after a history prefix
         self._placeholder_ids = {
             tok: int(i) for tok, i in self.tokenizer.get_vocab().items() if re.fullmatch(r" ?\[[a-z]+_\d+\]", tok)
         }
@@ -153,6 +132,7 @@ class E2EModel:
         todo = [k for k in first if k not in self._cache]
         if len(self._cache) + len(todo) > 200_000:
             self._cache.clear()
+            self._beliefs.clear()
         torch = self._torch
         before = torch.get_num_threads()
         if self.threads:
@@ -167,94 +147,97 @@ class E2EModel:
         return [self._cache[k] for k in keys]
 
     def _answer_batch(self, histories: Sequence[Sequence[dict]]) -> list[Response | Exception]:
-        lexicons = [Lexicon(self.domain) for _ in histories]
-        texts = [history_text(h, lex) for h, lex in zip(histories, lexicons)]
-        prompts = encode_history(self.tokenizer, texts, self.n_positions)
-        beliefs = self._generate(prompts, self.sp["db"], LIMITS["belief"], [self._banned(lex) for lex in lexicons])
-        seconds = []
-        for p, b, lex in zip(prompts, beliefs, lexicons):
-            span = b[:-1] if b and b[-1] == self.sp["db"] else b
-            cons = parse_belief(self.tokenizer.decode(span, skip_special_tokens=True), self.domain, lex)
-            db_ids = _encode(self.tokenizer, [db_text(db_query(self.domain, cons), lex)])[0][: LIMITS["db"]]
-            seconds.append([*p, *span, self.sp["db"], *db_ids, self.sp["act"]])
-        banned = [self._banned(lex) for lex in lexicons]
-        rest = self._generate(seconds, self.sp["eos"], LIMITS["act"] + LIMITS["response"], banned)
-        out: list[Response | Exception] = []
-        for r, lex in zip(rest, lexicons):
-            text = self.tokenizer.decode(r, skip_special_tokens=False).split(SPECIAL["eos"])[0]
-            act_text, sep, resp = text.partition(SPECIAL["response"])
-            try:
-                act = lex_act(act_text, self.domain, lex)
-                prompt = clean(lex_prompt(resp, act)) if sep else None
-                out.append(Response(act=act, prompt=prompt))
-            except E2EFormatError as exc:
-                out.append(exc)
-        return out
+        sp = self.sp
+        plans = [self._fit(plan_history(self.tokenizer, h, self.domain, sp["belief"])) for h in histories]
+        rows = [_Row(p) for p in plans]
+        session = Session(self._torch, self.model, len(rows), sp["pad"])
+        pending: list[list[int]] = [[sp["eos"]] for _ in rows]
+        while not all(r.done for r in rows):
+            chunks, stops, limits, banned = [], [], [], []
+            for r, feed in zip(rows, pending):
+                chunk, stop, limit, ban = self._next(r, feed)
+                chunks.append(chunk)
+                stops.append(stop)
+                limits.append(limit)
+                banned.append(ban)
+            session.feed(chunks)
+            written = session.generate(stops, limits, banned)
+            pending = [self._took(r, w) for r, w in zip(rows, written)]
+        return [r.answer for r in rows]  # type: ignore[misc]
 
-    def _banned(self, lexicon: Lexicon) -> list[int]:
-        """The placeholder tokens this dialogue does not hold (never written: a placeholder points
-        into the dialogue, as a pointer network points into its input)."""
+    def _fit(self, plan: Plan) -> Plan:
+        """The plan without its first decision points when the whole would not fit the model's
+        positions (a long dialogue: its oldest turns are dropped)."""
+        room = self.n_positions - 2 - LIMITS["db"] - LIMITS["act"] - LIMITS["response"]
+        sizes = [
+            len(seg) + (len(self._beliefs[k]) if k in self._beliefs else LIMITS["belief"] + 1)
+            for seg, k in zip(plan.segments, plan.keys)
+        ]
+        first = 0
+        while first < len(sizes) - 1 and sum(sizes[first:]) > room:
+            first += 1
+        return Plan(plan.segments[first:], plan.keys[first:], plan.lexicons[first:])
+
+    def _next(self, r: "_Row", feed: list[int]) -> tuple[list[int], int | None, int, list[int]]:
+        """What row ``r`` reads next and what it writes: a belief span, or the act and response."""
+        sp, plan = self.sp, r.plan
+        if r.done:
+            return feed, None, 0, []
+        tokens = list(feed)
+        while r.j < len(plan.segments):
+            tokens += plan.segments[r.j]
+            cached = self._beliefs.get(plan.keys[r.j])
+            if cached is None:
+                return tokens, sp["db"], LIMITS["belief"] + 1, self._banned(plan.lexicons[r.j], "db")
+            tokens += cached
+            r.last = cached
+            r.j += 1
+        lex = plan.lexicons[-1].copy()
+        span = r.last[:-1] if r.last and r.last[-1] == sp["db"] else r.last
+        cons = parse_belief(self.tokenizer.decode(span, skip_special_tokens=True), self.domain, lex)
+        db_ids = _encode(self.tokenizer, [db_text(db_query(self.domain, cons), lex)])[0][: LIMITS["db"]]
+        r.lexicon, r.final = lex, True
+        limit = LIMITS["act"] + LIMITS["response"]
+        return [*tokens, *db_ids, sp["act"]], sp["eos"], limit, self._banned(lex, "response", "eos")
+
+    def _took(self, r: "_Row", written: list[int]) -> list[int]:
+        """Record what row ``r`` wrote; returns what it must read before its next step."""
+        sp = self.sp
+        if r.done:
+            return []
+        if not r.final:
+            span = written if written and written[-1] == sp["db"] else [*written, sp["db"]]
+            self._beliefs[r.plan.keys[r.j]] = span
+            r.last = span
+            r.j += 1
+            return [] if written and written[-1] == sp["db"] else [sp["db"]]
+        text = self.tokenizer.decode(written, skip_special_tokens=False).split(SPECIAL["eos"])[0]
+        act_text, sep, resp = text.partition(SPECIAL["response"])
+        try:
+            act = lex_act(act_text, self.domain, r.lexicon)
+            r.answer = Response(act=act, prompt=clean(lex_prompt(resp, act)) if sep else None)
+        except E2EFormatError as exc:
+            r.answer = exc
+        r.done = True
+        return []
+
+    def _banned(self, lexicon: Lexicon, *allowed: str) -> list[int]:
+        """What the model never writes here: the placeholders this dialogue does not hold (a
+        placeholder points into the dialogue, as a pointer network points into its input) and the
+        special tokens other than ``allowed`` (a span is not interrupted by another part)."""
         held = set(lexicon.placeholders())
-        return [i for tok, i in self._placeholder_ids.items() if tok.strip() not in held]
-
-    def _generate(
-        self, prompts: list[list[int]], stop: int, max_new: int, banned: Sequence[Sequence[int]] | None = None
-    ) -> list[list[int]]:
-        """Greedy continuations (left-padded batch, cached keys and values) up to ``stop``;
-        ``banned[i]``: token ids row ``i`` never writes."""
-        torch = self._torch
-        n = len(prompts)
-        width = max(len(p) for p in prompts)
-        pad = self.sp["pad"]
-        ids = torch.full((n, width), pad, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[i, width - len(p) :] = 1
-        pos = (mask.cumsum(1) - 1).clamp(min=0)
-        out: list[list[int]] = [[] for _ in range(n)]
-        done = [False] * n
-        ban = None
-        if banned is not None and any(banned):
-            ban = torch.zeros((n, self.model.config.vocab_size), dtype=torch.bool)
-            for i, ids_i in enumerate(banned):
-                ban[i, list(ids_i)] = True
-        past = None
-        step_ids, step_pos = ids, pos
-        limit = self.n_positions
-        with torch.inference_mode():
-            for _ in range(max_new):
-                res = self.model(
-                    input_ids=step_ids,
-                    attention_mask=_additive_mask(torch, mask, step_ids.shape[1]),
-                    position_ids=step_pos,
-                    past_key_values=past,
-                    use_cache=True,
-                )
-                past = res.past_key_values
-                logits = res.logits[:, -1, :]
-                if ban is not None:
-                    logits = logits.masked_fill(ban, float("-inf"))
-                nxt = logits.argmax(-1)
-                for i in range(n):
-                    if not done[i]:
-                        t = int(nxt[i])
-                        out[i].append(t)
-                        if t == stop:
-                            done[i] = True
-                if all(done) or int(step_pos.max()) + 2 >= limit:
-                    break
-                step_ids = nxt.unsqueeze(1)
-                step_pos = step_pos[:, -1:] + 1
-                mask = torch.cat([mask, torch.ones((n, 1), dtype=torch.long)], dim=1)
-        return out
+        ban = [i for tok, i in self._placeholder_ids.items() if tok.strip() not in held]
+        return ban + [i for k, i in self.sp.items() if k not in allowed]
 
 
-def _additive_mask(torch: Any, mask: Any, q_len: int) -> Any:
-    """The (batch, 1, q_len, kv_len) additive mask of the last ``q_len`` positions: causal, and
-    blind to left padding (built here: ``transformers`` would rebuild it at every step)."""
-    kv = mask.shape[1]
-    q_pos = torch.arange(kv - q_len, kv)
-    allow = (torch.arange(kv)[None, :] <= q_pos[:, None])[None] & mask[:, None, :].bool()
-    allow |= (torch.arange(kv)[None, :] == q_pos[:, None])[None]  # a padding position sees itself
-    return torch.where(allow, 0.0, torch.finfo(torch.float32).min)[:, None]
+class _Row:
+    """One history being answered: its plan, the decision point it is at, its last belief span."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.j = 0
+        self.last: list[int] = []
+        self.final = False
+        self.done = False
+        self.lexicon: Lexicon | None = None
+        self.answer: Response | Exception | None = None

@@ -31,7 +31,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +42,9 @@ from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim._io import atomic_path
 
 from ._data import constraints_of, play_teacher
-from ._format import SPECIAL, Lexicon, belief_text, db_query, db_text, delex_act, delex_prompt, history_text
-from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, _encode, cut_history, history_budget, special_ids
+from ._format import SPECIAL, belief_text, db_query, db_text, delex_act, delex_prompt
+from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, _encode, special_ids
+from ._session import decision_points, history_parts
 from ._tokenizer import build_tokenizer
 
 __all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE"]
@@ -66,7 +67,7 @@ class E2EConfig:
     n_layer: int = 2
     n_embd: int = 128
     n_head: int = 4
-    n_positions: int = 512
+    n_positions: int = 1024
     lr: float = 3e-3
     warmup_steps: int = 50
     final_lr_ratio: float = 0.05
@@ -167,81 +168,81 @@ def _torch_settings(threads: int) -> Iterator[Any]:
 # ----------------------------------------------------------------------------- examples
 @dataclass
 class _Row:
-    """One packed training sequence: the contexts of one dialogue share its history.
+    """One packed training sequence: a teacher dialogue as the model reads it, and every context's
+    answer after it.
 
-    Context k's sequence is its history ``H_k`` (a prefix of the dialogue's last history) and its
-    block (``<|belief|>`` ... ``<|endoftext|>``). A row holds the longest history once and every
-    block after it; block k sees the first ``len(H_k)`` history tokens and itself, at the
-    positions it would have alone — the same computation as one sequence per context, with the
-    shared history computed once.
+    The shared part is the dialogue's last history with a belief span at every decision point
+    (:mod:`._session`; the spans' labels: the teacher's belief there). Context k's block — the
+    database result, the act, the response — sees the shared part up to its decision point's span
+    (``seen[k]`` tokens) and itself, at the positions it would have alone: the same computation as
+    one sequence per context, with the shared part computed once.
     """
 
     ids: list[int]
     pos: list[int]
-    block: list[int]  # -1: the shared history; k: context k's block
-    seen: list[int]  # per block: how many history tokens it sees
+    block: list[int]  # -1: the shared part; k: context k's block
+    seen: list[int]  # per block: how many shared tokens it sees
     targets: list[tuple[int, int]]  # (index whose output predicts it, token id)
 
 
-def _texts(cs: ContextSet, table: ResponseTable, domain: Any) -> list[tuple[str, str, str, str, str]]:
-    """Per context: history, belief span, database result, act and response texts."""
-    out = []
-    for i in range(len(cs)):
-        cons = constraints_of(cs.beliefs[i], domain)
-        act = table.acts[i]
+@dataclass
+class _DialogueTexts:
+    segments: list[str]  # per decision point: its turns' text
+    beliefs: list[str]  # per decision point: the belief span's label
+    blocks: list[tuple[int, str, str, str]]  # per context: decision point, db result, act, response
+
+
+def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int]) -> _DialogueTexts:
+    """The texts of one teacher dialogue (its contexts' indices in order)."""
+    last = dialogue[-1]
+    segments, _, lexicons = history_parts(cs.history(last) or [], domain)
+    labels: dict[int, int] = {}
+    for c in dialogue:
+        labels[len(decision_points(cs.history(c) or [])) - 1] = c
+    beliefs = []
+    for j, lex in enumerate(lexicons):
+        c = labels.get(j)
+        beliefs.append(belief_text(constraints_of(cs.beliefs[c], domain), lex) if c is not None else "")
+    blocks = []
+    for j, c in sorted((j, c) for j, c in labels.items()):
+        act = table.acts[c]
         if act is None:
-            raise ConfigError(f"teacher table: no act for context {cs.ids[i]!r} ({table.errors[i]})")
-        lex = Lexicon(domain)
-        hist = history_text(cs.history(i) or [], lex)  # numbers the values in the history first,
-        bel = belief_text(cons, lex)
-        db = db_text(db_query(domain, cons), lex)  # then the venues of the database result
-        out.append((hist, bel, db, delex_act(act, domain, lex), delex_prompt(table.prompts[i] or "", act)))
-    return out
+            raise ConfigError(f"teacher table: no act for context {cs.ids[c]!r} ({table.errors[c]})")
+        lex = lexicons[j].copy()
+        db = db_text(db_query(domain, constraints_of(cs.beliefs[c], domain)), lex)
+        blocks.append((j, db, delex_act(act, domain, lex), delex_prompt(table.prompts[c] or "", act)))
+    return _DialogueTexts(segments, beliefs, blocks)
 
 
-def _sequences(
-    tokenizer: Any, texts: Sequence[tuple[str, ...]], n_positions: int
-) -> list[tuple[list[int], list[int], int]]:
-    """Per context: token ids, labels (-100: no loss) and the length of its history part."""
+def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int]:
+    """A dialogue's packed row, and how many of its contexts did not fit the model's positions."""
     sp = special_ids(tokenizer)
-    cols = [_encode(tokenizer, [t[k] for t in texts]) for k in range(5)]
-    budget = history_budget(n_positions)
-    turn = {sp["user"], sp["system"]}
-    out = []
-    for hist, bel, db, act, resp in zip(*cols):
-        head = [sp["eos"], *cut_history(hist, budget, turn)]
-        block_a = [sp["belief"], *bel[: LIMITS["belief"]], sp["db"]]
-        mid = [*db[: LIMITS["db"]], sp["act"]]
-        block_b = [*act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
-        ids = head + block_a + mid + block_b
-        labels = [-100] * (len(head) + 1) + block_a[1:] + [-100] * len(mid) + block_b
-        out.append((ids, labels, len(head)))
-    return out
-
-
-def _pack(seqs: list[tuple[list[int], list[int], int]]) -> list[_Row]:
-    """The contexts of one dialogue as one row when each history is a prefix of the last one
-    (else, e.g. after a long history was cut, one row per context)."""
-    longest = max(seqs, key=lambda s: s[2])
-    shared = longest[0][: longest[2]]
-    if any(ids[:n] != shared[:n] for ids, _, n in seqs):
-        return (
-            [r for s in seqs for r in _pack([s])] if len(seqs) > 1 else [_row_of([seqs[0]], seqs[0][0][: seqs[0][2]])]
-        )
-    return [_row_of(seqs, shared)]
-
-
-def _row_of(seqs: list[tuple[list[int], list[int], int]], shared: list[int]) -> _Row:
-    ids, pos, block = list(shared), list(range(len(shared))), [-1] * len(shared)
-    seen, targets = [], []
-    for k, (cids, labels, n) in enumerate(seqs):
-        start = len(ids)
-        ids += cids[n:]
-        pos += list(range(n, len(cids)))
-        block += [k] * (len(cids) - n)
-        seen.append(n)
-        targets += [(start + j - 1, t) for j, t in enumerate(labels[n:]) if t != -100 and j > 0]
-    return _Row(ids, pos, block, seen, targets)
+    segs = _encode(tokenizer, t.segments)
+    bels = _encode(tokenizer, t.beliefs)
+    ids, targets, ends = [sp["eos"]], [], []
+    for seg, bel in zip(segs, bels):
+        ids += [*seg, sp["belief"]]
+        span = [*bel[: LIMITS["belief"]], sp["db"]]
+        targets += [(len(ids) + k - 1, tok) for k, tok in enumerate(span)]
+        ids += span
+        ends.append(len(ids))
+    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets)
+    cols = [_encode(tokenizer, [b[k] for b in t.blocks]) for k in (1, 2, 3)]
+    dropped = 0
+    for (j, *_), db, act, resp in zip(t.blocks, *cols):
+        head = [*db[: LIMITS["db"]], sp["act"]]
+        block = [*head, *act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
+        seen = ends[j]
+        if seen + len(block) > n_positions:
+            dropped += 1
+            continue
+        start = len(row.ids)
+        row.ids += block
+        row.pos += list(range(seen, seen + len(block)))
+        row.block += [len(row.seen)] * len(block)
+        row.seen.append(seen)
+        row.targets += [(start + i - 1, block[i]) for i in range(len(head), len(block))]
+    return row, dropped
 
 
 # ----------------------------------------------------------------------------- the run
@@ -310,13 +311,18 @@ def train_e2e(
     parse_spec(config.teacher)  # an unknown kind is refused before the folder is made
     _prepare(config, out)
     cs, table = _teacher_data(config, out, domain, say)
-    texts = _texts(cs, table, domain)
-    tokenizer = build_tokenizer((t for parts in texts for t in parts), domain)
-    seqs = _sequences(tokenizer, texts, config.n_positions)
     by_dialogue: list[list[int]] = [[] for _ in range(config.dialogues)]
     for i, m in enumerate(cs.metas):
         by_dialogue[int(m["dialogue"])].append(i)
-    rows = [_pack([seqs[i] for i in idx]) for idx in by_dialogue]
+    texts = [_texts(cs, table, domain, idx) for idx in by_dialogue]
+    tokenizer = build_tokenizer(
+        (x for t in texts for x in (*t.segments, *t.beliefs, *(y for b in t.blocks for y in b[1:]))), domain
+    )
+    built = [_row(tokenizer, t, config.n_positions) for t in texts]
+    rows = [[r] for r, _ in built]
+    dropped = sum(d for _, d in built)
+    if dropped:
+        say(f"{dropped} of {len(cs)} teacher contexts do not fit {config.n_positions} positions: not trained on")
     with _torch_settings(config.threads) as torch:
         _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after)
     return list_e2e_checkpoints(out)
