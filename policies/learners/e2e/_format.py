@@ -219,8 +219,8 @@ def delex_act(act: str, domain: Any, lexicon: Lexicon) -> str:
     venue = _venue_of(a.items, domain)
     parts = []
     for s, v in a.items:
-        if venue is not None and s != "name" and v != "" and venue.get(s) == v:
-            v = PLACEHOLDER
+        if venue is not None and s != "name" and venue.get(s) == v:
+            v = PLACEHOLDER  # an empty database value too: the model cannot know it is empty
         elif v != "":
             v = lexicon.ref(v)
         parts.append(f"{s} = {v}" if v != "" else s)

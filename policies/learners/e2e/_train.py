@@ -4,8 +4,8 @@
    environment; every system turn gives one example — the history, the teacher's belief-span
    label, the database result, the teacher's act and prompt (:mod:`._format`).
 2. **Tokenizer** (:mod:`._tokenizer`): a word-level vocabulary of these texts and the ontology.
-3. **Model**: a GPT-2 configuration (``transformers.GPT2LMHeadModel``, decoder-only) at a small
-   size, initialised from ``seed``; no dropout.
+3. **Model**: a GPT-2 configuration (``transformers.GPT2LMHeadModel``, decoder-only; GELU, no
+   dropout) at a small size, initialised from ``seed``.
 4. **Training**: next-token cross-entropy on the belief span, the act and the response (not on
    the history or the database result), AdamW, a linear warm-up then a cosine decay of the learning
    rate; an epoch visits the teacher's dialogues in an order drawn from ``SeedSequence([seed, epoch])``,
@@ -61,9 +61,9 @@ class E2EConfig:
     teacher: str = "handcrafted"
     seed: int = 0
     dialogues: int = 1000
-    epochs: int = 4
+    epochs: int = 5
     checkpoint_every: int = 1000
-    batch_dialogues: int = 4
+    batch_dialogues: int = 2
     n_layer: int = 2
     n_embd: int = 128
     n_head: int = 4
@@ -338,6 +338,7 @@ def _new_model(torch: Any, config: E2EConfig, tokenizer: Any) -> Any:
         n_embd=config.n_embd,
         n_layer=config.n_layer,
         n_head=config.n_head,
+        activation_function="gelu",
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
