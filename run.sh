@@ -2,8 +2,10 @@
 # behavsim's two entry points; each sets everything up on a fresh machine first.
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
-#   bash run.sh lint    ruff (lint and format check) and mypy on the packages
+#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports) and mypy (on all four packages)
 #   bash run.sh test-tfhub  the TensorFlow Hub encoder tests (tests/tfhub) in their own environment
+#   bash run.sh test-stress the interrupt, kill and Ray tests: every stage x SIGINT and SIGTERM, and
+#                           each repeated $BEHAVSIM_STRESS times (default 20); not part of .ci/run
 # The virtual environment lives in $BEHAVSIM_VENV (default: .venv in this folder); the one of
 # test-tfhub, with TensorFlow and without PyTorch, in $BEHAVSIM_TF_VENV (default: .venv-tf).
 set -euo pipefail
@@ -72,6 +74,13 @@ case "${1:-}" in
         shift
         exec "$VENV/bin/python" -m pytest "$@"
         ;;
+    test-stress)
+        setup
+        shift
+        export BEHAVSIM_STRESS="${BEHAVSIM_STRESS:-20}"
+        exec "$VENV/bin/python" -m pytest tests/behavsim/test_interrupts.py tests/experiments/test_interrupt.py \
+            tests/experiments/test_kill.py tests/experiments/test_ray_cluster.py "$@"
+        ;;
     test-tfhub)
         TF_VENV="${BEHAVSIM_TF_VENV:-.venv-tf}"
         setup_tf "$TF_VENV"
@@ -82,10 +91,11 @@ case "${1:-}" in
         setup
         "$VENV/bin/ruff" check behavsim contexts policies experiments
         "$VENV/bin/ruff" format --check behavsim contexts policies experiments
-        "$VENV/bin/mypy" behavsim
+        "$VENV/bin/lint-imports"
+        "$VENV/bin/mypy" behavsim contexts policies experiments
         ;;
     *)
-        echo "usage: bash run.sh main|test|test-tfhub|lint [args...]" >&2
+        echo "usage: bash run.sh main|test|test-stress|test-tfhub|lint [args...]" >&2
         exit 2
         ;;
 esac

@@ -18,7 +18,8 @@ del _var
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
-from ._contexts import ContextSet
+from ._cache import default_cache_dir
+from ._contexts import ContextSet, belief_problem, check_history
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._errors import (
     ActParseError,
@@ -32,12 +33,11 @@ from ._errors import (
     UnknownScore,
 )
 from ._executor import Executor, ExecutorError, get_executor
+from ._interrupt import interrupt_handled, raise_if_interrupted
 from ._io import canonical_copy
-from ._map import BehaviourMap, behaviour_map
-from ._matrix import MatrixComparison, compare_matrix
+from ._map import BehaviourMap, behaviour_map, write_map
 from ._registry import Registry
 from ._slices import SLICE_KINDS, slice_scores
-from ._stream import StreamedComparison, compare_stream
 from ._tables import ResponseTable, context_fingerprint
 from ._util import closest_name, did_you_mean, package_version
 from .policy import (
@@ -61,7 +61,11 @@ from .policy import (
 )
 from .scores import ALL_SCORES, get_score, list_scores, score_info
 
+#: The installed version of behavsim (the distribution's metadata).
+__version__ = package_version("behavsim")
+
 __all__ = [
+    "__version__",
     "DialogueAct",
     "ActLike",
     "parse_act",
@@ -102,17 +106,17 @@ __all__ = [
     "did_you_mean",
     "package_version",
     "ContextSet",
+    "belief_problem",
+    "check_history",
     "ResponseTable",
     "context_fingerprint",
     "canonical_copy",
+    "default_cache_dir",
     "compare",
     "Comparison",
-    "compare_matrix",
-    "MatrixComparison",
-    "compare_stream",
-    "StreamedComparison",
     "behaviour_map",
     "BehaviourMap",
+    "write_map",
     "plan_pairs",
     "PAIR_MODES",
     "slice_scores",
@@ -120,4 +124,6 @@ __all__ = [
     "Executor",
     "ExecutorError",
     "get_executor",
+    "raise_if_interrupted",
+    "interrupt_handled",
 ]

@@ -9,7 +9,9 @@ File format ``behavsim-contexts`` version 1, JSON Lines (``.jsonl``) or Parquet 
   "fingerprint": "...", "meta": {...}}`` (``meta``: how the set was built — builder name,
   parameters, seeds), then exactly N lines ``{"i": k, "id": "...", "belief": {...}, "meta": {...}}``.
   ``belief`` is a belief state in PyDial's layout (``beliefs`` with the informable slots, ``method``,
-  ``discourseAct``, ``requested``; ``features`` as the policy needs); the per-context ``meta``
+  ``discourseAct``, ``requested``; ``features`` as the policy needs), checked on load and on save
+  by :func:`belief_problem` (``beliefs`` maps each slot to a ``{value: probability}`` object,
+  probabilities are real numbers in [0, 1]); the per-context ``meta``
   holds ``origin`` (``collected``/``generated``/``logged``), and for collected contexts
   ``dialogue``, ``turn``, ``source_policy``.
 * Parquet: columns ``i, id, belief, meta`` (the last two as JSON strings), the header under the
@@ -29,7 +31,10 @@ keeps the fingerprint it always had). It is checked on load, so a hand-edited or
 refused instead of half-read. One edit is recognised: a file of a set with histories from which
 every belief and every turn act was removed loads as the set's text-only view when its content
 matches the header's ``text_fingerprint`` (the file's checksum covered the full set and is not
-compared then).
+compared then). A belief that departs from the layout is refused with the file, line and key
+(``cgen.jsonl:17: beliefs.area: expected {value: probability}, got a list``). Sets in memory may
+hold any mapping (a policy of your own may read another layout); :meth:`ContextSet.save` refuses
+what :meth:`ContextSet.load` would.
 """
 
 from __future__ import annotations
@@ -45,9 +50,18 @@ from typing import Any
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
 from ._io import VERIFIED, canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._repr import contextset_repr
 from ._tables import context_fingerprint
 
-__all__ = ["ContextSet", "CONTEXTS_FORMAT", "CONTEXTS_VERSION", "TURN_KEYS", "SPEAKERS", "check_history"]
+__all__ = [
+    "ContextSet",
+    "CONTEXTS_FORMAT",
+    "CONTEXTS_VERSION",
+    "TURN_KEYS",
+    "SPEAKERS",
+    "check_history",
+    "belief_problem",
+]
 
 CONTEXTS_FORMAT = "behavsim-contexts"
 CONTEXTS_VERSION = 1
@@ -87,15 +101,121 @@ def check_history(history: Any, where: str) -> list[dict[str, Any]]:
     return out
 
 
-def _check_finite(obj: Any, where: str) -> None:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        raise TableFormatError(f"{where}: non-finite number {obj!r} in a belief state")
-    if isinstance(obj, dict):
-        for v in obj.values():
-            _check_finite(v, where)
+#: Rounding a probability may leave just outside [0, 1] (PyDial's ``1 - sum(...)``): accepted.
+_PROB_TOLERANCE = 1e-9
+
+#: Distributions that may also stand at the top level of a belief (in PyDial's layout they are
+#: entries of ``beliefs``).
+_TOP_LEVEL_DISTRIBUTIONS = ("method", "discourseAct", "requested")
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return f"the number {v!r}"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    if isinstance(v, Mapping):
+        return "an object"
+    return f"a {type(v).__name__}"
+
+
+def _key_path(*keys: str) -> str:
+    return ".".join(k if k and all(c.isalnum() or c in "_-*" for c in k) else json.dumps(k) for k in keys)
+
+
+_NUMBER_TYPES = {int, float}
+
+
+def _distribution_problem(dist: Any, *where: str) -> str | None:
+    """A {value: probability} mapping's first problem, or None."""
+    if not isinstance(dist, Mapping):
+        return f"{_key_path(*where)}: expected {{value: probability}}, got {_json_type(dist)}"
+    probs = dist.values()
+    if set(map(type, probs)) <= _NUMBER_TYPES:  # the common case, at C speed: numbers (not bool) ...
+        total = sum(probs)
+        if (
+            total == total
+            and min(probs, default=0) >= -_PROB_TOLERANCE
+            and max(probs, default=0) <= 1 + _PROB_TOLERANCE
+        ):
+            return None  # ... in range, none NaN (a NaN makes the sum NaN)
+    for value, p in dist.items():
+        if type(p) is float or (isinstance(p, (int, float)) and not isinstance(p, bool)):
+            if -_PROB_TOLERANCE <= p <= 1 + _PROB_TOLERANCE:
+                continue
+            if p != p or p in (math.inf, -math.inf):
+                return f"{_key_path(*where, str(value))}: expected a probability in [0, 1], got non-finite {p!r}"
+            return f"{_key_path(*where, str(value))}: expected a probability in [0, 1], got {p!r}"
+        return f"{_key_path(*where, str(value))}: expected a probability in [0, 1], got {_json_type(p)}"
+    return None
+
+
+def belief_problem(belief: Any) -> str | None:
+    """The first way ``belief`` departs from the documented layout (``docs/contexts.md``), as
+    ``"beliefs.area: expected {value: probability}, got a list"``; None when it follows it.
+
+    A belief state is an object whose ``beliefs`` is a non-empty object mapping each slot —
+    the informable slots, ``method``, ``discourseAct`` and ``requested`` — to a ``{value:
+    probability}`` object (for ``requested``: requestable slot → probability); probabilities are
+    real numbers in [0, 1] (within 1e-9); ``method``, ``discourseAct`` and ``requested`` at the
+    top level, if there, likewise; ``features`` and any other top-level key are free, but no
+    number anywhere may be NaN or infinite.
+    """
+    if not isinstance(belief, Mapping):
+        return f"expected a belief state (an object), got {_json_type(belief)}"
+    inner = belief.get("beliefs")
+    if not isinstance(inner, Mapping):
+        got = "nothing" if "beliefs" not in belief else _json_type(inner)
+        return f"beliefs: expected {{slot: {{value: probability}}}}, got {got}"
+    if not inner:
+        return "beliefs: expected {slot: {value: probability}}, got an empty object"
+    for slot, dist in inner.items():
+        problem = _distribution_problem(dist, "beliefs", str(slot))
+        if problem:
+            return problem
+    for key in _TOP_LEVEL_DISTRIBUTIONS:
+        if key in belief:
+            problem = _distribution_problem(belief[key], key)
+            if problem:
+                return problem
+    for key, v in belief.items():
+        if key != "beliefs":
+            bad = _non_finite(v, key)
+            if bad:
+                return bad
+    return None
+
+
+#: Values that hold no float (checked for NaN and infinity without a look inside).
+_PLAIN_TYPES = {str, int, bool, type(None)}
+
+
+def _non_finite(obj: Any, where: str) -> str | None:
+    """Where ``obj`` (JSON-like) holds NaN or an infinity, or None."""
+    t = type(obj)
+    if t is float:
+        return None if math.isfinite(obj) else f"{where}: non-finite number {obj!r}"
+    if t in _PLAIN_TYPES:
+        return None
+    if isinstance(obj, Mapping):
+        values, keys = list(obj.values()), list(obj)
     elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _check_finite(v, where)
+        values, keys = list(obj), None
+    else:
+        return None
+    if set(map(type, values)) <= _PLAIN_TYPES:  # e.g. a list of flags: nothing to look into
+        return None
+    for i, v in enumerate(values):
+        bad = _non_finite(v, f"{where}.{keys[i]}" if keys is not None else f"{where}[{i}]")
+        if bad:
+            return bad
+    return None
 
 
 @dataclass
@@ -219,6 +339,9 @@ class ContextSet:
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.beliefs[i]
 
+    def __repr__(self) -> str:  # short: kind, size, fingerprint, a summary (never the beliefs)
+        return contextset_repr(self)
+
     def select(
         self, keep: Callable[[dict[str, Any], dict[str, Any]], bool] | Sequence[int], description: str | None = None
     ) -> "ContextSet":
@@ -281,8 +404,13 @@ class ContextSet:
         return header
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write as JSONL or Parquet (by suffix), atomically."""
+        """Write as JSONL or Parquet (by suffix), atomically; a belief that departs from the
+        documented layout (:func:`belief_problem`) is refused, naming the context."""
         path = Path(path)
+        for i, b in enumerate(self.beliefs):  # what load would refuse is not written
+            problem = None if b is None else belief_problem(b)  # None: a text-only context
+            if problem:
+                raise TableFormatError(f"{path}: cannot save context set: context {i} ({self.ids[i]}): {problem}")
         path.parent.mkdir(parents=True, exist_ok=True)
         hists = self.histories
         try:
@@ -379,12 +507,16 @@ class ContextSet:
             if history is not None:
                 history = check_history(history, f"{path}:{where}")
             if not isinstance(belief, dict) and not (belief is None and history is not None):
+                got = _json_type(belief) if "belief" in r else "nothing"
                 raise TableFormatError(
-                    f"{path}:{where}: 'belief' must be an object"
-                    + (" (or null in a context with a history)" if header.get("text_fingerprint") else "")
+                    f"{path}:{where}: 'belief' must be a belief state (an object"
+                    + (", or null in a context with a history" if header.get("text_fingerprint") else "")
+                    + f"), got {got}"
                 )
             if belief is not None:
-                _check_finite(belief, f"{path}:{where}")
+                problem = belief_problem(belief)
+                if problem:
+                    raise TableFormatError(f"{path}:{where}: {problem}")
             beliefs.append(belief)
             histories.append(history)
             metas.append(r.get("meta") or {})

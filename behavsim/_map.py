@@ -1,7 +1,7 @@
 """The behaviour map: many policies placed by how alike they behave.
 
-:func:`behaviour_map` takes response tables of one context set (or their all-pairs matrices from
-:func:`behavsim.compare_matrix`) and one score, and gives
+:func:`behaviour_map` takes response tables of one context set (or their paths, or a
+:func:`behavsim.compare` result with ``matrix=True``) and one score, and gives
 
 * the **distances** d(a, b) = 1 − (s(a, b) + s(b, a)) / 2 — a score's pair mean, symmetrised by
   averaging both orders (every built-in score is symmetric already), with d(a, a) = 0;
@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._engine import _trial_key
+from ._engine import Comparison, _trial_key, compare
 from ._errors import ConfigError
-from ._matrix import MatrixComparison, compare_matrix
+from ._inputs import PathLike, as_tables
 from ._tables import ResponseTable
+from .commands import add_model_options, score_options
 from .scores import scores as score_registry
 
 __all__ = ["classical_mds", "average_linkage", "behaviour_map", "BehaviourMap", "write_map", "register_map"]
@@ -152,30 +153,38 @@ def _trials(ids: list[str], policies: Mapping[str, Mapping[str, Any]]) -> tuple[
 
 
 def behaviour_map(
-    tables: Sequence[ResponseTable] | MatrixComparison,
+    tables: Sequence[ResponseTable | PathLike] | Comparison,
     score: str = "TMR",
     *,
     score_options: Mapping[str, Mapping[str, Any]] | None = None,
     dims: int = 2,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> BehaviourMap:
     """The behaviour map of policies (see the module doc) from their response tables on one
-    context set, or from a :class:`~behavsim.MatrixComparison` that has ``score``."""
+    context set (or the tables' paths), or from a :class:`~behavsim.Comparison` with the matrices
+    of ``score`` (``compare(..., matrix=True)``). ``executor``: where the score's distinct answer
+    combinations are scored (:func:`behavsim.compare`)."""
     if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
         raise ConfigError(f"dims: expected a positive integer, got {dims!r}")
     if not isinstance(score, str):
         raise ConfigError(f"score: expected a score name such as 'TMR', got {score!r}")
     score = score_registry.canonical(score)
-    if isinstance(tables, MatrixComparison):
+    if isinstance(tables, Comparison):
         mc = tables
-        if score not in mc.means:
+        if mc.matrices is None:
+            raise ConfigError("the comparison has no matrices: compare(..., matrix=True) makes them")
+        if score not in mc.matrices:
             raise ConfigError(f"score: the matrices have no {score!r}; they have {', '.join(mc.score_names)}")
     else:
-        tables = list(tables)
+        tables = as_tables(tables)
         if len(tables) < 3:
             raise ConfigError(f"a behaviour map needs at least three policies, got {len(tables)}")
-        mc = compare_matrix(tables, [score], score_options=score_options, progress=progress)
-    s = mc.means[score]
+        mc = compare(
+            tables, None, scores=[score], score_options=score_options, matrix=True, progress=progress, executor=executor
+        )
+    assert mc.matrices is not None
+    s = mc.matrices[score]
     ids = [str(i) for i in s.index]
     if len(ids) < 3:
         raise ConfigError(f"a behaviour map needs at least three policies, got {len(ids)}")
@@ -208,7 +217,7 @@ def behaviour_map(
         linkage=link,
         signature=mc.signatures[score],
         context_fingerprint=mc.context_fingerprint,
-        n_contexts=mc.n,
+        n_contexts=mc.n_contexts,
         policies={p: dict(mc.policies[p]) for p in ids},
     )
 
@@ -259,12 +268,11 @@ def write_map(bm: BehaviourMap, out: str | os.PathLike, *, sources: Sequence[str
 
 # ------------------------------------------------------------------------------ command line
 def _cmd_map(args: argparse.Namespace) -> int:
-    from .cli import _score_options
 
     if len(args.tables) < 3:
         raise ConfigError(f"a behaviour map needs at least three policies, got {len(args.tables)} table(s)")
     tables = [ResponseTable.load(p) for p in args.tables]
-    bm = behaviour_map(tables, args.score, score_options=_score_options(args), progress=args.progress)
+    bm = behaviour_map(tables, args.score, score_options=score_options(args), progress=args.progress)
     paths = write_map(bm, args.output, sources=args.tables)
     share = ", ".join(f"{v:.0%}" for v in bm.explained)
     n_trials = bm.coords["trial"].nunique()
@@ -278,7 +286,6 @@ def _cmd_map(args: argparse.Namespace) -> int:
 
 def register_map(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``map`` sub-command to ``subparsers``."""
-    from .cli import _add_model_options
 
     p = subparsers.add_parser(
         "map",
@@ -294,6 +301,6 @@ def register_map(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
     )
-    _add_model_options(p)
+    add_model_options(p)
     p.set_defaults(func=_cmd_map)
     return p

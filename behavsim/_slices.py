@@ -37,6 +37,7 @@ from ._acts import parse_act
 from ._contexts import ContextSet
 from ._engine import Comparison
 from ._errors import ConfigError, ContextSetMismatch
+from ._inputs import PathLike, as_contexts, as_table_map
 from ._tables import ResponseTable
 from ._util import did_you_mean
 from .scores import score_info
@@ -112,13 +113,12 @@ def _certainty(slots: Mapping[str, Mapping[str, float]]) -> float | None:
 
 
 def context_slices(
-    kind: str, contexts: ContextSet, *, bins: Sequence[float] = DEFAULT_CERTAINTY_BINS
+    kind: str, contexts: ContextSet | PathLike, *, bins: Sequence[float] = DEFAULT_CERTAINTY_BINS
 ) -> list[list[str]]:
     """The values of slice ``kind`` (``slot``, ``uncertainty`` or ``turn``) of every context:
     one value each for a partition, any number for ``slot``."""
     kind = _check_kinds(kind)[0]
-    if not isinstance(contexts, ContextSet):
-        raise ConfigError(f"contexts must be a behavsim.ContextSet, got {type(contexts).__name__}")
+    contexts = as_contexts(contexts)
     if kind == "acttype":
         raise ConfigError("the acttype slice depends on the answers: use slice_scores with the response tables")
     if kind == "turn":
@@ -164,13 +164,7 @@ def _value_order(kind: str, values: Iterable[str], bins: tuple[float, ...]) -> d
 def _act_types(per: pd.DataFrame, tables: Any) -> list[list[str]]:
     if tables is None:
         raise ConfigError("slice 'acttype' needs the response tables (the first policy's acts)")
-    if isinstance(tables, Mapping):
-        by_id = {str(k): t for k, t in tables.items()}
-    else:
-        by_id = {t.id: t for t in tables}
-    for t in by_id.values():
-        if not isinstance(t, ResponseTable):
-            raise ConfigError(f"tables must be behavsim.ResponseTable objects, got {type(t).__name__}")
+    by_id = tables if isinstance(tables, dict) else as_table_map(tables)
     cache: dict[str, list[str]] = {}
     out = []
     for a, c in zip(per["a"].astype(str), per["context"].to_numpy()):
@@ -186,16 +180,16 @@ def slice_scores(
     comparison: Comparison | pd.DataFrame,
     kinds: str | Iterable[str] = ("acttype",),
     *,
-    contexts: ContextSet | None = None,
-    tables: Sequence[ResponseTable] | Mapping[str, ResponseTable] | None = None,
+    contexts: ContextSet | PathLike | None = None,
+    tables: Sequence[ResponseTable | PathLike] | Mapping[str, ResponseTable | PathLike] | None = None,
     scores: Iterable[str] | None = None,
     bins: Sequence[float] = DEFAULT_CERTAINTY_BINS,
 ) -> pd.DataFrame:
     """Every score of ``comparison`` per pair and slice (see the module documentation).
 
     ``comparison`` is a :class:`~behavsim.Comparison` or its ``per_context`` table. ``acttype``
-    needs ``tables`` (the response tables, a sequence or a mapping id -> table); ``slot``,
-    ``uncertainty`` and ``turn`` need ``contexts``, the context set compared. ``bins``: the inner
+    needs ``tables`` (the response tables or their paths, a sequence or a mapping id -> table);
+    ``slot``, ``uncertainty`` and ``turn`` need ``contexts``, the context set compared (or its path). ``bins``: the inner
     edges of the certainty bins. Rows are sorted by pair, then kind (in the order asked), then
     value (act types and slots alphabetically, bins and turns in order, the "none" value last).
     """
@@ -210,9 +204,10 @@ def slice_scores(
     for col in ("a", "b"):
         if col not in per.columns:
             raise ConfigError(f"the per-context table needs the column {col!r} (policy ids)")
+    if tables is not None:
+        tables = as_table_map(tables)
     if contexts is not None:
-        if not isinstance(contexts, ContextSet):
-            raise ConfigError(f"contexts must be a behavsim.ContextSet, got {type(contexts).__name__}")
+        contexts = as_contexts(contexts)
         fp = comparison.context_fingerprint if isinstance(comparison, Comparison) else None
         if fp is not None and contexts.fingerprint != fp:
             raise ContextSetMismatch(
@@ -340,13 +335,13 @@ def write_slices(
     """``compare --slice KIND``: one CSV per kind beside the per-context file ``output``
     (``out.csv`` -> ``out.slice-<kind>.csv``); returns the paths.
 
-    ``comparison`` is a :class:`~behavsim.Comparison` (its rows are used) or the result of
-    :func:`behavsim.compare_stream`, whose rows are read back in pieces from ``rows``, the file the
-    stream wrote them to (memory stays bounded); None: they were not written."""
+    ``comparison`` is a :class:`~behavsim.Comparison`: its rows are used when it kept them, else
+    they are read back in pieces from ``rows``, the file :func:`behavsim.compare` streamed them to
+    (memory stays bounded); None: they were not written."""
     from .analysis import _resolve_scores
 
     kind_list = _check_kinds(kinds)
-    cs = ContextSet.load(contexts) if isinstance(contexts, (str, Path)) else contexts
+    cs = as_contexts(contexts, "--contexts") if contexts is not None else None
     needs = [k for k in kind_list if k != "acttype"]
     if needs and cs is None:
         raise ConfigError(
@@ -357,7 +352,7 @@ def write_slices(
     if cs is not None and fp is not None and cs.fingerprint != fp:
         raise ContextSetMismatch(f"--contexts ({cs.fingerprint}) is not the context set the tables answered ({fp})")
     out = Path(output)
-    if isinstance(comparison, Comparison):
+    if isinstance(comparison, Comparison) and comparison.per_context is not None:
         pieces: Iterable[pd.DataFrame] = [comparison.per_context]
     elif rows is not None and Path(rows).is_file():
         pieces = _rows_of(Path(rows))
@@ -377,7 +372,7 @@ def write_slices(
     if acc is None:
         raise ConfigError(f"{out} holds no per-context rows: nothing to slice")
     expected = getattr(comparison, "n_rows", None)
-    if isinstance(expected, int) and expected != n_read:
+    if isinstance(expected, int) and expected and expected != n_read:
         raise ConfigError(f"{rows} holds {n_read} per-context rows, the comparison made {expected}")
     table = acc.result()
     paths = []

@@ -16,6 +16,18 @@ File format ``behavsim-responses`` version 1, as JSON Lines (``.jsonl``) or Parq
 ``policy`` holds at least ``id`` (unique among the tables compared) and any metadata: ``name``,
 ``seed``, ``reward``, ``checkpoint`` (training dialogues), ``nlg_seed``, ... Acts are stored in
 canonical form. Loading validates everything and names the file and line of any problem.
+
+Optional columns, present only when the table has them (tables without them are unchanged):
+
+* ``raw``: the text a policy answered in, when it answers in free text (a language model): the
+  act and prompt were read from it; on a row with an ``error`` (an unparsable or off-domain
+  answer) it is the answer that was refused, kept for inspection;
+* ``repeats`` and ``agreement``, for a table made with ``respond(..., repeat=K)`` (every
+  context asked ``K`` times; :mod:`behavsim._repeats`): ``repeats`` lists the answers of repeats
+  ``1 .. K-1`` as ``{"act", "prompt", "error", "raw"}`` objects (repeat 0 is the row itself),
+  ``agreement`` is the context's self-agreement (the fraction of its pairs of answers with the
+  same act), and the header's ``repeat`` object holds ``k`` and the mean, ``self_agreement_tmr``.
+  In Parquet, ``repeats`` is a JSON string.
 """
 
 from __future__ import annotations
@@ -30,6 +42,8 @@ from typing import Any
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
 from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._repeats import agreement, answer_key, self_agreement
+from ._repr import table_repr
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
 
@@ -58,8 +72,9 @@ class ResponseTable:
 
     ``acts[i]``/``prompts[i]`` answer context ``i``; ``None`` marks a missing act (policy error,
     see ``errors[i]``, or a text-only answer: ``errors[i]`` ``None``) or a policy without a
-    generator (prompt). ``policy`` is its metadata with at
-    least ``id``.
+    generator (prompt). ``policy`` is its metadata with at least ``id``. ``raws[i]``: the free
+    text the answer was read from (empty list: none kept); ``repeats[i]``: the answers of repeats
+    ``1 .. K-1`` to context ``i`` (``None``: asked once).
     """
 
     policy: dict[str, Any]
@@ -69,6 +84,8 @@ class ResponseTable:
     errors: list[str | None] = field(default_factory=list)
     context_ids: list[str] = field(default_factory=list)
     source: str | None = None
+    raws: list[str | None] = field(default_factory=list)
+    repeats: list[list[dict[str, str | None]]] | None = None
 
     def __post_init__(self) -> None:
         where = self.source or f"table of policy {self.policy.get('id')!r}"
@@ -82,9 +99,13 @@ class ResponseTable:
             self.errors = [None] * n
         if not self.context_ids:
             self.context_ids = [str(i) for i in range(n)]
-        for name in ("prompts", "errors", "context_ids"):
+        if not any(r is not None for r in self.raws):
+            self.raws = []
+        for name in ("prompts", "errors", "context_ids") + (("raws",) if self.raws else ()):
             if len(getattr(self, name)) != n:
                 raise TableFormatError(f"{where}: {name} has {len(getattr(self, name))} entries, acts has {n}")
+        if self.repeats is not None:
+            self.repeats = _check_repeats(self.repeats, n, where)
         canon: list[str | None] = []
         for i, a in enumerate(self.acts):
             if a is None:
@@ -112,20 +133,85 @@ class ResponseTable:
         """Contexts answered with a prompt and no act (an end-to-end model's text-only answers)."""
         return sum(a is None and e is None for a, e in zip(self.acts, self.errors))
 
+    # ------------------------------------------------------------------ repeats
+    @property
+    def n_repeats(self) -> int:
+        """How many times every context was asked (1 without repeats)."""
+        return 1 + (len(self.repeats[0]) if self.repeats else 0)
+
+    def raw(self, i: int) -> str | None:
+        """The free text of context ``i``'s answer (``None``: not kept)."""
+        return self.raws[i] if self.raws else None
+
+    @property
+    def agreement(self) -> list[float] | None:
+        """Per context, the fraction of its pairs of answers that agree (:mod:`behavsim._repeats`);
+        ``None`` for a table asked once."""
+        if not self.repeats or self.n_repeats < 2:
+            return None
+        out = []
+        for i, more in enumerate(self.repeats):
+            keys = [answer_key(self.acts[i], self.errors[i], self.raw(i))]
+            keys += [answer_key(r.get("act"), r.get("error"), r.get("raw")) for r in more]
+            out.append(agreement(keys))
+        return out
+
+    @property
+    def self_agreement_tmr(self) -> float | None:
+        """The mean of :attr:`agreement` over the contexts: the policy's TMR with itself."""
+        per = self.agreement
+        return None if per is None else self_agreement(per)
+
+    def repeat_tables(self) -> list["ResponseTable"]:
+        """One table per repeat (``[self]`` when asked once): repeat ``r``'s answers, its policy id
+        ``<id>#r<r>`` for ``r >= 1``, so that the repeats can be compared like policies."""
+        if not self.repeats:
+            return [self]
+        out = [self]
+        for r in range(1, self.n_repeats):
+            rows = [more[r - 1] for more in self.repeats]
+            out.append(
+                ResponseTable(
+                    policy={**self.policy, "id": f"{self.id}#r{r}", "repeat": r},
+                    context_fingerprint=self.context_fingerprint,
+                    acts=[x.get("act") for x in rows],
+                    prompts=[x.get("prompt") for x in rows],
+                    errors=[x.get("error") for x in rows],
+                    context_ids=list(self.context_ids),
+                    raws=[x.get("raw") for x in rows],
+                )
+            )
+        return out
+
+    def __repr__(self) -> str:  # short: kind, size, fingerprint, a summary (never the rows)
+        return table_repr(self)
+
     # ------------------------------------------------------------------ saving
     def header(self) -> dict[str, Any]:
-        return {
+        out = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "policy": self.policy,
             "context_set": {"fingerprint": self.context_fingerprint, "size": len(self)},
         }
+        if self.repeats is not None:
+            out["repeat"] = {"k": self.n_repeats, "self_agreement_tmr": self.self_agreement_tmr}
+        return out
 
     def rows(self) -> list[dict[str, Any]]:
-        return [
+        rows: list[dict[str, Any]] = [
             {"i": i, "context_id": c, "act": a, "prompt": p, "error": e}
             for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors))
         ]
+        if self.raws:
+            for r, raw in zip(rows, self.raws):
+                r["raw"] = raw
+        per = self.agreement
+        if self.repeats is not None and per is not None:
+            for r, more, x in zip(rows, self.repeats, per):
+                r["repeats"] = more
+                r["agreement"] = x
+        return rows
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write as JSONL or Parquet (by suffix), atomically."""
@@ -134,9 +220,17 @@ class ResponseTable:
             import pyarrow as pa
 
             rows = self.rows()
-            cols = ("i", "context_id", "act", "prompt", "error")
-            schema = pa.schema([("i", pa.int64())] + [(c, pa.string()) for c in cols[1:]])
-            return write_parquet(path, self.header(), {k: [r[k] for r in rows] for k in cols}, schema)
+            cols = ["i", "context_id", "act", "prompt", "error"]
+            fields = [("i", pa.int64())] + [(c, pa.string()) for c in cols[1:]]
+            if self.raws:
+                cols.append("raw")
+                fields.append(("raw", pa.string()))
+            if self.repeats is not None:
+                for r in rows:
+                    r["repeats"] = canonical_json(r["repeats"])
+                cols += ["repeats", "agreement"]
+                fields += [("repeats", pa.string()), ("agreement", pa.float64())]
+            return write_parquet(path, self.header(), {k: [r[k] for r in rows] for k in cols}, pa.schema(fields))
         return write_jsonl(path, self.header(), self.rows())
 
     # ------------------------------------------------------------------ loading
@@ -225,6 +319,7 @@ class ResponseTable:
                     line = rows[acts.index(a)][0]
                     raise TableFormatError(f"{path}:{line}: {exc}") from None
         acts = [None if a is None else canon[a] for a in acts]
+        raws, repeats = cls._optional_columns(rows, path)
         return cls(
             policy=dict(header["policy"]),
             context_fingerprint=header["context_set"]["fingerprint"],
@@ -233,4 +328,58 @@ class ResponseTable:
             errors=errors,
             context_ids=ids,
             source=str(path),
+            raws=raws,
+            repeats=repeats,
         )
+
+    @staticmethod
+    def _optional_columns(rows: Sequence[tuple[str, dict]], path: Path) -> tuple[list, list | None]:
+        """The ``raw`` and ``repeats`` columns of a table that has them (see the module's notes)."""
+        import json
+
+        raws: list[str | None] = []
+        if any("raw" in r for _, r in rows):
+            for line, r in rows:
+                v = r.get("raw")
+                if v is not None and not isinstance(v, str):
+                    raise TableFormatError(f"{path}:{line}: 'raw' must be a string or null, found {type(v).__name__}")
+                raws.append(v)
+        if not any("repeats" in r for _, r in rows):
+            return raws, None
+        repeats = []
+        for line, r in rows:
+            v = r.get("repeats")
+            if isinstance(v, str):  # Parquet keeps it as JSON text
+                try:
+                    v = json.loads(v)
+                except ValueError:
+                    raise TableFormatError(f"{path}:{line}: 'repeats' is not JSON") from None
+            repeats.append(v)
+        return raws, _check_repeats(repeats, len(rows), str(path))
+
+
+def _check_repeats(repeats: Any, n: int, where: str) -> list[list[dict[str, str | None]]]:
+    """``repeats`` checked: one list per context, all of the same length ``K - 1 >= 1``, of
+    ``{"act", "prompt", "error", "raw"}`` objects whose acts parse (kept canonical)."""
+    if not isinstance(repeats, list) or len(repeats) != n:
+        raise TableFormatError(f"{where}: repeats must hold one list per context ({n})")
+    width = None
+    out = []
+    for i, more in enumerate(repeats):
+        if not isinstance(more, list) or not more or (width is not None and len(more) != width):
+            raise TableFormatError(f"{where}: context {i}: repeats must be a non-empty list, as long for every context")
+        width = len(more)
+        row = []
+        for x in more:
+            if not isinstance(x, dict) or any(v is not None and not isinstance(v, str) for v in x.values()):
+                raise TableFormatError(f"{where}: context {i}: a repeat must be an object of strings or nulls")
+            act = x.get("act")
+            if act is None and x.get("error") is None:
+                raise TableFormatError(f"{where}: context {i}: a repeat has neither an act nor an error")
+            try:
+                act = None if act is None else canonical_act(act)
+            except ActParseError as exc:
+                raise TableFormatError(f"{where}: context {i}: repeat: {exc}") from None
+            row.append({"act": act, "prompt": x.get("prompt"), "error": x.get("error"), "raw": x.get("raw")})
+        out.append(row)
+    return out

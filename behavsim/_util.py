@@ -38,17 +38,17 @@ def die_with_parent() -> None:
     """In a worker process: ask the kernel to kill this process when its parent dies (Linux's
     ``PR_SET_PDEATHSIG``, SIGKILL included), so that a killed ``train``/``respond``/``reproduce``
     leaves no orphans holding its run folder. Elsewhere (or if the call fails) nothing happens.
-    If the parent is already gone, exit at once. SIGTERM gets its default action back (the
-    command's handler, inherited through fork, is for the parent)."""
+    If the parent is already gone, exit at once. SIGINT and SIGTERM are ignored: the parent
+    stops its workers (a Ctrl-C reaches the whole process group; the command's handlers,
+    inherited through fork, are for the parent)."""
     import ctypes
     import os
     import signal
     import sys
 
-    try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    except ValueError:  # pragma: no cover (not the main thread)
-        pass
+    from ._interrupt import ignore_interrupts
+
+    ignore_interrupts()
     if not sys.platform.startswith("linux"):
         return
     parent = os.getppid()

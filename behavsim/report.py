@@ -300,10 +300,6 @@ window.addEventListener('load', function () {
   for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
   document.body.setAttribute('data-figures-loaded', ok + '/' + imgs.length);
 });
-window.addEventListener('beforeprint', function () {
-  var d = document.querySelectorAll('details');
-  for (var i = 0; i < d.length; i++) d[i].open = true;
-});
 function sortBy(th, dir) {
   var table = th.closest('table'), body = table.tBodies[0], col = th.cellIndex;
   var heads = th.parentNode.cells;
@@ -352,7 +348,7 @@ table.data thead th { background: var(--band); text-align: left; border-bottom: 
 table.data th.group { text-align: center; }
 table.data .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.data tbody tr:nth-child(even) { background: #fbfbfc; }
-td.key.same { color: #b0b0b5; }
+td.key { white-space: nowrap; } td.key.same { color: #b0b0b5; }
 span.ci { display: block; font-size: 10.5px; color: var(--muted); }
 body:has(#show-ci:not(:checked)) span.ci { display: none; }
 label.toggle { font-size: 13px; color: var(--muted); }
@@ -365,20 +361,41 @@ figcaption, .file { color: var(--muted); font-size: 13px; }
 table.sortable thead th { cursor: pointer; }
 table.sortable thead th[data-sort="asc"]::after { content: " ▲"; }
 table.sortable thead th[data-sort="desc"]::after { content: " ▼"; }
-table.disagree td.summary { max-width: 22rem; font-size: 12px; }
-table.disagree td.resp { max-width: 20rem; }
+table.disagree td.ctxs { max-width: 24rem; font-size: 12px; }
+table.disagree td.ctxs ul { margin: 0; padding-left: 1rem; }
+table.disagree td.resp { max-width: 18rem; }
+table.disagree td.sc { font-size: 11px; color: var(--muted); max-width: 12rem; }
+.cnt { font-weight: 600; } .turn { color: var(--muted); }
+.dis-panel:not(:has(input.all:checked)) tr.rest { display: none; }
+p.filter label { margin-right: .8rem; white-space: nowrap; }
 code.act { background: var(--band); padding: 0 .2rem; word-break: break-word; }
+code.fp { font-size: 11px; word-break: break-all; }
+td.name { white-space: nowrap; }
+details { margin: .4rem 0 1rem; }
+details > summary { cursor: pointer; color: var(--accent); }
+td details { margin: .2rem 0 0; font-size: 12px; }
 ul.tests li { margin: .5rem 0; } .desc { color: var(--muted); font-size: 13px; }
 pre.config { background: var(--band); padding: .8rem; overflow-x: auto; white-space: pre-wrap; }
 footer { margin-top: 3rem; color: var(--muted); font-size: 12px; }
+@page { size: A4; margin: 12mm 11mm; }
 @media print {
-  body { max-width: none; padding: 0; font-size: 11px; }
-  nav.toc, label.toggle { display: none; }
+  body { max-width: none; padding: 0; font-size: 10.5px; }
+  nav.toc, label.toggle, p.filter { display: none; }
+  .dis-panel { display: block !important; }  /* on paper every comparison kind, each its most frequent rows */
   .wrap { overflow: visible; }
-  h2 { break-after: avoid; } table, figure { break-inside: avoid; }
-  table.data { font-size: 10px; }
+  h1 { font-size: 1.4rem; } h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; break-after: avoid; }
+  h3 { break-after: avoid; }
+  figure, tr, li { break-inside: avoid; }
+  table.data caption, table.data thead { break-after: avoid; }
+  figure { margin: .5rem 0; } figure img { max-height: 17cm; border: 0; }
+  table.data { font-size: 9.5px; }
+  table.data th, table.data td { padding: .15rem .35rem; }
+  code, pre { font-size: 9px; }
+  .desc, figcaption, .file, table.disagree td.ctxs, table.disagree td.sc, td details { font-size: 9px; }
+  table.heatmap td { min-width: 2.3rem; }
+  .heatmaps { gap: .5rem 1rem; }
   a { color: inherit; text-decoration: none; }
-  details::details-content { content-visibility: visible; display: block; }  /* full tables print */
+  details > summary { color: var(--muted); }
 }
 """
 
@@ -446,7 +463,7 @@ def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, titl
         f"<code>{escape(comparison.context_fingerprint)}</code>)."
     )
     sections = [("means", "Means per pair", score_table(means, ["a", "b"], "means", caption))]
-    if len(names) >= 2:
+    if len(names) >= 2 and comparison.per_context is not None:  # (rows streamed: no agreement)
         corr, mse = score_agreement(comparison.per_context, names)
         n = corr.attrs.get("n_rows", len(comparison.per_context))
         body = (

@@ -1,8 +1,8 @@
 """Speed of the context-set builders.
 
 Times (best of ``--repeat`` runs, wall clock, one process): generating C_gen at step 0.2
-(1,296 contexts) and 0.1 (14,641), its fingerprint, saving/loading it as JSONL and Parquet,
-and collecting C_col from ``--dialogues`` handcrafted dialogues (and from a GP checkpoint if
+(1,296 contexts) and 0.1 (14,641), its fingerprint, saving/loading it as JSONL and Parquet, the
+belief-layout check that load and save run (alone, and as a share of the JSONL load), and collecting C_col from ``--dialogues`` handcrafted dialogues (and from a GP checkpoint if
 ``--checkpoint`` is given).
 
     python benchmarks/context_sets.py [--dialogues 30] [--repeat 3] [--checkpoint CKPT]
@@ -22,7 +22,7 @@ from pathlib import Path
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
-from behavsim import ContextSet  # noqa: E402
+from behavsim import ContextSet, belief_problem  # noqa: E402
 from contexts import collect, generate_grid  # noqa: E402
 
 
@@ -59,6 +59,11 @@ def main(argv: list[str] | None = None) -> dict:
             res[f"save{suffix}"], res[f"load{suffix}"] = ts, tl
             print(f"{len(cs):,} contexts {suffix:<8}: save {ts:.2f} s, load {tl:.2f} s, "
                   f"{path.stat().st_size / 1e6:.1f} MB")
+    # the belief-layout check that load (and save) runs on every belief, timed alone in this run
+    tc, _ = _best(lambda: [belief_problem(b) for b in cs.beliefs], args.repeat)
+    res["layout_check"] = tc
+    print(f"layout check of the {len(cs):,} beliefs: {tc:.2f} s ({tc / res['load.jsonl']:.0%} of the JSONL load, "
+          f"{tc / len(cs) * 1e6:.0f} µs/belief)")
     t, col = _best(lambda: collect("handcrafted", dialogues=args.dialogues, seed=0), args.repeat)
     res["collect_handcrafted"] = t
     print(f"collect handcrafted, {args.dialogues} dialogues: {len(col)} contexts in {t * 1e3:.1f} ms "

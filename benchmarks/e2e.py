@@ -19,7 +19,7 @@ Measures, each printed with the command or call that produced it:
 4. the same answers on the same file with every belief and every turn act removed (read text
    only);
 5. task success over 1,000 evaluation dialogues of Environment 1, the model's acts driving the
-   dialogue, next to the teacher's on the same dialogues (:func:`policies.simulation.play.play_dialogues`);
+   dialogue, next to the teacher's on the same dialogues (:func:`policies.learners.play.play_dialogues`);
 6. same seed → byte-identical checkpoint (a second training), and a training stopped after its
    first checkpoint and resumed by the same command → the same bytes.
 """
@@ -63,7 +63,7 @@ def _tmr(teacher: Path, model: Path) -> tuple[float, int, int, int]:
 
 def _gp_seconds() -> float:
     """A GP-SARSA training of 1,000 dialogues in this process (the scale of a familiar job)."""
-    from policies.train import TrainConfig, run_training
+    from policies.learners.train import TrainConfig, run_training
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n[4] the same answers with beliefs and turn acts removed: {same}/{len(a)}")
 
     # 5. task success
-    from policies.simulation.play import play_dialogues
+    from policies.learners.play import play_dialogues
 
     t0 = time.perf_counter()
     teacher = play_dialogues("handcrafted", args.dialogues)

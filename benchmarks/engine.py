@@ -15,16 +15,16 @@ Run: ``python benchmarks/engine.py [--policies 20] [--contexts 1296] [--sample 2
 
 ``--at-scale``: the engine at its limit instead — all pairs of 240 policies × 14,641 contexts (the
 paper-scale run's checkpoint count on the 0.1-step grid), all eight scores, with
-``behavsim compare --matrix`` (:func:`behavsim.compare_matrix`), against the floor measured in the
+``behavsim compare --matrix`` (``behavsim.compare(tables, None, matrix=True)``), against the floor measured in the
 same run, each part in its own process (wall time, peak resident memory):
 
 * floor: load the response tables; intern the answers; one encoder pass per distinct prompt (USE
   and BERTScore's token encoder, a fresh on-disk cache); per score, the gathers of every pair's
   per-context values from a table of distinct values, summed over contexts — no scoring.
-* matrix: load the tables and ``compare_matrix`` (cold cache: every distinct prompt embedded,
+* matrix: load the tables and ``compare(tables, None, matrix=True)`` (cold cache: every distinct prompt embedded,
   every distinct answer combination scored).
 * on a subset both can do (``--subset`` policies): today's per-context mode
-  (``compare(pairs="all")``, every row in memory) against ``compare_matrix``.
+  (``compare(pairs="all")``, every row in memory) against the matrices.
 
 The synthetic policies resemble the paper run's checkpoints: per context a small pool of
 alternative answers (6; the paper run's 240 checkpoints give 3.8 distinct acts and 6.9 distinct
@@ -241,7 +241,7 @@ def part_floor(folder: str) -> dict:
 
 
 def part_matrix(folder: str, subset: int = 0) -> dict:
-    from behavsim import compare_matrix
+    from behavsim import compare
 
     use, tok = _warm_models()
     use.encode(["warm up"]), tok.embed(["warm up"])
@@ -250,11 +250,11 @@ def part_matrix(folder: str, subset: int = 0) -> dict:
     if subset:
         tables = tables[:subset]
     t_load = time.perf_counter() - t0
-    mc = compare_matrix(tables, scores=SCORES8, progress=False)
+    mc = compare(tables, None, scores=SCORES8, matrix=True, progress=False)
     out = {"load": t_load, "total": time.perf_counter() - t0, "chunk": mc.chunk_contexts,
            "distinct": {k: int(v) for k, v in mc.n_distinct.items()}, "timings": mc.timings}
     if subset:
-        out["means"] = {k: v.to_numpy().tolist() for k, v in mc.means.items()}
+        out["means"] = {k: v.to_numpy().tolist() for k, v in mc.matrices.items()}
     return out
 
 
@@ -323,7 +323,7 @@ def at_scale(args) -> None:
     sub = _in_process("matrix", folder, q)
     print(f"subset {q} policies x {n:,} contexts ({q * (q - 1) // 2} pairs = {eng['rows']:,} per-context rows):")
     print(f"  per-context mode (compare, pairs='all'): {eng['total']:7.1f} s, peak {eng['peak_mb']:7.0f} MB")
-    print(f"  compare_matrix ({q * q} ordered pairs):   {sub['total']:7.1f} s, peak {sub['peak_mb']:7.0f} MB")
+    print(f"  matrices ({q * q} ordered pairs):         {sub['total']:7.1f} s, peak {sub['peak_mb']:7.0f} MB")
     print(f"  per-context / matrix: time {eng['total'] / sub['total']:.1f}x, peak memory "
           f"{eng['peak_mb'] / sub['peak_mb']:.1f}x")
     worst = 0.0

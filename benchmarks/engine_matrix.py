@@ -1,4 +1,4 @@
-"""Benchmark of ``behavsim.compare_matrix`` (all-pairs matrices in bounded memory) against
+"""Benchmark of ``behavsim.compare(tables, None, matrix=True)`` (all-pairs matrices in bounded memory) against
 ``behavsim.compare(pairs="all")`` (one row per pair and context).
 
 P synthetic policies answer N contexts (default 60 x 14,641, the 0.1-step grid) with the
@@ -8,10 +8,10 @@ each policy's contexts are failures (act missing). Without ``--text`` the prompt
 (``None``) and the four act scores are run; ``--text`` adds template prompts and the four text
 scores (USE cosine/angular, BLEU-4, BERTScore; default models, a fresh embedding cache).
 
-1. ``compare_matrix`` on all P policies (P x P matrices, self-pairs included): time and the peak
+1. the matrices on all P policies (P x P matrices, self-pairs included): time and the peak
    of traced memory during the call (``tracemalloc``, a second run; numpy reports its buffers).
 2. On the first ``--engine-policies`` policies (a subset the engine can hold in memory):
-   ``compare(pairs="all")`` and ``compare_matrix``, the same two figures each, their ratio, and
+   ``compare(pairs="all")`` and the matrices, the same two figures each, their ratio, and
    the largest difference between the engine's pair means and the matrix's upper triangle.
 
 Run: ``python benchmarks/engine_matrix.py [--policies 60] [--contexts 14641] [--engine-policies 20] [--text]``.
@@ -61,7 +61,10 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ["BEHAVSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="behavsim-bench-cache-")
-    from behavsim import ResponseTable, compare, compare_matrix, context_fingerprint
+    from behavsim import ResponseTable, compare, context_fingerprint
+
+    def compare_matrix(ts, **options):
+        return compare(ts, None, matrix=True, **options)
 
     policies = make_policies(args.policies, args.contexts)
     fp = context_fingerprint({"i": i} for i in range(args.contexts))
@@ -94,7 +97,7 @@ def main() -> None:
 
     sec, peak, mc = measure(run_matrix(tables))
     print(
-        f"compare_matrix, all {p} policies ({p * p:,} ordered pairs incl. self-pairs, "
+        f"matrices, all {p} policies ({p * p:,} ordered pairs incl. self-pairs, "
         f"chunk {mc.chunk_contexts} contexts): {sec:7.2f} s, peak {peak:8.1f} MB"
     )
     print("  timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in mc.timings.items()))
@@ -107,11 +110,11 @@ def main() -> None:
     m_sec, m_peak, msub = measure(run_matrix(sub))
     print(f"subset: {q} policies x {n:,} contexts ({q * (q - 1) // 2} unordered pairs = {q * (q - 1) // 2 * n:,} rows)")
     print(f"  compare(pairs='all'): {e_sec:7.2f} s, peak {e_peak:8.1f} MB")
-    print(f"  compare_matrix:       {m_sec:7.2f} s, peak {m_peak:8.1f} MB  ({q * q} ordered pairs incl. self-pairs)")
+    print(f"  matrices:             {m_sec:7.2f} s, peak {m_peak:8.1f} MB  ({q * q} ordered pairs incl. self-pairs)")
     print(f"  ratio engine / matrix: time {e_sec / m_sec:.1f}x, peak memory {e_peak / m_peak:.1f}x")
     worst = 0.0
     for name in scores:
-        m = msub.means[name]
+        m = msub.matrices[name]
         for a, b, v in zip(comp.means["a"], comp.means["b"], comp.means[name]):
             w = m.loc[a, b]
             if np.isnan(v) or np.isnan(w):

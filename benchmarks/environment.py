@@ -12,11 +12,11 @@ import argparse
 import platform
 import time
 
-from policies.actions import action_mask
-from policies.env import DialogueEnv
-from policies.features import belief_vector
-from policies.handcrafted import HandcraftedPolicy
-from policies.tracker import ErrorModel
+from policies.simulation.actions import action_mask
+from policies.simulation.env import DialogueEnv
+from policies.simulation.features import belief_vector
+from policies.learners.handcrafted import HandcraftedPolicy
+from policies.simulation.tracker import ErrorModel
 
 
 def main(argv: list[str] | None = None) -> dict:

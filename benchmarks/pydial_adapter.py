@@ -5,7 +5,7 @@ without (``:nlg=off``) in one process, prints contexts/s for each, and checks th
 both runs are equal::
 
     python benchmarks/pydial_adapter.py                      # ../shared/pydial3 beside the repo
-    python benchmarks/pydial_adapter.py --pydial-root DIR    # or $BEHAVSIM_PYDIAL_ROOT
+    python benchmarks/pydial_adapter.py --pydial-root DIR    # or $BEHAVSIM_SHARED/pydial3
 
 PyDial writes into its root, so the benchmark runs on a temporary copy of it. Skipped, saying
 so, when there is no PyDial root.
@@ -26,14 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_root = os.environ.get("BEHAVSIM_PYDIAL_ROOT") or str(REPO.parent / "shared" / "pydial3")
+    default_root = str(Path(os.environ.get("BEHAVSIM_SHARED") or REPO.parent / "shared") / "pydial3")
     ap.add_argument("--pydial-root", default=default_root, help="PyDial3 root (default: %(default)s)")
     ap.add_argument("--config", default="env1-configs/adapter-gp.cfg", help="config, relative to the root")
     ap.add_argument("--step", type=float, default=0.2, help="grid step (default 0.2: 1,296 contexts)")
     args = ap.parse_args(argv)
     src = Path(args.pydial_root)
     if not (src / "policy" / "GPPolicy.py").is_file():
-        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_PYDIAL_ROOT)")
+        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_SHARED)")
         return 0
 
     from behavsim import respond

@@ -7,9 +7,9 @@ speed ratio::
 
     python benchmarks/pydial_env.py                        # 1,000 dialogues a side
     python benchmarks/pydial_env.py --dialogues 2000 --workers 2
-    python benchmarks/pydial_env.py --pydial-root DIR      # or $BEHAVSIM_PYDIAL_ROOT
+    python benchmarks/pydial_env.py --pydial-root DIR      # or $BEHAVSIM_SHARED/pydial3
 
-Both sides are driven by ``tests/policies/_pydial_simulate.py`` (PyDial's side: its
+Both sides are driven by ``tests/policies/simulation/_pydial_simulate.py`` (PyDial's side: its
 ``Simulate.SimulationSystem`` in subprocesses on a temporary copy of the PyDial root, config
 derived from ``env1-configs/env1-gp-CR.cfg`` with ``policytype = hdc``; our side: the
 environment run as PyDial's loop runs, opening ``hello()`` uncounted). A third line shows our
@@ -68,7 +68,7 @@ def run_adapter(sim, root: Path, n: int, seed: int, hello: bool) -> tuple[list[d
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_root = os.environ.get("BEHAVSIM_PYDIAL_ROOT") or str(REPO.parent / "shared" / "pydial3")
+    default_root = str(Path(os.environ.get("BEHAVSIM_SHARED") or REPO.parent / "shared") / "pydial3")
     ap.add_argument("--pydial-root", default=default_root, help="PyDial3 root (default: %(default)s)")
     ap.add_argument("--dialogues", type=int, default=1000, help="dialogues a side (default 1,000)")
     ap.add_argument("--workers", type=int, default=1, help="PyDial processes (default 1)")
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     src = Path(args.pydial_root)
     if not (src / "Simulate.py").is_file():
-        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_PYDIAL_ROOT)")
+        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_SHARED)")
         return 0
     sys.path.insert(0, str(REPO))
     sim = _helper()

@@ -10,12 +10,12 @@ dialogues on ``--eval-dialogues`` dialogues with learning off and Q sampled at s
 PyDial's test does:
 
 * PyDial3: ``env1-configs/env1-gp-CR.cfg`` of a PyDial3 root (``--pydial-root``, default
-  ``../shared/pydial3`` beside the repository or ``$BEHAVSIM_PYDIAL_ROOT``), run on a temporary
+  ``../shared/pydial3`` beside the repository or ``$BEHAVSIM_SHARED/pydial3``), run on a temporary
   copy of that root by ``benchmarks/_pydial_learn.py`` in a subprocess per seed (``--workers`` at
   a time), with PyDial's logging at its quietest (``tracedialog = 0``, screen level CRITICAL, no
   log file). Its seeds drive PyDial's random stream; evaluation uses seed + 100 as
   ``pydial.py test`` does.
-* behavsim: ``policies.train.run_training`` with ``TrainConfig(domain="camrestaurants",
+* behavsim: ``policies.learners.train.run_training`` with ``TrainConfig(domain="camrestaurants",
   user="env1", eval_scale=1)`` — what ``behavsim train --domain camrestaurants --user env1
   --eval-scale 1`` runs — with ``--workers`` processes too, so both are timed under the same
   kind of load; run (and timed) once before PyDial and once after it, so a change in the load
@@ -91,7 +91,7 @@ def run_pydial(src: Path, seeds: list[int], points: list[int], n_eval: int, work
 
 def run_ours(seeds: list[int], points: list[int], n_eval: int, workers: int) -> list[dict]:
     """Our trials through the training runner; per seed the rows at ``points`` and the training time."""
-    from policies.train import TrainConfig, run_training
+    from policies.learners.train import TrainConfig, run_training
 
     every = reduce(math.gcd, points)
     config = TrainConfig(
@@ -221,7 +221,7 @@ def report(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_root = os.environ.get("BEHAVSIM_PYDIAL_ROOT") or str(REPO.parent / "shared" / "pydial3")
+    default_root = str(Path(os.environ.get("BEHAVSIM_SHARED") or REPO.parent / "shared") / "pydial3")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of both (default 0 1 2)")
     ap.add_argument(
         "--points",
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("points, --eval-dialogues and --workers must be positive and the seeds distinct")
     src = Path(args.pydial_root)
     if not (src / "policy" / "GPPolicy.py").is_file():
-        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_PYDIAL_ROOT)")
+        print(f"skipped: no PyDial3 root at {src} (pass --pydial-root or set BEHAVSIM_SHARED)")
         return 0
     workers = min(args.workers, len(args.seeds))
 

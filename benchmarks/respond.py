@@ -29,8 +29,8 @@ def _grid(step: float):
         import itertools
 
         from behavsim import ContextSet
-        from policies.domain import Domain
-        from policies.tracker import make_belief
+        from policies.simulation.domain import Domain
+        from policies.simulation.tracker import make_belief
 
         d = Domain.builtin()
         n = round(1 / step)
@@ -52,7 +52,7 @@ def _checkpoints(args: argparse.Namespace, tmp: Path) -> list[str]:
             by_trial[p.parent] = p
         picked = list(by_trial.values())[:3] if len(by_trial) >= 3 else found[-3:]
         return [str(p) for p in picked]
-    from policies.train import TrainConfig, run_training
+    from policies.learners.train import TrainConfig, run_training
 
     t0 = time.perf_counter()
     run_training(TrainConfig(rewards=("ts",), seeds=(0, 1, 2), dialogues=args.dialogues,
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from behavsim import ALL_SCORES, compare
     from policies.adapters import load_adapter
-    from policies.respond import respond, respond_many
+    from policies.commands.respond import respond, respond_many
 
     contexts = _grid(args.step)
     with tempfile.TemporaryDirectory() as d:

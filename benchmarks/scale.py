@@ -5,7 +5,7 @@ Prints, in one run:
 1. the overhead per task: an empty task mapped ``--tasks`` times on ``local:W`` and on ``ray``;
 2. the same job on both executors — ``respond_many`` of the checkpoints of a small training on
    the grid (step ``--step``) on ``local:W`` and on Ray, then the pair scoring of
-   ``compare_stream`` (all eight scores) in this process and as Ray tasks — wall times, and that
+   ``compare`` (all eight scores, only the means kept) in this process and as Ray tasks — wall times, and that
    the results are identical;
 3. the projected time of a large study (``--checkpoints`` checkpoints × the fine grid's 14,641
    contexts, all eight scores) on 1…N nodes of ``--cores`` cores, from the per-context respond
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # a Ray started here stays on the loopback of its namespace: no token written to ~/.ray
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from behavsim import Executor, compare_stream, get_executor, list_scores, respond_many, score_info  # noqa: E402
+from behavsim import Executor, compare, get_executor, list_scores, respond_many, score_info  # noqa: E402
 from behavsim._scoring_tasks import COMBINATIONS_PER_TASK  # noqa: E402
 
 FINE_GRID = 14_641  # contexts of the grid at step 0.1
@@ -60,7 +60,7 @@ def _timed(fn, *args, **kw):
 
 
 def _train(tmp: Path, dialogues: int, seeds: int) -> list[str]:
-    from policies.train import TrainConfig, run_training
+    from policies.learners.train import TrainConfig, run_training
 
     cfg = TrainConfig(seeds=tuple(range(seeds)), dialogues=dialogues, checkpoint_every=dialogues // 4, eval_dialogues=2)
     run_training(cfg, tmp / "train", progress=False)
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         local.map(_noop, items[:4])
         _, t_noop_local = _timed(local.map, _noop, items)
         tables, t_resp_local = _timed(respond_many, specs, cs, executor=local)
-        comp, t_cmp_here = _timed(compare_stream, tables, "all", score_options=cold)  # models loaded here
+        comp, t_cmp_here = _timed(compare, tables, "all", score_options=cold, per_context=False)  # models loaded here
 
         _, t_connect = _timed(remote.connect)
         nodes = remote.nodes()  # type: ignore[attr-defined]
@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         _, t_noop_ray = _timed(remote.map, _noop, items)
         tables_r, t_resp_ray = _timed(respond_many, specs, cs, executor=remote)
         counting = _Counting(remote)
-        comp_r, t_cmp_ray = _timed(compare_stream, tables, "all", score_options=cold, executor=counting)
+        comp_r, t_cmp_ray = _timed(
+            compare, tables, "all", score_options=cold, per_context=False, executor=counting
+        )
 
         print(f"executors: {local.spec} and {remote.spec} ({nodes} node(s); connecting took {t_connect:.1f} s)")
         print(f"\n1. overhead per task ({args.tasks} empty tasks)")

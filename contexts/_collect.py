@@ -1,7 +1,7 @@
 """Collected context sets (C_col): the belief states policies meet in seeded dialogues.
 
 Each source policy — any policy behavsim can ask (:func:`behavsim.as_adapter`) — plays
-``dialogues`` dialogues with the simulated user of :class:`policies.env.DialogueEnv`, greedily (a
+``dialogues`` dialogues with the simulated user of :class:`policies.simulation.env.DialogueEnv`, greedily (a
 GP policy's exploration is switched off for the run), and the belief state in front of the policy at every system turn is recorded — the
 closing turn after the user's ``bye()`` included (the policy acts on the final belief there,
 as in PyDial; ``meta["closing_turn"]`` marks it). So a dialogue of T turns gives T contexts.
@@ -14,8 +14,8 @@ acts and everything computed from them are the same as without histories. A modu
 answers the belief, an end-to-end source (one that reads histories) the history.
 
 Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
-:mod:`policies.train` uses for its evaluation dialogues, so every source meets the same user
-goals and ``collect(ckpts, seed=policies.train.EVAL_SEED)`` records exactly the evaluation
+:mod:`policies.learners.train` uses for its evaluation dialogues, so every source meets the same user
+goals and ``collect(ckpts, seed=policies.learners.train.EVAL_SEED)`` records exactly the evaluation
 dialogues of a training run (the paper's C_col: 10 evaluation dialogues per trial).
 """
 
@@ -36,17 +36,17 @@ from ._common import copy_belief, domain_meta, jsonable, resolve_domain
 
 __all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
-#: Keys of ``env_options`` (keyword arguments of :class:`policies.env.DialogueEnv`).
+#: Keys of ``env_options`` (keyword arguments of :class:`policies.simulation.env.DialogueEnv`).
 ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "final_system_turn")
 
 
 def dialogue_seed(seed: int, j: int) -> int:
     """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``.
 
-    The training runner's evaluation seeding (:func:`policies.train.eval_dialogue_seed`), so a
+    The training runner's evaluation seeding (:func:`policies.learners.train.eval_dialogue_seed`), so a
     collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
     """
-    from policies.train import eval_dialogue_seed
+    from policies.learners.train import eval_dialogue_seed
 
     return eval_dialogue_seed(int(j), int(seed))
 
@@ -54,7 +54,7 @@ def dialogue_seed(seed: int, j: int) -> int:
 def _user_meta(env_options: Mapping[str, Any] | None) -> Any:
     """The simulated user of a collection, as its metadata records it: a configuration's name
     (the default's when none was given) or its settings."""
-    from policies.user import DEFAULT_USER
+    from policies.simulation.user import DEFAULT_USER
 
     user = dict(env_options or {}).get("user_config")
     return DEFAULT_USER if user is None else jsonable(user)
@@ -78,7 +78,7 @@ def _source(spec: Any, domain: Any, where: str) -> Adapter:
 
 def _sources(policies: Any, domain: Any) -> list[tuple[str, Adapter, dict[str, Any]]]:
     if isinstance(policies, Mapping):
-        items = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
+        items: list[tuple[str | None, Any, str]] = [(str(k), v, f"policies[{k!r}]") for k, v in policies.items()]
     else:
         if isinstance(policies, (str, os.PathLike)) or callable(policies) or not isinstance(policies, Sequence):
             policies = [policies]
@@ -104,8 +104,8 @@ def _sources(policies: Any, domain: Any) -> list[tuple[str, Adapter, dict[str, A
 
 
 def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
-    from policies.env import DialogueEnv
-    from policies.tracker import ErrorModel
+    from policies.simulation.env import DialogueEnv
+    from policies.simulation.tracker import ErrorModel
 
     opts = dict(env_options or {})
     for k in opts:
@@ -274,7 +274,7 @@ def collect(
         **domain_meta(domain),
         "seed": int(seed),
         "dialogues": int(dialogues),
-        "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.train's evaluation dialogues)",
+        "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.learners.train's evaluation dialogues)",
         "sources": [desc for _, _, desc in sources],
         "env_options": env_meta,
         "dedupe": bool(dedupe),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError
@@ -17,18 +18,18 @@ ORIGINS = ("collected", "generated", "logged")
 
 
 def resolve_domain(domain: Any):
-    """The domain ``domain`` names (:func:`policies.domain.resolve_domain`: ``None`` for the
-    default, a :class:`policies.domain.Domain`, a shipped domain's name, a rules file, or a
+    """The domain ``domain`` names (:func:`policies.simulation.domain.resolve_domain`: ``None`` for the
+    default, a :class:`policies.simulation.domain.Domain`, a shipped domain's name, a rules file, or a
     ``(rules, db)`` pair); anything else is a :class:`behavsim.ConfigError`."""
-    from policies.domain import Domain, DomainError
-    from policies.domain import resolve_domain as resolve
+    from policies.simulation.domain import Domain, DomainError
+    from policies.simulation.domain import resolve_domain as resolve
 
     if not (domain is None or isinstance(domain, (Domain, str, os.PathLike, tuple))):
         raise ConfigError(
-            f"domain: expected a policies.domain.Domain, a domain name or a rules file, got {type(domain).__name__}"
+            f"domain: expected a policies.simulation.domain.Domain, a domain name or a rules file, got {type(domain).__name__}"
         )
     try:
-        return resolve(domain)
+        return resolve(domain if not isinstance(domain, os.PathLike) else Path(domain))
     except (DomainError, KeyError) as exc:
         raise ConfigError(f"domain: {exc}") from None
 

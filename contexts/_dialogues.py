@@ -19,7 +19,9 @@ policy answers and a modular one cannot). The context's ``meta``: ``origin="logg
 ``dialogue`` (the dialogue's id), ``turn`` (1-based system turn), ``log_line``, the dialogue's
 ``meta``, and what the logged system did there — ``system_text`` and ``system_act`` — so the
 logged system itself can be compared with other policies (:func:`logged_responses`). Every
-problem raises :class:`~contexts.LogFormatError` naming ``file:line`` and the turn.
+problem raises :class:`~contexts.LogFormatError` naming ``file:line`` and the turn; with
+``strict=False`` (``contexts import --lenient``) the bad lines are skipped instead and listed in
+the set's ``meta["skipped"]``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from behavsim import ContextSet, ResponseTable, TableFormatError
-from behavsim._contexts import check_history
+from behavsim import ContextSet, ResponseTable, TableFormatError, check_history
 
 from ._common import copy_belief
 from ._logged import LogFormatError, _reject_constant, check_belief
@@ -70,7 +71,12 @@ def is_dialogue_log(path: str | os.PathLike) -> bool:
 
 
 def from_dialogues_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str | None = None) -> ContextSet:
-    """Import logged dialogues (see the module doc): one context per system turn."""
+    """Import logged dialogues (see the module doc): one context per system turn.
+
+    ``strict`` (the default): the first bad line refuses the file. ``strict=False``: a bad line
+    (invalid JSON, a bad turn, a belief not in the layout, a repeated dialogue id) is skipped —
+    its whole dialogue — and listed in ``meta["skipped"]`` as ``{"line": n, "problem": "file:n:
+    ..."}``; a file with no good dialogue is still refused."""
     path = Path(path)
     beliefs: list[Any] = []
     histories: list[list] = []
@@ -78,71 +84,27 @@ def from_dialogues_jsonl(path: str | os.PathLike, *, strict: bool = True, descri
     ids: list[str] = []
     n_dialogues = 0
     seen: dict[str, int] = {}
+    skipped: list[dict[str, Any]] = []
     for n, line in _lines(path):
         where = f"{path}:{n}"
-        obj = _parse(line, where)
-        if not isinstance(obj, dict) or "turns" not in obj:
-            raise LogFormatError(
-                f'{where}: expected a dialogue {{"turns": [...]}} (one per line); a log of belief states '
-                "cannot be mixed with a log of dialogues"
-            )
-        extra = sorted(set(obj) - set(_DIALOGUE_KEYS))
-        if extra:
-            raise LogFormatError(f"{where}: unexpected keys {extra} (a dialogue has turns, and optionally id and meta)")
-        did = obj.get("id", f"{path.name}:{n}")
-        if isinstance(did, bool) or not isinstance(did, (str, int)):
-            raise LogFormatError(f"{where}: 'id' must be a string or a number, got {type(did).__name__}")
-        did = str(did)
-        if did in seen:
-            raise LogFormatError(f"{where}: dialogue id {did!r} also on line {seen[did]}")
+        try:
+            did, contexts = _read_dialogue(line, where, n, path, seen)
+        except LogFormatError as exc:
+            if strict:
+                raise
+            skipped.append({"line": n, "problem": str(exc)})
+            continue
         seen[did] = n
-        dmeta = obj.get("meta") or {}
-        if not isinstance(dmeta, dict):
-            raise LogFormatError(f"{where}: 'meta' must be an object, got {type(dmeta).__name__}")
-        turns = obj["turns"]
-        if not isinstance(turns, list) or not turns:
-            raise LogFormatError(f"{where}: 'turns' must be a non-empty list of turns")
         n_dialogues += 1
-        so_far: list[dict] = []
-        system_turn = 0
-        for k, turn in enumerate(turns):
-            at = f"{where}: turn {k}"
-            if not isinstance(turn, dict):
-                raise LogFormatError(f"{at}: a turn must be an object, got {type(turn).__name__}")
-            bad = sorted(set(turn) - set(_TURN_KEYS))
-            if bad:
-                raise LogFormatError(f"{at}: unexpected keys {bad} (a turn has speaker, text, act, belief)")
-            try:
-                (clean,) = check_history([{k2: v for k2, v in turn.items() if k2 != "belief"}], at)
-            except TableFormatError as exc:
-                raise LogFormatError(str(exc).replace(": history turn 0", "")) from None
-            belief = turn.get("belief")
-            if belief is not None:
-                if clean["speaker"] != "system":
-                    raise LogFormatError(f"{at}: only a system turn carries a belief (the one it acted on)")
-                problem = check_belief(belief, strict)
-                if problem:
-                    raise LogFormatError(f"{at}: {problem}")
-            if clean["speaker"] == "system":
-                system_turn += 1
-                beliefs.append(None if belief is None else copy_belief(belief))
-                histories.append([dict(t) for t in so_far])
-                metas.append(
-                    {
-                        **dmeta,
-                        "origin": "logged",
-                        "dialogue": did,
-                        "turn": system_turn,
-                        "log_line": n,
-                        "system_text": clean["text"],
-                        "system_act": clean["act"],
-                    }
-                )
-                ids.append(f"{did}/t{system_turn}")
-            so_far.append(clean)
+        for belief, history, cmeta, cid in contexts:
+            beliefs.append(belief)
+            histories.append(history)
+            metas.append(cmeta)
+            ids.append(cid)
     if not metas:
-        raise LogFormatError(f"{path}: no system turns in the file (every system turn becomes a context)")
-    meta = {
+        more = f" ({len(skipped)} bad lines skipped; the first: {skipped[0]['problem']})" if skipped else ""
+        raise LogFormatError(f"{path}: no system turns in the file (every system turn becomes a context){more}")
+    meta: dict[str, Any] = {
         "builder": "logged-dialogues",
         "origin": "logged",
         "source": str(path),
@@ -150,7 +112,71 @@ def from_dialogues_jsonl(path: str | os.PathLike, *, strict: bool = True, descri
         "dialogues": n_dialogues,
         "size": len(metas),
     }
+    if skipped:
+        meta["skipped"] = skipped
     return ContextSet(beliefs, metas, ids, meta, source=str(path), histories=histories)
+
+
+def _read_dialogue(line: str, where: str, n: int, path: Path, seen: dict[str, int]) -> tuple[str, list[tuple]]:
+    """One line's dialogue id and contexts ``(belief, history, meta, id)``; a
+    :class:`LogFormatError` naming ``where`` for any problem."""
+    obj = _parse(line, where)
+    if not isinstance(obj, dict) or "turns" not in obj:
+        raise LogFormatError(
+            f'{where}: expected a dialogue {{"turns": [...]}} (one per line); a log of belief states '
+            "cannot be mixed with a log of dialogues"
+        )
+    extra = sorted(set(obj) - set(_DIALOGUE_KEYS))
+    if extra:
+        raise LogFormatError(f"{where}: unexpected keys {extra} (a dialogue has turns, and optionally id and meta)")
+    did = obj.get("id", f"{path.name}:{n}")
+    if isinstance(did, bool) or not isinstance(did, (str, int)):
+        raise LogFormatError(f"{where}: 'id' must be a string or a number, got {type(did).__name__}")
+    did = str(did)
+    if did in seen:
+        raise LogFormatError(f"{where}: dialogue id {did!r} also on line {seen[did]}")
+    dmeta = obj.get("meta") or {}
+    if not isinstance(dmeta, dict):
+        raise LogFormatError(f"{where}: 'meta' must be an object, got {type(dmeta).__name__}")
+    turns = obj["turns"]
+    if not isinstance(turns, list) or not turns:
+        raise LogFormatError(f"{where}: 'turns' must be a non-empty list of turns")
+    out: list[tuple] = []
+    so_far: list[dict] = []
+    system_turn = 0
+    for k, turn in enumerate(turns):
+        at = f"{where}: turn {k}"
+        if not isinstance(turn, dict):
+            raise LogFormatError(f"{at}: a turn must be an object, got {type(turn).__name__}")
+        bad = sorted(set(turn) - set(_TURN_KEYS))
+        if bad:
+            raise LogFormatError(f"{at}: unexpected keys {bad} (a turn has speaker, text, act, belief)")
+        try:
+            (clean,) = check_history([{k2: v for k2, v in turn.items() if k2 != "belief"}], at)
+        except TableFormatError as exc:
+            raise LogFormatError(str(exc).replace(": history turn 0", "")) from None
+        belief = turn.get("belief")
+        if belief is not None:
+            if clean["speaker"] != "system":
+                raise LogFormatError(f"{at}: only a system turn carries a belief (the one it acted on)")
+            problem = check_belief(belief)
+            if problem:
+                raise LogFormatError(f"{at}: {problem}")
+        if clean["speaker"] == "system":
+            system_turn += 1
+            meta = {
+                **dmeta,
+                "origin": "logged",
+                "dialogue": did,
+                "turn": system_turn,
+                "log_line": n,
+                "system_text": clean["text"],
+                "system_act": clean["act"],
+            }
+            history = [dict(t) for t in so_far]
+            out.append((None if belief is None else copy_belief(belief), history, meta, f"{did}/t{system_turn}"))
+        so_far.append(clean)
+    return did, out
 
 
 def logged_responses(cs: ContextSet, *, policy_id: str = "logged-system") -> ResponseTable:

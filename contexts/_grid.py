@@ -3,16 +3,16 @@
 For each chosen slot (default ``area``, ``pricerange``, ``food``) one value gets probability
 p ∈ {0, step, 2·step, …, 1} and ``**NONE**`` the rest; the method ``byconstraints`` gets
 p ∈ the same levels and ``none`` the rest. Every other part of the belief is a dialogue start
-as :func:`policies.tracker.make_belief` builds it (``discourseAct`` ``none`` = 1, nothing
+as :func:`policies.simulation.tracker.make_belief` builds it (``discourseAct`` ``none`` = 1, nothing
 requested, no venue offered, ``name`` all ``**NONE**``), with ``inform_info`` and ``dbMatches``
 computed from the grid beliefs — so each context is ``make_belief(domain,
 {slot: {value: p_slot}, …}, method={"byconstraints": p_method})``, built without its per-call
 overhead (14,641 contexts in well under a second of belief construction).
 
 Every mapping is stored with its keys in sorted order, as a saved set holds them and as
-``policies.respond`` hands beliefs to policies. Key order does not change what the built-in
+``policies.commands.respond`` hands beliefs to policies. Key order does not change what the built-in
 policies do or the features (ties between equal probabilities follow the domain's order, see
-:mod:`policies.actions`): at an exact tie between the chosen value and ``**NONE**`` (p = 0.5,
+:mod:`policies.simulation.actions`): at an exact tie between the chosen value and ``**NONE**`` (p = 0.5,
 e.g. at step 0.1) the value wins and is an accepted constraint, as in ``make_belief``.
 """
 
@@ -183,7 +183,7 @@ def generate_grid(
 def _build(
     domain: Any, levels: list[float], slots: tuple[str, ...], method: str, chosen: dict[str, str], how: str, step: float
 ) -> ContextSet:
-    from policies.tracker import inform_info, make_belief
+    from policies.simulation.tracker import inform_info, make_belief
 
     # one template (a dialogue start) and, per slot and level, the slot's distribution; every
     # mapping with its keys in sorted order, as a saved set holds them (see copy_belief)

@@ -7,12 +7,16 @@
   optional); blank lines are skipped.
 
 Beliefs are stored with their keys in sorted order (as a saved set holds them). A belief
-state is checked (``strict=True``, the default) to be an object with a ``beliefs``
-object whose entries map names to probabilities in [0, 1] (PyDial's layout); with
-``strict=False`` any JSON object is accepted. Non-finite numbers are always refused. Every
-context's ``meta`` gets ``origin="logged"`` (overriding any ``origin`` given); contexts imported
-from a file also get ``log_line``. A bad line raises :class:`LogFormatError` naming
-``file:line``.
+state is checked to follow the layout every saved context set has (:func:`behavsim.belief_problem`:
+a ``beliefs`` object mapping each slot to a ``{value: probability}`` object, probabilities in
+[0, 1]; non-finite numbers are refused anywhere). Every context's ``meta`` gets
+``origin="logged"`` (overriding any ``origin`` given); contexts imported from a file also get
+``log_line``. :func:`from_jsonl` refuses a file at its first bad line with a
+:class:`LogFormatError` naming ``file:line``; with ``strict=False`` it skips the bad lines
+instead and lists them in the set's ``meta["skipped"]`` (``behavsim contexts import --lenient``
+prints them). ``ContextRecorder(strict=False)`` records any JSON object (for a policy of your
+own that reads another layout; such a set is used in memory, and :meth:`ContextSet.save`
+refuses it).
 """
 
 from __future__ import annotations
@@ -21,11 +25,10 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from numbers import Real
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, TableFormatError
+from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem
 
 from ._common import copy_belief
 
@@ -41,24 +44,14 @@ def _reject_constant(name: str) -> Any:
 
 
 def check_belief(belief: Any, strict: bool = True) -> str | None:
-    """``None`` if ``belief`` is acceptable, else a description of the problem."""
+    """``None`` if ``belief`` is acceptable, else a description of the problem: with ``strict``
+    (the default) the layout a saved context set must have (:func:`behavsim.belief_problem`),
+    else any JSON object without non-finite numbers."""
+    if strict:
+        return belief_problem(belief)
     if not isinstance(belief, Mapping):
         return f"a belief state must be a JSON object, got {type(belief).__name__}"
-    bad = _non_finite(belief)
-    if bad:
-        return bad
-    if not strict:
-        return None
-    inner = belief.get("beliefs")
-    if not isinstance(inner, Mapping) or not inner:
-        return "a belief state must have a non-empty 'beliefs' object (PyDial layout: slot -> {value: probability})"
-    for slot, dist in inner.items():
-        if not isinstance(dist, Mapping):
-            return f"beliefs[{slot!r}] must be an object value -> probability, got {type(dist).__name__}"
-        for v, p in dist.items():
-            if isinstance(p, bool) or not isinstance(p, Real) or not -1e-9 <= p <= 1 + 1e-9:
-                return f"beliefs[{slot!r}][{v!r}] must be a probability in [0, 1], got {p!r}"
-    return None
+    return _non_finite(belief)
 
 
 def _non_finite(obj: Any, path: str = "") -> str | None:
@@ -139,8 +132,44 @@ class ContextRecorder:
         )
 
 
+def _read_line(line: str, where: str) -> tuple[Any, dict, Any]:
+    """``(belief, meta, id)`` of one line of a log; a problem raises :class:`LogFormatError`."""
+    try:
+        obj = json.loads(line, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise LogFormatError(f"{where}: {exc}") from None
+    except RecursionError:
+        raise LogFormatError(f"{where}: JSON nested too deeply to read") from None
+    if not isinstance(obj, dict):
+        raise LogFormatError(
+            f'{where}: expected a JSON object (a belief state or {{"belief": ..., "meta": ...}}), '
+            f"got {type(obj).__name__}"
+        )
+    if "belief" in obj:
+        extra = sorted(set(obj) - {"belief", "meta", "id"})
+        if extra:
+            raise LogFormatError(f"{where}: unexpected keys {extra} beside 'belief' (allowed: belief, meta, id)")
+        belief, meta, cid = obj["belief"], obj.get("meta") or {}, obj.get("id")
+        if not isinstance(meta, dict):
+            raise LogFormatError(f"{where}: 'meta' must be an object, got {type(meta).__name__}")
+        if cid is not None and not isinstance(cid, (str, int)):
+            raise LogFormatError(f"{where}: 'id' must be a string, got {type(cid).__name__}")
+    else:
+        belief, meta, cid = obj, {}, None
+    problem = check_belief(belief)
+    if problem:
+        raise LogFormatError(f"{where}: {problem}")
+    return belief, meta, cid
+
+
 def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str | None = None) -> ContextSet:
-    """Import a JSONL log of belief states (see the module doc) as a context set."""
+    """Import a JSONL log of belief states (see the module doc) as a context set.
+
+    ``strict`` (the default): the first bad line refuses the file. ``strict=False``: bad lines are
+    skipped and listed in ``meta["skipped"]`` as ``{"line": n, "problem": "file:n: ..."}`` (when
+    there are any); a file with no good line is still refused."""
     path = Path(path)
     if not path.is_file():
         raise LogFormatError(f"{path}: no such log file")
@@ -149,50 +178,41 @@ def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str
     except UnicodeDecodeError as exc:
         raise LogFormatError(f"{path}: not a UTF-8 text file ({exc.reason})") from None
     beliefs, metas, ids = [], [], []
+    skipped: list[dict[str, Any]] = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{n}"
+        if '"behavsim-contexts"' in line:  # a saved set given as a log: the whole file is wrong
+            try:
+                is_set = json.loads(line).get("format") == "behavsim-contexts"
+            except (ValueError, AttributeError, RecursionError):
+                is_set = False
+            if is_set:
+                raise LogFormatError(
+                    f"{where}: this is a saved behavsim context set, not a log; read it with "
+                    "ContextSet.load (or 'behavsim contexts info')"
+                )
         try:
-            obj = json.loads(line, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        except ValueError as exc:
-            raise LogFormatError(f"{where}: {exc}") from None
-        if not isinstance(obj, dict):
-            raise LogFormatError(
-                f'{where}: expected a JSON object (a belief state or {{"belief": ..., "meta": ...}}), '
-                f"got {type(obj).__name__}"
-            )
-        if obj.get("format") == "behavsim-contexts":
-            raise LogFormatError(
-                f"{where}: this is a saved behavsim context set, not a log; read it with "
-                "ContextSet.load (or 'behavsim contexts info')"
-            )
-        if "belief" in obj:
-            extra = sorted(set(obj) - {"belief", "meta", "id"})
-            if extra:
-                raise LogFormatError(f"{where}: unexpected keys {extra} beside 'belief' (allowed: belief, meta, id)")
-            belief, meta, cid = obj["belief"], obj.get("meta") or {}, obj.get("id")
-            if not isinstance(meta, dict):
-                raise LogFormatError(f"{where}: 'meta' must be an object, got {type(meta).__name__}")
-            if cid is not None and not isinstance(cid, (str, int)):
-                raise LogFormatError(f"{where}: 'id' must be a string, got {type(cid).__name__}")
-        else:
-            belief, meta, cid = obj, {}, None
-        problem = check_belief(belief, strict)
-        if problem:
-            raise LogFormatError(f"{where}: {problem}")
+            belief, row_meta, cid = _read_line(line, where)
+        except LogFormatError as exc:
+            if strict:
+                raise
+            skipped.append({"line": n, "problem": str(exc)})
+            continue
         beliefs.append(copy_belief(belief))
-        metas.append({**meta, "origin": "logged", "log_line": n})
+        metas.append({**row_meta, "origin": "logged", "log_line": n})
         ids.append(str(cid) if cid is not None else f"{path.name}:{n}")
     if not beliefs:
-        raise LogFormatError(f"{path}: no belief states in the file")
-    meta = {
+        more = f" ({len(skipped)} bad lines skipped; the first: {skipped[0]['problem']})" if skipped else ""
+        raise LogFormatError(f"{path}: no belief states in the file{more}")
+    meta: dict[str, Any] = {
         "builder": "logged",
         "origin": "logged",
         "source": str(path),
         "description": description,
         "size": len(beliefs),
     }
+    if skipped:
+        meta["skipped"] = skipped
     return ContextSet(beliefs, metas, ids, meta, source=str(path))

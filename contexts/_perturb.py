@@ -97,7 +97,7 @@ def _recorded_rules(meta: Any) -> set[str]:
 
 def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     """The domain whose database recomputes ``inform_info``/``dbMatches``, and how it was chosen."""
-    from policies.domain import shipped_domain
+    from policies.simulation.domain import shipped_domain
 
     from ._common import resolve_domain
 
@@ -124,7 +124,7 @@ def _top(dist: dict[str, Any]) -> str | None:
     """The most probable value other than ``**NONE**`` with a positive belief (ties: first key)."""
     best, best_p = None, 0.0
     for v, p in dist.items():
-        if v != _NONE and isinstance(p, Real) and p > best_p:
+        if v != _NONE and isinstance(p, Real) and float(p) > best_p:
             best, best_p = v, float(p)
     return best
 
@@ -269,7 +269,7 @@ def perturb(
             continue
         nb, record = _perturb_one(b, i, noise, seed, kinds, nbest)
         if fdomain is not None and isinstance(nb.get("features"), dict):
-            from policies.tracker import inform_info
+            from policies.simulation.tracker import inform_info
 
             flags, n_match = inform_info(nb, fdomain, cache)
             nb["features"]["inform_info"] = flags

@@ -109,7 +109,7 @@ def select(
         tests.append(lambda b, m: m.get("origin") in wanted)
     if source_policy is not None:
         pols = _names(source_policy, "source_policy")
-        known = {m.get("source_policy") for m in cs.metas} - {None}
+        known: set[str] = {str(m["source_policy"]) for m in cs.metas if m.get("source_policy") is not None}
         for p in pols:
             if p not in known:
                 raise ConfigError(
@@ -121,7 +121,7 @@ def select(
     if slot_belief is not None:
         if not isinstance(slot_belief, Mapping) or not slot_belief:
             raise ConfigError(f"slot_belief: expected a mapping slot -> (low, high), got {slot_belief!r}")
-        present = set()
+        present: set[str] = set()
         for b in cs.beliefs:
             present.update(k for k in (b.get("beliefs") or {}) if k not in ("method", "discourseAct", "requested"))
         ranges = {}
@@ -139,7 +139,7 @@ def select(
     if method_belief is not None:
         if not isinstance(method_belief, Mapping) or not method_belief:
             raise ConfigError(f"method_belief: expected a mapping method -> (low, high), got {method_belief!r}")
-        methods = set()
+        methods: set[str] = set()
         for b in cs.beliefs:
             methods.update((b.get("beliefs") or {}).get("method") or {})
         m_ranges = {}

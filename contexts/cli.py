@@ -65,8 +65,24 @@ def _output(path: str) -> Path:
     return p
 
 
+def _check_options(args: argparse.Namespace, *, positive=(), non_negative=(), probability=()) -> None:
+    """Refuse out-of-range option values up front, naming the option (``--nbest -3``)."""
+    for dest in positive:
+        v = getattr(args, dest)
+        if v is not None and v < 1:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a positive integer, got {v}")
+    for dest in non_negative:
+        v = getattr(args, dest)
+        if v is not None and v < 0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a non-negative integer, got {v}")
+    for dest in probability:
+        v = getattr(args, dest)
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ConfigError(f"--{dest.replace('_', '-')}: expected a number in [0, 1], got {v}")
+
+
 def _domain(args: argparse.Namespace):
-    from policies.domain import domain_spec, resolve_domain
+    from policies.simulation.domain import domain_spec, resolve_domain
 
     spec = domain_spec(getattr(args, "domain", None))
     return None if spec is None else resolve_domain(spec)
@@ -95,6 +111,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from ._collect import collect
 
     out = _output(args.output)
+    _check_options(
+        args, positive=("dialogues", "max_turns", "nbest"), non_negative=("seed",), probability=("error_rate",)
+    )
     specs: dict[str, str] = {}
     plain: list[str] = []
     for item in args.policy:
@@ -125,9 +144,10 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_collect_pydial(args: argparse.Namespace) -> int:
-    from policies.adapters._pydial_collect import collect_pydial
+    from contexts._pydial_collect import collect_pydial
 
     out = _output(args.output)
+    _check_options(args, positive=("dialogues",), non_negative=("seed",), probability=("error_rate",))
     cs = collect_pydial(
         args.config,
         root=args.root,
@@ -147,8 +167,26 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     out = _output(args.output)
     if is_dialogue_log(args.log):
-        return _save(from_dialogues_jsonl(args.log, strict=not args.lenient), out)
-    return _save(from_jsonl(args.log, strict=not args.lenient), out)
+        cs = from_dialogues_jsonl(args.log, strict=not args.lenient)
+        what = "bad dialogue lines"
+    else:
+        cs = from_jsonl(args.log, strict=not args.lenient)
+        what = "bad lines"
+    skipped = cs.meta.get("skipped") or []
+    for item in skipped[:_SHOW_SKIPPED]:
+        print(f"skipped {item['problem']}", file=sys.stderr)
+    if len(skipped) > _SHOW_SKIPPED:
+        print(
+            f"skipped {len(skipped) - _SHOW_SKIPPED} more {what} (all listed in the set's meta 'skipped')",
+            file=sys.stderr,
+        )
+    if skipped:
+        print(f"skipped {len(skipped)} {what} of {args.log}; kept {len(cs)} contexts", file=sys.stderr)
+    return _save(cs, out)
+
+
+#: Skipped lines ``contexts import --lenient`` prints one by one (the rest are counted).
+_SHOW_SKIPPED = 20
 
 
 def cmd_select(args: argparse.Namespace) -> int:
@@ -196,6 +234,7 @@ def cmd_perturb(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--noise: expected a noise level in [0, 1] (e.g. 0.15), got {args.noise!r}") from None
     noise = check_noise(level, "--noise")
+    _check_options(args, non_negative=("seed",))
     out = _output(args.output)
     cs = ContextSet.load(args.input or args.contexts)
     p = perturb(cs, noise, seed=args.seed, kinds=args.kinds, nbest=args.nbest, domain=_domain(args))
@@ -236,6 +275,7 @@ def describe(cs: ContextSet) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    _check_options(args, non_negative=("show",))
     cs = ContextSet.load(args.input)
     d = describe(cs)
     if args.json:
@@ -271,7 +311,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
     def domain_opt(q: argparse.ArgumentParser) -> None:
-        from policies.domain import add_domain_option
+        from policies.simulation.domain import add_domain_option
 
         add_domain_option(q)
 
@@ -383,7 +423,12 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
         "(docs/contexts.md).",
     )
     i.add_argument("log", metavar="LOG.jsonl")
-    i.add_argument("--lenient", action="store_true", help="accept any JSON object as a belief state (no layout check)")
+    i.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip and report bad lines (invalid JSON, a belief not in the layout; in a log of dialogues: the "
+        "whole dialogue) instead of refusing the file",
+    )
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from behavsim._executor import add_executor_option
+from behavsim.commands import add_executor_option
 
 from .study import list_configs, load_config, run_study
 

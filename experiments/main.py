@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import sys
 
+from behavsim.cli import console_main
 from behavsim.cli import main as cli_main
 
 
-def main(argv: list[str] | None = None) -> int:
+def _args(argv: list[str] | None) -> list[str]:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--config" not in args:
         args = ["--config", "quick", *args]
-    return cli_main(["reproduce", *args])
+    return ["reproduce", *args]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli_main(_args(argv))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main(_args(None))

@@ -1,4 +1,5 @@
-"""The study's own figures: learning curves of the training runs (TSR, AIQ, ADL per reward).
+"""The study's own figures: learning curves of the training runs (TSR, AIQ, ADL per reward), and
+:func:`study_figures`, every figure of a run folder drawn from its ``results/*.csv``.
 
 Drawn like every figure of :mod:`behavsim.plots` (same settings, PNG + deterministic SVG).
 """
@@ -8,12 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from behavsim import ConfigError, plots
 
-__all__ = ["learning_curves", "LABELS", "METRICS"]
+__all__ = ["learning_curves", "study_figures", "LABELS", "METRICS"]
 
 #: Axis labels of the training metrics.
 LABELS = {"tsr": "task success (TSR)", "aiq": "interaction quality (AIQ)", "adl": "dialogue length (ADL)"}
@@ -31,11 +33,13 @@ def learning_curves(
     x: str = "dialogues",
     hue: str = "reward",
     title: str | None = None,
+    order: Sequence[str] | None = None,
 ) -> tuple[Path, Path]:
     """TSR / AIQ / ADL over training dialogues, one line per reward: mean over seeds, min–max band.
 
     ``metrics_df``: the training runner's ``metrics.csv`` (``policy, reward, seed, dialogues, tsr,
-    aiq, adl, ...``). Metrics absent from the table are skipped.
+    aiq, adl, ...``). Metrics absent from the table are skipped. ``order``: the rewards' order
+    (e.g. the paper's ``["ts", "iq"]``; default sorted).
     """
     plots.require_columns(metrics_df, [x, hue], "learning_curves")
     names = [m for m in metrics if m in metrics_df.columns]
@@ -45,7 +49,7 @@ def learning_curves(
         )
     fig = plots.new_figure(plots.WIDTH * max(1.0, len(names) / 3), 2.6)
     axes = fig.subplots(1, len(names), squeeze=False)[0]
-    keys = sorted(metrics_df[hue].unique().tolist(), key=plots.sort_key)
+    keys = plots.ordered(metrics_df[hue], order)
     for ax, mname in zip(axes, names):
         for key in keys:
             g = metrics_df[metrics_df[hue] == key].groupby(x, sort=True)[mname]
@@ -65,3 +69,158 @@ def learning_curves(
     plots.add_legend(axes[-1], len(keys), hue)
     fig.suptitle(title or "Learning curves (mean over seeds, min–max band)")
     return plots.save_figure(fig, path)
+
+
+def _trial_label(reward: str, seed: Any) -> str:
+    return f"{reward}-seed{seed}"
+
+
+def _pair_short(pair: Any, ra: str, rb: str) -> str:
+    """``"0 vs 1"`` of a pair of trials as ``"ts0 vs iq1"`` (the seeds of rewards ``ra`` and ``rb``)."""
+    a, sep, b = str(pair).partition(" vs ")
+    return f"{ra}{a} vs {rb}{b}" if sep else str(pair)
+
+
+def study_figures(
+    run: str | os.PathLike,
+    metrics: pd.DataFrame,
+    *,
+    rewards: Sequence[str],
+    seeds: Sequence[int],
+    scores: Sequence[str],
+) -> list[dict[str, str]]:
+    """Every figure of the study from the run folder's ``results/*.csv`` into ``RUN/figures``; returns
+    the manifest's entries (``file`` = the SVG, ``title``, ``section``), the figure the report shows
+    first in each section listed first. Rewards, trials and pairs are drawn in the paper's order
+    (``rewards`` as configured, e.g. TS before IQ). Figures of an earlier version of the study that
+    are no longer drawn are removed from ``figures/``, so the folder holds only what the manifest lists.
+
+    * performance: the learning curves (TSR, AIQ, ADL);
+    * convergence: TMR of checkpoint k vs k−1 of every trial, one panel on C_col of its reward and
+      one on C_gen (``convergence``);
+    * seeds: all scores of the seed pairs over checkpoints, per context set and reward
+      (``seeds_<set>_<reward>``, C_col^all before C_gen);
+    * per turn: TMR and DMR per system turn of the seed pairs at the last checkpoint, per reward;
+    * rewards: TMR and DMR of every TS-vs-IQ pair next to the pairs of one reward (``rewards``);
+    * scores: correlation (blue −1 · white 0 · red +1) and MSE (white 0 · purple) between the
+      scores, the colours of the report's tables.
+    """
+    run = Path(run)
+    res, fig = run / "results", run / "figures"
+    fig.mkdir(parents=True, exist_ok=True)
+    rewards = list(rewards)
+    out: list[dict[str, str]] = []
+    written: set[Path] = set()
+
+    def add(paths: Sequence[Path], title: str, section: str) -> None:
+        written.update(Path(p) for p in paths)
+        for p in paths:
+            if str(p).endswith(".svg"):
+                out.append({"file": Path(p).relative_to(run).as_posix(), "title": title, "section": section})
+
+    def read(name: str) -> pd.DataFrame | None:
+        return pd.read_csv(res / name) if (res / name).exists() else None
+
+    add(
+        learning_curves(metrics, fig / "learning_curves", order=rewards),
+        "Learning curves: TSR, AIQ, ADL (mean over seeds, min–max band)",
+        "performance",
+    )
+    trials = [_trial_label(r, s) for r in rewards for s in seeds]
+    conv = read("convergence.csv")
+    if conv is not None and not conv.empty:
+        conv["trial"] = [_trial_label(r, s) for r, s in zip(conv["reward"], conv["seed"])]
+        own = conv["context_set"].astype(str) == "ccol-" + conv["reward"].astype(str)
+        conv["on"] = ["on the C_col of its reward" if o else f"on {c}" for o, c in zip(own, conv["context_set"])]
+        add(
+            plots.convergence_curves(
+                conv,
+                fig / "convergence",
+                score="TMR",
+                hue="trial",
+                panel="on",
+                order=trials,
+                panel_order=["on the C_col of its reward"],
+                title="Convergence: TMR of checkpoint k vs k−1 of every trial",
+            ),
+            "Convergence: TMR of checkpoint k vs k−1, on C_col of each trial's reward and on C_gen",
+            "convergence",
+        )
+    seeds_df = read("seeds.csv")
+    if seeds_df is not None and not seeds_df.empty:
+        sets = plots.ordered(seeds_df["context_set"], ["ccol-all"])
+        for name in sets:
+            for reward in plots.ordered(seeds_df["reward"], rewards):
+                df = seeds_df[(seeds_df["context_set"] == name) & (seeds_df["reward"] == reward)]
+                if df.empty:
+                    continue
+                add(
+                    plots.pair_curves(
+                        df,
+                        fig / f"seeds_{name}_{reward}",
+                        scores=[s for s in scores if s in df.columns],
+                        hue="pair",
+                        title=f"Seeds: every score of the {reward} trial pairs on {name}",
+                    ),
+                    f"Seeds: all scores of the pairs of {reward} trials over training, on {name}",
+                    "seeds",
+                )
+    pt = read("per_turn.csv")
+    act = [s for s in ("TMR", "DMR") if s in scores]
+    if pt is not None and not pt.empty and act:
+        for reward in plots.ordered(pt["reward"], rewards):
+            df = pt[pt["reward"] == reward].assign(panel=lambda d: "seeds " + d["pair"].astype(str))
+            add(
+                plots.per_turn_plot(
+                    df,
+                    fig / f"per_turn_{reward}",
+                    scores=act,
+                    label="panel",
+                    title=f"{' and '.join(act)} per system turn: pairs of {reward} trials at the last checkpoint",
+                ),
+                f"Per turn: {' and '.join(act)} of the pairs of {reward} trials by system turn (last checkpoint)",
+                "per_turn",
+            )
+    rew = read("rewards.csv")
+    if rew is not None and not rew.empty and seeds_df is not None and act:
+        last = seeds_df["checkpoint"].max()
+        within = seeds_df[(seeds_df["context_set"] == "ccol-all") & (seeds_df["checkpoint"] == last)].copy()
+        parts = []
+        for r in plots.ordered(within["reward"], rewards):
+            part = within[within["reward"] == r]
+            parts.append(part.assign(group=f"within {r}", label=[_pair_short(p, r, r) for p in part["pair"]]))
+        cross = " vs ".join(r.upper() for r in rewards)
+        parts.append(rew.assign(group=cross, label=[_pair_short(p, *rewards[:2]) for p in rew["pair"]]))
+        both = pd.concat(parts, ignore_index=True)
+        add(
+            plots.pair_bars(
+                both,
+                fig / "rewards",
+                score=act,
+                group="group",
+                label="label",
+                title=f"{' and '.join(act)}: trials of different rewards next to trials of one reward (ccol-all)",
+            ),
+            f"{' and '.join(act)} of every {cross} pair next to the pairs of one reward (last checkpoint, C_col^all)",
+            "rewards",
+        )
+    for suffix, label in (("", "all contexts"), ("_mismatch", "contexts whose acts differ")):
+        for kind, what in (("corr", "Pearson correlation"), ("mse", "Mean squared error")):
+            m = read(f"score_{kind}{suffix}.csv")
+            if m is not None:
+                add(
+                    plots.heatmap(
+                        m.set_index("score"),
+                        fig / f"score_{kind}{suffix}",
+                        f"{what} between scores ({label})",
+                        vmin=-1 if kind == "corr" else 0,
+                        vmax=1 if kind == "corr" else None,
+                        cmap="RdBu_r" if kind == "corr" else "Purples",
+                    ),
+                    f"{what} between scores ({label})",
+                    "scores",
+                )
+    for old in sorted(fig.iterdir()):
+        if old.is_file() and old.suffix in (".png", ".svg") and old not in written:
+            old.unlink()
+    return out

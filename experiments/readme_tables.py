@@ -79,8 +79,10 @@ def main(run: str) -> None:
     )
     print("| trial | " + " | ".join(S) + " |\n|" + "---|" * (1 + len(S)))
     for _, x in c.sort_values("seed").iterrows():
-        p = PAPER_T2_TS_40K.get(int(x.seed))
-        print(f"| {x.seed} | " + " | ".join(f(x[s]) + (f" ({p[k]:.3f})" if p else "") for k, s in enumerate(S)) + " |")
+        p2 = PAPER_T2_TS_40K.get(int(x.seed))
+        print(
+            f"| {x.seed} | " + " | ".join(f(x[s]) + (f" ({p2[k]:.3f})" if p2 else "") for k, s in enumerate(S)) + " |"
+        )
     seeds = pd.read_csv(r / "seeds.csv")
     s = seeds[seeds.checkpoint == last]
     print(f"\nTable 4 (seeds, last checkpoint {last:,}; paper at 40,000 in brackets)\n")
@@ -95,10 +97,10 @@ def main(run: str) -> None:
     )
     for (rw, pair), g in s.groupby(["reward", "pair"], sort=False):
         a, b = g[g.context_set == "ccol-all"].iloc[0], g[g.context_set == "cgen"].iloc[0]
-        p = PAPER_T4_40K.get((rw, pair))
+        p4 = PAPER_T4_40K.get((rw, pair))
         print(
             f"| {rw} | {pair} | "
-            + " | ".join(f(a[x]) + (f" ({p[k]:.3f})" if p else "") for k, x in enumerate(cols))
+            + " | ".join(f(a[x]) + (f" ({p4[k]:.3f})" if p4 else "") for k, x in enumerate(cols))
             + " | "
             + " | ".join(f(b[x]) for x in cols)
             + " |"

@@ -10,9 +10,18 @@ machine-dependent is written, the ``created`` time comes from the manifest.
 The ``behavsim report`` command is registered through the entry-point group
 ``behavsim.commands`` (``report = experiments.report:register_report``).
 
-Layout of RUN_DIR and the report's sections: ``docs/report.md``. Optional files that are absent
-leave their section with a note; a missing manifest or a damaged CSV/JSON raises a
-:class:`~behavsim.BehavsimError` that names the file.
+The page answers in a few screens: the answers first, then per question of the paper one
+figure with its short table (the last checkpoint); everything longer (every checkpoint, the other
+figures, the score signatures, the configuration) is folded in ``<details>``. Rewards, context
+sets and trials are listed in the paper's order (the config's ``rewards``, TS before IQ), whatever
+the order of the CSV rows. A section is written only where the run has something for it; the Run
+section names what the run does not have. The page prints on A4 (``@page``) as it is shown.
+
+Layout of RUN_DIR and the report's sections: ``docs/report.md``. A missing manifest or a damaged
+CSV/JSON raises a :class:`~behavsim.BehavsimError` that names the file. A run folder the study wrote
+(it has ``state.json``) is reported on only when every file ``state.json`` records still has its
+digest (:func:`experiments.runfolder.recorded_problems`), its training results are there and every
+figure the manifest lists is readable; else one error lists what is missing or changed.
 """
 
 from __future__ import annotations
@@ -28,14 +37,13 @@ from typing import Any
 
 import pandas as pd
 
-from behavsim import BehavsimError, ConfigError, TableFormatError, list_scores, parse_act
+from behavsim import ConfigError, TableFormatError, list_scores
 from behavsim.analysis import distinct_relabelings
 from behavsim.report import (
     Figure,
     escape,
     figures_html,
     fmt_int,
-    fmt_key,
     fmt_num,
     heatmap_table,
     load_figure,
@@ -47,6 +55,8 @@ from behavsim.report import (
     to_float,
     write_html,
 )
+
+from .runfolder import TRAIN_RESULTS, recorded_problems
 
 __all__ = ["build_report", "register_report", "SECTIONS"]
 
@@ -93,7 +103,12 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
         "prompt_b",
     ),
 }
+_PAPER_REWARDS = ("ts", "iq")  # the paper's order, when the manifest has no config
 _NUMERIC = {"dialogues", "n_seeds", "tsr", "aiq", "adl", "seed", "n", "mean_reward", "turn", "rank", "checkpoint"}
+
+
+#: Problems of a run folder named one by one in the report's refusal (the rest are counted).
+_SHOW_PROBLEMS = 6
 
 
 class _Run:
@@ -112,6 +127,47 @@ class _Run:
         self.manifest = self._json(mpath)
         if not isinstance(self.manifest, dict):
             raise TableFormatError(f"{mpath}: expected a JSON object, got {type(self.manifest).__name__}")
+        cfg = self.manifest.get("config")
+        rewards = cfg.get("rewards") if isinstance(cfg, dict) else None
+        #: the rewards in the paper's order: the config's, else TS before IQ
+        self.rewards: list[str] = [str(r) for r in rewards] if isinstance(rewards, list) else list(_PAPER_REWARDS)
+        self.absent: list[tuple[str, str]] = []  # (section heading, why) of the sections left out
+        self._check_study_files()
+
+    def _check_study_files(self) -> None:
+        """A folder the study wrote (it has ``state.json``) is reported on only when every file
+        ``state.json`` records still has its digest, the training results are there and every
+        figure the manifest lists is there and readable; else one error lists what is wrong."""
+        if not (self.dir / "state.json").exists():
+            return
+
+        problems = recorded_problems(self.dir)
+        named = {p.split(" ", 1)[0] for p in problems}
+        wanted = [f"results/{name}" for name in TRAIN_RESULTS]
+        listed = self.manifest.get("figures")
+        for item in listed if isinstance(listed, list) else []:
+            rel = item.get("file") if isinstance(item, dict) else item
+            if isinstance(rel, str):
+                wanted.append(rel)
+        for rel in wanted:
+            if rel in named:
+                continue
+            named.add(rel)
+            path = self.dir / rel
+            if not path.is_file():
+                problems.append(f"{rel} is missing")
+            elif rel.lower().endswith((".svg", ".png")):
+                problem = load_figure(path, rel, "", "").problem
+                if problem:
+                    problems.append(f"{rel} is damaged ({problem})")
+        if problems:
+            shown = "; ".join(problems[:_SHOW_PROBLEMS])
+            more = f"; and {len(problems) - _SHOW_PROBLEMS} more" if len(problems) > _SHOW_PROBLEMS else ""
+            name = self.manifest.get("config_name", "CONFIG")
+            raise TableFormatError(
+                f"{self.dir}: no report of a run whose results are incomplete: {shown}{more}; run the study on "
+                f"this folder again to redo them (behavsim reproduce --config {name} -o {self.dir})"
+            )
 
     def path(self, name: str) -> Path:
         return self.dir / "results" / name
@@ -130,10 +186,16 @@ class _Run:
         return self._json(path) if path.is_file() else None
 
     def csv(
-        self, name: str, *, scores: bool = False, required: Sequence[str] | None = None, numeric: Iterable[str] = ()
+        self,
+        name: str,
+        *,
+        scores: bool = False,
+        required: Sequence[str] | None = None,
+        numeric: Iterable[str] = (),
+        path: Path | None = None,
     ) -> pd.DataFrame | None:
-        """Read ``results/NAME`` (None when absent); strings stay strings, numbers are checked."""
-        path = self.path(name)
+        """Read ``results/NAME`` (or ``path``; None when absent); strings stay strings, numbers are checked."""
+        path = self.path(name) if path is None else path
         if not path.is_file():
             return None
         try:
@@ -157,8 +219,53 @@ class _Run:
 
 
 # --------------------------------------------------------------------------------------- helpers
-def _sort(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    return df.sort_values(list(keys), kind="stable").reset_index(drop=True)
+def _rank_reward(rewards: Sequence[str], value: Any) -> str:
+    v = str(value)
+    return f"0{rewards.index(v):03d}" if v in rewards else f"1{v}"
+
+
+def _rank_set(rewards: Sequence[str], value: Any) -> str:
+    """C_col of each reward (in the rewards' order), their union, other collected sets, C_gen, the rest."""
+    v = str(value)
+    if v.startswith("ccol-") and v[5:] in rewards:
+        return f"0{rewards.index(v[5:]):03d}"
+    if v == "ccol-all":
+        return "1"
+    if v.startswith("ccol"):
+        return f"2{v}"
+    return f"3{v}" if v.startswith("cgen") else f"4{v}"
+
+
+def _rank_kind(value: Any) -> str:
+    v = str(value)
+    order = ("convergence", "seeds", "rewards")
+    return f"0{order.index(v)}" if v in order else f"1{v}"
+
+
+def _sort(df: pd.DataFrame, keys: Sequence[str], rewards: Sequence[str] = _PAPER_REWARDS) -> pd.DataFrame:
+    """Rows sorted by ``keys``: rewards, context sets and comparison kinds in the paper's order
+    (``rewards`` first, C_col before C_gen; convergence, seeds, rewards), numbers by value, other
+    text alphabetically."""
+    rankers = {
+        "reward": lambda col: col.map(lambda v: _rank_reward(rewards, v)),
+        "context_set": lambda col: col.map(lambda v: _rank_set(rewards, v)),
+        "kind": lambda col: col.map(_rank_kind),
+    }
+
+    def key(col: pd.Series) -> pd.Series:
+        return rankers[str(col.name)](col) if col.name in rankers else col
+
+    return df.sort_values(list(keys), key=key, kind="stable").reset_index(drop=True)
+
+
+def _fold(summary: str, body: str, cls: str = "") -> str:
+    """``body`` folded under ``summary`` (both HTML): one click away, not printed unless opened."""
+    c = f' class="{cls}"' if cls else ""
+    return f"<details{c}><summary>{summary}</summary>\n{body}</details>\n"
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{fmt_int(n, grouped=True)} {word if n == 1 else (words or word + 's')}"
 
 
 def _section_of(text: str) -> str:
@@ -244,51 +351,61 @@ def _milestones(values: Sequence[float], k: int = 4) -> list[float]:
     return picked
 
 
-def _scenario(df: pd.DataFrame | None, name: str, keys: Sequence[str], table_id: str, what: str) -> str:
+def _scenario(
+    run: _Run,
+    df: pd.DataFrame | None,
+    name: str,
+    keys: Sequence[str],
+    table_id: str,
+    what: str,
+    per: Sequence[str] = (),
+) -> str:
+    """The short table of a scenario and, folded below it, all its rows.
+
+    With a ``checkpoint`` key the short table holds the last checkpoint of each group ``per``
+    (e.g. each trial); otherwise every row is short enough to show."""
     if df is None:
-        return note(
-            f"No <code>results/{name}</code> in this run: the {what} were not computed "
-            "(e.g. a run with a single reward or a single seed)."
-        )
+        return note(f"No <code>results/{name}</code> in this run: the {what} were not computed.")
     if df.empty:
         return note(f"<code>results/{name}</code> has no rows.")
-    df = _sort(df, keys)
+    df = _sort(df, keys, run.rewards)
     n_rows = len(df)
     caption = (
-        f"{what.capitalize()} — mean per-context similarity; below each value its 95% bootstrap "
+        f"{what[0].upper() + what[1:]} — mean per-context similarity; below each value its 95% bootstrap "
         f"interval [lo, hi] ({n_rows} rows, from <code>results/{escape(name)}</code>)."
     )
-    if "checkpoint" in keys:
-        picks = _milestones(df["checkpoint"].dropna().tolist())
-        if len(picks) < df["checkpoint"].nunique():
-            short = df[df["checkpoint"].isin(picks)]
-            shown = ", ".join(fmt_int(p, grouped=True) for p in picks)
-            out = score_table(
-                short,
-                keys,
-                f"{table_id}-summary",
-                f"{what.capitalize()} at checkpoints {shown} (as in the paper); all {n_rows} rows below.",
-            )
-            out += (
-                f"<details><summary>All {n_rows} rows</summary>\n"
-                + score_table(df, keys, table_id, caption)
-                + "</details>\n"
-            )
-            return out
+    if "checkpoint" in keys and df["checkpoint"].nunique() > 1:
+        groups = [k for k in per if k in df.columns]
+        top = df.groupby(groups, sort=False)["checkpoint"].transform("max") if groups else df["checkpoint"].max()
+        last = df[df["checkpoint"] == top]
+        cks = sorted(set(last["checkpoint"].dropna()))
+        at = ", ".join(fmt_int(c, grouped=True) for c in cks)
+        short = score_table(
+            last,
+            keys,
+            f"{table_id}-summary",
+            f"{what[0].upper() + what[1:]} at the last checkpoint ({at} training dialogues): mean per-context "
+            f"similarity with its 95% bootstrap interval; every checkpoint in the figure and below.",
+        )
+        return short + _fold(
+            f"All {n_rows} rows, every checkpoint (<code>results/{escape(name)}</code>)",
+            score_table(df, keys, table_id, caption),
+        )
     return score_table(df, keys, table_id, caption)
 
 
 _SETTLED = 0.95  # a trial's behaviour has settled once TMR(k vs k−1) stays at or above this
 
 
-def _settling(conv: pd.DataFrame) -> str:
+def _settling(conv: pd.DataFrame, rewards: Sequence[str]) -> str:
     """When each trial's behaviour settles: the first checkpoint from which TMR(k vs k−1) on the
     collected contexts of its reward stays >= _SETTLED."""
     own = conv[conv["context_set"].astype(str) == "ccol-" + conv["reward"].astype(str)]
     if own.empty:
         own = conv
     settled, not_yet = [], []
-    for (reward, seed), g in _sort(own, ["reward", "seed", "checkpoint"]).groupby(["reward", "seed"], sort=False):
+    rows = _sort(own, ["reward", "seed", "checkpoint"], rewards)
+    for (reward, seed), g in rows.groupby(["reward", "seed"], sort=False):
         g = g.dropna(subset=["TMR"])
         if g.empty:
             continue
@@ -314,10 +431,10 @@ def _settling(conv: pd.DataFrame) -> str:
     return out + "</li>"
 
 
-def _seed_answer(seeds: pd.DataFrame) -> str:
+def _seed_answer(seeds: pd.DataFrame, rewards: Sequence[str]) -> str:
     last = seeds[seeds["checkpoint"] == seeds["checkpoint"].max()]
     parts = []
-    for cset, g in _sort(last, ["context_set"]).groupby("context_set", sort=False):
+    for cset, g in _sort(last, ["context_set"], rewards).groupby("context_set", sort=False):
         ranges = []
         for s in [s for s in ("TMR", "DMR") if s in g.columns]:
             v = g[s].dropna()
@@ -366,10 +483,10 @@ def _answers(run: _Run) -> str:
     items = []
     conv = run.csv("convergence.csv", scores=True)
     if conv is not None and not conv.empty and "TMR" in conv.columns:
-        items.append(_settling(conv))
+        items.append(_settling(conv, run.rewards))
     seeds = run.csv("seeds.csv", scores=True)
     if seeds is not None and not seeds.empty:
-        items.append(_seed_answer(seeds))
+        items.append(_seed_answer(seeds, run.rewards))
     items.append(_reward_answer(run))
     items = [i for i in items if i]
     if not items:
@@ -387,7 +504,7 @@ def _table1(run: _Run) -> str:
     else:
         if df.duplicated(["dialogues", "reward"]).any():
             raise TableFormatError(f"{run.path('table1.csv')}: more than one row for a (dialogues, reward) pair")
-        rewards = list(dict.fromkeys(df["reward"]))
+        rewards = list(dict.fromkeys(_sort(df, ["reward"], run.rewards)["reward"]))  # the paper's order
         seeds = sorted(set(fmt_int(v) for v in df["n_seeds"]))
         metrics = [("tsr", "TSR"), ("aiq", "AIQ"), ("adl", "ADL")]
         if len(seeds) > 1:
@@ -420,14 +537,12 @@ def _table1(run: _Run) -> str:
         cols = [
             c for c in ("policy", "reward", "seed", "dialogues", "tsr", "aiq", "adl", "mean_reward") if c in m.columns
         ]
-        m = _sort(m, ["reward", "seed", "dialogues"])
-        out += (
-            f"<details><summary>Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)"
-            f"</summary>\n"
-            + plain_table(
+        m = _sort(m, ["reward", "seed", "dialogues"], run.rewards)
+        out += _fold(
+            f"Per trial and checkpoint ({len(m)} rows, <code>results/metrics.csv</code>)",
+            plain_table(
                 m, cols, "metrics", "Evaluation of every trial at every checkpoint.", int_cols=("seed", "dialogues")
-            )
-            + "</details>\n"
+            ),
         )
     return out
 
@@ -441,7 +556,7 @@ def _per_turn(run: _Run) -> str:
         return note("<code>results/per_turn.csv</code> has no rows or no score columns.")
     turns = sorted(set(df["turn"].dropna()))
     keys = ["context_set", "reward", "pair"]
-    groups = _sort(df[keys].drop_duplicates(), keys).to_dict("records")
+    groups = _sort(df[keys].drop_duplicates(), keys, run.rewards).to_dict("records")
     by = {(r["context_set"], r["reward"], r["pair"], r["turn"]): r for r in df.to_dict("records")}
     head = (
         "".join(f"<th>{k}</th>" for k in keys)
@@ -460,11 +575,12 @@ def _per_turn(run: _Run) -> str:
                 else:
                     tds.append(f'<td class="num" title="n = {fmt_int(rec["n"])}">{fmt_num(rec[s])}</td>')
             rows.append(f"<tr>{''.join(tds)}</tr>")
-    return (
+    table = (
         f'<div class="wrap"><table class="data" id="per_turn"><caption>Mean similarity per system turn '
         f"(column: turn index; hover a value for the number of contexts).</caption><thead><tr>{head}</tr>"
         f"</thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
     )
+    return _fold(f"The table: {len(rows)} rows by {len(turns)} turns (<code>results/per_turn.csv</code>)", table)
 
 
 def _heatmap(run: _Run, name: str, kind: str, title: str) -> str:
@@ -645,7 +761,8 @@ def _slices(run: _Run) -> str:
         df["reward"] = ""
     rows, sentences = [], []
     keys = ["kind", "context_set", "reward"]
-    for (kind, cset, reward), g in df.groupby(keys, sort=True):
+    df = _sort(df, keys, run.rewards)
+    for (kind, cset, reward), g in df.groupby(keys, sort=False):
         pooled = []
         for (sl, value), h in g.groupby(["slice", "value"], sort=False):
             rec: dict[str, Any] = {"slice": sl, "value": value, "n": float(h["n"].sum())}
@@ -673,6 +790,14 @@ def _slices(run: _Run) -> str:
     if not rows:
         return note("<code>results/slices.csv</code> has no slice with a compared context.")
     out = pd.DataFrame(rows)
+    table = plain_table(
+        out,
+        ["pairs", "context_set", "slice", "value", "n", *scores],
+        "slices",
+        "Slices with the lowest similarity per group of pairs (last checkpoint)",
+        int_cols=["n"],
+        text_cols=("pairs", "context_set", "slice", "value"),
+    )
     return (
         "<p>Every score broken down by the first trial's act type, each slot the belief mentions, bins of "
         "the belief's certainty (mean top-value probability of the constrained slots) and the system turn, "
@@ -682,77 +807,229 @@ def _slices(run: _Run) -> str:
         '<ul class="tests">\n'
         + "\n".join(sentences)
         + "\n</ul>\n"
-        + plain_table(
-            out,
-            ["pairs", "context_set", "slice", "value", "n", *scores],
-            "slices",
-            "Slices with the lowest similarity per group of pairs (last checkpoint)",
-            int_cols=["n"],
-            text_cols=("pairs", "context_set", "slice", "value"),
-        )
+        + _fold(f"The {len(out)} slices, with every act score", table)
     )
 
 
-def _act_type(act: Any) -> str:
-    if not isinstance(act, str) or not act.strip():
-        return "(no act)"
-    try:
-        return parse_act(act).act_type
-    except BehavsimError:
-        return "(unparsed)"
+_DIS_TOP = 10  # answer pairs shown per comparison kind; the others one click away
+_DIS_CONTEXTS = 3  # belief states listed per answer pair; the others folded
 
 
-def _type_filter(k: int, types: list[str], counts: dict[str, int], total: int) -> str:
-    """Radio buttons that show only the rows of one act type of policy A: CSS alone (``:has``), so
-    the page keeps its single hashed script and works offline."""
-    radios = [f'<label><input type="radio" name="dis-{k}" id="dis-{k}-all" checked> all ({fmt_int(total)})</label>']
-    rules = []
-    for j, t in enumerate(types):
-        radios.append(
-            f'<label><input type="radio" name="dis-{k}" id="dis-{k}-{j}"> {escape(t)} ({fmt_int(counts[t])})</label>'
+def _dis_kind(comparison: str) -> tuple[str, str]:
+    """(kind, context set) of a comparison written ``kind/context_set/a vs b``; an older run's
+    comparison (no ``/``) is a kind of its own."""
+    parts = comparison.split("/", 2)
+    return (parts[0], parts[1]) if len(parts) == 3 else (comparison, "")
+
+
+def _dis_label(run: _Run, kind: str, cset: str) -> str:
+    words = {
+        "seeds": "seed pairs",
+        "rewards": " vs ".join(r.upper() for r in run.rewards) + " pairs",
+        "convergence": "checkpoint k vs k−1",
+    }
+    w = words.get(kind, kind)
+    return f"{w} on {cset}" if cset else w
+
+
+def _answer_pairs(g: pd.DataFrame, scores: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of one comparison kind grouped by their answer pair (act of A, act of B): how often
+    it occurs, in which compared pairs, on which distinct belief states (each with its count and
+    turns), its most frequent wording and its mean scores; most frequent first."""
+    out = []
+    for (act_a, act_b), h in g.groupby(["act_a", "act_b"], sort=False):
+        ctxs: dict[str, dict[str, Any]] = {}
+        for rec in h.to_dict("records"):
+            key = str(rec["summary"]).strip() or str(rec["context_id"])
+            c = ctxs.setdefault(key, {"n": 0, "turns": set(), "ids": []})
+            c["n"] += 1
+            if isinstance(rec["turn"], float) and math.isfinite(rec["turn"]):
+                c["turns"].add(int(rec["turn"]))
+            c["ids"].append(str(rec["context_id"]))
+        wordings = h.groupby(["prompt_a", "prompt_b"], sort=False).size()
+        top = wordings.sort_values(ascending=False, kind="stable").index[0]
+        out.append(
+            {
+                "act_a": act_a,
+                "act_b": act_b,
+                "times": len(h),
+                "pairs": list(dict.fromkeys(h["comparison"].map(lambda c: c.split("/", 2)[-1]))),
+                "contexts": sorted(ctxs.items(), key=lambda kv: -kv[1]["n"]),
+                "prompt_a": top[0],
+                "prompt_b": top[1],
+                "wordings": len(wordings),
+                "rank": float(h["rank"].min()),
+                "scores": {s: float(h[s].mean()) for s in scores},
+            }
         )
-        rules.append(f"body:has(#dis-{k}-{j}:checked) #disagreements-{k} tbody tr:not(.t{j}) {{ display: none; }}")
+    out.sort(key=lambda r: (-r["times"], r["rank"], str(r["act_a"]), str(r["act_b"])))
+    return out
+
+
+def _answer_row(r: dict[str, Any], rest: bool, n_pairs: int) -> str:
+    items = []
+    for summary, c in r["contexts"]:
+        turns = ", ".join(str(t) for t in sorted(c["turns"]))
+        items.append(
+            f'<li title="{escape("; ".join(c["ids"]))}"><span class="ctx">{escape(summary)}</span>'
+            f' <span class="cnt">×{c["n"]}</span>'
+            + (f' <span class="turn">turn {escape(turns)}</span>' if turns else "")
+            + "</li>"
+        )
+    ctx = "<ul>" + "\n".join(items[:_DIS_CONTEXTS]) + "</ul>"
+    if len(items) > _DIS_CONTEXTS:
+        ctx += _fold(
+            f"{_plural(len(items) - _DIS_CONTEXTS, 'more belief state')}",
+            "<ul>" + "\n".join(items[_DIS_CONTEXTS:]) + "</ul>",
+        )
+    more = (
+        f'<br><span class="desc">(+{_plural(r["wordings"] - 1, "other wording")})</span>' if r["wordings"] > 1 else ""
+    )
+    sc = " · ".join(f"{escape(s)} {fmt_num(v)}" for s, v in r["scores"].items())
+    cls = ' class="rest"' if rest else ""
     return (
-        f"<style>\n{chr(10).join(rules)}\n</style>\n"
-        f'<p class="filter" id="filter-{k}">Show the contexts where policy A\'s act type is: '
-        + " ".join(radios)
-        + "</p>\n"
+        f'<tr{cls}><td class="num">{fmt_int(r["times"])}</td>'
+        f'<td class="num" title="{len(r["pairs"])} of {n_pairs}: {escape("; ".join(r["pairs"]))}">'
+        f"{fmt_int(len(r['pairs']))}</td>"
+        f'<td class="ctxs">{ctx}</td>'
+        f'<td class="resp"><code class="act">{escape(r["act_a"])}</code><br><q>{escape(r["prompt_a"])}</q>{more}</td>'
+        f'<td class="resp"><code class="act">{escape(r["act_b"])}</code><br><q>{escape(r["prompt_b"])}</q></td>'
+        f'<td class="sc">{sc}</td></tr>'
     )
 
 
 def _disagreements(run: _Run) -> str:
+    """One table per comparison kind (seed pairs on each context set, TS vs IQ pairs), chosen with
+    radio buttons (CSS alone; without ``:has`` every table is shown, one after the other): the
+    answer pairs of the most-disagreeing contexts of every compared pair, deduplicated, with how
+    often each occurs and on which distinct belief states."""
     df = run.csv("disagreements.csv", scores=True)
     if df is None:
         return note("No <code>results/disagreements.csv</code> in this run.")
     if df.empty:
         return note("<code>results/disagreements.csv</code> has no rows.")
     scores = [s for s in list_scores() if s in df.columns]
-    out = []
-    for k, (comp, g) in enumerate(_sort(df, ["comparison", "rank"]).groupby("comparison", sort=False)):
-        rows = []
-        kinds = [_act_type(a) for a in g["act_a"]]
-        types = sorted(set(kinds))
-        counts = {t: kinds.count(t) for t in types}
-        for rec, kind in zip(g.to_dict("records"), kinds):
-            sc = " · ".join(f"{escape(s)} {fmt_num(rec[s])}" for s in scores)
-            rows.append(
-                f'<tr class="t{types.index(kind)}"><td class="num">{fmt_int(rec["rank"])}</td>'
-                f'<td><span class="ctx">{escape(rec["context"])}</span><br><code>{escape(rec["context_id"])}</code>'
-                f"<br>turn {escape(fmt_key(rec['turn'], 'turn'))}</td>"
-                f'<td class="summary">{escape(rec["summary"])}</td>'
-                f'<td class="resp"><code class="act">{escape(rec["act_a"])}</code><br><q>{escape(rec["prompt_a"])}</q></td>'
-                f'<td class="resp"><code class="act">{escape(rec["act_b"])}</code><br><q>{escape(rec["prompt_b"])}</q></td>'
-                f'<td class="sc">{sc}</td></tr>'
-            )
-        out.append(
-            f'<h3 id="disagree-{k}">{escape(comp)}</h3>\n'
-            + (_type_filter(k, types, counts, len(kinds)) if len(types) > 1 else "")
-            + f'<div class="wrap"><table class="data disagree sortable" '
-            f'id="disagreements-{k}"><thead><tr><th class="num">rank</th><th>context</th>'
-            f"<th>belief summary</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
-            f"<th>scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n"
+    for c in ("act_a", "act_b", "prompt_a", "prompt_b", "summary", "context_id"):
+        df[c] = df[c].astype(str)
+    kinds = pd.DataFrame([_dis_kind(c) for c in df["comparison"]], columns=["kind", "context_set"], index=df.index)
+    df = pd.concat([df, kinds], axis=1)
+    groups = list(
+        _sort(df, ["kind", "context_set", "comparison", "rank"], run.rewards).groupby(
+            ["kind", "context_set"], sort=False
         )
-    return "".join(out)
+    )
+    radios, panels, rules = [], [], []
+    for k, ((kind, cset), g) in enumerate(groups):
+        label = _dis_label(run, str(kind), str(cset))
+        pairs = _answer_pairs(g, scores)
+        n_cmp = g["comparison"].nunique()
+        n_ctx = len({str(x).strip() for x in g["summary"]})
+        radios.append(
+            f'<label><input type="radio" name="dis-kind" id="dis-kind-{k}"{" checked" if k == 0 else ""}> '
+            f"{escape(label)} ({_plural(len(pairs), 'answer pair')})</label>"
+        )
+        rules.append(f".dis:has(#dis-kind-{k}:checked) .dis-panel:not(#dis-panel-{k}) {{ display: none; }}")
+        rows = [_answer_row(r, i >= _DIS_TOP, n_cmp) for i, r in enumerate(pairs)]
+        show_all = (
+            f'<label class="toggle"><input type="checkbox" class="all" id="dis-all-{k}"> show all '
+            f"{len(pairs)} answer pairs (the {_DIS_TOP} most frequent are shown)</label>\n"
+            if len(pairs) > _DIS_TOP
+            else ""
+        )
+        panels.append(
+            f'<div class="dis-panel" id="dis-panel-{k}">\n<h3>{escape(label)}</h3>\n'
+            f"<p>{_plural(len(g), 'row')} of <code>results/disagreements.csv</code> ({_plural(n_cmp, 'compared pair')}, "
+            f"the contexts where each disagrees most) hold {_plural(len(pairs), 'distinct answer pair')} "
+            f"on {_plural(n_ctx, 'distinct belief state')}.</p>\n"
+            + show_all
+            + f'<div class="wrap"><table class="data disagree sortable" id="disagreements-{k}"><thead><tr>'
+            '<th class="num" title="how often the answer pair occurs in the lists">times</th>'
+            '<th class="num" title="in how many compared pairs (hover a value for them)">pairs</th>'
+            "<th>belief states (× how often)</th><th>policy A: act / prompt</th><th>policy B: act / prompt</th>"
+            "<th>mean scores</th></tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table></div>\n</div>\n"
+        )
+    intro = (
+        "<p>For every compared pair of the last checkpoint the study lists the contexts where the two "
+        "policies disagree most (lowest CMR first). The same disagreement recurs across pairs, dialogues and "
+        "grid points, so here each table groups them by the two answers: one row per answer pair (the act of "
+        "policy A and of policy B), how often it occurs, in how many compared pairs, and the distinct belief "
+        "states it was given on. Click a column head to sort.</p>\n"
+    )
+    selector = ""
+    if len(groups) > 1:  # inside .dis, where .dis:has(...) sees which one is checked
+        selector = f'<style>\n{chr(10).join(rules)}\n</style>\n<p class="filter">Comparison: ' + " ".join(radios)
+        selector += "</p>\n"
+    return intro + '<div class="dis">\n' + selector + "".join(panels) + "</div>\n"
+
+
+def _values(v: Any) -> str:
+    """A metadata value in words: lists joined by commas, objects as ``key value`` pairs."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, list):
+        return ", ".join(_values(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_values(x)}" for k, x in v.items())
+    return str(v)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _describe_set(meta: Any) -> str:
+    """A context set's builder metadata as a sentence (HTML); keys it does not know are listed."""
+    if not isinstance(meta, dict) or not meta:
+        return "—"
+    m = dict(meta)
+    builder = m.pop("builder", None) or m.get("origin")
+    m.pop("origin", None)
+    m.pop("size", None)
+    dom = ""
+    if "domain" in m:
+        extra = [str(m.pop(k)) for k in ("domain_rules",) if k in m]
+        if "domain_venues" in m:
+            extra.append(f"{_values(m.pop('domain_venues'))} venues")
+        dom = f"{escape(m.pop('domain'))} domain" + (f" ({escape(', '.join(extra))})" if extra else "")
+    if builder == "collected":
+        n, seed = m.pop("dialogues", None), m.pop("seed", None)
+        m.pop("dialogue_seeds", None)  # how the dialogue seeds derive from the seed: in the set's file
+        text = "Collected: the belief state at every system turn of "
+        text += f"{escape(_values(n))} evaluation dialogues" if n is not None else "evaluation dialogues"
+        text += " per collecting policy" + (f" (seed {escape(_values(seed))})" if seed is not None else "")
+        if "dedupe" in m:
+            removed = m.pop("duplicates_removed", 0)
+            text += f"; duplicates removed: {escape(_values(removed))}" if m.pop("dedupe") else "; duplicates kept"
+    elif builder == "generated":
+        slots = m.pop("slots", None)
+        levels = m.pop("levels", None)
+        step = m.pop("step", None)
+        method = m.pop("method", None)
+        m.pop("order", None)
+        text = "Generated grid: the probability of the top value of "
+        text += escape(_values(slots)) if slots else "each slot"
+        text += f" and of the method {escape(_values(method))}" if method else ""
+        if levels:
+            text += f" at the levels {escape(_values(levels))}"
+            if slots:
+                text += f" ({len(levels)}<sup>{len(slots) + (1 if method else 0)}</sup> combinations)"
+        elif step is not None:
+            text += f" in steps of {escape(_values(step))}"
+        values = m.pop("values", None)
+        how = m.pop("value_choice", None)
+        if values:
+            text += f"; values: {escape(_values(values))}" + (f" ({escape(how)})" if how else "")
+    elif builder == "union" or "description" in m:
+        text = escape(_sentence(str(m.pop("description", "union of sets"))))
+    else:
+        text = escape(_sentence(str(builder))) if builder else ""
+    parts = [text] if text else []
+    if dom:
+        parts.append(dom)
+    parts += [f"{escape(k.replace('_', ' '))}: {escape(_values(v))}" for k, v in m.items()]
+    return "; ".join(parts) + "."
 
 
 def _header(run: _Run) -> str:
@@ -773,54 +1050,80 @@ def _header(run: _Run) -> str:
     sets = m.get("context_sets") or {}
     if isinstance(sets, dict) and sets:
         trs = []
-        for name, info in sets.items():
-            info = info if isinstance(info, dict) else {}
-            meta = json.dumps(info.get("meta", {}), ensure_ascii=False, sort_keys=True)
+        for name in sorted(sets, key=lambda n: _rank_set(run.rewards, n)):
+            info = sets[name] if isinstance(sets[name], dict) else {}
             trs.append(
-                f'<tr><td>{escape(name)}</td><td class="num">{escape(info.get("size", "—"))}</td>'
-                f'<td><code>{escape(info.get("fingerprint", "—"))}</code></td><td class="meta-json">{escape(meta)}</td></tr>'
+                f'<tr><td class="name">{escape(name)}</td><td class="num">{escape(info.get("size", "—"))}</td>'
+                f'<td class="meta-text">{_describe_set(info.get("meta"))}</td>'
+                f'<td><code class="fp">{escape(info.get("fingerprint", "—"))}</code></td></tr>'
             )
+        raw = json.dumps(
+            {n: (i.get("meta", {}) if isinstance(i, dict) else i) for n, i in sets.items()},
+            indent=1,
+            ensure_ascii=False,
+            sort_keys=True,
+        )
         out += (
             '<div class="wrap"><table class="data" id="context_sets"><caption>Context sets</caption><thead><tr>'
-            '<th>name</th><th class="num">size</th><th>fingerprint</th><th>meta</th></tr></thead><tbody>\n'
+            '<th>name</th><th class="num">contexts</th><th>what</th><th>fingerprint</th></tr></thead><tbody>\n'
             + "\n".join(trs)
             + "\n</tbody></table></div>\n"
+            + _fold(
+                "The builders' metadata as recorded (<code>manifest.json</code>)",
+                f'<pre class="config">{escape(raw)}</pre>\n',
+            )
+        )
+    if run.absent:
+        out += (
+            "<p><b>Not in this run:</b> "
+            + "; ".join(f"{escape(title)} ({why})" for title, why in run.absent)
+            + ".</p>\n"
         )
     return out
 
 
-def _signatures(run: _Run) -> str:
+def _signatures(run: _Run) -> str | None:
     sig = run.manifest.get("signatures") or {}
     if not isinstance(sig, dict) or not sig:
-        return note("The manifest records no score signatures.")
+        run.absent.append(("Score signatures", "the manifest records none"))
+        return None
     rows = "".join(f"<tr><th>{escape(k)}</th><td><code>{escape(v)}</code></td></tr>" for k, v in sig.items())
-    return (
+    return _fold(
+        f"{_plural(len(sig), 'score signature')}: everything that changes a score's value",
         '<div class="wrap"><table class="data" id="signatures-table"><thead><tr><th>score</th><th>signature '
-        "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n"
+        "(everything that changes its value)</th></tr></thead><tbody>" + rows + "</tbody></table></div>\n",
     )
 
 
-def _robustness(run: _Run) -> str:
-    """The robustness probe's table (the study's optional ``robustness`` levels)."""
+def _robustness(run: _Run) -> str | None:
+    """The robustness probe's table (the study's optional ``robustness`` levels); None without one."""
     path = run.dir / "robustness" / "robustness.csv"
     if not path.exists():
-        return note(
-            "No robustness probe in this run (set <code>robustness = [0, 0.05, 0.15, 0.3]</code> in the config)."
-        )
-    df = pd.read_csv(path)
+        return None
+    df = run.csv(
+        "../robustness/robustness.csv", required=("policy", "noise"), numeric=("noise", "changed"), scores=True
+    )
+    assert df is not None
     cols = [c for c in ("policy", "noise", "changed", "TMR", "DMR", "CER", "CMR") if c in df.columns]
     return (
         "<p>Each policy's answer on a context against its own answer on the same context with a perturbed "
         "belief (value swaps, N-best confusions and jitter at the given rate; <code>contexts perturb</code>). "
         "TMR = 1 at noise 0 by construction.</p>\n"
-        + df[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}", border=0)
+        + plain_table(
+            df,
+            cols,
+            "robustness",
+            "Each policy against itself on C<sub>gen</sub> with noisier beliefs (<code>robustness/robustness.csv</code>).",
+            int_cols=("changed",),
+            text_cols=("policy",),
+        )
     )
 
 
-def _map_note(run: _Run) -> str:
-    """How to read the behaviour map (or why it is missing)."""
+def _map_note(run: _Run) -> str | None:
+    """How to read the behaviour map; None when the run has none."""
     if not (run.dir / "map" / "map.csv").exists():
-        return note("No <code>map/map.csv</code> in this run (runs before the behaviour map have none).")
+        return None
     return (
         "<p>Each point is a policy; the distance between two points approximates 1 − TMR of the pair on "
         "C<sub>gen</sub> (classical MDS). A trial's checkpoints are joined in training order: a path that "
@@ -829,83 +1132,152 @@ def _map_note(run: _Run) -> str:
     )
 
 
-def _config(run: _Run) -> str:
+def _config(run: _Run) -> str | None:
     cfg = run.manifest.get("config", None)
     if cfg is None:
-        return note("The manifest records no configuration.")
+        run.absent.append(("Full configuration", "the manifest records none"))
+        return None
     text = json.dumps(cfg, indent=2, ensure_ascii=False)
-    return f'<pre class="config">{escape(text)}</pre>\n'
+    return _fold(
+        "The configuration as JSON (<code>manifest.json</code>)", f'<pre class="config">{escape(text)}</pre>\n'
+    )
+
+
+_MATRICES = (
+    ("score_corr.csv", "corr", "Pearson correlation, all compared contexts"),
+    ("score_mse.csv", "mse", "Mean squared error, all compared contexts"),
+    ("score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ"),
+    ("score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ"),
+)
+
+
+def _scores_section(run: _Run) -> str | None:
+    """Figure 6 as coloured tables (one form: the figures of the same matrices are not embedded);
+    all compared contexts shown, the contexts whose acts differ one click away."""
+    present = [m for m in _MATRICES if run.path(m[0]).is_file()]
+    if not present:
+        return None
+    first = "".join(_heatmap(run, *m) for m in _MATRICES[:2])
+    second = "".join(_heatmap(run, *m) for m in _MATRICES[2:])
+    return (
+        "<p>How the eight scores agree over every compared (pair, context) of the study: Pearson "
+        "correlation (blue −1 · white 0 · red +1) and mean squared error (white 0 · purple: the largest).</p>\n"
+        f'<div class="heatmaps">{first}</div>\n'
+        + _fold("The same on the contexts whose acts differ only", f'<div class="heatmaps">{second}</div>\n')
+    )
+
+
+def _figures(figs: Sequence[Figure], rewards: Sequence[str] = ()) -> str:
+    """One figure shown — the first listed that names the paper's first reward (e.g. ``per_turn_ts``,
+    or an older run's ``convergence_ccol-ts``), else the first listed; the others one click away."""
+    if not figs:
+        return ""
+    first = rewards[0] if rewards else None
+    main = next((f for f in figs if first in re.split(r"[-_ ]", Path(f.file).stem)), figs[0])
+    out = figures_html([main])
+    rest = [f for f in figs if f is not main]
+    if rest:
+        names = "; ".join(escape(f.title) for f in rest)
+        out += _fold(f"{_plural(len(rest), 'more figure')}: {names}", figures_html(rest), "more-figures")
+    return out
+
+
+# the section's inputs: files of the run folder (any present: the section is written) and what to say without
+_INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "performance": (("results/table1.csv", "results/metrics.csv"), "no results/table1.csv"),
+    "convergence": (("results/convergence.csv",), "no results/convergence.csv"),
+    "seeds": (("results/seeds.csv",), "no results/seeds.csv"),
+    "per_turn": (("results/per_turn.csv",), "no results/per_turn.csv"),
+    "rewards": (("results/rewards.csv",), "no results/rewards.csv: a run with one reward"),
+    "scores": (tuple(f"results/{m[0]}" for m in _MATRICES), "no results/score_corr.csv"),
+    "map": (("map/map.csv",), "no map/map.csv"),
+    "robustness": (
+        ("robustness/robustness.csv",),
+        "set <code>robustness = [0, 0.05, 0.15, 0.3]</code> in the config",
+    ),
+    "tests": (("results/tests.json",), "no results/tests.json"),
+    "slices": (("results/slices.csv",), "no results/slices.csv"),
+    "disagreements": (("results/disagreements.csv",), "no results/disagreements.csv"),
+}
 
 
 def _render(run: _Run) -> str:
     figs = _collect_figures(run)
     by_sec: dict[str, list[Figure]] = {}
+    shown_matrices = {Path(m[0]).stem for m in _MATRICES if run.path(m[0]).is_file()}
     for f in figs:
+        if f.section == "scores" and Path(f.file).stem in shown_matrices:
+            continue  # the matrices are shown once, as tables
         by_sec.setdefault(f.section, []).append(f)
 
-    def with_figs(sec: str, body: str) -> str:
+    def section(sec: str, body: Any) -> str | None:
+        """The section's figures first, its tables below; None when the run has nothing for it."""
         fs = by_sec.get(sec, [])
-        return (figures_html(fs) if fs else "") + body  # the figure first, its table below
+        inputs, why = _INPUTS.get(sec, ((), ""))
+        has_input = any((run.dir / name).is_file() for name in inputs)
+        if not fs and not has_input:
+            title = dict(SECTIONS)[sec]
+            run.absent.append((title.split(":")[0].split(" (")[0], why))
+            return None
+        text = body() if callable(body) else body
+        return _figures(fs, run.rewards) + (text or "")
 
     sc = lambda name: run.csv(name, scores=True)  # noqa: E731
-    heat = (
-        '<div class="heatmaps">'
-        + _heatmap(run, "score_corr.csv", "corr", "Pearson correlation, all compared contexts")
-        + _heatmap(run, "score_mse.csv", "mse", "Mean squared error, all compared contexts")
-        + _heatmap(run, "score_corr_mismatch.csv", "corr", "Pearson correlation, contexts whose acts differ")
-        + _heatmap(run, "score_mse_mismatch.csv", "mse", "Mean squared error, contexts whose acts differ")
-        + "</div>\n"
-    )
-    bodies = {
+    bodies: dict[str, str | None] = {
         "answers": _answers(run),
-        "run": _header(run),
-        "performance": with_figs("performance", _table1(run)),
-        "convergence": with_figs(
+        "performance": section("performance", lambda: _table1(run)),
+        "convergence": section(
             "convergence",
-            _scenario(
+            lambda: _scenario(
+                run,
                 sc("convergence.csv"),
                 "convergence.csv",
                 ["context_set", "reward", "seed", "checkpoint"],
                 "convergence",
                 "convergence of each trial (checkpoint k vs k−1)",
+                per=["context_set", "reward", "seed"],
             ),
         ),
-        "seeds": with_figs(
+        "seeds": section(
             "seeds",
-            _scenario(
+            lambda: _scenario(
+                run,
                 sc("seeds.csv"),
                 "seeds.csv",
                 ["context_set", "reward", "pair", "checkpoint"],
                 "seeds",
                 "seed comparisons (trials of one reward at the same checkpoint)",
+                per=["context_set", "reward", "pair"],
             ),
         ),
-        "per_turn": with_figs("per_turn", _per_turn(run)),
-        "rewards": with_figs(
+        "per_turn": section("per_turn", lambda: _per_turn(run)),
+        "rewards": section(
             "rewards",
-            _scenario(
+            lambda: _scenario(
+                run,
                 sc("rewards.csv"),
                 "rewards.csv",
                 ["context_set", "pair"],
                 "rewards",
-                "reward comparisons (TS trial vs IQ trial at the last checkpoint)",
+                "reward comparisons (a trial of one reward vs a trial of the other, last checkpoint)",
             ),
         ),
-        "scores": with_figs("scores", heat),
-        "map": with_figs("map", _map_note(run)),
-        "robustness": with_figs("robustness", _robustness(run)),
-        "tests": with_figs("tests", _tests(run)),
-        "slices": with_figs("slices", _slices(run)),
-        "disagreements": with_figs("disagreements", _disagreements(run)),
-        "other": figures_html(by_sec.get("other", [])),
+        "scores": section("scores", lambda: _scores_section(run) or ""),
+        "map": section("map", lambda: _map_note(run) or ""),
+        "robustness": section("robustness", lambda: _robustness(run) or ""),
+        "tests": section("tests", lambda: _tests(run)),
+        "slices": section("slices", lambda: _slices(run)),
+        "disagreements": section("disagreements", lambda: _disagreements(run)),
+        "other": _figures(by_sec["other"], run.rewards) if by_sec.get("other") else None,
         "signatures": _signatures(run),
         "config": _config(run),
     }
+    bodies["run"] = _header(run)  # last: it names the sections left out
     name = run.manifest.get("config_name", run.dir.name)
-    sections = [(key, title, bodies[key]) for key, title in SECTIONS if key != "other" or by_sec.get("other")]
+    sections = [(key, title, bodies[key]) for key, title in SECTIONS if bodies[key] is not None]
     return page(
         f"behavsim report — {name}",
-        sections,
+        [(k, t, b) for k, t, b in sections if b is not None],
         "Written by <code>behavsim report</code> from the run directory's files only; self-contained (no network).",
     )
 

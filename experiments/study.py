@@ -3,7 +3,7 @@
 Stages (each resumable; finished work is never recomputed):
 
 1. **train** GP-SARSA trials for every reward and seed, a checkpoint every K dialogues, each
-   evaluated on M dialogues (Table 1) — :mod:`policies.train`, which resumes from checkpoints;
+   evaluated on M dialogues (Table 1) — :mod:`policies.learners.train`, which resumes from checkpoints;
 2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
    dialogues of the last checkpoint of every trial of that reward), and their union;
 3. **respond**: every checkpoint and the handcrafted policy on every context set;
@@ -45,9 +45,22 @@ from behavsim import (
     compare,
     list_scores,
     package_version,
+    raise_if_interrupted,
 )
-from behavsim._io import atomic_path, file_digest, read_json_checked, write_json_checked
+from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
 from behavsim.scores import scores as score_registry
+
+from .runfolder import (
+    PATHS_KEY,
+    PATHS_RUN,
+    TRAIN_RESULTS,
+    index_key,
+    read_index_keys,
+    relative_meta,
+    relative_path,
+    spec_checkpoint,
+    table_matches_checkpoint,
+)
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
@@ -113,10 +126,12 @@ class StudyConfig:
             get_executor(self.executor)
         except ConfigError as exc:
             raise ConfigError(f"study config 'executor': {exc}") from None
-        from policies.train import TrainConfig
+        from policies.learners.train import TrainConfig
 
         try:  # the training runner checks them, and fills in the defaults, as at the training stage
-            tc = TrainConfig(domain=self.domain, user=self.user, eval_scale=self.eval_scale)
+            tc = TrainConfig(
+                rewards=self.rewards, seeds=self.seeds, domain=self.domain, user=self.user, eval_scale=self.eval_scale
+            )
         except ConfigError as exc:
             raise ConfigError(f"study config: {exc}") from None
         object.__setattr__(self, "domain", tc.domain)
@@ -153,7 +168,7 @@ class StudyConfig:
             close = {u: closest_name(u, names, cutoff=0.6) for u in unknown}
             hints = [f"{u!r} (did you mean {close[u]!r}?)" if close[u] else repr(u) for u in unknown]
             raise ConfigError(f"{source}: unknown keys {', '.join(hints)}; valid keys: {sorted(names)}")
-        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        kw: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
         try:
             return cls(**kw)
         except TypeError as exc:
@@ -210,7 +225,9 @@ def code_version() -> str:
 class _State:
     """Which stages are finished (RUN_DIR/state.json, with its checksum): per stage the hash of its
     inputs and the digest of every file it wrote. A stage counts as done only when its inputs are
-    the same and every output is there, unchanged; a damaged state file counts as no stage done."""
+    the same and every output is there, unchanged; a damaged state file counts as no stage done.
+    The stages redone on every run (``train``'s results, ``figures``) are recorded with the key
+    ``"recorded"``: only for ``behavsim report``, which checks every recorded digest."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -245,12 +262,23 @@ class _State:
         write_json_checked(self.path, self.data)
 
 
+def _record_outputs(run: Path, stage: str, outputs: Sequence[Path]) -> None:
+    """The digests of the files a stage that runs every time wrote (training results, figures), in
+    ``state.json`` beside the resumable stages' own: ``behavsim report`` checks every recorded file."""
+    _State(run / "state.json").mark(stage, "recorded", [p for p in outputs if p.is_file()])
+
+
+#: The folders of the figures stage (figures, the behaviour map, the robustness probe).
+_FIGURE_DIRS = ("figures", "map", "robustness")
+
+
+def _figure_files(run: Path) -> list[Path]:
+    dirs = [run / d for d in _FIGURE_DIRS if (run / d).is_dir()]
+    return sorted(p for d in dirs for p in d.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
 def _hash(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-#: The results the training stage writes (every other file in results/ is the compare stage's).
-_TRAIN_RESULTS = ("metrics.csv", "table1.csv")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -265,20 +293,20 @@ def _write_csv(df: pd.DataFrame, path: Path) -> None:
 
 
 def _trial_dir(run: Path, reward: str, seed: int) -> Path:
-    from policies.train import trial_name
+    from policies.learners.train import trial_name
 
     return run / "train" / trial_name(reward, seed)
 
 
 def _checkpoints(run: Path, reward: str, seed: int) -> list[Path]:
-    from policies.train import list_checkpoints
+    from policies.learners.train import list_checkpoints
 
     return [p for _, p in list_checkpoints(_trial_dir(run, reward, seed))]
 
 
 # ----------------------------------------------------------------------------------- stages
 def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], executor: Any = None) -> pd.DataFrame:
-    from policies.train import METRIC_COLUMNS, TrainConfig, run_training, table1
+    from policies.learners.train import METRIC_COLUMNS, TrainConfig, run_training, table1
 
     log(
         f"[1/7] training: rewards {list(cfg.rewards)} x seeds {list(cfg.seeds)}, {cfg.dialogues:,} dialogues each, "
@@ -313,15 +341,21 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
     cdir = run / "contexts"
     cdir.mkdir(parents=True, exist_ok=True)
 
-    def cached(name: str, build: Callable[[], ContextSet], key: str) -> ContextSet:
+    def cached(name: str, build: Callable[[], ContextSet], key: str, legacy_key: str | None = None) -> ContextSet:
         path = cdir / f"{name}.jsonl"
         keyfile = cdir / f"{name}.key"
-        if path.exists() and keyfile.exists() and keyfile.read_text() == key:
+        stored = keyfile.read_text() if path.exists() and keyfile.exists() else None
+        if stored is not None and stored in (key, legacy_key):
             try:
-                return ContextSet.load(path)
+                cs = ContextSet.load(path)
             except TableFormatError as exc:
                 log(f"      note: {exc}; building it again")
+            else:
+                if stored != key:  # a run folder written before its paths were relative: today's key, once
+                    _write_text(keyfile, key)
+                return cs
         cs = build()
+        cs.meta = relative_meta(cs.meta, run)  # checkpoint paths relative to the run folder
         cs.save(path)
         _write_text(keyfile, key)
         return ContextSet.load(path)
@@ -331,20 +365,36 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
     sets = {"cgen": cached("cgen", lambda: generate_grid(domain, step=cfg.grid_step), grid_key)}
     parts = []
     for reward in cfg.rewards:
-        last = [str(_checkpoints(run, reward, s)[-1]) for s in cfg.seeds]
+        last = [_checkpoints(run, reward, s)[-1] for s in cfg.seeds]
+        # the key names the checkpoints relative to the run folder, by content: a moved folder keeps it
         key = _hash(
-            "collect", last, [Path(p).stat().st_size for p in last], cfg.collect_dialogues, cfg.collect_seed, cfg.user
+            "collect",
+            [relative_path(p, run) for p in last],
+            [_checkpoint_digest(p) for p in last],
+            cfg.collect_dialogues,
+            cfg.collect_seed,
+            cfg.user,
+        )
+        # the key of run folders written before (paths as given, file sizes): read, in place
+        legacy_key = _hash(
+            "collect",
+            [str(p) for p in last],
+            [p.stat().st_size for p in last],
+            cfg.collect_dialogues,
+            cfg.collect_seed,
+            cfg.user,
         )
         cs = cached(
             f"ccol-{reward}",
-            lambda last=last: collect(
-                last,
+            lambda last=last: collect(  # type: ignore[misc]  # (mypy cannot type a lambda's default)
+                [str(p) for p in last],
                 dialogues=cfg.collect_dialogues,
                 seed=cfg.collect_seed,
                 domain=domain,
                 env_options={"user_config": cfg.user},
             ),
             key,
+            legacy_key,
         )
         sets[f"ccol-{reward}"] = cs
         parts.append(cs)
@@ -363,17 +413,28 @@ def _stage_contexts(cfg: StudyConfig, run: Path, log: Callable[[str], None]) -> 
 
 def _domain(cfg: StudyConfig) -> Any:
     """The study's domain."""
-    from policies.domain import resolve_domain
+    from policies.simulation.domain import resolve_domain
 
     return resolve_domain(cfg.domain)
 
 
 def _respond_set(
-    specs: Sequence[str], cs: ContextSet, rdir: Path, domain: str | None = None, executor: Any = None
+    specs: Sequence[str],
+    cs: ContextSet,
+    rdir: Path,
+    domain: str | None = None,
+    executor: Any = None,
+    run: Path | None = None,
 ) -> dict[str, ResponseTable]:
-    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused."""
-    from policies.respond import respond_many
+    """Every policy of ``specs`` on one context set; tables already in ``rdir`` are reused.
 
+    The index (``rdir/index.json``) names each policy by :func:`runfolder.index_key` (checkpoint
+    paths relative to the run folder ``run``, by default ``rdir``'s grandparent), so a copied or
+    moved run folder finds its tables; a table is reused only when it loads (its checksum holds)
+    and, for a checkpoint, was made from a file with the checkpoint's digest."""
+    from policies.commands.respond import respond_many
+
+    run = rdir.parent.parent if run is None else run
     rdir.mkdir(parents=True, exist_ok=True)
     index_path = rdir / "index.json"
     index: dict[str, Any] = {}
@@ -382,32 +443,64 @@ def _respond_set(
             index = read_json_checked(index_path)
         except TableFormatError as exc:
             print(f"note: {exc}; its tables are made again", file=sys.stderr)
+    index, legacy = read_index_keys(index, run)
     if index.get("__fingerprint__") != cs.fingerprint:
-        index = {"__fingerprint__": cs.fingerprint}
+        index, legacy = {"__fingerprint__": cs.fingerprint, PATHS_KEY: PATHS_RUN}, False
+    keys = {spec: index_key(spec, run) for spec in specs}
     loaded: dict[str, ResponseTable] = {}
     todo = []
     for spec in specs:
-        name = index.get(spec)
+        name = index.get(keys[spec])
         if isinstance(name, str) and (rdir / name).exists():
             try:
-                loaded[spec] = ResponseTable.load(rdir / name)
-                continue
+                table = ResponseTable.load(rdir / name)
             except TableFormatError as exc:  # damaged: made again, exactly this one
                 print(f"note: {exc}; responding again", file=sys.stderr)
+            else:
+                ckpt = _spec_checkpoint(spec)
+                if ckpt is None or table_matches_checkpoint(table.policy, ckpt, _checkpoint_digest(ckpt)):
+                    loaded[spec] = table
+                    continue
+                print(f"note: {rdir / name} was made from another {ckpt}; responding again", file=sys.stderr)
         todo.append(spec)
+    if legacy and not todo:  # an index of an older run folder: its keys in today's form, once
+        write_json_checked(index_path, index)
     if todo:
-        options = {} if domain is None else {"domain": domain}
+        options: dict[str, Any] = {} if domain is None else {"domain": domain}
 
         def save(i: int, table: ResponseTable) -> None:  # each table as soon as it is ready: kept if interrupted
             name = f"{table.id}.jsonl"
+            table.policy = relative_meta(table.policy, run)
             table.save(rdir / name)
-            index[todo[i]] = name
+            index[keys[todo[i]]] = name
             write_json_checked(index_path, index)
 
         respond_many(todo, cs, executor=executor, on_result=save, **options)
         for spec in todo:
-            loaded[spec] = ResponseTable.load(rdir / index[spec])
+            loaded[spec] = ResponseTable.load(rdir / index[keys[spec]])
     return {s: loaded[s] for s in specs}
+
+
+def _spec_checkpoint(spec: str) -> Path | None:
+    """The checkpoint file of a policy spec the study writes (``checkpoint:PATH[:nlg_seed=N]`` or a
+    bare ``PATH.npz``); None for another policy."""
+    path = spec_checkpoint(spec)
+    return None if path is None else Path(path)
+
+
+_DIGESTS: dict[tuple[str, int, int], str | None] = {}
+
+
+def _checkpoint_digest(path: Path) -> str | None:
+    """``sha256:<hex>`` of a checkpoint file (cached by path, size and modification time)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_digest(path)
+    return _DIGESTS[key]
 
 
 def _pair_label(a: dict, b: dict) -> str:
@@ -419,12 +512,14 @@ def _comparisons(
     sets: dict[str, ContextSet],
     tables: dict[str, dict[str, ResponseTable]],
     trials: dict[tuple[str, int], list[str]],
+    executor: Any = None,
 ):
     """Yield (kind, context_set, extra-columns, Comparison) for every comparison of the study:
     convergence (consecutive checkpoints of each trial, on C_col of its reward and on C_gen), seeds
     (the trials of one reward at each checkpoint, on C_col^all and C_gen) and, with two rewards,
     rewards (every trial of one reward vs every trial of the other at the last checkpoint, on
-    C_col^all)."""
+    C_col^all). ``executor``: where the distinct answer combinations are scored (the values are the
+    same under any executor)."""
     scores = list(cfg.scores)
     for name in [f"ccol-{r}" for r in cfg.rewards] + ["cgen"]:
         for (reward, seed), specs in trials.items():
@@ -433,7 +528,7 @@ def _comparisons(
             if len(specs) < 2:
                 continue
             group = [tables[name][s] for s in specs]
-            comp = compare(group, "consecutive", scores=scores)
+            comp = compare(group, "consecutive", scores=scores, executor=executor)
             checkpoints = [comp.policies[b]["checkpoint"] for b in comp.means["b"]]
             yield "convergence", name, {"reward": reward, "seed": seed, "checkpoint": checkpoints}, comp
     for name in ("ccol-all", "cgen"):
@@ -443,7 +538,7 @@ def _comparisons(
                 group = [tables[name][trials[(reward, s)][k]] for s in cfg.seeds]
                 if len(group) < 2:
                     continue
-                comp = compare(group, "all", scores=scores)
+                comp = compare(group, "all", scores=scores, executor=executor)
                 ck = group[0].policy["checkpoint"]
                 labels = [
                     _pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])
@@ -452,7 +547,7 @@ def _comparisons(
     if len(cfg.rewards) == 2:
         ra, rb = cfg.rewards
         group = [tables["ccol-all"][trials[(r, s)][-1]] for r in (ra, rb) for s in cfg.seeds]
-        comp = compare(group, "cross", by="reward", scores=scores)
+        comp = compare(group, "cross", by="reward", scores=scores, executor=executor)
         labels = [_pair_label(comp.policies[a], comp.policies[b]) for a, b in zip(comp.means["a"], comp.means["b"])]
         yield "rewards", "ccol-all", {"pair": labels}, comp
 
@@ -479,22 +574,33 @@ def run_study(
     clock = _Clock()
     if not ex.is_local:
         log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
+    # between stages: a command's interrupt that a library swallowed stops the run here
     metrics = _stage_train(cfg, run, log, ex)
+    _record_outputs(run, "train", [run / "results" / name for name in TRAIN_RESULTS])
     clock.lap("train")
+    raise_if_interrupted()
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
+    raise_if_interrupted()
     responses = _stage_respond(cfg, run, sets, log, ex)
     clock.lap("respond")
-    _stage_compare_and_analyse(cfg, run, sets, responses, log)
+    raise_if_interrupted()
+    _stage_compare_and_analyse(cfg, run, sets, responses, log, ex)
     clock.lap("compare+analyse")
+    raise_if_interrupted()
     figures = _stage_figures(cfg, run, metrics, log)
-    figures += _stage_map(run, responses, log)
+    raise_if_interrupted()
+    figures += _stage_map(run, responses, log, ex)
+    raise_if_interrupted()
     figures += _stage_robustness(cfg, run, sets, responses, log)
+    _record_outputs(run, "figures", _figure_files(run))
     clock.lap("figures")
+    raise_if_interrupted()
     wall = _write_manifest(cfg, run, sets, figures, clock.elapsed())
     if cfg.report:
         _stage_report(run, log)
         clock.lap("report")
+    raise_if_interrupted()
     (run / "timings.json").write_text(json.dumps({"stage_seconds": clock.stages}, indent=2) + "\n")
     log(f"done in {wall:.0f} s; run folder {run}")
     return run
@@ -553,7 +659,7 @@ def _stage_respond(
     trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
     tables = {
-        name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor) for name, cs in sets.items()
+        name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor, run) for name, cs in sets.items()
     }
     return _Responses(trials, specs, tables)
 
@@ -563,7 +669,12 @@ _ANALYSIS_VERSION = 2
 
 
 def _stage_compare_and_analyse(
-    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], responses: _Responses, log: Callable[[str], None]
+    cfg: StudyConfig,
+    run: Path,
+    sets: dict[str, ContextSet],
+    responses: _Responses,
+    log: Callable[[str], None],
+    executor: Any = None,
 ) -> None:
     """Comparisons, their analysis and the permutation tests, unless done for these very inputs."""
     state = _State(run / "state.json")
@@ -580,18 +691,18 @@ def _stage_compare_and_analyse(
         return
     results = run / "results"
     log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
-    allper, signatures = _compare_all(cfg, sets, responses, results)
+    allper, signatures = _compare_all(cfg, sets, responses, results, executor)
     log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
     _write_text(results / "tests.json", json.dumps(tests, indent=2, sort_keys=True) + "\n")
     _write_text(results / "signatures.json", json.dumps(signatures, indent=2, sort_keys=True) + "\n")
-    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in _TRAIN_RESULTS)
+    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in TRAIN_RESULTS)
     state.mark("compare", key, written)
 
 
 def _compare_all(
-    cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses, results: Path
+    cfg: StudyConfig, sets: dict[str, ContextSet], responses: _Responses, results: Path, executor: Any = None
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Every comparison: means with bootstrap CIs (``<kind>.csv``), per-turn TMR/DMR, the most
     disagreeing contexts and every per-context value (``per_context/all.csv``, returned)."""
@@ -603,7 +714,8 @@ def _compare_all(
     frames: dict[str, list[pd.DataFrame]] = {"convergence": [], "seeds": [], "rewards": []}
     signatures: dict[str, str] = {}
     per_turn_frames, agreement_frames, disagreement_frames, slice_frames = [], [], [], []
-    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials):
+    for kind, name, extra, comp in _comparisons(cfg, sets, responses.tables, responses.trials, executor):
+        raise_if_interrupted()
         signatures = comp.signatures
         m = analysis.means_with_ci(comp, scores, n_resamples=cfg.bootstrap, seed=cfg.analysis_seed)
         m = m.drop(columns=["pair"], errors="ignore")
@@ -821,17 +933,20 @@ def _write_manifest(
     return elapsed
 
 
-def _stage_map(run: Path, responses: _Responses, log: Callable[[str], None]) -> list[dict[str, str]]:
+def _stage_map(
+    run: Path, responses: _Responses, log: Callable[[str], None], executor: Any = None
+) -> list[dict[str, str]]:
     """The behaviour map of every policy on C_gen (TMR): classical MDS with each trial's checkpoints
     joined in training order, and the dendrogram of the final policies (``map/``)."""
-    from behavsim import behaviour_map
-    from behavsim._map import write_map
+    from behavsim import behaviour_map, write_map
 
     tables = list(responses.tables["cgen"].values())
     if len(tables) < 3:
         return []
     log("      behaviour map (TMR on cgen)")
-    paths = write_map(behaviour_map(tables, "TMR"), run / "map")
+    bm = behaviour_map(tables, "TMR", executor=executor)
+    bm.policies = relative_meta(bm.policies, run)  # tables of older run folders name checkpoints by absolute path
+    paths = write_map(bm, run / "map")
     out = [
         {
             "file": str(paths["map.svg"].relative_to(run)),
@@ -857,13 +972,13 @@ def _stage_robustness(
     against itself on C_gen perturbed at each level (``robustness/``)."""
     if not cfg.robustness:
         return []
-    from policies.robustness import robustness, write_robustness
+    from contexts.robustness import robustness, write_robustness
 
     log(f"      robustness: noise levels {list(cfg.robustness)} on cgen")
     specs = [v[-1] for v in responses.trials.values()] + ["handcrafted"]
     ids = [responses.tables["cgen"][s].id for s in specs]
     table, meta = robustness(specs, sets["cgen"], cfg.robustness, scores=cfg.scores, policy_ids=ids, domain=cfg.domain)
-    written = write_robustness(table, meta, run / "robustness")
+    written = write_robustness(table, relative_meta(meta, run), run / "robustness")
     return [
         {"file": str(p.relative_to(run)), "title": f"Robustness: {p.stem.replace('_', ' ')}", "section": "robustness"}
         for p in written
@@ -899,76 +1014,7 @@ def _short_meta(meta: dict) -> dict:
 def _stage_figures(
     cfg: StudyConfig, run: Path, metrics: pd.DataFrame, log: Callable[[str], None]
 ) -> list[dict[str, str]]:
-    from behavsim import plots
-
-    from .plots import learning_curves
+    from .plots import study_figures
 
     log("[6/7] figures")
-    res, fig = run / "results", run / "figures"
-    out: list[dict[str, str]] = []
-
-    def add(paths, title: str, section: str) -> None:
-        for p in paths:
-            if str(p).endswith(".svg"):
-                out.append({"file": str(Path(p).relative_to(run)), "title": title, "section": section})
-
-    add(learning_curves(metrics, fig / "learning_curves"), "Learning curves: TSR, AIQ, ADL", "performance")
-    conv = pd.read_csv(res / "convergence.csv") if (res / "convergence.csv").exists() else None
-    if conv is not None:
-        conv["trial"] = conv["reward"] + "-seed" + conv["seed"].astype(str)
-        for name, df in conv.groupby("context_set", sort=True):
-            add(
-                plots.convergence_curves(df, fig / f"convergence_{name}", score="TMR", x="checkpoint", hue="trial"),
-                f"Convergence (TMR of checkpoint k vs k-1) on {name}",
-                "convergence",
-            )
-    seeds = pd.read_csv(res / "seeds.csv") if (res / "seeds.csv").exists() else None
-    if seeds is not None:
-        for (name, reward), df in seeds.groupby(["context_set", "reward"], sort=True):
-            add(
-                plots.pair_curves(
-                    df, fig / f"seeds_{name}_{reward}", scores=list(cfg.scores), x="checkpoint", hue="pair"
-                ),
-                f"Seeds: all scores of trial pairs, {reward} on {name}",
-                "seeds",
-            )
-    if (res / "per_turn.csv").exists():
-        pt = pd.read_csv(res / "per_turn.csv")
-        for reward, df in pt.groupby("reward", sort=True):
-            add(
-                plots.per_turn_plot(
-                    df, fig / f"per_turn_{reward}", scores=[s for s in ("TMR", "DMR") if s in cfg.scores]
-                ),
-                f"Per-turn TMR and DMR of trial pairs, {reward}, last checkpoint",
-                "per_turn",
-            )
-    if (res / "rewards.csv").exists() and seeds is not None:
-        rew = pd.read_csv(res / "rewards.csv")
-        last_ck = seeds["checkpoint"].max()
-        within = seeds[(seeds["context_set"] == "ccol-all") & (seeds["checkpoint"] == last_ck)].copy()
-        within["group"] = "within " + within["reward"]
-        rew = rew.assign(group="TS vs IQ")
-        both = pd.concat([within, rew], ignore_index=True)
-        for score in [s for s in ("TMR", "DMR") if s in cfg.scores]:
-            add(
-                plots.pair_bars(both, fig / f"rewards_{score}", score=score, group="group"),
-                f"{score}: TS vs IQ trials next to trials of one reward (last checkpoint, C_col^all)",
-                "rewards",
-            )
-    for suffix, label in (("", "all contexts"), ("_mismatch", "contexts whose acts differ")):
-        for kind, title in (("corr", "Pearson correlation"), ("mse", "Mean squared error")):
-            p = res / f"score_{kind}{suffix}.csv"
-            if p.exists():
-                m = pd.read_csv(p).set_index("score")
-                add(
-                    plots.heatmap(
-                        m,
-                        fig / f"score_{kind}{suffix}",
-                        f"{title} between scores ({label})",
-                        vmin=-1 if kind == "corr" else 0,
-                        vmax=1 if kind == "corr" else None,
-                    ),
-                    f"{title} between scores ({label})",
-                    "scores",
-                )
-    return out
+    return study_figures(run, metrics, rewards=cfg.rewards, seeds=cfg.seeds, scores=cfg.scores)

@@ -9,10 +9,22 @@ anything else) fails the test that made it:
   through ``tests/docs/netblock/sitecustomize.py``, put first on ``PYTHONPATH`` here.
 
 ``--force-enable-socket`` lifts the in-process block for a local experiment.
+
+The shared folder (PyDial3, PyDial's ontology) is ``../shared`` beside the repository or the folder
+``$BEHAVSIM_SHARED`` names; a test that needs it skips, saying where it looked — and fails instead
+when ``CI=true``, where the folder must be there. Fixtures shared across the suite live here:
+``shared``, ``pydial_root``, ``pydial_ontology``, ``contexts`` (a 3^4 grid on CamRestaurants),
+``make_grid``, ``run_dir`` (a tiny GP-SARSA run), ``e2e_run`` (a tiny end-to-end training run) and
+``contexts_with_histories`` (collected contexts with their dialogue histories).
 """
 
+import itertools
 import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +41,17 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(NETBLOCK)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(NETBLOCK)])
 
 
+#: ``bash run.sh test-stress`` sets it: how many times the interrupt, kill and Ray tests repeat.
+STRESS = int(os.environ.get("BEHAVSIM_STRESS", "0") or 0)
+
+
+def pytest_generate_tests(metafunc):
+    """Tests marked ``repeat_in_stress`` run ``BEHAVSIM_STRESS`` times in the stress run."""
+    if STRESS and metafunc.definition.get_closest_marker("repeat_in_stress"):
+        metafunc.fixturenames.append("stress_repeat")
+        metafunc.parametrize("stress_repeat", range(1, STRESS + 1), ids=lambda k: f"repeat{k}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     # Read by pytest-socket's own pytest_configure, which runs after this one.
@@ -36,3 +59,225 @@ def pytest_configure(config):
         config.option.disable_socket = True
         config.option.allow_unix_socket = True
         config.option.allow_hosts = list(LOCAL_HOSTS)
+
+
+# ----------------------------------------------------------------------------- the shared folder
+REPO = Path(__file__).resolve().parents[1]
+SHARED_ENV = "BEHAVSIM_SHARED"
+
+
+def _on_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
+
+
+@pytest.fixture(scope="session")
+def shared():
+    """``shared(*parts, need=FILE)``: the path of ``parts`` in the shared folder, checked to hold
+    ``need``; a test skips without it (saying where it looked), or fails with ``CI=true``."""
+    root = Path(os.environ.get(SHARED_ENV) or REPO.parent / "shared")
+
+    def get(*parts: str, need: str | None = None) -> Path:
+        path = root.joinpath(*parts)
+        probe = path / need if need else path
+        if not probe.exists():
+            why = (f"{probe} not found (the shared folder is ../shared beside the repository, or ${SHARED_ENV})")
+            if _on_ci():
+                pytest.fail(f"CI: {why}")
+            pytest.skip(why)
+        return path
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def pydial_root(shared) -> Path:
+    """The runnable PyDial3 snapshot with Environment 1's configs."""
+    shared("pydial3", need="policy/GPPolicy.py")
+    return shared("pydial3", need="env1-configs/env1-gp-CR.cfg")
+
+
+@pytest.fixture(scope="session")
+def pydial_ontology(shared) -> Path:
+    """PyDial's CamRestaurants rules and database."""
+    return shared("pydial-ontology", need="CamRestaurants-rules.json")
+
+
+# ----------------------------------------------------------------------------- small shared inputs
+def _grid(levels=(0.0, 0.5, 1.0)):
+    from behavsim import ContextSet
+    from policies.simulation.domain import resolve_domain
+    from policies.simulation.tracker import make_belief
+
+    d = resolve_domain(None)
+    beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
+                           method={"byconstraints": m})
+               for a, p, f, m in itertools.product(levels, repeat=4)]
+    return ContextSet(beliefs, meta={"builder": "test-grid", "levels": list(levels)})
+
+
+@pytest.fixture(scope="session")
+def make_grid():
+    """``make_grid(levels)``: the grid over area/pricerange/food/method beliefs of the default domain
+    (CamRestaurants) at these levels; ``(0, 0.5, 1)`` gives 3^4 = 81 contexts."""
+    return _grid
+
+
+@pytest.fixture(scope="module")
+def contexts():
+    """The 3^4 grid (81 contexts)."""
+    return _grid()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """Two GP trials of 20 dialogues, a checkpoint every 10."""
+    from policies.learners.train import TrainConfig, run_training
+
+    out = tmp_path_factory.mktemp("run")
+    run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
+                 out, workers=1, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def e2e_run(tmp_path_factory):
+    """``(config, folder, last checkpoint)`` of a small end-to-end training run (a few seconds on
+    one core; its teacher and settings: ``_e2e_teacher.py`` beside this file)."""
+    from _e2e_teacher import SMALL
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    ckpts = train_e2e(E2EConfig(**SMALL), out)
+    return E2EConfig(**SMALL), out, ckpts[-1][1]
+
+
+@pytest.fixture(scope="module")
+def contexts_with_histories():
+    """Contexts the handcrafted policy met in 8 dialogues (seed 5), with their histories."""
+    from contexts import collect
+
+    return collect(["handcrafted"], dialogues=8, seed=5)
+
+
+# ----------------------------------------------------------------------------- processes
+# Every process a test starts is stopped when the test ends, whatever happens: tests start them
+# with the ``spawn`` fixture (a session of their own, the whole process group killed at
+# teardown), and a safety net checks after every test that no process it started is still
+# running below this one (those left are killed, and the test errors naming them).
+#: Processes that outlive a test by design (multiprocessing's helpers, started once per session).
+_LONG_LIVED = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, process group, state) of every process (Linux's /proc)."""
+    table = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2:].split()
+        table[int(entry.name)] = (int(rest[1]), int(rest[2]), rest[0])
+    return table
+
+
+def descendants(root: int | None = None) -> dict[int, tuple[int, str]]:
+    """The live processes below ``root`` (default: this one): pid -> (process group, state)."""
+    root = os.getpid() if root is None else root
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out, stack = {}, [root]
+    while stack:
+        for pid in children.get(stack.pop(), []):
+            if table[pid][2] not in "ZX":  # zombies are gone, only not yet reaped
+                out[pid] = (table[pid][1], table[pid][2])
+            stack.append(pid)
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        return "?"
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover (a foreign process took the id)
+        return True
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and, when it leads a process group (``start_new_session``), the whole group."""
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover (uninterruptible sleep)
+        pass
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+@pytest.fixture
+def spawn():
+    """``spawn(args, **popen_kwargs)``: ``subprocess.Popen`` in a session of its own (unless
+    told otherwise); every process group started so is killed when the test ends."""
+    started: list[subprocess.Popen] = []
+
+    def start(args, **kw):
+        kw.setdefault("start_new_session", True)
+        proc = subprocess.Popen(args, **kw)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        stop_process(proc)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind(request):
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    before = set(descendants())
+    yield
+    deadline = time.monotonic() + 5
+    while True:
+        left = {pid: v for pid, v in descendants().items() if pid not in before}
+        left = {pid: v for pid, v in left.items() if not any(s in _cmdline(pid) for s in _LONG_LIVED)}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if left:
+        names = [f"{pid} {_cmdline(pid)[:120]}" for pid in sorted(left)]
+        for pid, (pgid, _) in left.items():
+            try:
+                os.killpg(pgid, signal.SIGKILL) if pgid == pid else os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in left:  # reap those that were this process's own children
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        pytest.fail(f"the test left {len(left)} process(es) running (now killed): " + "; ".join(names),
+                    pytrace=False)

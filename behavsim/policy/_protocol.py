@@ -48,12 +48,15 @@ __all__ = [
 @dataclass(frozen=True)
 class Response:
     """A policy's answer to one context: the system act string (``None``: a text-only answer of
-    an end-to-end model), the prompt (``None`` without a generator) and the summary action
-    (``None`` for policies without one). At least one of act and prompt is given."""
+    an end-to-end model), the prompt (``None`` without a generator), the summary action (``None``
+    for policies without one) and ``raw``, the text the act and prompt were read from (``None``
+    unless the model answers in free text, as a language model does). At least one of act and
+    prompt is given."""
 
     act: str | None
     prompt: str | None = None
     summary_action: str | None = None
+    raw: str | None = None
 
 
 #: What a model can read of a context.
@@ -105,8 +108,9 @@ def coerce_response(out: Any) -> Response:
     act = getattr(out, "act", None)
     if isinstance(act, str):
         prompt = getattr(out, "prompt", None)
-        if prompt is None or isinstance(prompt, str):
-            return Response(act=act, prompt=prompt, summary_action=getattr(out, "summary_action", None))
+        raw = getattr(out, "raw", None)
+        if (prompt is None or isinstance(prompt, str)) and (raw is None or isinstance(raw, str)):
+            return Response(act=act, prompt=prompt, summary_action=getattr(out, "summary_action", None), raw=raw)
     raise TypeError(
         f"expected an act string, an (act, prompt) pair of strings or a Response, got {type(out).__name__}: {out!r:.80}"
     )
@@ -176,6 +180,14 @@ class Adapter:
 
     def prepare(self, contexts: Any) -> None:
         """Called once before a run over ``contexts`` (a :class:`behavsim.ContextSet`)."""
+
+    def for_repeat(self, repeat: int) -> "Adapter":
+        """The adapter that gives the ``repeat``-th answer to each context when a run asks every
+        context several times (``respond(..., repeat=K)``: repeats ``0 .. K-1``; repeat 0 is the
+        table's own answer). A deterministic model answers the same every time: the default
+        returns ``self``. A model that samples (a language model) returns an adapter drawing with
+        another seed, or asking again, for each ``repeat``."""
+        return self
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:

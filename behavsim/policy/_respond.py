@@ -1,8 +1,9 @@
 """Step 2 of the method: run a policy deterministically on every context of a context set.
 
 ``respond(policy, contexts)`` → :class:`behavsim.ResponseTable` (acts in canonical form, prompts,
-per-context errors); ``respond_many(policies, contexts)`` runs many policies in parallel processes
-and returns the same tables as a serial run, in input order; ``check_policy`` is the protocol
+per-context errors); ``respond_many(policies, contexts)`` runs many policies as tasks of an
+executor (:mod:`behavsim._executor`: local worker processes by default) and returns the same
+tables as a serial run, in input order; ``check_policy`` is the protocol
 checker every policy kind passes.
 
 Each adapter is given a copy of each belief with its keys in sorted order, as context-set files
@@ -30,15 +31,16 @@ import pickle
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from .._acts import canonical_act
 from .._contexts import ContextSet
 from .._errors import BehavsimError, ConfigError
+from .._executor import LocalExecutor, get_executor
+from .._inputs import as_contexts
+from .._interrupt import raise_if_interrupted
 from .._io import canonical_copy
 from .._tables import ResponseTable
-from .._util import die_with_parent
 from ._protocol import Response, reads_of
 from ._specs import as_adapter, parse_spec
 
@@ -49,11 +51,11 @@ __all__ = [
     "PolicyFailed",
     "PolicyErrorsWarning",
     "PolicyCheckError",
+    "error_text",
     "UnanswerableContexts",
     "MissingInput",
     "answer_context",
     "check_inputs",
-    "error_text",
 ]
 
 _PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
@@ -69,6 +71,15 @@ class PolicyCheckError(BehavsimError, AssertionError):
 
 class PolicyErrorsWarning(UserWarning):
     """A policy failed on some contexts (recorded in the table's ``errors``)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """How a policy's exception is recorded in a table: ``Type: first line of the message``.
+    An exception with ``recorded = True`` (a failure recorded elsewhere) keeps its message alone."""
+    if getattr(exc, "recorded", False):
+        return str(exc)
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
 
 
 class UnanswerableContexts(ConfigError):
@@ -131,19 +142,9 @@ def answer_context(
     return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
 
 
-def error_text(exc: BaseException) -> str:
-    """How a policy's exception is recorded in a table: ``Type: first line of the message``.
-    An exception with ``recorded = True`` (a failure recorded elsewhere) keeps its message alone."""
-    if getattr(exc, "recorded", False):
-        return str(exc)
-    msg = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
-
-
 def _as_contexts(contexts: Any) -> ContextSet:
-    if not isinstance(contexts, ContextSet):
-        raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
-    return contexts
+    """A context set, or the one saved at a path (``str`` or ``os.PathLike``)."""
+    return as_contexts(contexts)
 
 
 def _progress_bar(total: int, desc: str, progress: bool | None):
@@ -168,14 +169,16 @@ def _warn_errors(table: ResponseTable) -> None:
 
 def respond(
     policy: Any,
-    contexts: ContextSet,
+    contexts: ContextSet | str | os.PathLike,
     *,
     strict: bool = False,
     policy_id: str | None = None,
     progress: bool | None = None,
+    repeat: int = 1,
     **options: Any,
 ) -> ResponseTable:
-    """Run one policy on every context of ``contexts``; returns its :class:`~behavsim.ResponseTable`.
+    """Run one policy on every context of ``contexts`` (a :class:`~behavsim.ContextSet` or the path
+    of a saved one); returns its :class:`~behavsim.ResponseTable`.
 
     ``policy``: a policy spec string (``behavsim.list_policy_kinds()``), an
     :class:`~behavsim.Adapter`, a policy object (``act(belief) -> Response``) or a callable
@@ -184,24 +187,36 @@ def respond(
     for that context — ``errors[i]`` = exception type and message, act ``None`` — unless
     ``strict``, which raises :class:`PolicyFailed`; the count is reported with a
     :class:`PolicyErrorsWarning` (and is ``table.n_errors``). ``progress``: a progress bar
-    (default: for long runs on a terminal). ``options`` go to the policy kind's factory (e.g.
-    ``pydial_root``, ``domain``).
+    (default: for long runs on a terminal). ``repeat``: ask every context ``K`` times
+    (:meth:`~behavsim.Adapter.for_repeat`); the table keeps every answer and each context's
+    self-agreement (``table.agreement``, ``table.self_agreement_tmr``; :mod:`behavsim._repeats`).
+    ``options`` go to the policy kind's factory (e.g. ``pydial_root``, ``domain``).
     """
-    table = _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options)
+    table = _respond(
+        policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options, repeat=repeat
+    )
     _warn_errors(table)
     return table
 
 
+def _check_repeat(repeat: Any) -> int:
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ConfigError(f"repeat: expected a positive integer (how often each context is asked), got {repeat!r}")
+    return repeat
+
+
 def _respond(
     policy: Any,
-    contexts: ContextSet,
+    contexts: Any,
     *,
     strict: bool,
     policy_id: str | None,
     progress: bool | None,
     options: dict[str, Any],
+    repeat: int = 1,
 ) -> ResponseTable:
     contexts = _as_contexts(contexts)
+    repeat = _check_repeat(repeat)
     if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
         raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
     adapter = as_adapter(policy, **options)
@@ -210,43 +225,19 @@ def _respond(
         meta["id"] = policy_id
     check_inputs(adapter, contexts)
     adapter.check_contexts(contexts)
-    adapter.prepare(contexts)
-    n = len(contexts)
-    acts: list[str | None] = [None] * n
-    prompts: list[str | None] = [None] * n
-    errors: list[str | None] = [None] * n
-    bar = _progress_bar(n, meta["id"], progress)
+    bar = _progress_bar(len(contexts) * repeat, meta["id"], progress)
     try:
-        with adapter.session():
-            for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
-                try:
-                    history = contexts.history(i)
-                    r = answer_context(
-                        adapter,
-                        canonical_copy(belief),
-                        None if history is None else canonical_copy(history),
-                        context_id=cid,
-                        context_meta=dict(cmeta),
-                    )
-                    act = None if r.act is None else canonical_act(r.act)
-                    prompt = r.prompt
-                    if prompt is not None and not isinstance(prompt, str):
-                        raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
-                    if act is None and prompt is None:
-                        raise TypeError("the answer has neither an act nor a prompt")
-                except Exception as exc:  # a failing policy is recorded per context
-                    if strict:
-                        raise PolicyFailed(
-                            f"policy {meta['id']!r} failed on context {i} (id {cid!r}): {error_text(exc)}"
-                        ) from exc
-                    errors[i] = error_text(exc)
-                else:
-                    acts[i], prompts[i] = act, prompt
-                if bar is not None:
-                    bar.update(1)
+        runs = [_answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar) for r in range(repeat)]
     finally:
         if bar is not None:
             bar.close()
+    acts, prompts, errors, raws = runs[0]
+    repeats = None
+    if repeat > 1:
+        repeats = [
+            [{"act": run[0][i], "prompt": run[1][i], "error": run[2][i], "raw": run[3][i]} for run in runs[1:]]
+            for i in range(len(contexts))
+        ]
     return ResponseTable(
         policy=meta,
         context_fingerprint=contexts.fingerprint,
@@ -254,17 +245,61 @@ def _respond(
         prompts=prompts,
         errors=errors,
         context_ids=list(contexts.ids),
+        raws=raws,
+        repeats=repeats,
     )
 
 
-def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: Any) -> int:
+def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...]:
+    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts."""
+    adapter.prepare(contexts)
+    n = len(contexts)
+    acts: list[str | None] = [None] * n
+    prompts: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    raws: list[str | None] = [None] * n
+    with adapter.session():
+        for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
+            raise_if_interrupted()
+            try:
+                history = contexts.history(i)
+                r = answer_context(
+                    adapter,
+                    canonical_copy(belief),
+                    None if history is None else canonical_copy(history),
+                    context_id=cid,
+                    context_meta=dict(cmeta),
+                )
+                raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
+                act = None if r.act is None else canonical_act(r.act)
+                prompt = r.prompt
+                if prompt is not None and not isinstance(prompt, str):
+                    raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+                if act is None and prompt is None:
+                    raise TypeError("the answer has neither an act nor a prompt")
+            except Exception as exc:  # a failing policy is recorded per context
+                if strict:
+                    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
+                errors[i] = error_text(exc)
+                raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
+                raws[i] = raw if isinstance(raw, str) else None
+            else:
+                acts[i], prompts[i] = act, prompt
+            if bar is not None:
+                bar.update(1)
+    return acts, prompts, errors, raws
+
+
+def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:
     """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
-    :class:`~behavsim.ContextSet` or belief states) the policy answers every context with a
+    :class:`~behavsim.ContextSet`, its path, or belief states) the policy answers every context with a
     parseable act or a prompt (else :class:`PolicyFailed`; a set without what it reads:
     :class:`UnanswerableContexts`), two runs give identical tables, the contexts (beliefs and
     histories) are left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
     :class:`PolicyCheckError`). Returns the number of contexts checked."""
-    if not isinstance(contexts, ContextSet):
+    if isinstance(contexts, (str, os.PathLike)):
+        contexts = as_contexts(contexts)
+    elif not isinstance(contexts, ContextSet):
         contexts = ContextSet(list(contexts))
     adapter = as_adapter(policy, **options)
     for key in ("id", "name", "kind"):
@@ -283,15 +318,6 @@ def check_policy(policy: Any, contexts: ContextSet | Iterable[dict], **options: 
 
 
 # ----------------------------------------------------------------------------- many policies
-_WORKER_CONTEXTS: ContextSet | None = None
-
-
-def _worker_init(contexts: ContextSet) -> None:
-    global _WORKER_CONTEXTS
-    die_with_parent()
-    _WORKER_CONTEXTS = contexts
-
-
 def _picklable(obj: Any) -> bool:
     if isinstance(obj, (str, os.PathLike)):
         return True
@@ -302,16 +328,25 @@ def _picklable(obj: Any) -> bool:
         return False
 
 
-def _worker_run(policy: Any, strict: bool, policy_id: str | None, options: dict[str, Any]) -> tuple[str, Any]:
-    assert _WORKER_CONTEXTS is not None
-    return _respond_task(_WORKER_CONTEXTS, (policy, strict, policy_id, options))
+#: The key under which respond_many hands ``repeat`` to its tasks (inside the factory options, so
+#: that the task tuples of every executor keep their shape); taken out before the factory sees them.
+_REPEAT_OPTION = "__behavsim_repeat__"
+
+
+def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> ResponseTable:
+    """One policy's table on the context set (``job``: policy, strict, policy id, options)."""
+    policy, strict, policy_id, options = job
+    options = dict(options)
+    repeat = options.pop(_REPEAT_OPTION, 1)
+    return _respond(
+        policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options, repeat=repeat
+    )
 
 
 def _respond_task(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> tuple[str, Any]:
     """One policy on the shared context set, as a task: ``("ok", table)`` or ``("error", exc)``."""
-    policy, strict, policy_id, options = job
     try:
-        return "ok", _respond(policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options)
+        return "ok", _run_job(contexts, job)
     except BehavsimError as exc:
         try:  # exceptions with custom constructors do not always survive pickling
             pickle.loads(pickle.dumps(exc))
@@ -322,7 +357,7 @@ def _respond_task(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[s
 
 def respond_many(
     policies: Sequence[Any],
-    contexts: ContextSet,
+    contexts: ContextSet | str | os.PathLike,
     *,
     workers: int | None = None,
     strict: bool = False,
@@ -330,9 +365,10 @@ def respond_many(
     progress: bool | None = None,
     executor: Any = None,
     on_result: Any = None,
+    repeat: int = 1,
     **options: Any,
 ) -> list[ResponseTable]:
-    """:func:`respond` for many policies on one context set, in parallel processes.
+    """:func:`respond` for many policies on one context set (or its path), in parallel processes.
 
     ``workers`` defaults to ``min(len(policies), os.cpu_count())``; with one worker everything runs
     in this process. Results come in input order and equal a serial run's. Spec strings are
@@ -343,16 +379,18 @@ def respond_many(
     ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
     the context set put once into its object store; files named by specs must be readable at the
     same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
-    process as each policy's table is ready (e.g. to save it at once).
+    process as each policy's table is ready (e.g. to save it at once). ``repeat``: as in
+    :func:`respond`, for every policy.
     """
-    from .._executor import get_executor
-
     where = get_executor(executor)
     if not where.is_local and workers is not None:
         raise ConfigError(f"workers: applies to the local executor only, not to {where.spec!r}")
     if where.is_local and workers is None:
         workers = getattr(where, "workers", None)
     contexts = _as_contexts(contexts)
+    repeat = _check_repeat(repeat)
+    if repeat > 1:
+        options = {**options, _REPEAT_OPTION: repeat}
     specs = list(policies)
     if not specs:
         raise ConfigError("policies: expected at least one policy")
@@ -368,7 +406,7 @@ def respond_many(
     bar = _progress_bar(len(specs) * len(contexts), "respond", progress)
 
     def one(i: int) -> ResponseTable:
-        return _respond(specs[i], contexts, strict=strict, policy_id=ids[i], progress=False, options=options)
+        return _run_job(contexts, (specs[i], strict, ids[i], options))
 
     def done(i: int, table: ResponseTable | None) -> None:
         if bar is not None:
@@ -378,34 +416,15 @@ def respond_many(
 
     try:
         results: list[ResponseTable | None] = [None] * len(specs)
-        if not where.is_local:
-            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
-        elif n_workers == 1 or len(specs) == 1:
+        if where.is_local and (n_workers == 1 or len(specs) == 1):
             for i in range(len(specs)):
+                raise_if_interrupted()
                 results[i] = one(i)
                 done(i, results[i])
         else:
-            local = [i for i, s in enumerate(specs) if not _picklable(s)]  # e.g. lambdas: run here
-            with ProcessPoolExecutor(max_workers=n_workers, initializer=_worker_init, initargs=(contexts,)) as ex:
-                futures = {
-                    i: ex.submit(_worker_run, s, strict, pid, options)
-                    for i, (s, pid) in enumerate(zip(specs, ids))
-                    if i not in local
-                }
-                try:
-                    for i in local:
-                        results[i] = one(i)
-                        done(i, results[i])
-                    for i, f in futures.items():
-                        status, value = f.result()
-                        if status == "error":
-                            raise value
-                        results[i] = value
-                        done(i, value)
-                except BaseException:
-                    for f in futures.values():
-                        f.cancel()
-                    raise
+            if where.is_local:
+                where = LocalExecutor(n_workers)
+            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
         tables = [t for t in results if t is not None]
         for t in tables:
             _warn_errors(t)

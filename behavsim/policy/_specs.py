@@ -46,7 +46,7 @@ class UnknownPolicyKind(UnknownName):
     """A policy spec names a kind that is not registered."""
 
 
-class _PolicyKinds(Registry[Adapter]):
+class _PolicyKinds(Registry[Callable[..., Adapter]]):
     """The registry of policy kinds; entry points are read at the first look-up."""
 
     def __init__(self) -> None:

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._errors import UnknownScore
 from .._registry import Registry
 from ._base import Score, ScoreInfo, SemanticScore, TextScore
@@ -44,7 +46,7 @@ __all__ = [
     "ALL_SCORES",
 ]
 
-scores: Registry[Score] = Registry("score", UnknownScore)
+scores: Registry[Callable[..., Score]] = Registry("score", UnknownScore)
 for _cls in (TMR, DMR, CER, CMR, USECos, USEAng, BLEU4, BERTScore):
     scores.register(_cls.info.name, _cls)
 

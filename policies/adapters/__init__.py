@@ -2,7 +2,7 @@
 
 An adapter answers a belief state deterministically — no exploration, no learning, a fixed
 NLG seed — with the system act and, when the model has a generator, the prompt
-(:class:`policies.base.Response`). Adapters are made from **policy spec strings**:
+(:class:`behavsim.Response`). Adapters are made from **policy spec strings**:
 
 =====================================  ==========================================================
 spec                                   adapter
@@ -15,6 +15,9 @@ spec                                   adapter
 ``recorded:FILE``                      act/prompt per context id from a JSONL file (policies run
                                        elsewhere; see :mod:`policies.adapters._recorded`)
 ``pydial:CFG[:domain=D][:nlg=off]``    a policy trained by PyDial3 (GP-SARSA or handcrafted)
+``openai:MODEL@BASE_URL[:key=value]``  a language model behind an OpenAI-compatible server
+                                       (:mod:`policies.adapters._openai`)
+``hf:DIR[:key=value]``                 a local Hugging Face model folder (:mod:`policies.adapters._hf`)
 =====================================  ==========================================================
 
 The protocol and the registry live in the core (:mod:`behavsim.policy`); the kinds above are
@@ -44,7 +47,15 @@ from ._base import (
     parse_spec,
     source_info,
 )
-from ._pydial import PYDIAL_HINT, PyDialAdapter, StateVectorMismatch, find_pydial_root
+from ._pydial import (
+    PYDIAL_HINT,
+    PyDialAdapter,
+    StateVectorMismatch,
+    find_pydial_root,
+    git_commit,
+    read_config,
+    resolve_config,
+)
 from ._recorded import RECORDED_FORMAT, RECORDED_VERSION, RecordedAdapter, RecordedFailure, write_recorded
 
 __all__ = [
@@ -65,6 +76,9 @@ __all__ = [
     "StateVectorMismatch",
     "write_recorded",
     "find_pydial_root",
+    "git_commit",
+    "read_config",
+    "resolve_config",
     "file_sha256",
     "source_info",
     "RECORDED_FORMAT",

@@ -70,7 +70,7 @@ def _context_domains(meta: Any) -> set[str]:
 
 
 class DomainPolicyAdapter(PolicyAdapter):
-    """A built-in policy (handcrafted, GP-SARSA) on one :class:`policies.domain.Domain`: refuses a
+    """A built-in policy (handcrafted, GP-SARSA) on one :class:`policies.simulation.domain.Domain`: refuses a
     context set built on another domain before the first context (both may be called
     'restaurant': behavsim's domain and PyDial's CamRestaurants)."""
 
@@ -88,11 +88,11 @@ class DomainPolicyAdapter(PolicyAdapter):
 
 
 def _domain(domain: Any) -> Any:
-    """``None`` (the policy's default domain) or the :class:`policies.domain.Domain` that a domain,
+    """``None`` (the policy's default domain) or the :class:`policies.simulation.domain.Domain` that a domain,
     a shipped domain's name or a rules file names (picklable specs cross worker processes)."""
     if domain is None:
         return None
-    from ..domain import DomainError, resolve_domain
+    from ..simulation.domain import DomainError, resolve_domain
 
     try:
         return resolve_domain(domain)
@@ -102,7 +102,7 @@ def _domain(domain: Any) -> Any:
 
 def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     """``handcrafted[:nlg_seed=N]``: the built-in rule-based policy (``nlg_seed=none``: no prompts)."""
-    from ..handcrafted import HandcraftedPolicy
+    from ..learners.handcrafted import HandcraftedPolicy
 
     spec.check_options(("nlg_seed",))
     if spec.target:
@@ -126,8 +126,8 @@ def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapt
 
 def checkpoint_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     """``PATH.npz[:nlg_seed=N]`` or ``checkpoint:PATH``: a GP-SARSA checkpoint, greedy."""
-    from ..checkpoint import CheckpointError, policy_name, read_checkpoint
-    from ..gp import GPSarsaPolicy
+    from ..learners.checkpoint import CheckpointError, policy_name, read_checkpoint
+    from ..learners.gp import GPSarsaPolicy
 
     spec.check_options(("nlg_seed",))
     if not spec.target:
@@ -183,7 +183,7 @@ def callable_kind(spec: PolicySpec, **_: Any) -> Adapter:
             f"policy spec {spec.text!r}: expected module:function (an importable module and a "
             "callable in it, e.g. mypackage.policies:answer)"
         )
-    module_name, _, attr = spec.target.partition(":")
+    module_name, _sep, attr = spec.target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

@@ -41,7 +41,16 @@ from typing import Any
 from behavsim import BehavsimError, ConfigError, ModelNotAvailable
 from behavsim.policy import Adapter, PolicySpec, Response, file_sha256, source_info
 
-__all__ = ["PyDialAdapter", "StateVectorMismatch", "find_pydial_root", "PYDIAL_HINT", "SUPPORTED_POLICY_TYPES"]
+__all__ = [
+    "PyDialAdapter",
+    "StateVectorMismatch",
+    "find_pydial_root",
+    "git_commit",
+    "read_config",
+    "resolve_config",
+    "PYDIAL_HINT",
+    "SUPPORTED_POLICY_TYPES",
+]
 
 SUPPORTED_POLICY_TYPES = ("gp", "hdc")
 _SPECIAL_VALUES = frozenset({"dontcare", "**NONE**", "none"})
@@ -108,8 +117,9 @@ def _check_imports(root: Path) -> None:
         if mod is None:
             continue
         locations = [Path(p).resolve() for p in (getattr(mod, "__path__", None) or [])]
-        if getattr(mod, "__file__", None):
-            locations.append(Path(mod.__file__).resolve().parent)
+        mod_file = getattr(mod, "__file__", None)
+        if mod_file:
+            locations.append(Path(mod_file).resolve().parent)
         if (root / pkg).resolve() not in locations:
             raise ModelNotAvailable(
                 f"a module named {pkg!r} from {[str(p) for p in locations] or mod!r} is already "
@@ -118,7 +128,8 @@ def _check_imports(root: Path) -> None:
             )
 
 
-def _git_commit(root: Path) -> str | None:
+def git_commit(root: Path) -> str | None:
+    """The commit of the PyDial checkout at ``root`` (read from ``.git``), or None."""
     head = root / ".git" / "HEAD"
     try:
         text = head.read_text().strip()
@@ -253,9 +264,9 @@ class PyDialAdapter(Adapter):
             sys.path.insert(0, str(self.root))
         with contextlib.chdir(self.root):
             try:
-                self._Settings = importlib.import_module("utils.Settings")
-                self._DiaAct = importlib.import_module("utils.DiaAct")
-                self._Ontology = importlib.import_module("ontology.Ontology")
+                self._Settings: Any = importlib.import_module("utils.Settings")
+                self._DiaAct: Any = importlib.import_module("utils.DiaAct")
+                self._Ontology: Any = importlib.import_module("ontology.Ontology")
             except ImportError as exc:
                 raise ModelNotAvailable(
                     f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
@@ -321,7 +332,7 @@ class PyDialAdapter(Adapter):
                         "domain": domain,
                         "rng_seed": self.seed,
                         "overrides": overrides,
-                        "pydial_commit": _git_commit(self.root),
+                        "pydial_commit": git_commit(self.root),
                         # everything specific to these files under "path" (see policies.adapters.source_info)
                         "path": {"root": str(self.root), **source_info(self.config_path)},
                     }
@@ -358,7 +369,7 @@ class PyDialAdapter(Adapter):
                     else:
                         policy_mod = importlib.import_module("policy.HDCPolicy")
                         self.policy = policy_mod.HDCPolicy(domain)
-                    self._semo = None
+                    self._semo: Any = None
                     self._prompts: dict[str, Any] = {}
                     semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
                     if nlg and semotype and semotype != "PassthroughSemO":
@@ -457,7 +468,7 @@ class PyDialAdapter(Adapter):
         PyDial's ``SummaryUtils.globalSummary`` — called by the policy before it reads the belief
         (the masks, the GP state, the handcrafted rules) — overwrites ``method["none"]`` in place
         with 1 − Σ of every method entry, ``none`` included; behavsim's beliefs hold the value
-        after that overwrite (what the policy reads, see :mod:`policies.tracker`). The overwrite is
+        after that overwrite (what the policy reads, see :mod:`policies.simulation.tracker`). The overwrite is
         its own inverse, so PyDial is handed 1 − Σ(other methods) − ``none`` and reads the
         belief's own value: a belief recorded in a PyDial dialogue is answered as it was there."""
         method = (belief.get("beliefs") or {}).get("method")

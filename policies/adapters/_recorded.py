@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError
-from behavsim._io import check_no_lone_surrogates
+from behavsim.io import check_no_lone_surrogates
 from behavsim.policy import Adapter, PolicySpec, Response, source_info
 
 __all__ = ["RecordedAdapter", "RecordedFailure", "write_recorded", "RECORDED_FORMAT", "RECORDED_VERSION"]

@@ -1,4 +1,4 @@
-"""The words of a dialogue in :class:`policies.env.DialogueEnv`: a history of turns with text.
+"""The words of a dialogue in :class:`policies.simulation.env.DialogueEnv`: a history of turns with text.
 
 :class:`DialogueText` follows an environment through one dialogue and keeps the turns so far,
 each ``{"speaker": "system" | "user", "text": str, "act": str}`` (the act in canonical form):
@@ -9,7 +9,7 @@ was reset with). It only reads the environment — beliefs, acts and results are
 without it. At every system turn, :attr:`DialogueText.turns` is what an end-to-end policy reads:
 the dialogue up to that moment (the belief in front of a modular policy is the same moment).
 
->>> from policies.env import DialogueEnv
+>>> from policies.simulation.env import DialogueEnv
 >>> env = DialogueEnv()
 >>> text = DialogueText(env)
 >>> belief, info = env.reset(seed=1)

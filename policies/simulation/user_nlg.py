@@ -1,11 +1,11 @@
 """User-side template generator: a simulated user's act -> what the user says, in words.
 
-The system's generator (:class:`policies.nlg.TemplateNLG`) says an act the same way every time;
+The system's generator (:class:`policies.simulation.nlg.TemplateNLG`) says an act the same way every time;
 real users do not, so this generator draws its paraphrases from a random stream — one stream per
 dialogue, of its own (:func:`user_nlg_rng`), never the environment's. Beliefs, acts and every
 result computed from them are therefore the same with or without the text.
 
-Covered: every act Environment 1's simulated user (:class:`policies.user.SimulatedUser`) says on
+Covered: every act Environment 1's simulated user (:class:`policies.simulation.user.SimulatedUser`) says on
 CamRestaurants (and behavsim's example domain) — ``inform`` (with ``type``, ``this=dontcare``,
 ``dontcare`` values, several items at once), ``request`` (with or without the venue's name),
 ``confirm``, ``affirm``, ``negate``, ``deny``, ``reqalts``, ``thankyou``, ``ack``, ``hello``,
@@ -25,7 +25,7 @@ import numpy as np
 
 from behavsim import DialogueAct
 
-from ..actions import DiaAct
+from .actions import DiaAct
 
 __all__ = ["UserTemplateNLG", "user_nlg_rng", "USER_NLG_STREAM"]
 
@@ -114,7 +114,7 @@ def user_nlg_rng(dialogue_seed: int) -> np.random.Generator:
 class UserTemplateNLG:
     """Paraphrasing template generator for simulated-user acts (see the module doc).
 
-    ``generate(act, rng)`` takes a :class:`~policies.actions.DiaAct` (items in the order the user
+    ``generate(act, rng)`` takes a :class:`~policies.simulation.actions.DiaAct` (items in the order the user
     said them), a :class:`behavsim.DialogueAct` or an act string, and the dialogue's generator
     (:func:`user_nlg_rng`); the same act and generator state give the same words.
     """

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from behavsim import ConfigError, ResponseTable, compare_matrix
+from behavsim import ConfigError, ResponseTable, compare
 from behavsim._map import average_linkage, behaviour_map, classical_mds, write_map
 from behavsim.cli import main
 
@@ -86,8 +86,8 @@ def test_behaviour_map_by_hand(tmp_path):
     assert bm.coords["trial"].tolist() == ["hc", "ts-seed0", "ts-seed0", "ts-seed1"]
     assert bm.coords["final"].tolist() == [True, False, True, True]
     assert bm.finals == ["hc", "ts-0-200", "ts-1-200"] and bm.linkage.shape == (2, 4)
-    # the map of the same matrices, given as a MatrixComparison, is the same
-    again = behaviour_map(compare_matrix(tables(), ["TMR"]), "TMR")
+    # the map of the same matrices, given as a Comparison with matrices, is the same
+    again = behaviour_map(compare(tables(), None, scores=["TMR"], matrix=True), "TMR")
     assert again.coords.equals(bm.coords)
     p1 = write_map(bm, tmp_path / "a")
     write_map(again, tmp_path / "b")

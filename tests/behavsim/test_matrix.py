@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from test_engine import ACTS, CONTEXTS, FAST, FP, PROMPTS, _ConceptErrorScore, _LengthShare, make
 
-from behavsim import ConfigError, ContextSetMismatch, ResponseTable, compare, compare_matrix, context_fingerprint
+from behavsim import ConfigError, ContextSetMismatch, ResponseTable, compare, context_fingerprint
 from behavsim.scores import ScoreInfo, SemanticScore, concept_error
 
 
@@ -37,6 +37,11 @@ def _tables():
 SCORES = [*FAST, _ConceptErrorScore(), _LengthShare(), _NaNOnBye()]
 
 
+def compare_matrix(tables, scores, **options):
+    """The matrices alone: ``compare`` with no pairs and ``matrix=True``."""
+    return compare(tables, None, scores=scores, matrix=True, **options)
+
+
 def _engine_means(tables, scores):
     ids = [t.id for t in tables]
     return compare(tables, [(a, b) for a in ids for b in ids], scores=scores).means
@@ -48,10 +53,10 @@ def test_matrix_equals_engine_on_every_ordered_pair_and_self_pair():
     ids = [t.id for t in tables]
     means = _engine_means(tables, SCORES)
     assert mc.score_names == [s if isinstance(s, str) else s.name for s in SCORES]
-    assert mc.n == 6
+    assert mc.n_contexts == 6
     n_nan = 0
     for name in mc.score_names:
-        m = mc.means[name]
+        m = mc.matrices[name]
         assert list(m.index) == ids and list(m.columns) == ids
         for _, row in means.iterrows():
             got, want = m.loc[row["a"], row["b"]], row[name]
@@ -67,31 +72,31 @@ def test_matrix_equals_engine_on_every_ordered_pair_and_self_pair():
     for _, row in comp.means.iterrows():
         for name in FAST:
             want = row[name]
-            got = mc.means[name].loc[row["a"], row["b"]]
+            got = mc.matrices[name].loc[row["a"], row["b"]]
             assert (np.isnan(want) and np.isnan(got)) or abs(got - want) <= 1e-12
 
 
 def test_asymmetric_entries_follow_the_engines_argument_order():
     tables = _tables()
     mc = compare_matrix(tables, scores=[_ConceptErrorScore(), "CER"])
-    ce = mc["CE"]
+    ce = mc.matrices["CE"]
     # entry [a, b] = CE(a's act, b's act); p0 vs p2, hand-checked in test_engine: contexts 0..5
     forward = [concept_error(x, y) for x, y in zip(ACTS["p0"], ACTS["p2"])]
     backward = [concept_error(y, x) for x, y in zip(ACTS["p0"], ACTS["p2"])]
     assert ce.loc["p0", "p2"] == pytest.approx(np.mean(forward)) and forward[2] == 0.5
     assert ce.loc["p2", "p0"] == pytest.approx(np.mean(backward)) and backward[2] == 0.0
     assert ce.loc["p0", "p2"] != ce.loc["p2", "p0"]
-    np.testing.assert_array_equal(mc["CER"].to_numpy(), mc["CER"].to_numpy().T)  # symmetric: exactly
+    np.testing.assert_array_equal(mc.matrices["CER"].to_numpy(), mc.matrices["CER"].to_numpy().T)  # symmetric: exactly
     # self-pairs: every act against itself, error contexts missing
-    assert mc["CER"].loc["p3", "p3"] == 1.0 and mc.n_missing["CER"].loc["p3", "p3"] == 2
+    assert mc.matrices["CER"].loc["p3", "p3"] == 1.0 and mc.n_missing["CER"].loc["p3", "p3"] == 2
     assert mc.n_missing["CER"].loc["p3", "p0"] == 2 and mc.n_missing["CER"].loc["p1", "p3"] == 3
 
 
 def test_nan_values_and_missing_prompts():
     tables = _tables()
     mc = compare_matrix(tables, scores=["BLEU4", _NaNOnBye()])
-    assert mc.n_missing["BLEU4"].loc["p0", "p4"] == 6 and np.isnan(mc["BLEU4"].loc["p0", "p4"])
-    assert np.isnan(mc["BLEU4"].loc["p4", "p4"])
+    assert mc.n_missing["BLEU4"].loc["p0", "p4"] == 6 and np.isnan(mc.matrices["BLEU4"].loc["p0", "p4"])
+    assert np.isnan(mc.matrices["BLEU4"].loc["p4", "p4"])
     # p3 has prompts on contexts 1, 4, 5; p1 misses context 5: 2 defined contexts
     assert mc.n_missing["BLEU4"].loc["p1", "p3"] == 4
     # NaNBye: NaN where either act is bye() (p0 at 4, p1 at 4)
@@ -104,7 +109,7 @@ def test_chunking_gives_identical_matrices(chunk):
     ref = compare_matrix(tables, scores=SCORES, chunk_contexts=6)
     got = compare_matrix(tables, scores=SCORES, chunk_contexts=chunk)
     for name in ref.score_names:
-        pd.testing.assert_frame_equal(got.means[name], ref.means[name], check_exact=True)
+        pd.testing.assert_frame_equal(got.matrices[name], ref.matrices[name], check_exact=True)
         pd.testing.assert_frame_equal(got.n_missing[name], ref.n_missing[name], check_exact=True)
 
 
@@ -128,23 +133,23 @@ def test_chunking_invariance_on_many_contexts():
     for chunk in (1, 7, 50):
         got = compare_matrix(tables, scores=scores, chunk_contexts=chunk)
         for name in ref.score_names:
-            np.testing.assert_array_equal(got.means[name].to_numpy(), ref.means[name].to_numpy())
+            np.testing.assert_array_equal(got.matrices[name].to_numpy(), ref.matrices[name].to_numpy())
     means = _engine_means(tables, scores)
     for name in ref.score_names:
-        want = means.pivot(index="a", columns="b", values=name).loc[ref.means[name].index, ref.means[name].columns]
-        np.testing.assert_allclose(ref.means[name].to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
+        want = means.pivot(index="a", columns="b", values=name).loc[ref.matrices[name].index, ref.matrices[name].columns]
+        np.testing.assert_allclose(ref.matrices[name].to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
 
 
 def test_sorted_path_equals_lookup_path(monkeypatch):
     """Many distinct answers switch the lookup table off for sorting; both give the same result."""
-    import behavsim._matrix as matrix
+    import behavsim._kernel as matrix
 
     tables = _tables()
     ref = compare_matrix(tables, scores=SCORES, chunk_contexts=2)
     monkeypatch.setattr(matrix, "_use_lookup", lambda base, cells: False)
     got = compare_matrix(tables, scores=SCORES, chunk_contexts=2)
     for name in ref.score_names:
-        pd.testing.assert_frame_equal(got.means[name], ref.means[name], check_exact=True)
+        pd.testing.assert_frame_equal(got.matrices[name], ref.matrices[name], check_exact=True)
         pd.testing.assert_frame_equal(got.n_missing[name], ref.n_missing[name], check_exact=True)
 
 
@@ -153,7 +158,7 @@ def test_deterministic():
     a = compare_matrix(tables, scores=SCORES)
     b = compare_matrix(tables, scores=SCORES)
     for name in a.score_names:
-        assert a.means[name].to_csv() == b.means[name].to_csv()
+        assert a.matrices[name].to_csv() == b.matrices[name].to_csv()
 
 
 def test_bad_input():
@@ -195,7 +200,7 @@ def test_cli_matrix_writes_files(tmp_path, capsys):
         assert (out / f"{name}.png").stat().st_size > 0
         got = pd.read_csv(out / f"{name}.csv", index_col=0)
         assert list(got.index) == [t.id for t in tables] and list(got.columns) == [t.id for t in tables]
-        np.testing.assert_allclose(got.to_numpy(), mc.means[name].to_numpy(), rtol=1e-9, equal_nan=True)
+        np.testing.assert_allclose(got.to_numpy(), mc.matrices[name].to_numpy(), rtol=1e-9, equal_nan=True)
         miss = pd.read_csv(out / "n_missing.csv").pivot(index="a", columns="b", values=name)
         np.testing.assert_array_equal(miss.loc[got.index, got.columns].to_numpy(), mc.n_missing[name].to_numpy())
     meta = json.loads((out / "matrix.meta.json").read_text())
@@ -256,5 +261,5 @@ def test_model_scores_equal_the_engine():
         comp = compare(tables, "all", scores=[score]).means  # the engine's own batch on a < b
         for frame in (means, comp):
             for _, row in frame.iterrows():
-                got, want = mc.means[score.name].loc[row["a"], row["b"]], row[score.name]
+                got, want = mc.matrices[score.name].loc[row["a"], row["b"]], row[score.name]
                 assert (np.isnan(want) and np.isnan(got)) or abs(got - want) <= 1e-12, (score, row["a"], row["b"])

@@ -70,3 +70,82 @@ def test_plot_errors_name_the_missing_columns(tmp_path):
         plots.pair_curves(_pairs(), tmp_path / "x", scores=["USE_cos"])
     with pytest.raises(ConfigError, match="empty"):
         plots.pair_bars(_pairs().iloc[:0], tmp_path / "x")
+
+
+# ------------------------------------------------------------------- layout: no text overlaps
+def _quick_per_turn():
+    """Per-turn rows shaped like the quick study's (three seed pairs of long checkpoint ids, 16 turns)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for k, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
+        for t in range(1, 17):
+            rows.append({"pair": f"{i} vs {j}", "a": f"iq-seed{i}-006000", "b": f"iq-seed{j}-006000", "turn": t,
+                         "n": 5, "TMR": rng.random(), "DMR": rng.random()})
+    return pd.DataFrame(rows)
+
+
+def _quick_convergence():
+    rng = np.random.default_rng(4)
+    rows = []
+    for r in ("ts", "iq"):
+        for s in range(3):
+            for cs in (f"ccol-{r}", "cgen"):
+                for ck in range(2000, 7000, 1000):
+                    v = rng.uniform(0.5, 1.0)
+                    rows.append({"context_set": cs, "trial": f"{r}-seed{s}", "checkpoint": ck, "TMR": v,
+                                 "TMR_lo": v - 0.03, "TMR_hi": min(1.0, v + 0.03), "last": ck == 6000})
+    return pd.DataFrame(rows)
+
+
+LAYOUT_CASES = {
+    "per_turn, a vs b titles": lambda p: plots.per_turn_plot(_quick_per_turn(), p),
+    "per_turn, labels": lambda p: plots.per_turn_plot(_quick_per_turn().assign(lab=lambda d: "seeds " + d["pair"]),
+                                                      p, label="lab", title="TMR and DMR per system turn: pairs of "
+                                                      "iq trials at the last checkpoint of a rather long title"),
+    "per_turn, six pairs": lambda p: plots.per_turn_plot(
+        pd.concat([_quick_per_turn(), _quick_per_turn().assign(pair=lambda d: "x" + d["pair"],
+                                                               a=lambda d: d["a"].str.replace("iq", "ts"))]), p),
+    "convergence, one panel": lambda p: plots.convergence_curves(_quick_convergence(), p, order=["ts-seed0"]),
+    "convergence, panels": lambda p: plots.convergence_curves(
+        _quick_convergence(), p, panel="context_set", order=["ts-seed0", "ts-seed1", "ts-seed2"],
+        title="Convergence: TMR of checkpoint k vs k−1 of every trial, on each context set of the study"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_CASES))
+def test_no_text_overlaps_or_is_cut(tmp_path, monkeypatch, name):
+    """Every text the per-turn and convergence figures draw (titles, panel titles, axis and tick
+    labels, legend) has its own place inside the figure: matplotlib's text extents, drawn."""
+    from _figure_text import capture_figures, cut, drawn_texts, overlapping
+
+    with capture_figures(monkeypatch) as figs:
+        LAYOUT_CASES[name](tmp_path / "f")
+    texts = drawn_texts(figs[0], plots.RC)
+    assert len(texts) > 10
+    assert overlapping(texts) == []
+    assert cut(figs[0], texts) == []
+    if "per_turn" in name:  # the long ids of the issue ("…iq-seed1-006000iq-seed0-…") are whole, on their own lines
+        heads = [t for t, _ in texts if "vs" in t]
+        assert heads and all(len(line) <= 40 for h in heads for line in h.split("\n"))
+
+
+def test_layout_check_finds_overlaps(monkeypatch, tmp_path):
+    """The check itself: two titles drawn on top of each other and one beyond the edge are found."""
+    from _figure_text import capture_figures, cut, drawn_texts, overlapping
+
+    fig = plots.new_figure(3, 2)
+    ax = fig.add_subplot()
+    ax.set_title("a title of some length")
+    ax.text(0.5, 1.04, "another title here", transform=ax.transAxes, ha="center")
+    fig.text(0.98, 0.5, "beyond the edge")
+    with capture_figures(monkeypatch) as figs:
+        plots.save_figure(fig, tmp_path / "x")
+    texts = drawn_texts(figs[0], plots.RC)
+    assert [set(p) for p in overlapping(texts)] == [{"a title of some length", "another title here"}]
+    assert cut(figs[0], texts) == ["beyond the edge"]
+
+
+def test_order_puts_the_papers_rewards_first():
+    assert plots.ordered(["iq", "ts", "b", 2, 10], ["ts", "iq"]) == ["ts", "iq", 2, 10, "b"]
+    assert plots.ordered(["iq-seed1", "ts-seed0", "iq-seed0"]) == ["iq-seed0", "iq-seed1", "ts-seed0"]
+    assert plots.wrap_title("ts-seed0-006000 vs ts-seed1-006000", 1.6, 8) == "ts-seed0-006000 vs\nts-seed1-006000"

@@ -1,4 +1,4 @@
-"""compare_stream and `compare --per-context`: the engine's per-context rows and means, streamed."""
+"""compare(per_context=sink) and `compare --per-context`: the engine's per-context rows and means, streamed."""
 
 import io
 import re
@@ -10,7 +10,7 @@ from test_engine import FAST, _ConceptErrorScore, _LengthShare
 from test_matrix import _NaNOnBye, _saved, _tables
 
 from behavsim import ALL_SCORES, ConfigError, compare
-from behavsim._stream import PerContextWriter, compare_stream
+from behavsim._sinks import PerContextWriter
 
 SCORES = [*FAST, _ConceptErrorScore(), _LengthShare(), _NaNOnBye()]
 
@@ -29,7 +29,7 @@ def test_streamed_rows_and_means_equal_the_engine(pairs, chunk_cells):
     tables = _tables()
     ref = compare(tables, pairs, scores=SCORES)
     pieces: list[pd.DataFrame] = []
-    got = compare_stream(tables, pairs, scores=SCORES, sink=pieces.append, chunk_cells=chunk_cells)
+    got = compare(tables, pairs, scores=SCORES, per_context=pieces.append, chunk_cells=chunk_cells)
     rows = pd.concat(pieces, ignore_index=True)
     pd.testing.assert_frame_equal(rows, ref.per_context, check_exact=True)
     pd.testing.assert_frame_equal(got.means, ref.means, check_exact=True)
@@ -45,17 +45,17 @@ def test_all_eight_scores_streamed_equal_the_engine():
     tables = _tables()
     ref = compare(tables, "all", scores=ALL_SCORES)
     pieces: list[pd.DataFrame] = []
-    got = compare_stream(tables, "all", scores=ALL_SCORES, sink=pieces.append, chunk_cells=12)
+    got = compare(tables, "all", scores=ALL_SCORES, per_context=pieces.append, chunk_cells=12)
     pd.testing.assert_frame_equal(pd.concat(pieces, ignore_index=True), ref.per_context, check_exact=True)
     pd.testing.assert_frame_equal(got.means, ref.means, check_exact=True)
 
 
 def test_without_a_sink_only_the_means():
     tables = _tables()
-    got = compare_stream(tables, "all", scores=["TMR"], chunk_cells=6)
+    got = compare(tables, "all", scores=["TMR"], per_context=False, chunk_cells=6)
     pd.testing.assert_frame_equal(got.means, compare(tables, "all", scores=["TMR"]).means, check_exact=True)
     with pytest.raises(ConfigError, match="chunk_cells"):
-        compare_stream(tables, "all", scores=["TMR"], chunk_cells=0)
+        compare(tables, "all", scores=["TMR"], per_context=False, chunk_cells=0)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -64,7 +64,7 @@ def test_writer(tmp_path, fmt):
     ref = compare(tables, "all", scores=["TMR", "CER"])
     path = tmp_path / f"rows.{fmt}"
     with PerContextWriter(path, fmt) as w:
-        compare_stream(tables, "all", scores=["TMR", "CER"], sink=w, chunk_cells=6)
+        compare(tables, "all", scores=["TMR", "CER"], per_context=w, chunk_cells=6)
     got = pd.read_csv(path, dtype={"context_id": str}) if fmt == "csv" else pd.read_parquet(path)
     assert w.rows == len(ref.per_context) and not list(tmp_path.glob(".*partial"))
     pd.testing.assert_frame_equal(got, ref.per_context, check_dtype=False, check_exact=fmt == "parquet", rtol=1e-9)

@@ -2,7 +2,7 @@
 10 evaluation dialogues; ~20 s), against the real PyDial3 snapshot.
 
 PyDial is looked for in ``../shared/pydial3`` beside the repository root (or
-``$BEHAVSIM_PYDIAL_ROOT``); the test is skipped, saying so, only when that folder is absent.
+``$BEHAVSIM_SHARED/pydial3``); the test is skipped, saying so, only when that folder is absent.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PYDIAL = Path(os.environ.get("BEHAVSIM_PYDIAL_ROOT") or REPO.parent / "shared" / "pydial3")
 
 
-@pytest.mark.skipif(
-    not (PYDIAL / "policy" / "GPPolicy.py").is_file(),
-    reason=f"PyDial3 not found at {PYDIAL} (CI clones the repository with shared/pydial3 beside it; "
-    f"set BEHAVSIM_PYDIAL_ROOT to another PyDial3 root)",
-)
-def test_pydial_learning_tiny():
+def test_pydial_learning_tiny(pydial_root):
+    PYDIAL = pydial_root
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     args = ["--seeds", "0", "--points", "20", "--eval-dialogues", "10", "--workers", "1", "--json"]
     r = subprocess.run(

@@ -4,11 +4,11 @@ import pytest
 
 from behavsim import ConfigError, ContextSet
 from contexts import collect, dialogue_seed, generate_grid
-from policies.base import check_policy
-from policies.checkpoint import load_checkpoint
-from policies.gp import GPSarsaPolicy
-from policies.handcrafted import HandcraftedPolicy
-from policies.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
+from behavsim.policy import check_policy
+from policies.learners.checkpoint import load_checkpoint
+from policies.learners.gp import GPSarsaPolicy
+from policies.learners.handcrafted import HandcraftedPolicy
+from policies.learners.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_metadata_per_context():
 
 
 def test_evaluation_dialogues_of_training_are_replayed():
-    """seed=EVAL_SEED gives the evaluation dialogues of policies.train: one context per turn."""
+    """seed=EVAL_SEED gives the evaluation dialogues of policies.learners.train: one context per turn."""
     cs = collect("handcrafted", dialogues=10, seed=EVAL_SEED)
     res = evaluate_policy(HandcraftedPolicy(), 10)
     assert len(cs) == sum(res.turns)
@@ -134,7 +134,7 @@ class _NoSummary:
     name = "text-only"
 
     def act(self, belief):
-        from policies.base import Response
+        from behavsim.policy import Response
 
         return Response("hello()", "hi", None)
 
@@ -176,7 +176,7 @@ def test_progress_bar_on_request(capsys):
 
 def test_builtin_policies_answer_the_fine_grid(ckpt):
     """Step 0.1 crosses the acceptance thresholds (area: 1/4.9 ≈ 0.204) — no policy may fail there."""
-    from policies.actions import parse_act
+    from policies.simulation.actions import parse_act
 
     cs = generate_grid(step=0.1)
     for pol in (HandcraftedPolicy(nlg_seed=None), load_checkpoint(ckpt)):

@@ -6,8 +6,8 @@ import pytest
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 from contexts import ContextRecorder, LogFormatError, collect, from_jsonl
-from policies.env import DialogueEnv
-from policies.handcrafted import HandcraftedPolicy
+from policies.simulation.env import DialogueEnv
+from policies.learners.handcrafted import HandcraftedPolicy
 
 
 def test_recorder_in_a_dialogue_loop_matches_collect():
@@ -43,7 +43,7 @@ def test_recorder_copies():
 
 def test_recorder_rejects_bad_input():
     rec = ContextRecorder()
-    with pytest.raises(LogFormatError, match=r"context 0: a belief state must have a non-empty 'beliefs'"):
+    with pytest.raises(LogFormatError, match=r"context 0: beliefs: expected \{slot: \{value: probability\}\}, got nothing"):
         rec.record({"area": {"north": 1.0}})
     with pytest.raises(LogFormatError, match=r"non-finite"):
         rec.record({"beliefs": {"area": {"north": float("nan")}}})
@@ -80,8 +80,10 @@ def test_from_jsonl_bare_and_wrapped(tmp_path):
     ('{"beliefs": {"area": {"north": NaN}}}', r"log.jsonl:2: non-finite number NaN"),
     ('{"belief": {"beliefs": {"a": {"x": 1}}}, "meta": [1]}', r"log.jsonl:2: 'meta' must be an object"),
     ('{"belief": {"beliefs": {"a": {"x": 1}}}, "extra": 1}', r"log.jsonl:2: unexpected keys \['extra'\]"),
-    ('{"area": {"north": 1.0}}', r"log.jsonl:2: a belief state must have a non-empty 'beliefs'"),
-    ('{"beliefs": {"area": {"north": "high"}}}', r"log.jsonl:2: beliefs\['area'\]\['north'\] must be a probability"),
+    ('{"area": {"north": 1.0}}', r"log.jsonl:2: beliefs: expected \{slot: \{value: probability\}\}, got nothing"),
+    ('{"beliefs": {"area": {"north": "high"}}}',
+     r"log.jsonl:2: beliefs.area.north: expected a probability in \[0, 1\], got a string"),
+    ('{"beliefs": {"area": ["north"]}}', r"log.jsonl:2: beliefs.area: expected \{value: probability\}, got a list"),
     ('{"format": "behavsim-contexts", "version": 1}', r"log.jsonl:2: this is a saved behavsim context set"),
 ])
 def test_from_jsonl_bad_lines(tmp_path, line, pattern):
@@ -101,9 +103,18 @@ def test_from_jsonl_file_problems(tmp_path):
     assert issubclass(LogFormatError, BehavsimError)
 
 
-def test_from_jsonl_lenient(tmp_path):
-    path = _write(tmp_path / "log.jsonl", ['{"dialogue_state": [0.1, 0.9]}'])
-    assert len(from_jsonl(path, strict=False)) == 1
+def test_from_jsonl_lenient_skips_and_lists_bad_lines(tmp_path):
+    good = '{"beliefs": {"area": {"north": 1.0}}}'
+    path = _write(tmp_path / "log.jsonl", [good, '{"dialogue_state": [0.1, 0.9]}', "{not json", good])
+    with pytest.raises(LogFormatError, match="log.jsonl:2: beliefs: expected"):
+        from_jsonl(path)
+    cs = from_jsonl(path, strict=False)
+    assert len(cs) == 2 and [m["log_line"] for m in cs.metas] == [1, 4]
+    assert [s["line"] for s in cs.meta["skipped"]] == [2, 3]
+    assert cs.meta["skipped"][1]["problem"].startswith(f"{path}:3: invalid JSON")
+    assert "skipped" not in from_jsonl(_write(tmp_path / "good.jsonl", [good]), strict=False).meta
+    with pytest.raises(LogFormatError, match=r"no belief states in the file \(1 bad lines skipped; the first: .*:1: "):
+        from_jsonl(_write(tmp_path / "bad.jsonl", ["[1]"]), strict=False)
 
 
 def test_logged_beliefs_stored_with_sorted_keys(tmp_path):

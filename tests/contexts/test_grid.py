@@ -9,8 +9,8 @@ import pytest
 
 from behavsim import ConfigError, ContextSet
 from contexts import default_values, generate_grid, grid_levels
-from policies.domain import Domain, resolve_domain
-from policies.tracker import inform_info, make_belief
+from policies.simulation.domain import Domain, resolve_domain
+from policies.simulation.tracker import inform_info, make_belief
 
 GRID_SLOTS = ("area", "pricerange", "food")
 
@@ -96,7 +96,7 @@ def test_features_follow_the_beliefs(cgen):
 
 def test_ties_at_one_half_go_to_the_value():
     """Features agree with the stored belief, and ties do not depend on key order: at p = 0.5
-    the value beats **NONE** (policies.actions' rule: ontology values, then dontcare, then
+    the value beats **NONE** (policies.simulation.actions' rule: ontology values, then dontcare, then
     **NONE**), so the value is accepted and every context, ties included, is make_belief of its
     grid point."""
     d = resolve_domain(None)
@@ -184,13 +184,10 @@ def test_absurd_steps_refused_quickly(step):
     assert time.perf_counter() - t < 1.0
 
 
-PYDIAL = Path("/work/shared/pydial-ontology")
-
-
-@pytest.mark.skipif(not (PYDIAL / "CamRestaurants-rules.json").is_file(), reason="PyDial ontology files not found")
-def test_pydial_domain_grid_and_policy():
-    from policies.base import check_policy
-    from policies.handcrafted import HandcraftedPolicy
+def test_pydial_domain_grid_and_policy(pydial_ontology):
+    PYDIAL = pydial_ontology
+    from behavsim.policy import check_policy
+    from policies.learners.handcrafted import HandcraftedPolicy
 
     cam = Domain.from_pydial(PYDIAL / "CamRestaurants-rules.json", PYDIAL / "CamRestaurants-dbase.db")
     cs = generate_grid(cam, step=0.5)

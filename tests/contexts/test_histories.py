@@ -122,7 +122,7 @@ def test_text_only_view(tmp_path, ccol):
 
 # ----------------------------------------------------------------------------- collected histories
 def test_collected_histories_are_the_dialogue_so_far(ccol):
-    from policies.nlg import TemplateNLG
+    from policies.simulation.nlg import TemplateNLG
 
     nlg = TemplateNLG(0)
     for i in range(len(ccol)):
@@ -195,13 +195,34 @@ def test_import_logged_dialogues(tmp_path):
     ({"turns": [{"speaker": "agent", "text": "x"}]}, ":1: turn 0: speaker must be 'system' or 'user'"),
     ({"turns": [{"speaker": "user", "text": "x", "belief": BELIEF}]}, ":1: turn 0: only a system turn carries a belief"),
     ({"turns": [{"speaker": "system", "text": "x", "act": "inform(("}]}, ":1: turn 0: "),
-    ({"turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {}}}]}, "non-empty 'beliefs' object"),
+    ({"turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {}}}]},
+     r":1: turn 0: beliefs: expected \{slot: \{value: probability\}\}, got an empty object"),
     ({"turns": [{"speaker": "user", "text": "x"}]}, "no system turns in the file"),
     ({"turns": [{"speaker": "system", "text": "x"}], "who": 1}, r":1: unexpected keys \['who'\]"),
 ])
 def test_dialogue_log_errors_are_named(tmp_path, dialogue, message):
     with pytest.raises(contexts.LogFormatError, match=message):
         contexts.from_dialogues_jsonl(_log(tmp_path, [dialogue]))
+
+
+def test_lenient_import_skips_bad_dialogues_and_lists_them(tmp_path, capsys):
+    from behavsim.cli import main
+
+    good = {"id": "d1", "turns": [{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "hello"}]}
+    bad_belief = {"id": "d2", "turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {"area": [1]}}}]}
+    p = _log(tmp_path, [good, bad_belief, good])  # line 3: d1 again
+    with pytest.raises(contexts.LogFormatError, match=r":2: turn 0: beliefs\.area: expected \{value: probability\}"):
+        contexts.from_dialogues_jsonl(p)
+    cs = contexts.from_dialogues_jsonl(p, strict=False)
+    assert cs.ids == ["d1/t1"] and cs.meta["dialogues"] == 1
+    assert [k["line"] for k in cs.meta["skipped"]] == [2, 3]
+    assert cs.meta["skipped"][1]["problem"] == f"{p}:3: dialogue id 'd1' also on line 1"
+    assert main(["contexts", "import", str(p), "--lenient", "-o", str(tmp_path / "d.jsonl")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"skipped {p}:2: turn 0: beliefs.area:")
+    assert err[-1] == f"skipped 2 bad dialogue lines of {p}; kept 1 contexts"
+    with pytest.raises(contexts.LogFormatError, match=r"no system turns in the file \(every .*\(2 bad lines skipped"):
+        contexts.from_dialogues_jsonl(_log(tmp_path, [bad_belief, {"turns": []}]), strict=False)
 
 
 def test_contexts_import_cli_reads_both_kinds_of_log(tmp_path, capsys):

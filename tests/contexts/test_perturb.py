@@ -7,8 +7,8 @@ import pytest
 from behavsim import ConfigError, ContextSet, respond
 from behavsim.cli import main
 from contexts import check_belief, generate_grid, perturb
-from policies.domain import resolve_domain
-from policies.tracker import inform_info, make_belief
+from policies.simulation.domain import resolve_domain
+from policies.simulation.tracker import inform_info, make_belief
 
 NOT_SLOTS = ("method", "discourseAct", "requested")
 

@@ -2,13 +2,16 @@
 in one line naming the file or option and exit status 2 — never a traceback, never exit 1 (which
 is kept for behavsim's own bugs). Grown as users find new ways in."""
 
+import json
+import shutil
+
 import pytest
 
 from behavsim.cli import main
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory):
+def ws(tmp_path_factory, tiny_run):
     """A workspace: a grid, two response tables, a trained run, damaged and odd files."""
     d = tmp_path_factory.mktemp("bad")
     assert main(["contexts", "generate", "--step", "0.5", "-o", str(d / "g.jsonl")]) == 0
@@ -31,6 +34,21 @@ def ws(tmp_path_factory):
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte in the middle of the zip
     (d / "flipped.npz").write_bytes(bytes(raw))
     (d / "short.npz").write_bytes(ck.read_bytes()[: len(raw) // 3])
+    # context sets a user made by hand (no checksum): beliefs not in the documented layout
+    grid = [json.loads(line) for line in (d / "g.jsonl").read_text().splitlines()]
+    header = {k: v for k, v in grid[0].items() if k != "checksum"}
+    lists = [dict(r, belief=dict(r["belief"], beliefs=dict(r["belief"]["beliefs"], area=sorted(
+        r["belief"]["beliefs"]["area"])))) if r["i"] >= 15 else r for r in grid[1:]]
+    (d / "cgen-lists.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *lists]) + "\n")
+    high = [dict(r, belief=dict(r["belief"], beliefs=dict(r["belief"]["beliefs"], food={"indian": 1.5})))
+            if r["i"] == 4 else r for r in grid[1:]]
+    (d / "cgen-high.jsonl").write_text("\n".join(json.dumps(r) for r in [header, *high]) + "\n")
+    (d / "log.jsonl").write_text('{"beliefs": {"area": {"north": 1.0}}}\n{"beliefs": {"area": "north"}}\n')
+    # copies of a study's run folder with a results CSV truncated, one deleted, a figure damaged
+    for name, damage in (("truncated", lambda r: (r / "results" / "seeds.csv").write_text("context_set,reward\n")),
+                         ("deleted", lambda r: (r / "results" / "table1.csv").unlink()),
+                         ("figure", lambda r: (r / "figures" / "per_turn_ts.svg").write_text("<sv"))):
+        damage(shutil.copytree(tiny_run, d / f"study-{name}"))
     return d
 
 
@@ -73,7 +91,58 @@ CASES = [
     ("negative N-best", ["contexts", "collect", "--policy", "handcrafted", "--dialogues", "2", "--error-rate", "0.1",
                          "--nbest", "-3", "-o", "{d}/c.jsonl"], r"nbest"),
     ("error rate above 1", ["contexts", "collect", "--policy", "handcrafted", "--dialogues", "2", "--error-rate",
-                            "1.5", "-o", "{d}/c.jsonl"], r"error_rate"),
+                            "1.5", "-o", "{d}/c.jsonl"], r"--error-rate: expected a number in \[0, 1\], got 1.5"),
+    ("negative N-best without an error rate", ["contexts", "collect", "--policy", "handcrafted", "--dialogues", "2",
+                                               "--nbest", "-3", "-o", "{d}/c.jsonl"],
+     r"--nbest: expected a positive integer, got -3"),
+    ("N-best 0", ["contexts", "collect", "--policy", "handcrafted", "--nbest", "0", "-o", "{d}/c.jsonl"],
+     r"--nbest: expected a positive integer, got 0"),
+    ("collect 0 dialogues", ["contexts", "collect", "--policy", "handcrafted", "--dialogues", "0", "-o",
+                             "{d}/c.jsonl"], r"--dialogues: expected a positive integer, got 0"),
+    ("collect with a negative seed", ["contexts", "collect", "--policy", "handcrafted", "--seed", "-1", "-o",
+                                      "{d}/c.jsonl"], r"--seed: expected a non-negative integer, got -1"),
+    ("collect with 0 turns", ["contexts", "collect", "--policy", "handcrafted", "--max-turns", "0", "-o",
+                              "{d}/c.jsonl"], r"--max-turns: expected a positive integer, got 0"),
+    ("negative error rate", ["contexts", "collect", "--policy", "handcrafted", "--error-rate", "-0.1", "-o",
+                             "{d}/c.jsonl"], r"--error-rate: expected a number in \[0, 1\], got -0.1"),
+    ("collect-pydial of 0 dialogues", ["contexts", "collect-pydial", "--config", "{d}/x.cfg", "--dialogues", "0",
+                                       "-o", "{d}/c.jsonl"], r"--dialogues: expected a positive integer, got 0"),
+    ("collect-pydial error rate above 1", ["contexts", "collect-pydial", "--config", "{d}/x.cfg", "--error-rate", "2",
+                                           "-o", "{d}/c.jsonl"], r"--error-rate: expected a number in \[0, 1\]"),
+    ("perturb with a negative seed", ["contexts", "perturb", "{d}/g.jsonl", "--noise", "0.1", "--seed", "-1", "-o",
+                                      "{d}/p.jsonl"], r"--seed: expected a non-negative integer, got -1"),
+    ("perturb with N-best 1", ["contexts", "perturb", "{d}/g.jsonl", "--noise", "0.1", "--nbest", "1", "-o",
+                               "{d}/p.jsonl"], r"nbest: expected an integer >= 2, got 1"),
+    ("info --show -3", ["contexts", "info", "{d}/g.jsonl", "--show", "-3"],
+     r"--show: expected a non-negative integer, got -3"),
+    ("train 0 dialogues", ["train", "--dialogues", "0", "--no-progress", "-o", "{d}/t0"],
+     r"dialogues: expected a positive integer, got 0"),
+    ("train 0 evaluation dialogues", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--eval-dialogues",
+                                      "0", "--no-progress", "-o", "{d}/t0"],
+     r"eval_dialogues: expected a positive integer, got 0"),
+    ("train 0 workers", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--workers", "0", "--no-progress",
+                         "-o", "{d}/t0"], r"workers: expected a positive integer, got 0"),
+    ("train gamma above 1", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--gamma", "1.5",
+                             "--no-progress", "-o", "{d}/t0"], r"gamma: expected a number in \[0, 1\], got 1.5"),
+    ("train a negative seed", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--seeds", "-1",
+                               "--no-progress", "-o", "{d}/t0"], r"seeds: expected non-negative integers, got -1"),
+    ("train --monitor of a garbled set", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--eval-dialogues",
+                                          "1", "--no-progress", "--monitor", "{d}/cgen-lists.jsonl", "-o", "{d}/t0"],
+     r"cgen-lists\.jsonl:17: beliefs\.area: expected \{value: probability\}, got a list"),
+    ("train --monitor-scores unknown", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--no-progress",
+                                        "--monitor", "{d}/g.jsonl", "--monitor-scores", "TMR,TMX", "-o", "{d}/t0"],
+     r"--monitor-scores: unknown score 'TMX'"),
+    ("train --monitor-reference unknown", ["train", "--dialogues", "10", "--checkpoint-every", "10", "--no-progress",
+                                           "--monitor", "{d}/g.jsonl", "--monitor-reference", "handcraftd", "-o",
+                                           "{d}/t0"], r"--monitor-reference: unknown policy kind 'handcraftd'"),
+    ("monitor --lag 0", ["monitor", "{d}/run", "--contexts", "{d}/g.jsonl", "--lag", "0", "-o", "{d}/mon"],
+     r"--lag: expected a positive number"),
+    ("monitor --every 0", ["monitor", "{d}/run", "--contexts", "{d}/g.jsonl", "--every", "0", "-o", "{d}/mon"],
+     r"--every: expected a positive integer"),
+    ("reproduce with a negative seed", ["reproduce", "--config", "tiny", "--seeds", "-1", "-o", "{d}/study0"],
+     r"seeds: expected non-negative integers, got -1"),
+    ("reproduce of 0 dialogues", ["reproduce", "--config", "tiny", "--dialogues", "0", "-o", "{d}/study0"],
+     r"'dialogues': expected a positive integer, got 0"),
     ("noise above 1", ["contexts", "perturb", "{d}/g.jsonl", "--noise", "2", "-o", "{d}/p.jsonl"], r"noise"),
     ("grid step 0", ["contexts", "generate", "--step", "0", "-o", "{d}/x.jsonl"], r"step"),
     ("negative workers", ["respond", "--policy", "handcrafted", "--contexts", "{d}/g.jsonl", "--workers", "-2",
@@ -90,6 +159,23 @@ CASES = [
      r"chunk_contexts"),
     ("unknown score", ["compare", "{d}/a.jsonl", "{d}/b.jsonl", "--scores", "TMX", "-o", "{d}/x.csv"], r"TMX"),
     ("report of a folder that is no run", ["report", "{d}", "-o", "{d}/r.html"], r"is not a run directory"),
+    ("report of a run with a truncated CSV", ["report", "{d}/study-truncated", "-o", "{d}/r.html"],
+     r"study-truncated: no report .*: results/seeds\.csv was changed since the study wrote it"),
+    ("report of a run with a deleted CSV", ["report", "{d}/study-deleted", "-o", "{d}/r.html"],
+     r"study-deleted: no report .*: results/table1\.csv is missing"),
+    ("report of a run with a damaged figure", ["report", "{d}/study-figure", "-o", "{d}/r.html"],
+     r"study-figure: no report .*: figures/per_turn_ts\.svg was changed since the study wrote it"),
+    # ----------------------------------------------------------------------- context sets not in the belief layout
+    ("respond on beliefs that are lists", ["respond", "--policy", "handcrafted", "--contexts", "{d}/cgen-lists.jsonl",
+                                           "-o", "{d}/r.jsonl", "--no-progress"],
+     r"cgen-lists\.jsonl:17: beliefs\.area: expected \{value: probability\}, got a list"),
+    ("monitor on a probability above 1", ["monitor", "{d}/run", "--contexts", "{d}/cgen-high.jsonl", "-o",
+                                          "{d}/mon"],
+     r"cgen-high\.jsonl:6: beliefs\.food\.indian: expected a probability in \[0, 1\], got 1\.5"),
+    ("contexts info of beliefs that are lists", ["contexts", "info", "{d}/cgen-lists.jsonl"],
+     r"cgen-lists\.jsonl:17: beliefs\.area"),
+    ("contexts import of a bad log", ["contexts", "import", "{d}/log.jsonl", "-o", "{d}/imported.jsonl"],
+     r"log\.jsonl:2: beliefs\.area: expected \{value: probability\}, got a string"),
     ("monitor of a missing folder", ["monitor", "{d}/no-such-run", "--contexts", "{d}/g.jsonl", "-o", "{d}/mon"],
      r"no-such-run"),
 ]
@@ -106,6 +192,25 @@ def test_bad_input_is_one_line_and_exit_2(ws, capsys, argv, pattern):
     assert rc == 2, (rc, err)
     assert re.search(pattern, err), err
     assert len(err.strip().splitlines()) <= 3, err  # one line (a parse error adds its pointer lines)
+
+
+def test_bad_input_writes_nothing(ws):
+    """Refused up front: no training (no run folder) when --monitor's set is bad, no study folder
+    for a bad seed, no report of a damaged run, no file from a bad import."""
+    for name in ("t0", "study0", "r.html", "imported.jsonl", "c.jsonl", "p.jsonl", "r.jsonl"):
+        assert not (ws / name).exists(), name
+
+
+def test_lenient_import_skips_and_reports_bad_lines(ws, capsys):
+    out = ws / "lenient.jsonl"
+    assert main(["contexts", "import", str(ws / "log.jsonl"), "--lenient", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped {ws / 'log.jsonl'}:2: beliefs.area: expected {{value: probability}}, got a string" in err
+    assert "skipped 1 bad lines of" in err and "kept 1" in err
+    from behavsim import ContextSet
+
+    cs = ContextSet.load(out)
+    assert len(cs) == 1 and cs.meta["skipped"][0]["line"] == 2
 
 
 def test_internal_errors_exit_1_with_a_hint(monkeypatch, capsys, ws):

@@ -5,7 +5,14 @@ the rerun completes with the same results.
 The cluster — a head and a second node joined to it on 127.0.0.1, one CPU each — and the driver
 run inside private namespaces made for the test: a network namespace (only the loopback exists,
 so Ray listens and connects on 127.0.0.1 alone) and a PID namespace (``ray stop`` sees only this
-cluster, and the kernel ends every process of it when the scenario ends, even on failure).
+cluster, and the kernel ends every process of it when the scenario ends, even on failure: the
+namespace's first process dies with ``unshare``, which the test's ``spawn`` fixture kills with
+its whole process group whatever happens). A failure shows the tails of Ray's own logs.
+
+With ``BEHAVSIM_STRESS=N`` (``bash run.sh test-stress``) the API test starts and uses a new local
+Ray N times and the interrupt test interrupts N commands, each with a Ray of its own
+(``BEHAVSIM_STRESS_RAY`` overrides N for these); the two-node scenario runs
+``BEHAVSIM_STRESS_RAY_CLUSTER`` times (default 1: it takes minutes).
 """
 
 import os
@@ -17,13 +24,19 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _tiny import STRESS
+
+#: Repeats of the Ray tests in the stress run: BEHAVSIM_STRESS_RAY (default: BEHAVSIM_STRESS) for the
+#: API and interrupt tests, BEHAVSIM_STRESS_RAY_CLUSTER (default 1) for the two-node scenario.
+RAY_REPEATS = max(1, int(os.environ.get("BEHAVSIM_STRESS_RAY", "") or STRESS)) if STRESS else 1
+CLUSTER_REPEATS = max(1, int(os.environ.get("BEHAVSIM_STRESS_RAY_CLUSTER", "1") or 1)) if STRESS else 1
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'behavsim[ray]')")
 
 REPO = Path(__file__).resolve().parents[2]
-NAMESPACE = ["unshare", "--net", "--pid", "--fork", "--mount-proc"]
+NAMESPACE = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 PORT = 26379
-#: metrics.csv columns that hold wall-clock times (documented in policies/train.py)
+#: metrics.csv columns that hold wall-clock times (documented in policies/learners/train.py)
 TIMING_COLUMNS = ("train_seconds", "wall_seconds")
 
 
@@ -31,7 +44,7 @@ def _namespace_problem() -> str | None:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         return "unshare or ip is not installed"
     try:
-        r = subprocess.run([*NAMESPACE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=30)
+        r = subprocess.run([*NAMESPACE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"cannot run unshare: {exc}"
     if r.returncode != 0:
@@ -54,6 +67,23 @@ def _results(run: Path) -> dict[str, object]:
     for p in sorted((run / "train").rglob("*.npz")):
         out[str(p.relative_to(run))] = p.read_bytes()
     return out
+
+
+def _ray_logs(raytmp: str, limit: int = 1500) -> str:
+    """The tails of Ray's raylet, GCS and worker error logs under ``raytmp`` (what a failure shows)."""
+    out = []
+    for pattern in ("raylet*.out", "raylet*.err", "gcs_server*.out", "gcs_server*.err", "python-core-driver*.log"):
+        for p in sorted(Path(raytmp).glob(f"session_*/logs/{pattern}")):
+            text = p.read_text(errors="replace").strip()
+            if text:
+                out.append(f"--- {p.name}\n{text[-limit:]}")
+    return "\n".join(out)[-8000:] or "(no Ray logs)"
+
+
+def _run(spawn, args, timeout, **kw) -> subprocess.CompletedProcess:
+    proc = spawn(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
 SCENARIO = r"""
@@ -93,22 +123,34 @@ def _rc(out: Path, name: str) -> int | None:
     return int(p.read_text()) if p.exists() else None
 
 
-def test_two_node_cluster_gives_the_local_results_and_survives_a_killed_node(tmp_path):
+@pytest.mark.timeout(600 + 1500 * CLUSTER_REPEATS)
+def test_two_node_cluster_gives_the_local_results_and_survives_a_killed_node(tmp_path, spawn):
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
     ray_bin = Path(sys.executable).parent / "ray"
     if not ray_bin.exists():
         pytest.skip(f"no ray command beside {sys.executable}")
-    out = tmp_path
-    local = subprocess.run(
-        [sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--no-report", "-o", str(out / "local")],
-        capture_output=True,
-        text=True,
+    local = _run(
+        spawn,
+        [sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--no-report", "-o",
+         str(tmp_path / "local")],
         timeout=900,
-        env={**os.environ, "BEHAVSIM_CACHE_DIR": str(out / "cache-local")},
+        env={**os.environ, "BEHAVSIM_CACHE_DIR": str(tmp_path / "cache-local")},
     )
     assert local.returncode == 0, local.stderr[-2000:]
+    want = _results(tmp_path / "local")
+    assert want and any(k.endswith(".csv") for k in want)
+    for k in range(CLUSTER_REPEATS):
+        out = tmp_path / f"scenario-{k}"
+        out.mkdir()
+        try:
+            _cluster_scenario(spawn, out, ray_bin, want)
+        except AssertionError as exc:
+            raise AssertionError(f"scenario {k + 1} of {CLUSTER_REPEATS}: {exc}") from None
+
+
+def _cluster_scenario(spawn, out: Path, ray_bin: Path, want: dict) -> None:
     raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")  # short: Ray's socket paths live under it
     env = {
         **os.environ,
@@ -123,18 +165,16 @@ def test_two_node_cluster_gives_the_local_results_and_survives_a_killed_node(tmp
         "RAY_AUTH_MODE": "disabled",
     }
     try:
-        proc = subprocess.run([*NAMESPACE, "bash", "-c", SCENARIO], env=env, cwd=REPO, timeout=1200,
-                              capture_output=True, text=True)
+        proc = _run(spawn, [*NAMESPACE, "bash", "-c", SCENARIO], env=env, cwd=REPO, timeout=1200)
+        ray_logs = _ray_logs(raytmp)
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
 
     def log(name: str) -> str:
         p = out / f"{name}.log"
-        return p.read_text()[-3000:] if p.exists() else "(no log)"
+        return (p.read_text()[-3000:] if p.exists() else "(no log)") + f"\nRay's logs:\n{ray_logs}"
 
     assert proc.returncode == 0, f"scenario exit {proc.returncode}\nhead: {log('head')}\nnode: {log('node')}"
-    want = _results(out / "local")
-    assert want and any(k.endswith(".csv") for k in want)
 
     assert _rc(out, "ray") == 0, log("ray")
     got = _results(out / "ray")
@@ -157,44 +197,50 @@ API_SCRIPT = r"""
 import sys
 from pathlib import Path
 
-from behavsim import compare_matrix, compare_stream, get_executor, respond_many
-from contexts import generate_grid
-from policies.train import TrainConfig, run_training
+import ray
 
-tmp = Path(sys.argv[1])
+from behavsim import compare, get_executor, respond_many
+from contexts import generate_grid
+from policies.learners.train import TrainConfig, run_training
+
+tmp, repeats = Path(sys.argv[1]), int(sys.argv[2])
 # the local runs first: a process that has started Ray does not fork well
 cfg = TrainConfig(seeds=(0, 1), dialogues=40, checkpoint_every=20, eval_dialogues=2)
 run_training(cfg, tmp / "local", progress=False)
-run_training(TrainConfig(seeds=(0, 1), dialogues=20, checkpoint_every=20, eval_dialogues=2), tmp / "mixed",
-             progress=False)  # half of it here, the rest on Ray below
 files = sorted(p.relative_to(tmp / "local") for p in (tmp / "local").rglob("*.npz"))
 cs = generate_grid(step=0.5)
 specs = [f"checkpoint:{tmp / 'local' / f}" for f in files]
 local = respond_many(specs, cs)
-a = compare_stream(local, "all")
-m = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"])
+a = compare(local, "all", per_context=False)
+m = compare(local, None, scores=["TMR", "USE_cos", "BERTScore"], matrix=True)
+for k in range(repeats):
+    half = TrainConfig(seeds=(0, 1), dialogues=20, checkpoint_every=20, eval_dialogues=2)
+    run_training(half, tmp / f"mixed{k}", progress=False, executor="local:1")  # half here, the rest on Ray
 
-ex = get_executor("ray")  # a Ray started here, inside the namespace
-seen = []
-assert ex.map(abs, [-3, 1, -2], on_result=lambda i, r: seen.append(i)) == [3, 1, 2] and sorted(seen) == [0, 1, 2]
-assert ex.map(pow, [2, 3], shared=10) == [100, 1000]  # pow(shared, item), the shared value put once
-assert ex.map(abs, []) == []
-run_training(cfg, tmp / "ray", progress=False, executor=ex)
-assert files and all((tmp / "local" / f).read_bytes() == (tmp / "ray" / f).read_bytes() for f in files)
-run_training(cfg, tmp / "mixed", progress=False, executor=ex)  # resumed on another executor
-assert all((tmp / "local" / f).read_bytes() == (tmp / "mixed" / f).read_bytes() for f in files)
-remote = respond_many(specs, cs, executor=ex)
-assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
-b = compare_stream(local, "all", executor=ex)
-assert a.means.equals(b.means), (a.means, b.means)
-mr = compare_matrix(local, ["TMR", "USE_cos", "BERTScore"], executor=ex)
-assert all(m.means[n].equals(mr.means[n]) for n in m.means)
+    ex = get_executor("ray")  # a Ray started here, inside the namespace
+    seen = []
+    assert ex.map(abs, [-3, 1, -2], on_result=lambda i, r: seen.append(i)) == [3, 1, 2] and sorted(seen) == [0, 1, 2]
+    assert ex.map(pow, [2, 3], shared=10) == [100, 1000]  # pow(shared, item), the shared value put once
+    assert ex.map(abs, []) == []
+    run_training(cfg, tmp / f"ray{k}", progress=False, executor=ex)
+    assert files and all((tmp / "local" / f).read_bytes() == (tmp / f"ray{k}" / f).read_bytes() for f in files)
+    run_training(cfg, tmp / f"mixed{k}", progress=False, executor=ex)  # resumed on another executor
+    assert all((tmp / "local" / f).read_bytes() == (tmp / f"mixed{k}" / f).read_bytes() for f in files)
+    remote = respond_many(specs, cs, executor=ex)
+    assert [(t.header(), t.rows()) for t in local] == [(t.header(), t.rows()) for t in remote]
+    b = compare(local, "all", per_context=False, executor=ex)
+    assert a.means.equals(b.means), (a.means, b.means)
+    mr = compare(local, None, scores=["TMR", "USE_cos", "BERTScore"], matrix=True, executor=ex)
+    assert all(m.matrices[n].equals(mr.matrices[n]) for n in m.matrices)
+    ray.shutdown()  # the next repeat starts a new one
+    print(f"repeat {k + 1} of {repeats}: OK", flush=True)
 print("OK", len(files), "checkpoints,", len(a.means), "pairs")
 """
 
 
-def test_api_on_a_local_ray_gives_the_local_results(tmp_path):
-    """run_training, respond_many and compare_stream with executor=ray (a Ray started by the
+@pytest.mark.timeout(600 + 300 * RAY_REPEATS)
+def test_api_on_a_local_ray_gives_the_local_results(tmp_path, spawn):
+    """run_training, respond_many and compare with executor=ray (a Ray started by the
     driver inside a network namespace) give the local executor's files, tables and values."""
     problem = _namespace_problem()
     if problem:
@@ -202,11 +248,99 @@ def test_api_on_a_local_ray_gives_the_local_results(tmp_path):
     raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")
     script = tmp_path / "api.py"
     script.write_text(API_SCRIPT)
-    env = {**os.environ, "RAY_TMPDIR": raytmp, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", "PYTHONPATH": os.pathsep.join(
-        p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)}
+    env = {**_ray_env(raytmp), "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)}
     try:
-        r = subprocess.run([*NAMESPACE, "bash", "-c", f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}"; exit $?'],
-                           env=env, capture_output=True, text=True, timeout=900)
+        r = _run(spawn, [*NAMESPACE, "bash", "-c",
+                         f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}" {RAY_REPEATS}; exit $?'],
+                 env=env, timeout=300 + 300 * RAY_REPEATS)
+        ray_logs = _ray_logs(raytmp) if r.returncode != 0 else ""
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
-    assert r.returncode == 0 and r.stdout.startswith("OK"), (r.stdout[-2000:], r.stderr[-3000:])
+    assert r.returncode == 0 and r.stdout.splitlines()[-1:][0].startswith("OK"), (
+        r.stdout[-2000:], r.stderr[-3000:], ray_logs)
+
+
+def _ray_env(raytmp: str) -> dict[str, str]:
+    return {**os.environ, "RAY_TMPDIR": raytmp, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+
+
+INTERRUPT_SCRIPT = r"""
+import json, os, signal, subprocess, sys, time
+
+sig, out, repeats = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ray_names = ("raylet", "gcs_server", "ray::", "default_worker", "dashboard", "log_monitor", "runtime_env")
+
+def ray_processes():
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in "ZX" and any(n in cmd for n in ray_names):
+                found.append(cmd[:100])
+    return found
+
+def once(run):
+    proc = subprocess.Popen([sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--executor", "ray",
+                             "--no-report", "-o", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in proc.stdout:  # the trials train as Ray tasks
+        if line.startswith("[1/7] training"):
+            break
+    deadline = time.monotonic() + 300
+    while not any(p.startswith("ray::_call") for p in ray_processes()):
+        assert time.monotonic() < deadline and proc.poll() is None, "no Ray task started"
+        time.sleep(0.1)
+    before = ray_processes()
+    os.kill(proc.pid, sig)
+    out_rest, err = proc.communicate(timeout=300)
+    left = ray_processes()
+    for _ in range(100):  # a process that is exiting is given 10 s
+        if not left:
+            break
+        time.sleep(0.1)
+        left = ray_processes()
+    return {"rc": proc.returncode, "err": err[-3000:], "before": before, "left": left}
+
+for k in range(repeats):
+    got = once(f"{out}-{k}")
+    print(json.dumps(got), flush=True)
+    if got["rc"] != 130 or got["left"]:
+        break
+"""
+
+
+@pytest.mark.timeout(600 + 120 * RAY_REPEATS)
+@pytest.mark.parametrize("sig", [2, 15], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, sig):
+    """``reproduce --executor ray`` (a Ray started by the command) interrupted while its trials run
+    as Ray tasks: exit 130, "interrupted", and no Ray process left (raylet, GCS, workers)."""
+    import json
+
+    problem = _namespace_problem()
+    if problem:
+        pytest.skip(problem)
+    raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")
+    script = tmp_path / "interrupt.py"
+    script.write_text(INTERRUPT_SCRIPT)
+    try:
+        r = _run(spawn, [*NAMESPACE, "bash", "-c",
+                         f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}" {RAY_REPEATS}'],
+                 env=_ray_env(raytmp), cwd=REPO, timeout=500 + 120 * RAY_REPEATS)
+        ray_logs = _ray_logs(raytmp)
+    finally:
+        shutil.rmtree(raytmp, ignore_errors=True)
+    assert r.returncode == 0 and r.stdout.strip(), (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
+    runs = [json.loads(line) for line in r.stdout.strip().splitlines() if line.startswith("{")]
+    assert runs, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
+    for k, got in enumerate(runs):
+        where = f"interrupt {k + 1} of {RAY_REPEATS}"
+        assert got["before"], f"{where}: no Ray process was running when the signal was sent"
+        assert got["rc"] == 130 and got["err"].splitlines()[-1:] == ["interrupted"], (where, got["rc"], got["err"],
+                                                                                       ray_logs)
+        assert "Traceback" not in got["err"], (where, got["err"])
+        assert got["left"] == [], f"{where}: Ray processes left: {got['left']}"
+    assert len(runs) == RAY_REPEATS, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)

@@ -10,13 +10,6 @@ from experiments.study import StudyConfig, load_config, run_study
 SCORES = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"]
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("study") / "run"
-    run_study(load_config("tiny"), out, log=lambda m: None)
-    return out
-
-
 def test_every_table_and_figure_is_produced(tiny_run):
     res = tiny_run / "results"
     for name in ("table1", "metrics", "convergence", "seeds", "rewards", "per_turn", "score_corr", "score_mse",
@@ -139,6 +132,7 @@ def _report_checks():
 
 def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
     import os
+    from pathlib import Path
 
     checks = _report_checks()
     html = (tiny_run / "report.html").read_text(encoding="utf-8")
@@ -150,7 +144,10 @@ def test_report_of_a_real_run_shows_its_numbers(tiny_run, tmp_path):
     r = checks._chromium("--dump-dom", (tiny_run / "report.html").resolve().as_uri(), cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     dom = checks.parse(r.stdout)
-    n_figures = len(json.loads((tiny_run / "manifest.json").read_text())["figures"])
+    figures = json.loads((tiny_run / "manifest.json").read_text())["figures"]
+    matrices = {"score_corr", "score_mse", "score_corr_mismatch", "score_mse_mismatch"}  # shown as tables instead
+    n_figures = len([f for f in figures if Path(f["file"]).stem not in matrices])
+    assert n_figures == len(figures) - 4
     assert dom.body_attrs.get("data-figures-loaded") == f"{n_figures}/{n_figures}"
     checks.check_tables(dom, tiny_run)
 
@@ -175,10 +172,11 @@ def test_study_domain_option():
 
 def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     """Damaged or missing stage outputs are found on resume and exactly those are made again; the
-    results come out equal to an undamaged run's, and nothing else is redone. (A fresh run: the
-    study's response index names checkpoints by path, so a copied folder responds again anyway.)"""
-    run = tmp_path / "run"
-    run_study(load_config("tiny"), run, log=lambda m: None)
+    results come out equal to an undamaged run's, and nothing else is redone. (A copy: paths in a
+    run folder are relative to it, so a copied folder resumes.)"""
+    import shutil
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
     def csvs(folder):  # metrics.csv holds timings
         return {p.name: p.read_bytes() for p in (folder / "results").glob("*.csv") if p.name != "metrics.csv"}
 
@@ -229,3 +227,19 @@ def test_robustness_levels_are_checked():
     with pytest.raises(ConfigError, match="robustness.*\\[0, 1\\]"):
         StudyConfig(robustness=(0.0, 1.5))
     assert "robustness" not in StudyConfig().to_dict()  # runs made before it existed resume unchanged
+
+
+def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
+    """The tiny run's report has every section (the map and the robustness probe included) and prints on
+    A4 in at most 15 pages (the quick-sized report: tests/experiments/test_report_pages.py)."""
+    import re
+
+    from experiments.report import SECTIONS
+
+    checks = _report_checks()
+    html = tiny_run / "report.html"
+    text = html.read_text(encoding="utf-8")
+    assert re.findall(r'<section id="(\w+)">', text) == [k for k, _ in SECTIONS if k != "other"]
+    checks.need_chromium()
+    pages, sizes = checks.print_pages(html, tmp_path)
+    assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)

@@ -64,13 +64,14 @@ def make_run(root: Path, *, rewards: bool = True) -> Path:
     res.mkdir(parents=True)
     figs.mkdir()
     checkpoints = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
-    rws = ["ts", "iq"] if rewards else ["ts"]
+    rws = ["iq", "ts"] if rewards else ["ts"]  # alphabetical in the CSVs; the config says ts first
     manifest = {
-        "config_name": "quick", "config": {"dialogues": 8000, "seeds": [0, 1, 2], "note": "<b>bold?</b>"},
+        "config_name": "quick", "config": {"dialogues": 8000, "seeds": [0, 1, 2], "note": "<b>bold?</b>",
+                                           "rewards": ["ts", "iq"] if rewards else ["ts"]},
         "code_version": "behavsim 0.1.0 (git abc1234)", "created": "2026-11-22T00:00:00+00:00",
         "signatures": {s: f"{s}|v:0.1.0|x:<y>" for s in SCORES},
-        "context_sets": {"ccol-ts": {"fingerprint": "f" * 16, "size": 40, "meta": {"origin": "collected"}},
-                         "cgen": {"fingerprint": "e" * 16, "size": 1296, "meta": {"step": 0.2}}},
+        "context_sets": {"cgen": {"fingerprint": "e" * 16, "size": 1296, "meta": {"step": 0.2}},
+                         "ccol-ts": {"fingerprint": "f" * 16, "size": 40, "meta": {"origin": "collected"}}},
         "wall_seconds": 3725.4,
         "figures": [{"file": "figures/convergence_tmr.svg", "title": "Convergence (TMR)", "section": "convergence"},
                     {"file": "figures/per_turn.png", "title": "Per-turn TMR/DMR", "section": "per_turn"}],
@@ -223,7 +224,8 @@ def check_tables(p: _Tables, run: Path) -> None:
     # Table 1: pivot by dialogues x (metric, reward)
     t1 = pd.read_csv(res / "table1.csv")
     rows = p.tables["table1"]
-    rewards = list(dict.fromkeys(t1["reward"]))
+    order = json.loads((run / "manifest.json").read_text()).get("config", {}).get("rewards", ["ts", "iq"])
+    rewards = sorted(set(t1["reward"]), key=order.index)  # the paper's order, whatever the CSV's
     assert [c[0] for c in rows[1]] == rewards * 3
     body = rows[2:]
     assert len(body) == t1["dialogues"].nunique()
@@ -324,10 +326,35 @@ def test_answers_convergence_by_hand(tmp_path):
 def test_numbers_match_the_csvs(report, run_dir):
     p = parse(report.read_text(encoding="utf-8"))
     check_tables(p, run_dir)
-    # the paper-like summaries hold a subset of checkpoints, the full tables all of them
+    # the short tables hold the last checkpoint of each trial / pair, the folded full tables all of them
     summ = p.tables["convergence-summary"]
-    assert 1 < len(summ) - 1 < len(p.tables["convergence"]) - 1
-    assert {r[3][0] for r in summ[1:]} == {"2,000", "4,000", "6,000", "8,000"}
+    assert len(summ) - 1 == 6 and {r[3][0] for r in summ[1:]} == {"8,000"}  # 2 rewards x 3 seeds
+    assert len(p.tables["convergence"]) - 1 == 42
+    assert len(p.tables["seeds-summary"]) - 1 == 2 * 2 * 3 and {r[3][0] for r in p.tables["seeds-summary"][1:]} == {
+        "8,000"}
+    conv = pd.read_csv(run_dir / "results" / "convergence.csv")
+    last = conv[conv.checkpoint == 8000].set_index(["reward", "seed"])
+    for r in summ[1:]:
+        assert _same(r[5][0], last.loc[(r[1][0], int(r[2][0])), "TMR"])
+    # folded: the full table sits in a <details> below the short one
+    text = report.read_text(encoding="utf-8")
+    full = text.index('<table class="data scores" id="convergence">')
+    assert text.rindex("<details>", 0, full) > text.index('id="convergence-summary"')
+
+
+def test_the_papers_order_ts_before_iq(report, run_dir):
+    """The CSVs list iq first (alphabetically); the report's tables follow the config's rewards."""
+    assert pd.read_csv(run_dir / "results" / "convergence.csv")["reward"].iloc[0] == "iq"
+    p = parse(report.read_text(encoding="utf-8"))
+    assert [c[0] for c in p.tables["table1"][1]] == ["ts", "iq"] * 3
+    for table in ("convergence-summary", "convergence", "seeds-summary", "seeds", "metrics"):
+        keys = [(r[0][0], r[1][0]) for r in p.tables[table][1:]]  # (context set or policy, reward)
+        if table == "metrics":
+            keys = [("", reward) for _, reward in keys]
+        blocks = list(dict.fromkeys(keys))
+        assert [r for _, r in blocks] == ["ts", "iq"] * (len(blocks) // 2), (table, blocks)
+    sets = [r[0][0] for r in p.tables["context_sets"][1:]]
+    assert sets == ["ccol-ts", "cgen"]  # C_col before C_gen whatever the manifest's order
 
 
 def test_header_sections_and_words(report):
@@ -384,7 +411,9 @@ def test_default_output_and_cli_registration(run_dir, tmp_path, capsys):
     assert args.func(args) == 0 and (tmp_path / "x" / "r.html").is_file()
 
 
-def test_missing_optional_files_give_notes(tmp_path):
+def test_sections_only_where_the_run_has_content(tmp_path):
+    """A section whose files are all absent is left out (and out of the contents); the Run section
+    names what the run does not have. A section with some of its files says which one is missing."""
     run = make_run(tmp_path, rewards=False)
     for name in ("per_turn.csv", "score_mse_mismatch.csv", "tests.json", "disagreements.csv", "metrics.csv"):
         (run / "results" / name).unlink()
@@ -396,22 +425,34 @@ def test_missing_optional_files_give_notes(tmp_path):
     (run / "manifest.json").write_text(json.dumps(m))
     text = build_report(run).read_text(encoding="utf-8")
     plain = " ".join("".join(parse(text).text).split())
-    for note in ("No results/rewards.csv in this run", "No results/per_turn.csv in this run",
-                 "No results/score_mse_mismatch.csv in this run", "No results/tests.json in this run",
-                 "No results/disagreements.csv in this run", "records no score signatures",
-                 "records no configuration", "Figure figures/per_turn.png could not be shown: the file is missing"):
+    for gone in ("rewards", "tests", "disagreements", "signatures", "config", "robustness", "map", "slices"):
+        assert f'<section id="{gone}">' not in text and f'href="#{gone}"' not in text, gone
+    assert ("Not in this run: Rewards (no results/rewards.csv: a run with one reward); Score analysis ("
+            not in plain)  # the scores section has three of its four matrices
+    for absent in ("Rewards (no results/rewards.csv: a run with one reward)",
+                   "Robustness (set robustness = [0, 0.05, 0.15, 0.3] in the config)",
+                   "Permutation tests (no results/tests.json)",
+                   "Where the policies disagree most (no results/disagreements.csv)",
+                   "Score signatures (the manifest records none)", "Full configuration (the manifest records none)"):
+        assert absent in plain, absent
+    # present with a part missing: a note in place of that part
+    for note in ("No results/per_turn.csv in this run", "No results/score_mse_mismatch.csv in this run",
+                 "Figure figures/per_turn.png could not be shown: the file is missing"):
         assert note in plain, note
     check_tables(parse(text), run)  # what is there is still right
     # a header-only CSV is a note too
     (run / "results" / "seeds.csv").write_text("context_set,reward,checkpoint,pair,a,b,n,TMR,TMR_lo,TMR_hi\n")
     plain = " ".join("".join(parse(build_report(run).read_text()).text).split())
     assert "results/seeds.csv has no rows." in plain
-    # a bare run: only the manifest
+    # a bare run: only the manifest; its answers and run sections, and what it lacks
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "manifest.json").write_text(json.dumps({"config_name": "empty"}))
-    plain = " ".join("".join(parse(build_report(bare).read_text()).text).split())
-    assert "No results/table1.csv in this run" in plain and "No results/convergence.csv" in plain
+    text = build_report(bare).read_text()
+    assert re.findall(r'<section id="(\w+)">', text) == ["answers", "run"]
+    plain = " ".join("".join(parse(text).text).split())
+    assert "No convergence, seed or test results in this run to answer from." in plain
+    assert "Absolute performance (no results/table1.csv); Convergence (no results/convergence.csv)" in plain
 
 
 def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
@@ -484,6 +525,27 @@ def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=cwd)
 
 
+A4_POINTS = (595, 842)  # the PDF's page size, rounded to points
+
+
+def print_pages(html: Path, tmp_path: Path) -> tuple[int, set[tuple[int, int]]]:
+    """Print ``html`` with headless Chromium; (number of pages, page sizes in points)."""
+    pdf = tmp_path / (html.stem + ".pdf")
+    r = _chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", html.resolve().as_uri(), cwd=tmp_path)
+    assert r.returncode == 0 and pdf.is_file(), r.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data.startswith(b"%PDF")
+    boxes = re.findall(rb"/MediaBox\s*\[\s*0\s+0\s+([0-9.]+)\s+([0-9.]+)\s*\]", data)
+    return len(re.findall(rb"/Type\s*/Page[^s]", data)), {(round(float(w)), round(float(h))) for w, h in boxes}
+
+
+def need_chromium() -> None:
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing but CI is set: install it (apt-get install -y chromium)")
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium); set CI=true to make this a failure")
+
+
 def test_renders_in_headless_chromium(report, run_dir, tmp_path):
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
@@ -508,49 +570,133 @@ def test_renders_in_headless_chromium(report, run_dir, tmp_path):
     assert img.std() > 0.05  # not blank
     assert (img.min(axis=2) < 0.5).mean() > 0.005  # some dark text on the page
 
-    # printed: the full tables folded in <details> are printed too (7 pages without them)
-    pdf = tmp_path / "report.pdf"
-    r = _chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", url, cwd=tmp_path)
-    assert r.returncode == 0 and pdf.is_file(), r.stderr[-2000:]
-    data = pdf.read_bytes()
-    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 10
+    # printed on A4 as shown: what is folded stays folded
+    pages, sizes = print_pages(report, tmp_path)
+    assert sizes == {A4_POINTS} and 2 <= pages <= 6, (pages, sizes)
+    opened = tmp_path / "opened.html"  # every <details> opened: the same page prints longer
+    opened.write_text(report.read_text(encoding="utf-8").replace("<details>", "<details open>"), encoding="utf-8")
+    assert print_pages(opened, tmp_path)[0] > pages
 
     keep = os.environ.get("BEHAVSIM_REPORT_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
 
 
-def test_disagreements_filter_by_act_type_without_script(report):
-    """Radio buttons per comparison and one CSS rule per act type of policy A hide the other rows
-    (checked by hand in headless Chromium; the page keeps its single hashed script)."""
-    from behavsim import parse_act
+def _dis_run(tmp_path: Path, run_dir: Path) -> Path:
+    """A run whose disagreement lists repeat themselves as the study's do: the same belief state from
+    several dialogues, the same answer pair on many contexts and in several compared pairs."""
+    run = shutil.copytree(run_dir, tmp_path / "dis")
+    base = {"TMR": 0.0, "DMR": 0.0, "CER": 0.2, "CMR": 0.1, "USE_cos": 0.3, "USE_ang": 0.6, "BLEU4": 0.0,
+            "BERTScore": 0.5}
+    rows = []
 
-    html = report.read_text(encoding="utf-8")
-    kind0 = parse_act(EVIL_ACT).act_type
-    types = sorted({kind0, "request"})
-    assert '<input type="radio" name="dis-0" id="dis-0-all" checked> all (3)' in html
-    for j, t in enumerate(types):
-        n = 1 if t == kind0 else 2
-        assert f'<input type="radio" name="dis-0" id="dis-0-{j}"> {t} ({n})' in html
-        assert f"body:has(#dis-0-{j}:checked) #disagreements-0 tbody tr:not(.t{j}) {{ display: none; }}" in html
-    rows = parse(html).tables["disagreements-0"][1:]
-    assert len(rows) == 3
-    assert html.count('<tr class="t') == 3 and html.count("<script>") == 1
+    def add(comp, rank, summary, cid, turn, act_a, act_b, prompt_a="which area?", tmr=0.0):
+        rows.append({"comparison": comp, "rank": rank, "context": rank, "context_id": cid, "summary": summary,
+                     "turn": turn, "act_a": act_a, "act_b": act_b, "prompt_a": prompt_a, "prompt_b": "bye.",
+                     **base, "TMR": tmr})
+
+    s01, s02 = "seeds/ccol-all/ts-seed0 vs ts-seed1", "seeds/ccol-all/ts-seed0 vs ts-seed2"
+    rew = "rewards/ccol-all/ts-seed0 vs iq-seed0"
+    add(rew, 1, "area=north:1.00", "d1/t2", 2, "request(food)", "bye()")  # written first: shown last
+    add(s01, 1, "area=north:1.00", "d1/t2", 2, "request(area)", "bye()")
+    add(s01, 2, "area=north:1.00", "d4/t2", 2, "request(area)", "bye()", tmr=0.4)  # same belief, another dialogue
+    add(s01, 3, "area=south:1.00", "d2/t3", 3, "request(area)", "bye()")
+    add(s02, 1, "area=north:1.00", "d1/t2", 2, "request(area)", "bye()", prompt_a="what part of town?")
+    add(s02, 2, "food=thai:1.00", "d3/t5", 5, 'inform(food="thai")', "reqmore()")
+    for k in range(11):  # eleven more answer pairs on the grid: the 10 most frequent are shown, one more on a click
+        for j in range(12 - k):
+            add(f"seeds/cgen/ts-seed0 vs ts-seed{1 + j % 2}", j + 1, f"area=centre:{j / 12:.2f} k{k}", f"gen:{k}:{j}",
+                float("nan"), f"request(s{k})", "bye()")
+    pd.DataFrame(rows).to_csv(run / "results" / "disagreements.csv", index=False)
+    return run
+
+
+def test_disagreements_deduplicated_with_counts(tmp_path, run_dir):
+    """One table per comparison kind, in the paper's order (seeds, then rewards); one row per answer
+    pair with how often it occurs, in how many compared pairs and on which distinct belief states
+    (each with its count and turns); the most frequent wording shown, the others counted."""
+    html = build_report(_dis_run(tmp_path, run_dir), tmp_path / "r.html").read_text(encoding="utf-8")
+    p = parse(html)
+    words = " ".join("".join(p.text).split())
+    assert "Comparison: seed pairs on ccol-all (2 answer pairs) seed pairs on cgen (11 answer pairs) TS vs IQ " \
+           "pairs on ccol-all (1 answer pair)" in words
+    assert "5 rows of results/disagreements.csv (2 compared pairs, the contexts where each disagrees most) hold 2 " \
+           "distinct answer pairs on 3 distinct belief states." in words
+    rows = p.tables["disagreements-0"]
+    assert [c[0] for c in rows[0]] == ["times", "pairs", "belief states (× how often)", "policy A: act / prompt",
+                                       "policy B: act / prompt", "mean scores"]
+    first, second = rows[1], rows[2]
+    assert (first[0][0], first[1][0]) == ("4", "2") and (second[0][0], second[1][0]) == ("1", "1")
+    assert " ".join(first[2][0].split()) == "area=north:1.00 ×3 turn 2 area=south:1.00 ×1 turn 3"
+    assert first[3][0] == "request(area)which area?(+1 other wording)"  # act, prompt, wordings: <br> between
+    assert first[5][0].startswith("TMR 0.100 · DMR 0.000")  # (0 + 0.4 + 0 + 0) / 4
+    assert 'title="2 of 2: ts-seed0 vs ts-seed1; ts-seed0 vs ts-seed2"' in html
+    grid = p.tables["disagreements-1"][1:]
+    assert [r[0][0] for r in grid] == [str(12 - k) for k in range(11)]  # most frequent first
+    assert html.count('<tr class="rest">') == 1  # the 11th answer pair: one click away
+    assert "9 more belief states" in " ".join(grid[0][2][0].split())  # 12 distinct, 3 listed
+    assert [r[0][0] for r in p.tables["disagreements-2"][1:]] == ["1"]
+
+
+def test_disagreements_selector_in_headless_chromium(tmp_path, run_dir):
+    """The radio buttons show one comparison kind's table at a time and the check box its rarer rows,
+    by CSS alone: checked in Chromium's computed styles (a copy of the page with a probe script)."""
+    need_chromium()
+    html = build_report(_dis_run(tmp_path, run_dir), tmp_path / "r.html").read_text(encoding="utf-8")
+    probe = """<script>
+    function shown() {
+      var out = [];
+      for (var k = 0; k < 3; k++) out.push(getComputedStyle(document.getElementById('dis-panel-' + k)).display);
+      var rest = document.querySelector('tr.rest');
+      return out.join(',') + '|' + getComputedStyle(rest).display;
+    }
+    window.addEventListener('load', function () {
+      var a = shown();
+      document.getElementById('dis-kind-1').checked = true;
+      var b = shown();
+      document.getElementById('dis-all-1').checked = true;
+      document.body.setAttribute('data-probe', [a, b, shown()].join(' '));
+    });
+    </script></body>"""
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html).replace("</body>", probe)
+    (tmp_path / "probe.html").write_text(page, encoding="utf-8")
+    r = _chromium("--dump-dom", (tmp_path / "probe.html").resolve().as_uri(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    probe_out = re.search(r'data-probe="([^"]*)"', r.stdout).group(1)
+    assert probe_out == "block,none,none|none none,block,none|none none,block,none|table-row"
 
 
 def test_disagreements_sort_in_headless_chromium(report, tmp_path):
     """A click on a column head sorts the table (the page's one hashed script); a link with
     #sort=TABLE:COLUMN:asc|desc opens it sorted — checked in the browser's own DOM."""
-    if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing but CI is set: install it (apt-get install -y chromium)")
-        pytest.skip(f"{CHROMIUM} not installed")
+    need_chromium()
     html = report.read_text(encoding="utf-8")
     assert 'class="data disagree sortable"' in html and html.count("<script>") == 1
     before = [row[0][0] for row in parse(html).tables["disagreements-0"][1:]]
-    assert before == sorted(before, key=float)  # by rank as written
-    r = _chromium("--dump-dom", report.resolve().as_uri() + "#sort=disagreements-0:0:desc", cwd=tmp_path)
+    assert before == sorted(before, key=float, reverse=True)  # most frequent first, as written
+    r = _chromium("--dump-dom", report.resolve().as_uri() + "#sort=disagreements-0:0:asc", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     after = [row[0][0] for row in parse(r.stdout).tables["disagreements-0"][1:]]
-    assert after == sorted(before, key=float, reverse=True) and after != before
-    assert 'data-sort="desc"' in r.stdout
+    assert after == sorted(before, key=float) and after != before
+    assert 'data-sort="asc"' in r.stdout
+
+
+def test_one_figure_per_section_shown_the_others_folded(run_dir, tmp_path):
+    """The figure naming the paper's first reward is shown (an older run listed iq's first); the
+    other figures of the section are one click away; the score matrices' figures are not embedded,
+    their tables are."""
+    run = shutil.copytree(run_dir, tmp_path / "figs")
+    for stem in ("convergence_ccol-iq", "convergence_ccol-ts", "score_corr"):
+        shutil.copy(run / "figures" / "per_turn.svg", run / "figures" / f"{stem}.svg")
+    m = json.loads((run / "manifest.json").read_text())
+    m["figures"] = [{"file": f"figures/{s}.svg", "title": s, "section": sec} for s, sec in (
+        ("convergence_ccol-iq", "convergence"), ("convergence_ccol-ts", "convergence"), ("score_corr", "scores"))]
+    (run / "manifest.json").write_text(json.dumps(m))
+    text = build_report(run).read_text(encoding="utf-8")
+    conv = text[text.index('<section id="convergence">'):text.index('<section id="seeds">')]
+    shown, folded = conv.split('<details class="more-figures">', 1)
+    assert 'alt="convergence_ccol-ts"' in shown and 'alt="convergence_ccol-iq"' not in shown
+    assert 'alt="convergence_ccol-iq"' in folded  # and the unlisted figure of the section:
+    assert "2 more figures: convergence_ccol-iq; convergence tmr</summary>" in folded
+    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
+    assert "<img" not in scores and 'id="score_corr"' in scores

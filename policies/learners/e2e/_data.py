@@ -2,7 +2,7 @@
 
 The teacher — any policy behavsim can ask (a spec string: ``handcrafted``, a GP-SARSA checkpoint,
 ``pydial:CFG``, another ``e2e:DIR``) — plays seeded dialogues in
-:class:`policies.env.DialogueEnv` (CamRestaurants and Environment 1's user by default) exactly as
+:class:`policies.simulation.env.DialogueEnv` (CamRestaurants and Environment 1's user by default) exactly as
 ``contexts collect`` plays them: at every system turn the context is recorded — the belief state,
 and the history with its text (:class:`~policies.simulation.history.DialogueText`) — together
 with the teacher's answer (act and prompt; a teacher without a generator: the environment's
@@ -23,8 +23,8 @@ import numpy as np
 from behavsim import ConfigError, ContextSet, ResponseTable, canonical_act, canonical_copy
 from behavsim.policy import answer_context, as_adapter, error_text
 
-from ...actions import accepted_constraints
-from ...domain import Domain
+from ...simulation.actions import accepted_constraints
+from ...simulation.domain import Domain
 
 __all__ = ["teacher_dialogue_seed", "play_teacher", "constraints_of", "TEACHER_STREAM"]
 
@@ -53,7 +53,7 @@ def play_teacher(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[ContextSet, ResponseTable]:
     """The teacher's dialogues as a context set with histories and its response table on it."""
-    from ...env import DialogueEnv
+    from ...simulation.env import DialogueEnv
     from ...simulation.history import DialogueText
 
     adapter = as_adapter(teacher, domain=domain)

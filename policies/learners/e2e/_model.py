@@ -76,7 +76,7 @@ class E2EModel:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ...domain import resolve_domain
+        from ...simulation.domain import resolve_domain
 
         self.path = Path(path)
         info_path = self.path / MODEL_FILE
@@ -214,7 +214,7 @@ class E2EModel:
         text = self.tokenizer.decode(written, skip_special_tokens=False).split(SPECIAL["eos"])[0]
         act_text, sep, resp = text.partition(SPECIAL["response"])
         try:
-            act = lex_act(act_text, self.domain, r.lexicon)
+            act = lex_act(act_text, self.domain, r.lexicon or Lexicon(self.domain))
             r.answer = Response(act=act, prompt=clean(lex_prompt(resp, act)) if sep else None)
         except E2EFormatError as exc:
             r.answer = exc

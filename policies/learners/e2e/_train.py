@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError, ContextSet, ResponseTable
-from behavsim._io import atomic_path
+from behavsim.io import atomic_path
 
 from ._data import constraints_of, play_teacher
 from ._format import SPECIAL, belief_text, db_query, db_text, delex_act, delex_prompt
@@ -201,8 +201,8 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
         labels[len(decision_points(cs.history(c) or [])) - 1] = c
     beliefs = []
     for j, lex in enumerate(lexicons):
-        c = labels.get(j)
-        beliefs.append(belief_text(constraints_of(cs.beliefs[c], domain), lex) if c is not None else "")
+        at = labels.get(j)
+        beliefs.append(belief_text(constraints_of(cs.beliefs[at], domain), lex) if at is not None else "")
     blocks = []
     for j, c in sorted((j, c) for j, c in labels.items()):
         act = table.acts[c]
@@ -227,7 +227,7 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int
         ids += span
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets)
-    cols = [_encode(tokenizer, [b[k] for b in t.blocks]) for k in (1, 2, 3)]
+    cols = [_encode(tokenizer, [str(b[k]) for b in t.blocks]) for k in (1, 2, 3)]
     dropped = 0
     for (j, *_), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
@@ -303,7 +303,7 @@ def train_e2e(
     """
     from behavsim.policy import parse_spec
 
-    from ...domain import resolve_domain
+    from ...simulation.domain import resolve_domain
 
     out = Path(out)
     say = report or (lambda line: None)

@@ -1,0 +1,29 @@
+"""Fixtures of the core's tests: the paper's Appendix A (Ultes & Maier), five act/prompt pairs and
+their published scores."""
+
+import pytest
+
+
+MIMOSA = 'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")'
+SHIRAZ = 'inform(food="mediterranean",pricerange="expensive",name="shiraz restaurant",area="centre")'
+
+ROWS = [
+    # (act a, prompt a, act a', prompt a', TM, DM, CE~, CM, USE ang, USE cos, BLEU-4, BERTScore)
+    ("request(pricerange)", "what price range are you interested in",
+     "request(food)", "what kind of food are you looking for", 0, 1, 0.5, 0.2, 0.68, 0.54, 0.07, 0.82),
+    ("request(food)", "what type of food are you looking for",
+     "request(pricerange)", "what price range are you interested in", 0, 1, 0.5, 0.2, 0.67, 0.52, 0.07, 0.83),
+    (MIMOSA, "la mimosa is a expensive mediterranean restaurant in the centre area",
+     MIMOSA, "la mimosa is a expensive mediterranean restaurant in the centre area", 1, 1, 1, 1, 1.00, 1.00, 1.00, 1.00),
+    (SHIRAZ, "shiraz restaurant is in the centre area and is expensively priced and serves mediterranean food",
+     SHIRAZ, "shiraz restaurant is in the centre area and serves mediterranean food and is expensively priced",
+     1, 1, 1, 1, 0.95, 0.99, 0.80, 0.98),
+    (MIMOSA, "la mimosa is in the centre area that is expensively priced and serves mediterranean food",
+     "request(pricerange)", "what price range would you like", 0, 0, 0, 0.1, 0.53, 0.09, 0.00, 0.61),
+]
+
+
+@pytest.fixture(scope="session")
+def appendix_a():
+    """(act a, prompt a, act a', prompt a', TM, DM, CE~, CM, USE ang, USE cos, BLEU-4, BERTScore) per row."""
+    return ROWS
