@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._bootstrap import _check_confidence, _check_int, _check_seed
 from ._errors import ConfigError, ContextSetMismatch
 from ._inputs import PathLike, as_tables, is_path
 from ._kernel import (
@@ -303,8 +304,6 @@ def _intervals_option(intervals: Any, has_pairs: bool) -> dict[str, Any] | None:
         )
     if not has_pairs:
         raise ConfigError("intervals are of the pair means, but pairs=None compares no pair")
-    from .analysis import _check_confidence, _check_int, _check_seed
-
     _check_int(options.get("n_resamples", 1), "n_resamples", 1)  # refused before any scoring
     _check_confidence(options.get("confidence", 0.5))
     _check_seed(options.get("seed", 0))

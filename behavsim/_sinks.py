@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._bootstrap import means_with_intervals
 from ._errors import ConfigError
 from ._tables import ResponseTable
 
@@ -122,8 +123,6 @@ class IntervalSink:
         self.attrs: dict[str, Any] = {}
 
     def add(self, sl: slice, columns: dict[str, np.ndarray]) -> None:
-        from .analysis import means_with_ci
-
         n_pairs = sl.stop - sl.start
         rows = pd.DataFrame(
             {
@@ -132,7 +131,7 @@ class IntervalSink:
                 **columns,
             }
         )
-        ci = means_with_ci(rows, self.names, **self.options)
+        ci = means_with_intervals(rows, self.names, **self.options)
         self.attrs = dict(ci.attrs.get("bootstrap", {}))
         self.parts.append(ci[[c for s in self.names for c in (f"{s}_lo", f"{s}_hi")]])
 

@@ -22,9 +22,7 @@ from ._executor import add_executor_option, get_executor
 from ._interrupt import InterruptRequest, command_signals, raise_if_interrupted
 from ._io import atomic_path
 from ._util import package_version
-from .commands import add_model_options as _add_model_options
-from .commands import score_names as _score_names
-from .commands import score_options as _score_options
+from .commands import add_model_options, score_names, score_options
 from .scores import get_score, list_scores, score_info
 
 __all__ = ["main", "console_main", "build_parser"]
@@ -38,8 +36,8 @@ def _fmt(v: float) -> str:
 def _cmd_pair(args: argparse.Namespace) -> int:
     from ._acts import canonical_act
 
-    names = _score_names(args.scores)
-    opts = _score_options(args)
+    names = score_names(args.scores)
+    opts = score_options(args)
     a, b = canonical_act(args.act_a), canonical_act(args.act_b)
     pa, pb = args.prompts or [None, None]
     result: dict = {"act_a": a, "act_b": b, "prompt_a": pa, "prompt_b": pb, "scores": {}, "signatures": {}}
@@ -122,8 +120,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if matrix_dir is not None and (args.pair or args.pairs != "all"):
         print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
     run = {
-        "scores": _score_names(args.scores),
-        "score_options": _score_options(args),
+        "scores": score_names(args.scores),
+        "score_options": score_options(args),
         "by": args.by,
         "progress": args.progress,
         "executor": executor,
@@ -266,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompts", nargs=2, metavar=("P_A", "P_B"), help="the two prompts (text scores are n/a without)")
     p.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
     p.add_argument("--json", action="store_true", help="print JSON")
-    _add_model_options(p)
+    add_model_options(p)
     p.set_defaults(func=_cmd_pair)
 
     c = sub.add_parser("compare", help="compare saved response tables (JSONL/Parquet) context by context")
@@ -326,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
     )
     add_executor_option(c)
-    _add_model_options(c)
+    add_model_options(c)
     c.set_defaults(func=_cmd_compare)
 
     s = sub.add_parser("scores", help="list the registered scores")

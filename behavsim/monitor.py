@@ -51,6 +51,19 @@ from typing import Any
 from ._contexts import ContextSet
 from ._engine import compare
 from ._errors import ConfigError, ContextSetMismatch, TableFormatError
+from ._monitor_plots import plot_convergence, plot_lags
+from ._monitor_rows import (
+    _LAG_DIALOGUES,
+    LAGS,
+    SnapshotResult,
+    StopRule,
+    _columns,
+    _csv_text,
+    _is_int,
+    atomic_write,
+    lag_column,
+    read_convergence,
+)
 from ._tables import ResponseTable
 from .policy import PolicyErrorsWarning
 from .policy import respond as respond_table
@@ -77,321 +90,6 @@ _PNG = "convergence.png"
 _META = "monitor.json"
 _SNAPDIR = "snapshots"
 _FAILED = "failed.csv"
-
-#: What a snapshot is compared with: the previous snapshot, the one ``lag`` snapshots back, the
-#: first, a fixed reference policy, and (once the run is finished) the last.
-LAGS = ("vs_prev", "vs_lag", "vs_first", "vs_ref", "vs_final")
-#: The column naming the snapshot a lag compared with (``vs_ref`` has none: it is one table).
-_LAG_DIALOGUES = {"vs_lag": "lag_dialogues", "vs_first": "first_dialogues", "vs_final": "final_dialogues"}
-
-
-def lag_column(score: str, lag: str) -> str:
-    """The CSV column of ``score`` at ``lag``: ``"TMR"`` for ``vs_prev`` (the original columns),
-    ``"TMR_vs_lag"``, ``"TMR_vs_first"``, ``"TMR_vs_ref"``, ``"TMR_vs_final"`` for the others."""
-    if lag not in LAGS:
-        raise ConfigError(f"lag: expected one of {', '.join(LAGS)}, got {lag!r}")
-    return score if lag == "vs_prev" else f"{score}_{lag}"
-
-
-def _columns(scores: Sequence[str]) -> list[str]:
-    """Every column of ``convergence.csv``: the original ones (vs_prev, ``n`` last of them), then
-    each further lag's block, its snapshot column first."""
-    cols = ["dialogues", "prev_dialogues", *scores, "n"]
-    for lag in LAGS[1:]:
-        if lag in _LAG_DIALOGUES:
-            cols.append(_LAG_DIALOGUES[lag])
-        cols += [lag_column(s, lag) for s in scores]
-    return cols
-
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _fmt_float(v: float) -> str:
-    return "" if v is None or math.isnan(v) else repr(float(v))
-
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    if isinstance(data, bytes):
-        tmp.write_bytes(data)
-    else:
-        tmp.write_text(data, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-# ----------------------------------------------------------------------------- stop rule
-@dataclass(frozen=True)
-class StopRule:
-    """Convergence criterion: ``score`` ≥ ``threshold`` in each of the last ``patience``
-    comparisons (snapshot k vs k−1). The paper uses TMR as the main criterion (§4.2.1).
-
-    The rule only *advises*: :attr:`ConvergenceMonitor.should_stop` turns true, the training
-    loop decides whether to stop. A missing (NaN) value never satisfies it.
-    """
-
-    score: str = "TMR"
-    threshold: float = 0.99
-    patience: int = 3
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.score, str):
-            raise ConfigError(f"stop_rule.score: expected a score name, got {self.score!r}")
-        object.__setattr__(self, "score", score_registry.canonical(self.score))
-        t = self.threshold
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= float(t) <= 1.0:
-            raise ConfigError(f"stop_rule.threshold: expected a number in [0, 1], got {t!r}")
-        object.__setattr__(self, "threshold", float(t))
-        if not _is_int(self.patience) or self.patience < 1:
-            raise ConfigError(f"stop_rule.patience: expected a positive integer, got {self.patience!r}")
-
-    @classmethod
-    def parse(cls, text: str) -> "StopRule":
-        """``"TMR:0.99:3"`` (score, threshold, patience; the last two optional)."""
-        parts = str(text).split(":")
-        if not 1 <= len(parts) <= 3 or not parts[0]:
-            raise ConfigError(f"stop rule {text!r}: expected SCORE[:THRESHOLD[:PATIENCE]], e.g. TMR:0.99:3")
-        kw: dict[str, Any] = {"score": parts[0]}
-        try:
-            if len(parts) > 1:
-                kw["threshold"] = float(parts[1])
-            if len(parts) > 2:
-                kw["patience"] = int(parts[2])
-        except ValueError:
-            raise ConfigError(
-                f"stop rule {text!r}: threshold must be a number and patience an integer, e.g. TMR:0.99:3"
-            ) from None
-        return cls(**kw)
-
-    def met_at(self, rows: Sequence[Mapping[str, Any]]) -> list[bool]:
-        """For each row (in order): is the rule met with that row as the latest?"""
-        out, run = [], 0
-        for r in rows:
-            v = r.get(self.score)
-            ok = v is not None and not math.isnan(float(v)) and float(v) >= self.threshold
-            run = run + 1 if ok else 0
-            out.append(run >= self.patience)
-        return out
-
-    def met(self, rows: Sequence[Mapping[str, Any]]) -> bool:
-        """Whether the last ``patience`` rows all satisfy the rule."""
-        flags = self.met_at(rows)
-        return bool(flags and flags[-1])
-
-    def first_met(self, rows: Sequence[Mapping[str, Any]]) -> int | None:
-        """Training dialogues of the first row at which the rule was met (``None``: never)."""
-        for r, ok in zip(rows, self.met_at(rows)):
-            if ok:
-                return int(r["dialogues"])
-        return None
-
-    def describe(self) -> str:
-        return f"{self.score} >= {self.threshold:g} in {self.patience} consecutive comparisons"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "threshold": self.threshold, "patience": self.patience}
-
-
-# ----------------------------------------------------------------------------- results
-@dataclass
-class SnapshotResult:
-    """What one snapshot produced. ``prev_dialogues`` is ``None`` (and ``scores`` empty) for the
-    first snapshot, which has nothing to be compared with. ``scores`` are against the previous
-    snapshot; ``lags`` maps ``"vs_lag"``, ``"vs_first"``, ``"vs_ref"`` to the scores against
-    those, where they are defined."""
-
-    dialogues: int
-    prev_dialogues: int | None
-    scores: dict[str, float]
-    n: int
-    table_path: Path
-    n_errors: int = 0
-    converged: bool = False
-    lags: dict[str, dict[str, float]] = field(default_factory=dict)
-
-    @property
-    def compared(self) -> bool:
-        return self.prev_dialogues is not None
-
-    def line(self) -> str:
-        """``2000 vs 1000: TMR 0.978 DMR 0.989 CER 0.978 CMR 0.980``."""
-        if not self.compared:
-            text = f"{self.dialogues}: first snapshot ({self.n} contexts)"
-        else:
-            vals = " ".join(f"{k} {'n/a' if math.isnan(v) else f'{v:.3f}'}" for k, v in self.scores.items())
-            text = f"{self.dialogues} vs {self.prev_dialogues}: {vals}"
-        if self.n_errors:
-            text += f"  ({self.n_errors} contexts failed)"
-        if self.converged:
-            text += "  [converged]"
-        return text
-
-    def __str__(self) -> str:
-        return self.line()
-
-
-# ----------------------------------------------------------------------------- CSV and plot
-def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a ``convergence.csv`` (``dialogues``/``prev_dialogues``/``n`` as int, the other
-    ``*_dialogues`` columns as int or ``None`` where empty, scores as float, NaN where empty)."""
-    path = Path(path)
-    rows = []
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            cols = reader.fieldnames or []
-            if cols[:2] != ["dialogues", "prev_dialogues"] or "n" not in cols:
-                raise TableFormatError(f"{path}: not a convergence table (columns {cols})")
-            for raw in reader:
-                row: dict[str, Any] = {}
-                for c in cols:
-                    v = raw.get(c)
-                    if c in ("dialogues", "prev_dialogues", "n"):
-                        row[c] = int(v)  # type: ignore[arg-type]  # None (a short row) -> TypeError, caught below
-                    elif c.endswith("_dialogues"):
-                        row[c] = int(v) if v not in (None, "") else None
-                    else:
-                        row[c] = float(v) if v not in (None, "") else math.nan
-                rows.append(row)
-    except (ValueError, TypeError, csv.Error) as exc:
-        raise TableFormatError(f"{path}: damaged convergence table ({exc})") from None
-    return rows
-
-
-def _csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    cols = _columns(scores)
-    w.writerow(cols)
-    for r in rows:
-        out = []
-        for c in cols:
-            v = r.get(c)
-            if c.endswith("dialogues") or c == "n":
-                out.append("" if v is None else str(int(v)))
-            else:
-                out.append(_fmt_float(math.nan if v is None else v))
-        w.writerow(out)
-    return buf.getvalue()
-
-
-def plot_convergence(
-    series: Mapping[str, Sequence[Mapping[str, Any]]],
-    path: str | os.PathLike,
-    *,
-    score: str | None = None,
-    title: str | None = None,
-    threshold: float | None = None,
-) -> Path:
-    """Draw convergence curves to a PNG (matplotlib, Agg; no global state is touched).
-
-    ``series`` maps a label to convergence rows. With ``score=None`` every label is a score
-    name plotted from its rows (one trial, several scores); with ``score="TMR"`` every label is
-    a trial and that score is plotted for each (the paper's Figure 2). ``threshold``: a dashed
-    line (a stop rule's). Deterministic bytes for the same input.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = Path(path)
-    fig = Figure(figsize=(7.0, 4.2), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot(1, 1, 1)
-    lowest = 1.0
-    for label, rows in series.items():
-        col = label if score is None else score
-        xs = [int(r["dialogues"]) for r in rows]
-        ys = [float(r[col]) for r in rows]
-        ok = [y for y in ys if not math.isnan(y)]
-        if ok:
-            lowest = min(lowest, min(ok))
-        ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=label)
-    if threshold is not None:
-        ax.axhline(threshold, color="grey", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g}")
-        lowest = min(lowest, threshold)
-    ax.set_ylim(max(0.0, math.floor((lowest - 0.02) * 20) / 20), 1.005)
-    ax.set_xlabel("training dialogues")
-    ax.set_ylabel(f"{score} vs previous snapshot" if score else "similarity to the previous snapshot")
-    ax.set_title(title or "Convergence: snapshot k vs k-1")
-    ax.grid(True, linewidth=0.3)
-    if series:  # beside the axes, never over a point
-        fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", fontsize="small", frameon=False)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, buf.getvalue())
-    return path
-
-
-_LAG_TITLES = {
-    "vs_prev": "vs the previous snapshot",
-    "vs_lag": "vs {lag} snapshots back",
-    "vs_first": "vs the first snapshot",
-    "vs_ref": "vs the reference policy",
-    "vs_final": "vs the final snapshot",
-}
-
-
-def plot_lags(
-    rows: Sequence[Mapping[str, Any]],
-    scores: Sequence[str],
-    path: str | os.PathLike,
-    *,
-    lag: int = 5,
-    title: str | None = None,
-    threshold: float | None = None,
-) -> Path:
-    """One panel per lag that has values (previous, ``lag`` back, first, reference, final), every
-    score against training dialogues; ``threshold`` (a stop rule's) is drawn on the first panel.
-    Deterministic bytes for the same rows (matplotlib, Agg; no global state)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    path = Path(path)
-    shown = [
-        k for k in LAGS if any(not math.isnan(float(r.get(lag_column(s, k), math.nan))) for r in rows for s in scores)
-    ]
-    shown = shown or ["vs_prev"]
-    ncols = 1 if len(shown) == 1 else 2
-    nrows = (len(shown) + ncols - 1) // ncols
-    fig = Figure(figsize=(7.0 * ncols / (1.3 if ncols > 1 else 1), 3.4 * nrows + 0.9), dpi=100, layout="constrained")
-    FigureCanvasAgg(fig)
-    handles: dict[str, Any] = {}
-    xs = [int(r["dialogues"]) for r in rows]
-    for i, kind in enumerate(shown):
-        ax = fig.add_subplot(nrows, ncols, i + 1)
-        lowest = 1.0
-        for s in scores:
-            ys = [float(r.get(lag_column(s, kind), math.nan)) for r in rows]
-            ok = [y for y in ys if not math.isnan(y)]
-            if ok:
-                lowest = min(lowest, min(ok))
-            ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=s)
-        if threshold is not None and kind == "vs_prev":
-            ax.axhline(threshold, color="grey", linestyle="--", linewidth=0.8, label=f"threshold {threshold:g}")
-            lowest = min(lowest, threshold)
-        ax.set_ylim(max(0.0, math.floor((lowest - 0.02) * 20) / 20), 1.005)
-        ax.set_title(_LAG_TITLES[kind].format(lag=lag), fontsize="medium")
-        ax.set_xlabel("training dialogues", fontsize="small")
-        ax.grid(True, linewidth=0.3)
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    # one legend below the panels, never over a point
-    fig.legend(
-        list(handles.values()),
-        list(handles),
-        loc="outside lower center",
-        ncols=min(len(handles), 5),
-        fontsize="small",
-        frameon=False,
-    )
-    fig.suptitle(title or "Convergence")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, buf.getvalue())
-    return path
 
 
 # ----------------------------------------------------------------------------- the monitor
@@ -544,7 +242,7 @@ class ConvergenceMonitor:
         w.writerow(["dialogues", "source", "error"])
         w.writerows(rows)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.failed_path, buf.getvalue())
+        atomic_write(self.failed_path, buf.getvalue())
 
     def _reference_table(self, reference: Any) -> ResponseTable | None:
         if reference is None:
@@ -651,9 +349,9 @@ class ConvergenceMonitor:
             st.prev = self._table(st.snaps[-1])
         self._prune()
         if relog or added:
-            _atomic_write(self.csv_path, _csv_text(rows, self.scores))
+            atomic_write(self.csv_path, _csv_text(rows, self.scores))
         if relog or old.get("lag") != self.lag or old.get("reference") != self._reference_settings():
-            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
+            atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
         return relog or added
 
     def _table(self, dialogues: int) -> ResponseTable:
@@ -751,7 +449,7 @@ class ConvergenceMonitor:
         (self.out_dir / _SNAPDIR).mkdir(parents=True, exist_ok=True)
         meta_path = self.out_dir / _META
         if not meta_path.is_file():
-            _atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
+            atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
         path = self.snapshot_path(dialogues)
         table.save(path)
         prev, prev_d = st.prev, st.prev_dialogues
@@ -763,7 +461,7 @@ class ConvergenceMonitor:
             for r in st.rows:  # a new snapshot: the last one is no longer final
                 r.update({k: v for k, v in _empty_lags(self.scores).items() if "final" in k})
             st.rows.append(row)
-            _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+            atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
             scores = {s: row[s] for s in self.scores}
             for lag in LAGS[1:4]:
                 vals = {s: row[lag_column(s, lag)] for s in self.scores}
@@ -830,7 +528,7 @@ class ConvergenceMonitor:
             r["final_dialogues"] = final
             r.update({lag_column(s, "vs_final"): means[key][s] for s in self.scores})
         self._prune()
-        _atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+        atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
         if self.plot:
             self.redraw()
         if self.tensorboard is not None:

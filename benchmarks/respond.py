@@ -71,14 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cache", action="store_true", help="embed prompts afresh (no on-disk embedding cache)")
     args = ap.parse_args(argv)
 
-    from behavsim import ALL_SCORES, compare
-    from policies.adapters import load_adapter
+    from behavsim import ALL_SCORES, compare, load_policy
     from policies.commands.respond import respond, respond_many
 
     contexts = _grid(args.step)
     with tempfile.TemporaryDirectory() as d:
         ckpts = _checkpoints(args, Path(d))
-        adapters = [load_adapter(c) for c in ckpts]
+        adapters = [load_policy(c) for c in ckpts]
         sizes = [a.policy.learner.dictionary_size for a in adapters]
         print(f"contexts: {len(contexts)} (grid step {args.step}); checkpoints: {[a.id for a in adapters]}, "
               f"GP dictionary sizes {sizes}; cores: {os.cpu_count()}")
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
             return min(times), out
 
-        t_load, _ = best(lambda: [load_adapter(c) for c in ckpts])
+        t_load, _ = best(lambda: [load_policy(c) for c in ckpts])
         t_serial, tables = best(lambda: [respond(a, contexts, progress=False) for a in adapters])
         t_many, many = best(lambda: respond_many(ckpts, contexts, progress=False))
         assert [t.acts for t in many] == [t.acts for t in tables]

@@ -18,6 +18,7 @@ when ``CI=true``, where the folder must be there. Fixtures shared across the sui
 ``contexts_with_histories`` (collected contexts with their dialogue histories).
 """
 
+import contextlib
 import itertools
 import os
 import signal
@@ -253,6 +254,17 @@ def spawn():
         stop_process(proc)
 
 
+#: Process groups a wider-scoped fixture started on purpose (a server for the session): not "left".
+_OUTLIVING_GROUPS: set[int] = set()
+
+
+@pytest.fixture(scope="session")
+def outlives_tests():
+    """``outlives_tests(pid)``: the process group led by ``pid`` (``start_new_session``), started by
+    a session- or module-scoped fixture that stops it itself, is not reported as left behind."""
+    return _OUTLIVING_GROUPS.add
+
+
 @pytest.fixture(autouse=True)
 def _no_process_left_behind(request):
     if not sys.platform.startswith("linux"):
@@ -263,7 +275,11 @@ def _no_process_left_behind(request):
     deadline = time.monotonic() + 5
     while True:
         left = {pid: v for pid, v in descendants().items() if pid not in before}
-        left = {pid: v for pid, v in left.items() if not any(s in _cmdline(pid) for s in _LONG_LIVED)}
+        left = {
+            pid: v
+            for pid, v in left.items()
+            if v[0] not in _OUTLIVING_GROUPS and not any(s in _cmdline(pid) for s in _LONG_LIVED)
+        }
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.1)
@@ -281,3 +297,81 @@ def _no_process_left_behind(request):
                 pass
         pytest.fail(f"the test left {len(left)} process(es) running (now killed): " + "; ".join(names),
                     pytrace=False)
+
+
+# ----------------------------------------------------------------------------- figure texts
+# The text a matplotlib figure really draws, and where: for tests that no two labels overlap and
+# none is cut at the figure's edge. ``drawn_texts`` draws the figure once while recording every
+# Text whose ``draw`` runs and that has visible, non-blank text (tick labels outside the view are
+# not drawn and so not recorded; legend entries and titles are), then asks each for its window
+# extent in pixels. ``capture_figures`` keeps the figures the plotting functions save.
+def drawn_texts(fig, rc: dict | None = None) -> list:
+    """(text, extent in pixels) of every text the figure draws (under the settings ``rc``)."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    seen: list = []
+    original = Text.draw
+
+    def draw(self, renderer):
+        original(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            seen.append(self)
+
+    with matplotlib.rc_context(rc or {}):
+        Text.draw = draw
+        try:
+            fig.canvas.draw()
+        finally:
+            Text.draw = original
+        renderer = fig.canvas.get_renderer()
+        return [(t.get_text(), t.get_window_extent(renderer)) for t in seen]
+
+
+def overlapping(texts: list, slack: float = 0.5) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes (each shrunk by ``slack`` pixels) intersect."""
+    out = []
+    for (ta, a), (tb, b) in itertools.combinations(texts, 2):
+        if min(a.x1, b.x1) - max(a.x0, b.x0) > 2 * slack and min(a.y1, b.y1) - max(a.y0, b.y0) > 2 * slack:
+            out.append((ta, tb))
+    return out
+
+
+def cut(fig, texts: list, slack: float = 0.5) -> list[str]:
+    """Texts reaching beyond the figure's edges."""
+    w, h = fig.bbox.width, fig.bbox.height
+    return [t for t, b in texts if b.x0 < -slack or b.y0 < -slack or b.x1 > w + slack or b.y1 > h + slack]
+
+
+@contextlib.contextmanager
+def _capture_figures(monkeypatch):
+    """Every Figure saved (``Figure.savefig``) inside the block, in order."""
+    from matplotlib.figure import Figure
+
+    figs: list = []
+    original = Figure.savefig
+
+    def savefig(self, *args, **kwargs):
+        if not figs or figs[-1] is not self:
+            figs.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    try:
+        yield figs
+    finally:
+        monkeypatch.setattr(Figure, "savefig", original)
+
+
+@pytest.fixture
+def figure_text(monkeypatch):
+    """``figure_text.drawn_texts(fig, rc)``, ``.overlapping(texts)``, ``.cut(fig, texts)`` and
+    ``with figure_text.capture_figures() as figs:`` (every Figure saved inside the block)."""
+    import types
+
+    return types.SimpleNamespace(
+        drawn_texts=drawn_texts,
+        overlapping=overlapping,
+        cut=cut,
+        capture_figures=lambda: _capture_figures(monkeypatch),
+    )

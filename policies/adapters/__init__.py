@@ -22,8 +22,8 @@ spec                                   adapter
 
 The protocol and the registry live in the core (:mod:`behavsim.policy`); the kinds above are
 contributed from here through the entry-point group ``behavsim.policy_kinds``.
-``adapter_kinds`` is the registry (listable, case-insensitive; an unknown kind is rejected
-with the closest valid one). Each adapter's ``meta`` is the policy metadata stored in the
+``behavsim.policy_kinds`` is the registry (listable, case-insensitive; an unknown kind is rejected
+with the closest valid one; ``behavsim.load_policy(spec)`` makes an adapter from a spec). Each adapter's ``meta`` is the policy metadata stored in the
 response table: ``id``, ``name``, ``kind`` and where known ``reward``, ``seed``,
 ``checkpoint`` (training dialogues), ``nlg_seed``, and under ``path`` the source file and its
 ``sha256`` (file-specific details live under ``path``, which ``behavsim.compare`` ignores when it
@@ -38,12 +38,8 @@ from ._base import (
     DomainPolicyAdapter,
     PolicyAdapter,
     PolicySpec,
-    UnknownAdapterKind,
-    adapter_kinds,
     as_adapter,
     file_sha256,
-    list_adapter_kinds,
-    load_adapter,
     parse_spec,
     source_info,
 )
@@ -67,11 +63,7 @@ __all__ = [
     "PyDialAdapter",
     "PolicySpec",
     "parse_spec",
-    "load_adapter",
     "as_adapter",
-    "adapter_kinds",
-    "list_adapter_kinds",
-    "UnknownAdapterKind",
     "RecordedFailure",
     "StateVectorMismatch",
     "write_recorded",

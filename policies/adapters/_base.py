@@ -2,8 +2,8 @@
 
 The protocol (:class:`behavsim.Adapter`, spec strings, the registry of kinds) lives in the core,
 :mod:`behavsim.policy`; this module only provides factories, registered through the entry-point
-group ``behavsim.policy_kinds`` (see ``setup.cfg``), and re-exports the core names under the
-spellings ``policies.adapters`` has always offered (``adapter_kinds``, ``load_adapter``, ...).
+group ``behavsim.policy_kinds`` (see ``setup.cfg``), and re-exports the core's protocol names
+(``Adapter``, ``as_adapter``, ``parse_spec``, ...) for the adapters built here.
 A factory takes the parsed :class:`~behavsim.PolicySpec` and keyword options (``domain``: the
 domain a built-in policy runs on, default the one its file names or the built-in one) and ignores
 options it does not know.
@@ -25,13 +25,10 @@ from behavsim.policy import (
     PolicySpec,
     as_adapter,
     file_sha256,
-    list_policy_kinds,
-    load_policy,
     parse_spec,
     policy_kinds,
     source_info,
 )
-from behavsim.policy import UnknownPolicyKind as UnknownAdapterKind
 
 __all__ = [
     "Adapter",
@@ -39,11 +36,7 @@ __all__ = [
     "CallableAdapter",
     "DomainPolicyAdapter",
     "PolicySpec",
-    "UnknownAdapterKind",
-    "adapter_kinds",
-    "list_adapter_kinds",
     "parse_spec",
-    "load_adapter",
     "as_adapter",
     "file_sha256",
     "source_info",
@@ -51,11 +44,6 @@ __all__ = [
     "checkpoint_kind",
     "callable_kind",
 ]
-
-#: The core's registry of policy kinds, under the name ``policies.adapters`` has always used.
-adapter_kinds = policy_kinds
-list_adapter_kinds = list_policy_kinds
-load_adapter = load_policy
 
 
 def _context_domains(meta: Any) -> set[str]:
@@ -187,7 +175,7 @@ def callable_kind(spec: PolicySpec, **_: Any) -> Adapter:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        close = closest_name(module_name.lower(), adapter_kinds.names(), cutoff=0.6)
+        close = closest_name(module_name.lower(), policy_kinds.names(), cutoff=0.6)
         hint = f" (did you mean the policy kind {close + ':'!r}?)" if close else ""
         raise ConfigError(f"policy spec {spec.text!r}: cannot import module {module_name!r}{hint}: {exc}") from None
     obj: Any = module

@@ -40,7 +40,6 @@ from ..simulation.domain import add_domain_option, domain_spec
 __all__ = [
     "respond",
     "respond_many",
-    "check_adapter",
     "check_policy",
     "PolicyFailed",
     "PolicyCheckError",
@@ -48,9 +47,6 @@ __all__ = [
     "register_respond",
     "cmd_respond",
 ]
-
-#: The protocol checker under its earlier name (it checks any policy kind).
-check_adapter = check_policy
 
 
 # ----------------------------------------------------------------------------- command line

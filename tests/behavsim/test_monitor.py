@@ -267,12 +267,10 @@ def test_snapshots_of_checkpoints_compare_consecutively(tmp_path):
     assert list(comp.means["TMR"]) == [r["TMR"] for r in mon.rows]
 
 
-def test_convergence_figures_keep_the_legend_off_the_points(tmp_path, monkeypatch):
+def test_convergence_figures_keep_the_legend_off_the_points(tmp_path, figure_text):
     """The monitor's figures (every trial's TMR; one trial's lags): the legend sits beside or below
     the axes, never over a point, even a last point in the lower right corner where it used to
     sit; no two texts overlap and none is cut (matplotlib's text extents of the drawn figure)."""
-    from _figure_text import capture_figures, cut, drawn_texts, overlapping
-
     from behavsim.monitor import plot_convergence, plot_lags
 
     def rows(last: float, k: int) -> list[dict]:
@@ -281,15 +279,15 @@ def test_convergence_figures_keep_the_legend_off_the_points(tmp_path, monkeypatc
         return out
 
     series = {f"iq-seed{k}": rows(0.62 + 0.02 * k, k) for k in range(3)} | {"ts-seed0": rows(0.6, 0)}
-    with capture_figures(monkeypatch) as figs:
+    with figure_text.capture_figures() as figs:
         plot_convergence(series, tmp_path / "all.png", score="TMR", threshold=0.95,
                          title="Convergence of every trial (TMR, checkpoint k vs k-1)")
         lag_rows = [dict(r, **{"TMR_vs_first": r["TMR"] - 0.1, "DMR_vs_first": 0.9}) for r in rows(0.6, 0)]
         plot_lags(lag_rows, ["TMR", "DMR"], tmp_path / "lags.png", threshold=0.95)
     assert len(figs) == 2
     for fig in figs:
-        texts = drawn_texts(fig)
-        assert overlapping(texts) == [] and cut(fig, texts) == []
+        texts = figure_text.drawn_texts(fig)
+        assert figure_text.overlapping(texts) == [] and figure_text.cut(fig, texts) == []
         renderer = fig.canvas.get_renderer()
         legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
         assert legends

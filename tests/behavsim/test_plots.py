@@ -113,36 +113,32 @@ LAYOUT_CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUT_CASES))
-def test_no_text_overlaps_or_is_cut(tmp_path, monkeypatch, name):
+def test_no_text_overlaps_or_is_cut(tmp_path, figure_text, name):
     """Every text the per-turn and convergence figures draw (titles, panel titles, axis and tick
     labels, legend) has its own place inside the figure: matplotlib's text extents, drawn."""
-    from _figure_text import capture_figures, cut, drawn_texts, overlapping
-
-    with capture_figures(monkeypatch) as figs:
+    with figure_text.capture_figures() as figs:
         LAYOUT_CASES[name](tmp_path / "f")
-    texts = drawn_texts(figs[0], plots.RC)
+    texts = figure_text.drawn_texts(figs[0], plots.RC)
     assert len(texts) > 10
-    assert overlapping(texts) == []
-    assert cut(figs[0], texts) == []
+    assert figure_text.overlapping(texts) == []
+    assert figure_text.cut(figs[0], texts) == []
     if "per_turn" in name:  # the long ids of the issue ("…iq-seed1-006000iq-seed0-…") are whole, on their own lines
         heads = [t for t, _ in texts if "vs" in t]
         assert heads and all(len(line) <= 40 for h in heads for line in h.split("\n"))
 
 
-def test_layout_check_finds_overlaps(monkeypatch, tmp_path):
+def test_layout_check_finds_overlaps(figure_text, tmp_path):
     """The check itself: two titles drawn on top of each other and one beyond the edge are found."""
-    from _figure_text import capture_figures, cut, drawn_texts, overlapping
-
     fig = plots.new_figure(3, 2)
     ax = fig.add_subplot()
     ax.set_title("a title of some length")
     ax.text(0.5, 1.04, "another title here", transform=ax.transAxes, ha="center")
     fig.text(0.98, 0.5, "beyond the edge")
-    with capture_figures(monkeypatch) as figs:
+    with figure_text.capture_figures() as figs:
         plots.save_figure(fig, tmp_path / "x")
-    texts = drawn_texts(figs[0], plots.RC)
-    assert [set(p) for p in overlapping(texts)] == [{"a title of some length", "another title here"}]
-    assert cut(figs[0], texts) == ["beyond the edge"]
+    texts = figure_text.drawn_texts(figs[0], plots.RC)
+    assert [set(p) for p in figure_text.overlapping(texts)] == [{"a title of some length", "another title here"}]
+    assert figure_text.cut(figs[0], texts) == ["beyond the edge"]
 
 
 def test_order_puts_the_papers_rewards_first():

@@ -39,14 +39,6 @@ def _checks():
     return mod
 
 
-def _figure_text():
-    path = Path(__file__).parents[1] / "behavsim" / "_figure_text.py"
-    spec = importlib.util.spec_from_file_location("_figure_text_pages", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _pid(reward: str, seed: int, ck: int) -> str:
     return f"{reward}-seed{seed}-{ck:06d}"
 
@@ -246,10 +238,10 @@ def test_quick_sized_report_prints_on_at_most_15_a4_pages(quick_like, tmp_path):
     assert pages <= MAX_PAGES, pages
 
 
-def test_the_studys_per_turn_and_convergence_figures_keep_their_texts_apart(quick_like):
+def test_the_studys_per_turn_and_convergence_figures_keep_their_texts_apart(quick_like, figure_text):
     """No two texts of the per-turn and convergence figures overlap and none is cut: matplotlib's
     text extents of the figures the study drew (the long checkpoint ids of the pairs included)."""
-    ft = _figure_text()
+    ft = figure_text
     _, drawn = quick_like
     names = [n for n in drawn if n.startswith(("per_turn", "convergence"))]
     assert sorted(names) == ["convergence", "per_turn_iq", "per_turn_ts"]

@@ -152,9 +152,10 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def llm_server(tmp_path_factory):
+def llm_server(tmp_path_factory, outlives_tests):
     """One server for the session (the tests that stop their server start their own)."""
     server = Server(tmp_path_factory.mktemp("serve") / "serve.log")
+    outlives_tests(server.proc.pid)
     try:
         yield server
     finally:

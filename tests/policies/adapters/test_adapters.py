@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError, UnknownName
-from policies.adapters import (Adapter, CallableAdapter, PolicyAdapter, RecordedAdapter, adapter_kinds, as_adapter,
-                               list_adapter_kinds, load_adapter, parse_spec)
+from behavsim import list_policy_kinds, load_policy, policy_kinds
+from policies.adapters import Adapter, CallableAdapter, PolicyAdapter, RecordedAdapter, as_adapter, parse_spec
 from behavsim.policy import Response, check_policy
 
 
@@ -34,8 +34,8 @@ def test_parse_spec(text, kind, target, options):
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert sorted(list_adapter_kinds()) == ["callable", "checkpoint", "e2e", "handcrafted", "hf", "openai", "pydial", "recorded"]
-    assert "HANDCRAFTED" in adapter_kinds
+    assert sorted(list_policy_kinds()) == ["callable", "checkpoint", "e2e", "handcrafted", "hf", "openai", "pydial", "recorded"]
+    assert "HANDCRAFTED" in policy_kinds
     with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
     with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, e2e, handcrafted, hf, openai, pydial, recorded"):
@@ -46,39 +46,39 @@ def test_bad_specs_have_clear_messages(tmp_path):
     with pytest.raises(ConfigError, match="empty string"):
         parse_spec("  ")
     with pytest.raises(ConfigError, match="unknown option 'nlg_sed' for kind 'handcrafted'. Did you mean 'nlg_seed'"):
-        load_adapter("handcrafted:nlg_sed=2")
+        load_policy("handcrafted:nlg_sed=2")
     with pytest.raises(ConfigError, match="nlg_seed must be an integer or 'none', got 'x'"):
-        load_adapter("handcrafted:nlg_seed=x")
+        load_policy("handcrafted:nlg_seed=x")
     with pytest.raises(ConfigError, match="checkpoint file .*missing.npz' not found"):
-        load_adapter(str(tmp_path / "missing.npz"))
+        load_policy(str(tmp_path / "missing.npz"))
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(ConfigError, match="corrupt or unreadable checkpoint"):
-        load_adapter(str(tmp_path / "bad.npz"))
+        load_policy(str(tmp_path / "bad.npz"))
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ConfigError, match="exists but is not a GP-SARSA checkpoint"):
         parse_spec(str(tmp_path / "notes.txt"))
     with pytest.raises(ConfigError, match="cannot import module 'recorde' \\(did you mean the policy kind 'recorded:'"):
-        load_adapter("recorde:answers.jsonl")
+        load_policy("recorde:answers.jsonl")
     with pytest.raises(ConfigError, match="has no attribute 'nope'"):
-        load_adapter("behavsim.policy:nope")
+        load_policy("behavsim.policy:nope")
     with pytest.raises(ConfigError, match="is a list, not a callable"):
-        load_adapter("behavsim.policy:__all__")
+        load_policy("behavsim.policy:__all__")
     with pytest.raises(ConfigError, match="expected recorded:FILE"):
-        load_adapter("recorded:")
+        load_policy("recorded:")
     with pytest.raises(ConfigError, match="takes no argument"):
-        load_adapter("handcrafted:foo")
+        load_policy("handcrafted:foo")
 
 
 # ----------------------------------------------------------------------------- built-in kinds
 def test_handcrafted_adapter(contexts):
-    a = load_adapter("handcrafted")
+    a = load_policy("handcrafted")
     assert isinstance(a, PolicyAdapter) and a.kind == "handcrafted"
     assert a.meta == {"id": "handcrafted", "name": "handcrafted", "kind": "handcrafted", "policy": "handcrafted",
                       "domain": "restaurant", "nlg_seed": 0, "confirm_threshold": 0.8}
     r = a.respond_one(contexts[0])
     assert r.act == "request(area)" and isinstance(r.prompt, str) and r.summary_action == "request_area"
-    assert load_adapter("handcrafted:nlg_seed=4").id == "handcrafted-nlg4"
-    quiet = load_adapter("handcrafted:nlg_seed=none")
+    assert load_policy("handcrafted:nlg_seed=4").id == "handcrafted-nlg4"
+    quiet = load_policy("handcrafted:nlg_seed=none")
     assert quiet.id == "handcrafted-nlgnone" and quiet.respond_one(contexts[0]).prompt is None
 
 
@@ -87,7 +87,7 @@ def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     from policies.learners.checkpoint import load_checkpoint
 
     path = run_dir / "ts-seed1" / "ckpt-000020.npz"
-    a = load_adapter(str(path))
+    a = load_policy(str(path))
     assert a.kind == "checkpoint"
     assert a.meta == {"id": "ts-seed1-000020", "name": "gp-sarsa", "kind": "checkpoint", "policy": "gp",
                       "domain": "restaurant", "reward": "ts", "seed": 1, "checkpoint": 20,
@@ -96,7 +96,7 @@ def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     pol = load_checkpoint(path)
     for b in contexts.beliefs[::7]:
         assert a.respond_one(b) == pol.act(b)  # greedy, the checkpoint's own decisions
-    other = load_adapter(f"{path}:nlg_seed=5")
+    other = load_policy(f"{path}:nlg_seed=5")
     assert other.meta["nlg_seed"] == 5
     b = contexts[-1]
     assert other.respond_one(b).act == a.respond_one(b).act  # same decisions, other paraphrases
@@ -128,13 +128,13 @@ def answer_response(belief):
 
 
 def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
-    a = load_adapter(f"{__name__}:answer")
+    a = load_policy(f"{__name__}:answer")
     assert isinstance(a, CallableAdapter)
     assert a.meta["id"] == f"{__name__}.answer" and a.meta["kind"] == "callable"
     assert a.meta["path"]["file"].endswith("test_adapters.py") and a.meta["path"]["sha256"].startswith("sha256:")
     assert a.respond_one(contexts[0]) == Response("request(area)", "which area?")
     assert a.respond_one(contexts[-1]) == Response('inform(name="x")', None)
-    assert load_adapter(f"callable:{__name__}:answer_response").respond_one(contexts[0]) == Response("bye()", "goodbye")
+    assert load_policy(f"callable:{__name__}:answer_response").respond_one(contexts[0]) == Response("bye()", "goodbye")
     mod = tmp_path / "my_policy_mod.py"
     mod.write_text(textwrap.dedent("""
         class Policy:
@@ -144,7 +144,7 @@ def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
         POLICY = Policy()
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert load_adapter("my_policy_mod:POLICY.act").respond_one({}) == Response("hello()")
+    assert load_policy("my_policy_mod:POLICY.act").respond_one({}) == Response("hello()")
 
 
 def test_as_adapter_wraps_objects(contexts):
@@ -181,7 +181,7 @@ def test_recorded_adapter_reads_format(tmp_path, contexts):
         {"context_id": "c1", "act": None, "error": "timeout after 30 s"},
         {"context_id": "c99", "act": "hello()"},
     ])
-    a = load_adapter(f"recorded:{f}")
+    a = load_policy(f"recorded:{f}")
     assert isinstance(a, RecordedAdapter)
     assert {k: a.meta[k] for k in ("id", "name", "kind", "seed")} == \
         {"id": "e2e", "name": "my-e2e-system", "kind": "recorded", "seed": 3}
@@ -196,7 +196,7 @@ def test_recorded_adapter_reads_format(tmp_path, contexts):
 
 def test_recorded_missing_ids_are_named(tmp_path, contexts):
     f = _write(tmp_path / "part.jsonl", [{"context_id": f"c{i}", "act": "bye()"} for i in range(0, 81, 2)])
-    a = load_adapter(f"recorded:{f}")
+    a = load_policy(f"recorded:{f}")
     assert a.id == "part"  # no header: the file name
     with pytest.raises(ConfigError, match=r"no recorded response for 40 of 81 contexts; missing context ids: "
                                           r"c1, c3, c5, c7, c9, c11, c13, c15, c17, c19, \.\.\."):
@@ -217,16 +217,16 @@ def test_recorded_missing_ids_are_named(tmp_path, contexts):
 def test_recorded_format_errors(tmp_path, rows, message):
     f = _write(tmp_path / "bad.jsonl", rows)
     with pytest.raises(TableFormatError, match=message):
-        load_adapter(f"recorded:{f}")
+        load_policy(f"recorded:{f}")
 
 
 def test_recorded_invalid_json(tmp_path):
     f = tmp_path / "bad.jsonl"
     f.write_text('{"context_id": "c0", "act": "bye()"}\n{oops\n')
     with pytest.raises(TableFormatError, match=r"bad.jsonl:2: invalid JSON"):
-        load_adapter(f"recorded:{f}")
+        load_policy(f"recorded:{f}")
     with pytest.raises(ConfigError, match="not found"):
-        load_adapter(f"recorded:{tmp_path / 'nothing.jsonl'}")
+        load_policy(f"recorded:{tmp_path / 'nothing.jsonl'}")
 
 
 def test_pydial_spec_needs_pydial(tmp_path, monkeypatch):
@@ -236,7 +236,7 @@ def test_pydial_spec_needs_pydial(tmp_path, monkeypatch):
     for name in ("utils", "ontology", "policy", "semo"):
         assert name not in sys.modules or "fake_pydial" not in str(getattr(sys.modules[name], "__path__", ""))
     with pytest.raises(ModelNotAvailable, match="git clone https://github.com/helloric/pydial3"):
-        load_adapter("pydial:config.cfg")
+        load_policy("pydial:config.cfg")
 
 
 # ----------------------------------------------------------------------------- common checks
@@ -277,7 +277,7 @@ def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
     raise AssertionError(f"no test spec for adapter kind {kind!r}")
 
 
-@pytest.mark.parametrize("kind", list_adapter_kinds())
+@pytest.mark.parametrize("kind", list_policy_kinds())
 def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_histories, tmp_path, request):
     """Every registered policy kind passes the policy checker and is taken, as a spec string, by
     respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
@@ -287,16 +287,15 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_hist
     from behavsim.monitor import ConvergenceMonitor
     from behavsim.policy import reads_of
     from contexts import collect
-    from policies.commands.respond import check_adapter
 
     saved = list(sys.path)
     try:
         spec = _spec_for(kind, run_dir, contexts, tmp_path, request)
-        if "belief" not in reads_of(load_adapter(spec)):
+        if "belief" not in reads_of(load_policy(spec)):
             contexts = contexts_with_histories
         assert parse_spec(spec).kind == kind
-        assert load_adapter(spec).kind == kind
-        assert check_adapter(spec, contexts) == core_check_policy(spec, contexts) == len(contexts)
+        assert load_policy(spec).kind == kind
+        assert core_check_policy(spec, contexts) == len(contexts)
         table = core_respond(spec, contexts)
         assert table.n_errors == 0 and len(table) == len(contexts)
         mon = ConvergenceMonitor(contexts, out_dir=tmp_path / "monitor", plot=False)
@@ -318,14 +317,14 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_hist
                     del sys.modules[name]
 
 
-def test_check_adapter_catches_broken_adapters(contexts):
+def test_check_policy_catches_broken_adapters(contexts):
     import itertools as it
 
     from behavsim.policy import PolicyCheckError
-    from policies.commands.respond import PolicyFailed, check_adapter
+    from policies.commands.respond import PolicyFailed, check_policy
 
     counter = it.count()
     with pytest.raises(PolicyCheckError, match="two runs on the same contexts gave different tables"):
-        check_adapter(lambda b: f"request(s{next(counter) % 2})", contexts)
+        check_policy(lambda b: f"request(s{next(counter) % 2})", contexts)
     with pytest.raises(PolicyFailed, match="ActParseError"):
-        check_adapter(lambda b: "not an act", contexts)
+        check_policy(lambda b: "not an act", contexts)

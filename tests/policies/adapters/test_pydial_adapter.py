@@ -13,7 +13,8 @@ import pytest
 
 from behavsim import ConfigError, ContextSet, ModelNotAvailable, ResponseTable
 from behavsim.cli import main
-from policies.adapters import PyDialAdapter, StateVectorMismatch, load_adapter
+from behavsim import load_policy
+from policies.adapters import PyDialAdapter, StateVectorMismatch
 from policies.commands.respond import respond, respond_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
@@ -72,7 +73,7 @@ def on_path(root, monkeypatch):
 
 def test_gp_policy_from_config(root, contexts, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # far from the root: the adapter must chdir for PyDial's relative paths
-    a = load_adapter("pydial:config/gp.cfg", pydial_root=root)
+    a = load_policy("pydial:config/gp.cfg", pydial_root=root)
     assert isinstance(a, PyDialAdapter)
     m = a.meta
     assert (m["id"], m["name"], m["kind"], m["policy"], m["domain"]) == (
@@ -99,11 +100,11 @@ def test_gp_policy_from_config(root, contexts, tmp_path, monkeypatch):
 
 def test_answers_do_not_depend_on_context_order(on_path, contexts):
     root = on_path
-    a = load_adapter(f"pydial:{root / 'config/gp.cfg'}")
+    a = load_policy(f"pydial:{root / 'config/gp.cfg'}")
     forward = respond(a, contexts)
     backward = respond(a, contexts.select(list(range(len(contexts)))[::-1]))
     assert backward.acts[::-1] == forward.acts and backward.prompts[::-1] == forward.prompts
-    again = respond(load_adapter(f"pydial:{root / 'config/gp.cfg'}:seed=0"), contexts)
+    again = respond(load_policy(f"pydial:{root / 'config/gp.cfg'}:seed=0"), contexts)
     assert again.acts == forward.acts
     state = random.getstate()
     respond(a, contexts.select(range(5)))
@@ -111,7 +112,7 @@ def test_answers_do_not_depend_on_context_order(on_path, contexts):
 
 
 def test_root_found_on_sys_path_and_hdc(on_path, contexts):
-    a = load_adapter("pydial:config/hdc.cfg")  # relative config: looked up under the root
+    a = load_policy("pydial:config/hdc.cfg")  # relative config: looked up under the root
     assert a.meta["policy"] == "hdc" and a.meta["nlg"] is None and "policy_file" not in a.meta["path"]
     t = respond(a, contexts)
     assert t.n_errors == 0 and set(t.prompts) == {None}
@@ -127,7 +128,7 @@ def test_method_and_discourse_act_in_ontology_order(on_path, contexts):
 
     from behavsim import canonical_copy as _sorted_copy
 
-    a = load_adapter("pydial:config/gp.cfg:nlg=off")
+    a = load_policy("pydial:config/gp.cfg:nlg=off")
     assert a.meta["nlg"] is None
     rules = json.loads((on_path / f"ontology/ontologies/{DOMAIN}-rules.json").read_text())
     for b in contexts.beliefs[::10]:  # make_belief: the tracker's (= the ontology's) order
@@ -143,7 +144,7 @@ def test_method_and_discourse_act_in_ontology_order(on_path, contexts):
 
 
 def test_state_vector_length_is_checked(on_path, contexts):
-    a = load_adapter("pydial:config/gp.cfg")
+    a = load_policy("pydial:config/gp.cfg")
     bad = json.loads(json.dumps(contexts.beliefs[:3]))
     bad[1]["beliefs"]["food"]["martian"] = 0.0  # a value PyDial's ontology does not have
     # a whole context set off PyDial's ontology is refused before the first context ...
@@ -160,14 +161,14 @@ def test_state_vector_length_is_checked(on_path, contexts):
 
 def test_config_errors(on_path, tmp_path):
     with pytest.raises(ConfigError, match="PyDial config 'nothere.cfg' not found"):
-        load_adapter("pydial:nothere.cfg")
+        load_policy("pydial:nothere.cfg")
     (on_path / "config/dqn.cfg").write_text(f"[GENERAL]\ndomains = {DOMAIN}\n[policy]\npolicytype = dqn\n")
     with pytest.raises(
         ConfigError,
         match="policytype 'dqn' is not supported by the PyDial adapter "
         r"\(supported: gp, hdc\); record its answers elsewhere",
     ):
-        load_adapter("pydial:config/dqn.cfg")
+        load_policy("pydial:config/dqn.cfg")
     (on_path / "config/untrained.cfg").write_text(
         f"[GENERAL]\ndomains = {DOMAIN}\n[policy]\npolicytype = gp\ninpolicyfile = policies/none\n"
     )
@@ -176,18 +177,18 @@ def test_config_errors(on_path, tmp_path):
         match="policy files not found .*policies/none.dct, policies/none.prm; PyDial "
         "would silently run an untrained policy",
     ):
-        load_adapter("pydial:config/untrained.cfg")
+        load_policy("pydial:config/untrained.cfg")
     with pytest.raises(ConfigError, match="domain 'SFHotels' is not among"):
-        load_adapter("pydial:config/gp.cfg:domain=SFHotels")
+        load_policy("pydial:config/gp.cfg:domain=SFHotels")
     with pytest.raises(ConfigError, match="unknown option 'domian'.*Did you mean 'domain'"):
-        load_adapter("pydial:config/gp.cfg:domian=x")
+        load_policy("pydial:config/gp.cfg:domian=x")
 
 
 def test_not_a_pydial_root(tmp_path):
     with pytest.raises(ModelNotAvailable, match=r"is not a PyDial3 root folder \(missing utils/Settings.py"):
-        load_adapter("pydial:x.cfg", pydial_root=tmp_path)
+        load_policy("pydial:x.cfg", pydial_root=tmp_path)
     with pytest.raises(ModelNotAvailable, match="PYTHONPATH or pass --pydial-root DIR"):
-        load_adapter("pydial:x.cfg", pydial_root=tmp_path / "nothing")
+        load_policy("pydial:x.cfg", pydial_root=tmp_path / "nothing")
 
 
 def test_respond_many_and_cli(root, contexts, tmp_path, capsys):

@@ -137,11 +137,11 @@ def test_a_folder_of_another_run_is_refused(e2e_run, tmp_path):
 
 # ----------------------------------------------------------------------------- the policy kind
 def test_e2e_kind_answers_histories_from_their_text(e2e_run, ccol):
-    from policies.adapters import load_adapter
+    from behavsim import load_policy
 
     _, _, last = e2e_run
     spec = f"e2e:{last}"
-    a = load_adapter(spec)
+    a = load_policy(spec)
     assert a.kind == "e2e" and a.reads == ("history",)
     assert a.meta["id"] == "e2e-_e2e_teacher.always_request_area-seed0-000480" and a.meta["checkpoint"] == 480
     table = respond(spec, ccol)
@@ -153,7 +153,7 @@ def test_e2e_kind_answers_histories_from_their_text(e2e_run, ccol):
     other = ContextSet([{"beliefs": {}}] * len(ccol), histories=ccol.histories)
     assert respond(spec, other).acts == table.acts
     # batched answers equal one-by-one answers
-    model = load_adapter(spec).model
+    model = load_policy(spec).model
     singles = [model.answer([ccol.history(i)])[0] for i in range(len(ccol))]
     assert [getattr(r, "act", None) for r in singles] == table.acts
 
@@ -183,14 +183,14 @@ def test_a_set_without_histories_is_refused_up_front(e2e_run, tmp_path, capsys):
 
 
 def test_bad_e2e_specs(tmp_path):
-    from policies.adapters import load_adapter
+    from behavsim import load_policy
 
     with pytest.raises(ConfigError, match="expected e2e:DIR"):
-        load_adapter("e2e:")
+        load_policy("e2e:")
     with pytest.raises(ConfigError, match="not found"):
-        load_adapter(f"e2e:{tmp_path / 'nothing'}")
+        load_policy(f"e2e:{tmp_path / 'nothing'}")
     with pytest.raises(ConfigError, match="is not a behavsim end-to-end checkpoint folder"):
-        load_adapter(f"e2e:{tmp_path}")
+        load_policy(f"e2e:{tmp_path}")
 
 
 # ----------------------------------------------------------------------------- dialogues
