@@ -16,6 +16,8 @@ Measures, each printed with the command or call that produced it:
 3. TMR against the teacher on ``behavsim contexts collect --policy handcrafted --dialogues 10
    --seed 424242`` (dialogues it was not trained on; a failed context counts as a mismatch), with
    both tables made by ``behavsim respond``; and on 100 such dialogues;
+   3b. the chat mode (``respond --policy hf:DIR``: the folder's own prompt template and chat
+   template, ``transformers``' ``generate``): TMR against the teacher on the 10 dialogues;
 4. the same answers on the same file with every belief and every turn act removed (read text
    only);
 5. task success over 1,000 evaluation dialogues of Environment 1, the model's acts driving the
@@ -178,6 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\n[3] TMR against the teacher, {n} unseen dialogues (collect --seed 424242): {tmr:.3f} ({agree}/{size}; "
             f"failed contexts, counted as mismatches: {failed})"
+        )
+
+    # 3b. the chat mode, through the LLM kind hf:DIR (transformers' own generate)
+    if (last / "behavsim-prompt.toml").is_file():
+        _run([*behavsim, "respond", "--policy", f"hf:{last}", "--id", "chat", "--contexts", "c10.jsonl", "-o",
+              "rchat/", "--no-progress"], work)  # fmt: skip
+        tmr, agree, size, failed = _tmr(work / "r10" / "teacher.jsonl", work / "rchat" / "chat.jsonl")
+        print(
+            f"\n[3b] the chat mode (respond --policy hf:DIR) against the teacher, 10 unseen dialogues: TMR {tmr:.3f} "
+            f"({agree}/{size}; answers without a usable act: {failed})"
         )
 
     # 4. text only

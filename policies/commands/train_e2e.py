@@ -48,6 +48,12 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--width", type=int, default=d.n_embd, help=f"hidden size (default {d.n_embd})")
     g.add_argument("--heads", type=int, default=d.n_head, help=f"attention heads (default {d.n_head})")
     g.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
+    g.add_argument(
+        "--no-chat",
+        dest="chat",
+        action="store_false",
+        help="no chat mode (the act after the turns as said, for hf:DIR and openai:; docs/e2e.md): trains faster",
+    )
 
 
 def e2e_config_from_args(args: argparse.Namespace):
@@ -77,6 +83,7 @@ def e2e_config_from_args(args: argparse.Namespace):
         n_head=args.heads,
         lr=args.lr,
         threads=args.threads,
+        chat=bool(getattr(args, "chat", True)),
         domain=args.domain,
         user=args.user,
     )

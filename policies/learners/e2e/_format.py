@@ -26,7 +26,8 @@ sequence::
 * the **database result** — *not* generated: behavsim queries the domain's database with the
   decoded constraints and writes the number of matching venues (``0``–``5``, ``many``), whether
   the matches still differ on a slot the constraints leave open (``differ yes/no``), and the
-  names of the first five matches in database order (as placeholders: a venue the dialogue
+  names of five matches — those the dialogue's words mentioned first, the most recently
+  mentioned first, then the others in database order — as placeholders (a venue the dialogue
   mentioned keeps its number, the others get the next ones);
 * the **act** — the system act, delexicalised: a slot whose value is the named venue's value
   in the database is written ``[v]`` (filled from the database afterwards); every other value
@@ -57,6 +58,7 @@ __all__ = [
     "MAX_WORD_VALUES",
     "Lexicon",
     "history_text",
+    "chat_text",
     "belief_text",
     "parse_belief",
     "db_query",
@@ -80,6 +82,7 @@ SPECIAL = {
     "db": "<|db|>",
     "act": "<|act|>",
     "response": "<|response|>",
+    "answer": "<|answer|>",
 }
 #: In an act: "the named venue's value of this slot", filled from the database.
 PLACEHOLDER = "[v]"
@@ -122,6 +125,8 @@ class Lexicon:
         self._ref: dict[str, str] = {}
         self._value: dict[str, str] = {}
         self._count: dict[str, int] = {}
+        self._said: dict[str, int] = {}  # value -> when the dialogue's words last mentioned it
+        self._clock = 0  # mentions so far
 
     def add(self, value: str) -> str:
         """The placeholder of an ontology value, numbering it if it is new."""
@@ -137,13 +142,26 @@ class Lexicon:
         return ref
 
     def text(self, text: str) -> str:
-        return self._pattern.sub(lambda m: self.add(m.group(0)), clean(text))
+        return self._pattern.sub(lambda m: self._mention(m.group(0)), clean(text))
+
+    def _mention(self, value: str) -> str:
+        self._clock += 1
+        self._said[value] = self._clock
+        return self.add(value)
+
+    def recent(self, values: Iterable[str]) -> list[str]:
+        """``values`` the dialogue's words have mentioned, the most recently mentioned first,
+        then the others in their order."""
+        values = list(values)
+        said = sorted((v for v in values if v in self._said), key=lambda v: -self._said[v])
+        return said + [v for v in values if v not in said]
 
     def copy(self) -> "Lexicon":
         """The placeholders so far, numbered on independently from here."""
         new = Lexicon.__new__(Lexicon)
         new._pattern, new._slot_of = self._pattern, self._slot_of
         new._ref, new._value, new._count = dict(self._ref), dict(self._value), dict(self._count)
+        new._said, new._clock = dict(self._said), self._clock
         return new
 
     def placeholders(self) -> list[str]:
@@ -161,6 +179,13 @@ def history_text(history: Iterable[Mapping[str, Any]], lexicon: Lexicon) -> str:
     """The history part of a sequence: each turn's speaker token and delexicalised text (acts and
     beliefs are not read)."""
     return "".join(f"{SPECIAL[t['speaker']]} {lexicon.text(t['text'])}".rstrip() for t in history)
+
+
+def chat_text(history: Iterable[Mapping[str, Any]]) -> str:
+    """A history as the tokenizer's chat template renders it (the chat mode, see
+    :mod:`policies.learners.e2e._tokenizer`): each turn's speaker token and its words as said —
+    not delexicalised, values as the ontology spells them."""
+    return "".join(f"{SPECIAL[t['speaker']]} {clean(t['text'])}" for t in history)
 
 
 # ------------------------------------------------------------------------- belief and database
@@ -203,7 +228,7 @@ def db_query(domain: Any, constraints: Sequence[tuple[str, str]]) -> DBResult:
 
 def db_text(result: DBResult, lexicon: Lexicon) -> str:
     count = str(result.count) if result.count <= MAX_MATCHES else "many"
-    names = "".join(f" ; {lexicon.add(n)}" for n in result.names[:MAX_MATCHES])
+    names = "".join(f" ; {lexicon.add(n)}" for n in lexicon.recent(result.names)[:MAX_MATCHES])
     return f" matches {count} ; differ {'yes' if result.differ else 'no'}{names}"
 
 

@@ -9,9 +9,14 @@ tokens (:data:`~policies.learners.e2e._format.SPECIAL`), every ontology value, t
 and every piece of the training texts, in sorted order — the same texts give the same tokenizer.
 Unknown pieces (a phone number in a history) become ``<|unk|>``.
 
-Wrapped as a :class:`transformers.PreTrainedTokenizerFast` with a chat template (roles ``user``
-and ``assistant``/``system``; the generation prompt opens the belief span), it is saved beside the
-model and loads with ``AutoTokenizer.from_pretrained(DIR)``.
+Wrapped as a :class:`transformers.PreTrainedTokenizerFast` with a chat template, it is saved
+beside the model and loads with ``AutoTokenizer.from_pretrained(DIR)``. The chat template is the
+model's **chat mode**, for tools that know nothing of behavsim (``hf:DIR``, ``transformers serve``
+behind ``openai:``): the dialogue's turns as they were said (roles ``user`` and
+``assistant``/``system``), then ``<|answer|>``, after which the model writes the act in behavsim's
+syntax, values spelled out, and ``<|endoftext|>`` — what it learned to write there, from the same
+teacher dialogues, without a database query (a venue's address or phone number is then its
+memory's, not the database's).
 """
 
 from __future__ import annotations
@@ -24,13 +29,13 @@ from ._format import MAX_INDEX, SPECIAL
 
 __all__ = ["build_tokenizer", "CHAT_TEMPLATE", "piece_pattern"]
 
-#: The chat template: the sequence's history part, then (with ``add_generation_prompt``) the
-#: belief span's opening token.
+#: The chat template (the chat mode): the turns as said, then (with ``add_generation_prompt``)
+#: ``<|answer|>``, after which the model writes the act.
 CHAT_TEMPLATE = (
     "{{ eos_token }}{% for message in messages %}"
     "{% if message['role'] == 'user' %}<|user|>{% else %}<|system|>{% endif %}"
     " {{ message['content'] | lower | trim }}{% endfor %}"
-    "{% if add_generation_prompt %}<|belief|>{% endif %}"
+    "{% if add_generation_prompt %}<|answer|>{% endif %}"
 )
 
 
@@ -84,7 +89,7 @@ def build_tokenizer(texts: Iterable[str], domain: Any, slots: Iterable[str] = ()
         eos_token=SPECIAL["eos"],
         unk_token=SPECIAL["unk"],
         pad_token=SPECIAL["pad"],
-        additional_special_tokens=[SPECIAL[k] for k in ("user", "system", "belief", "db", "act", "response")],
+        additional_special_tokens=[SPECIAL[k] for k in ("user", "system", "belief", "db", "act", "response", "answer")],
         chat_template=CHAT_TEMPLATE,
         clean_up_tokenization_spaces=False,
         model_input_names=["input_ids", "attention_mask"],

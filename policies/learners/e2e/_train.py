@@ -7,13 +7,15 @@
 3. **Model**: a GPT-2 configuration (``transformers.GPT2LMHeadModel``, decoder-only; GELU, no
    dropout) at a small size, initialised from ``seed``.
 4. **Training**: next-token cross-entropy on the belief span, the act and the response (not on
-   the history or the database result), AdamW, a linear warm-up then a cosine decay of the learning
+   the history or the database result) and, with ``chat`` (the default), on the chat mode's act
+   after the turns as said (:mod:`._tokenizer`; one more part of each dialogue's row), AdamW, a linear warm-up then a cosine decay of the learning
    rate; an epoch visits the teacher's dialogues in an order drawn from ``SeedSequence([seed, epoch])``,
    ``batch_dialogues`` dialogues (all their contexts) per step.
 5. **Checkpoints**: every ``checkpoint_every`` dialogues trained on (repeats across epochs
    counted), a folder ``ckpt-NNNNNN/`` in Hugging Face's format — ``config.json``,
    ``model.safetensors``, the tokenizer with its chat template — plus ``behavsim-e2e.json`` (what
-   behavsim needs to answer with it) and the optimizer's state (``optimizer.safetensors``,
+   behavsim needs to answer with it), with ``chat`` the prompt template of the chat mode
+   (``behavsim-prompt.toml``: ``hf:DIR`` and ``openai:`` use it) and the optimizer's state (``optimizer.safetensors``,
    ``trainer_state.json``), from which a run resumes to the same bytes.
 
 Determinism: the thread count is fixed (``threads``, default 1) and PyTorch's deterministic
@@ -42,12 +44,36 @@ from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 
 from ._data import constraints_of, play_teacher
-from ._format import SPECIAL, belief_text, db_query, db_text, delex_act, delex_prompt
+from ._format import SPECIAL, belief_text, chat_text, db_query, db_text, delex_act, delex_prompt
 from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, _encode, special_ids
 from ._session import decision_points, history_parts
 from ._tokenizer import build_tokenizer
 
 __all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE"]
+
+#: The chat mode's prompt template (``behavsim-prompt``, see :mod:`policies.adapters._prompts`),
+#: written into every checkpoint folder of a run with ``chat``: the folder's default template for
+#: ``hf:DIR`` and ``openai:DIR@URL``.
+CHAT_PROMPT_FILE = "behavsim-prompt.toml"
+CHAT_PROMPT = """\
+# The chat mode of behavsim's end-to-end model (written by `behavsim train --policy e2e`): the dialogue
+# so far as chat turns; the model answers the act, in behavsim's syntax, on one line.
+format = "behavsim-prompt"
+version = 1
+name = "e2e-chat"
+description = "The dialogue so far as chat turns; the end-to-end model's chat mode answers the act."
+needs_history = true
+
+[answer]
+utterance = false
+
+[[messages]]
+role = "history"
+"""
+
+#: The longest act (in tokens) the chat mode is trained on: values are spelled out there, and a
+#: venue's description is long (below the 128 new tokens hf: and openai: ask for by default).
+CHAT_ACT_LIMIT = 120
 
 #: The run folder's record of its configuration (a folder holding another run is refused).
 RUN_FILE = "e2e-run.json"
@@ -76,8 +102,11 @@ class E2EConfig:
     domain: str | None = None
     user: str | None = None
     max_turns: int = 25
+    chat: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.chat, bool):
+            raise ConfigError(f"e2e training: chat must be true or false, got {self.chat!r}")
         ints = ("seed", "dialogues", "epochs", "checkpoint_every", "batch_dialogues", "n_layer", "n_embd")
         for key in (*ints, "n_head", "n_positions", "warmup_steps", "threads", "max_turns"):
             v = getattr(self, key)
@@ -175,7 +204,9 @@ class _Row:
     (:mod:`._session`; the spans' labels: the teacher's belief there). Context k's block — the
     database result, the act, the response — sees the shared part up to its decision point's span
     (``seen[k]`` tokens) and itself, at the positions it would have alone: the same computation as
-    one sequence per context, with the shared part computed once.
+    one sequence per context, with the shared part computed once. The chat mode's row (``chat``)
+    is built the same way: the turns as said (:func:`~._format.chat_text`), then per context
+    ``<|answer|>``, the act, ``<|endoftext|>``.
     """
 
     ids: list[int]
@@ -183,6 +214,7 @@ class _Row:
     block: list[int]  # -1: the shared part; k: context k's block
     seen: list[int]  # per block: how many shared tokens it sees
     targets: list[tuple[int, int]]  # (index whose output predicts it, token id)
+    chat: bool = False  # the chat mode's row
 
 
 @dataclass
@@ -190,12 +222,15 @@ class _DialogueTexts:
     segments: list[str]  # per decision point: its turns' text
     beliefs: list[str]  # per decision point: the belief span's label
     blocks: list[tuple[int, str, str, str]]  # per context: decision point, db result, act, response
+    chat: list[str]  # per decision point: its turns as said (the chat mode)
+    chat_blocks: list[tuple[int, str]]  # per context: decision point, the act as behavsim writes it
 
 
 def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int]) -> _DialogueTexts:
     """The texts of one teacher dialogue (its contexts' indices in order)."""
     last = dialogue[-1]
     segments, _, lexicons = history_parts(cs.history(last) or [], domain)
+    chat = [chat_text(part) for part in decision_points(cs.history(last) or [])]
     labels: dict[int, int] = {}
     for c in dialogue:
         labels[len(decision_points(cs.history(c) or [])) - 1] = c
@@ -203,7 +238,7 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
     for j, lex in enumerate(lexicons):
         at = labels.get(j)
         beliefs.append(belief_text(constraints_of(cs.beliefs[at], domain), lex) if at is not None else "")
-    blocks = []
+    blocks, chat_blocks = [], []
     for j, c in sorted((j, c) for j, c in labels.items()):
         act = table.acts[c]
         if act is None:
@@ -211,7 +246,8 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
         lex = lexicons[j].copy()
         db = db_text(db_query(domain, constraints_of(cs.beliefs[c], domain)), lex)
         blocks.append((j, db, delex_act(act, domain, lex), delex_prompt(table.prompts[c] or "", act)))
-    return _DialogueTexts(segments, beliefs, blocks)
+        chat_blocks.append((j, act))
+    return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
 
 
 def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int]:
@@ -243,6 +279,29 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int
         row.seen.append(seen)
         row.targets += [(start + i - 1, block[i]) for i in range(len(head), len(block))]
     return row, dropped
+
+
+def _chat_row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> _Row:
+    """A dialogue's row in the chat mode (see :class:`_Row`); a context whose act is longer than
+    :data:`CHAT_ACT_LIMIT` or that does not fit the model's positions is left out."""
+    sp = special_ids(tokenizer)
+    ids, ends = [sp["eos"]], []
+    for seg in _encode(tokenizer, t.chat):
+        ids += seg
+        ends.append(len(ids))
+    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], [], chat=True)
+    for (j, _), act in zip(t.chat_blocks, _encode(tokenizer, [a for _, a in t.chat_blocks])):
+        block = [sp["answer"], *act, sp["eos"]]
+        seen = ends[j]
+        if len(act) > CHAT_ACT_LIMIT or seen + len(block) > n_positions:
+            continue  # never a cut act: the model would learn to write one
+        start = len(row.ids)
+        row.ids += block
+        row.pos += list(range(seen, seen + len(block)))
+        row.block += [len(row.seen)] * len(block)
+        row.seen.append(seen)
+        row.targets += [(start + i - 1, block[i]) for i in range(1, len(block))]
+    return row
 
 
 # ----------------------------------------------------------------------------- the run
@@ -316,10 +375,21 @@ def train_e2e(
         by_dialogue[int(m["dialogue"])].append(i)
     texts = [_texts(cs, table, domain, idx) for idx in by_dialogue]
     tokenizer = build_tokenizer(
-        (x for t in texts for x in (*t.segments, *t.beliefs, *(y for b in t.blocks for y in b[1:]))), domain
+        (
+            x
+            for t in texts
+            for x in (
+                *t.segments,
+                *t.beliefs,
+                *(y for b in t.blocks for y in b[1:]),
+                *t.chat,
+                *(a for _, a in t.chat_blocks),
+            )
+        ),
+        domain,
     )
     built = [_row(tokenizer, t, config.n_positions) for t in texts]
-    rows = [[r] for r, _ in built]
+    rows = [[r, _chat_row(tokenizer, t, config.n_positions)] if config.chat else [r] for (r, _), t in zip(built, texts)]
     dropped = sum(d for _, d in built)
     if dropped:
         say(f"{dropped} of {len(cs)} teacher contexts do not fit {config.n_positions} positions: not trained on")
@@ -403,9 +473,8 @@ def _mask(torch, row: _Row, width: int) -> Any:
     idx = torch.arange(width)
     blk = torch.full((width,), -2, dtype=torch.long)
     blk[:n] = torch.tensor(row.block)
-    seen = torch.full((width,), width, dtype=torch.long)
-    for k, s in enumerate(row.seen):
-        seen[blk == k] = s
+    seen_k = torch.tensor([*row.seen, width], dtype=torch.long)
+    seen = torch.where(blk >= 0, seen_k[blk.clamp(min=0, max=len(row.seen))], width)
     causal = idx[None, :] <= idx[:, None]
     allow = (blk[:, None] == blk[None, :]) & causal & (blk[:, None] != -2)
     allow |= (blk[:, None] >= 0) & (blk[None, :] == -1) & (idx[None, :] < seen[:, None])
@@ -414,7 +483,23 @@ def _mask(torch, row: _Row, width: int) -> Any:
 
 
 def _step(torch, model, opt, rows: list[_Row], tokenizer) -> float:
-    pad = tokenizer.pad_token_id
+    """One optimiser step on ``rows``: the main rows and the chat rows each go through the model as
+    a batch of their own width (a chat row is much shorter); one loss over all their targets."""
+    logits, tgts = [], []
+    for group in ([r for r in rows if not r.chat], [r for r in rows if r.chat]):
+        if group:
+            lg, tg = _forward(torch, model, group, tokenizer.pad_token_id)
+            logits.append(lg)
+            tgts.append(tg)
+    loss = torch.nn.functional.cross_entropy(torch.cat(logits), torch.cat(tgts))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
+def _forward(torch, model, rows: list[_Row], pad: int) -> tuple[Any, Any]:
+    """The logits at the rows' target positions, and the targets."""
     width = max(len(r.ids) for r in rows)
     x = torch.full((len(rows), width), pad, dtype=torch.long)
     p = torch.zeros((len(rows), width), dtype=torch.long)
@@ -425,12 +510,7 @@ def _step(torch, model, opt, rows: list[_Row], tokenizer) -> float:
     hidden = model.transformer(input_ids=x, attention_mask=mask, position_ids=p).last_hidden_state
     src = torch.tensor([[i, j] for i, r in enumerate(rows) for j, _ in r.targets], dtype=torch.long)
     tgt = torch.tensor([t for r in rows for _, t in r.targets], dtype=torch.long)
-    logits = model.lm_head(hidden[src[:, 0], src[:, 1]])
-    loss = torch.nn.functional.cross_entropy(logits, tgt)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    return float(loss.detach())
+    return model.lm_head(hidden[src[:, 0], src[:, 1]]), tgt
 
 
 def _save_optimizer(torch, opt, path: Path) -> None:
@@ -479,6 +559,8 @@ def _save(torch, model, opt, tokenizer, config: E2EConfig, out: Path, done: int,
         "config": config.to_dict(),
     }
     (tmp / MODEL_FILE).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if config.chat:
+        (tmp / CHAT_PROMPT_FILE).write_text(CHAT_PROMPT, encoding="utf-8")
     _save_optimizer(torch, opt, tmp / "optimizer.safetensors")
     state = {"dialogues": done, "step": done // config.batch_dialogues, "losses": losses, "special": SPECIAL}
     (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")

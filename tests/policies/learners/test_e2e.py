@@ -75,7 +75,7 @@ def test_tokenizer_pieces_decode_exactly_and_chat_template():
     assert tok.convert_ids_to_tokens(tok(" 01223")["input_ids"]) == ["<|unk|>"]
     chat = tok.apply_chat_template([{"role": "user", "content": "Thai food"}, {"role": "assistant", "content": "ok"}],
                                    tokenize=False, add_generation_prompt=True)
-    assert chat == "<|endoftext|><|user|> thai food<|system|> ok<|belief|>"
+    assert chat == "<|endoftext|><|user|> thai food<|system|> ok<|answer|>"  # the chat mode's answer follows
 
 
 # ----------------------------------------------------------------------------- training
@@ -191,6 +191,45 @@ def test_bad_e2e_specs(tmp_path):
         load_policy(f"e2e:{tmp_path / 'nothing'}")
     with pytest.raises(ConfigError, match="is not a behavsim end-to-end checkpoint folder"):
         load_policy(f"e2e:{tmp_path}")
+
+
+def test_the_chat_mode_answers_through_the_llm_kinds(e2e_run, ccol, tmp_path):
+    """The folder is a chat model for tools that know nothing of behavsim: hf:DIR renders the
+    history with the folder's own prompt template (behavsim-prompt.toml) and the tokenizer's chat
+    template, and the model writes its act in behavsim's syntax; a run without the chat mode
+    writes no template."""
+    from behavsim import load_policy
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    _, _, plain = e2e_run  # SMALL has no chat mode
+    assert not (plain / "behavsim-prompt.toml").exists()
+    last = train_e2e(E2EConfig(**{**SMALL, "chat": True, "epochs": 30, "checkpoint_every": 240}), tmp_path / "chat")[-1][1]
+    assert (last / "behavsim-prompt.toml").is_file()
+    a = load_policy(f"hf:{last}")
+    assert a.reads == ("history",) and a.meta["template"]["name"] == "e2e-chat" and a.utterance is False
+    table = respond(f"hf:{last}", ccol)
+    assert table.n_errors == 0 and set(table.acts) == {"request(area)"} and set(table.prompts) == {None}
+    with pytest.raises(UnanswerableContexts):
+        respond(f"hf:{last}", contexts.generate_grid(step=1.0))
+
+
+def test_a_packed_row_is_masked_as_separate_sequences():
+    """A block sees its shared part up to its decision point and itself, causally; padding only
+    itself."""
+    import torch
+
+    from policies.learners.e2e._train import _mask, _Row
+
+    # 3 shared tokens; block 0 (2 tokens) after 2 of them, block 1 (1 token) after all 3; 1 padding
+    row = _Row(ids=list(range(6)), pos=[0, 1, 2, 2, 3, 3], block=[-1, -1, -1, 0, 0, 1], seen=[2, 3], targets=[])
+    m = (_mask(torch, row, 7) == 0).int().tolist()
+    assert m == [[1, 0, 0, 0, 0, 0, 0],
+                 [1, 1, 0, 0, 0, 0, 0],
+                 [1, 1, 1, 0, 0, 0, 0],
+                 [1, 1, 0, 1, 0, 0, 0],
+                 [1, 1, 0, 1, 1, 0, 0],
+                 [1, 1, 1, 0, 0, 1, 0],
+                 [0, 0, 0, 0, 0, 0, 1]]
 
 
 # ----------------------------------------------------------------------------- dialogues
