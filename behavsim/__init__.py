@@ -19,7 +19,7 @@ _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
 from ._cache import default_cache_dir
-from ._contexts import ContextSet, belief_problem
+from ._contexts import ContextSet, belief_problem, check_history
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
 from ._errors import (
     ActParseError,
@@ -48,6 +48,7 @@ from .policy import (
     PolicyFailed,
     PolicySpec,
     Response,
+    UnanswerableContexts,
     UnknownPolicyKind,
     as_adapter,
     check_policy,
@@ -79,6 +80,7 @@ __all__ = [
     "UnknownEncoder",
     "UnknownName",
     "UnknownScore",
+    "UnanswerableContexts",
     "get_score",
     "list_scores",
     "score_info",
@@ -105,6 +107,7 @@ __all__ = [
     "package_version",
     "ContextSet",
     "belief_problem",
+    "check_history",
     "ResponseTable",
     "context_fingerprint",
     "canonical_copy",

@@ -99,11 +99,18 @@ def _verify(header: Any, body: bytes, where: Path) -> None:
         )
 
 
+#: What a ``precheck`` of :func:`read_rows` returns when it has verified the content itself (a
+#: context set's text-only view, checked against its header's ``text_fingerprint``): the file's
+#: checksum, which covered the full file, is then not compared.
+VERIFIED = "verified"
+
+
 def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str, Any]]]:
     """``(header, [(where, row), ...])`` of a JSONL or Parquet file; ``where`` names the line/row.
 
     The file's checksum (when its header has one) is verified after ``precheck(header, rows)``, so
-    that the caller's more specific messages (another format, a truncated file) come first."""
+    that the caller's more specific messages (another format, a truncated file) come first; a
+    ``precheck`` that returns :data:`VERIFIED` has checked the content another way."""
     if not path.is_file():
         raise TableFormatError(f"{path}: no such {what.replace(' ', '-')} file")
     if path.suffix == ".parquet":
@@ -123,8 +130,8 @@ def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str
             raise TableFormatError(f"{path}: damaged header metadata ({_short(exc)})") from None
         except Exception as exc:  # pyarrow's errors for damaged pages
             raise TableFormatError(f"{path}: damaged Parquet data ({_short(exc)})") from None
-        if precheck is not None:
-            precheck(header, rows)
+        if precheck is not None and precheck(header, rows) == VERIFIED:
+            return header, rows
         try:
             body = canonical_json(tbl.to_pydict()).encode("utf-8")
         except (TypeError, ValueError) as exc:  # a damaged schema: columns of another type
@@ -143,8 +150,8 @@ def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str
             for n, (line, obj) in enumerate(zip(lines, fast), 1):
                 check_no_lone_surrogates(obj, line, f"{path}:{n}")
         rows = [(str(n), obj) for n, obj in enumerate(fast[1:], 2)]
-        if precheck is not None:
-            precheck(fast[0], rows)
+        if precheck is not None and precheck(fast[0], rows) == VERIFIED:
+            return fast[0], rows
         _verify(fast[0], "".join(line + "\n" for line in lines[1:]).encode("utf-8"), path)
         return fast[0], rows
     parsed = []
@@ -161,8 +168,8 @@ def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str
         if n > 1 and not isinstance(obj, dict):
             raise TableFormatError(f"{path}:{n}: every line after the header must be a JSON object")
         parsed.append((str(n), obj))
-    if precheck is not None:
-        precheck(parsed[0][1], parsed[1:])
+    if precheck is not None and precheck(parsed[0][1], parsed[1:]) == VERIFIED:
+        return parsed[0][1], parsed[1:]
     _verify(parsed[0][1], "".join(line + "\n" for line in lines[1:]).encode("utf-8"), path)
     return parsed[0][1], parsed[1:]
 

@@ -8,7 +8,8 @@ File format ``behavsim-responses`` version 1, as JSON Lines (``.jsonl``) or Parq
   "context_set": {"fingerprint": ..., "size": N}}``; then exactly N lines, one per context in
   context-set order: ``{"i": 0, "context_id": "c0", "act": "request(food)", "prompt": "..." | null,
   "error": null | "message"}``. ``act`` is null only when the policy failed on that context
-  (``error`` says why) or the table has no act for it.
+  (``error`` says why) or answered with text only (an end-to-end model: ``error`` null, ``prompt``
+  given); a row has at least an act, a prompt or an error.
 * Parquet: the same columns (``i, context_id, act, prompt, error``) with the header object stored
   as JSON under the schema metadata key ``behavsim``.
 
@@ -70,9 +71,10 @@ class ResponseTable:
     """One policy's responses on a context set.
 
     ``acts[i]``/``prompts[i]`` answer context ``i``; ``None`` marks a missing act (policy error,
-    see ``errors[i]``) or a policy without a generator (prompt). ``policy`` is its metadata with at
-    least ``id``. ``raws[i]``: the free text the answer was read from (empty list: none kept);
-    ``repeats[i]``: the answers of repeats ``1 .. K-1`` to context ``i`` (``None``: asked once).
+    see ``errors[i]``, or a text-only answer: ``errors[i]`` ``None``) or a policy without a
+    generator (prompt). ``policy`` is its metadata with at least ``id``. ``raws[i]``: the free
+    text the answer was read from (empty list: none kept); ``repeats[i]``: the answers of repeats
+    ``1 .. K-1`` to context ``i`` (``None``: asked once).
     """
 
     policy: dict[str, Any]
@@ -125,6 +127,11 @@ class ResponseTable:
     @property
     def n_errors(self) -> int:
         return sum(e is not None for e in self.errors)
+
+    @property
+    def n_text_only(self) -> int:
+        """Contexts answered with a prompt and no act (an end-to-end model's text-only answers)."""
+        return sum(a is None and e is None for a, e in zip(self.acts, self.errors))
 
     # ------------------------------------------------------------------ repeats
     @property

@@ -5,6 +5,8 @@
 * :func:`collect` — C_col, the belief states met by given policies in seeded dialogues with
   the simulated user;
 * :class:`ContextRecorder` and :func:`from_jsonl` — contexts logged from any system;
+  :func:`from_dialogues_jsonl` — logged dialogues with utterances (every system turn a context
+  with its history), :func:`logged_responses` — the logged system's own answers;
 * :func:`select` — subsets by turn, origin, slot or method belief;
 * :func:`perturb` — the same contexts through a noisy recogniser (robustness probes).
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 from behavsim import ContextSet
 
 from ._collect import ENV_OPTIONS, collect, dialogue_seed
+from ._dialogues import from_dialogues_jsonl, is_dialogue_log, logged_responses
 from ._grid import default_values, generate_grid, grid_levels
 from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
 from ._perturb import PERTURBATION_KINDS, check_noise, perturb
@@ -31,6 +34,9 @@ __all__ = [
     "ENV_OPTIONS",
     "ContextRecorder",
     "from_jsonl",
+    "from_dialogues_jsonl",
+    "is_dialogue_log",
+    "logged_responses",
     "LogFormatError",
     "check_belief",
     "select",

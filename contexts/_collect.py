@@ -6,6 +6,13 @@ GP policy's exploration is switched off for the run), and the belief state in fr
 closing turn after the user's ``bye()`` included (the policy acts on the final belief there,
 as in PyDial; ``meta["closing_turn"]`` marks it). So a dialogue of T turns gives T contexts.
 
+With each belief, the dialogue up to the same moment is recorded as the context's ``history``
+(``histories=True``, the default): the turns with their text and acts, the system's words from the
+environment's generator, the user's from the user-side template generator with a random stream of
+its own per dialogue (:class:`policies.simulation.history.DialogueText`) — so the beliefs, the
+acts and everything computed from them are the same as without histories. A modular source
+answers the belief, an end-to-end source (one that reads histories) the history.
+
 Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
 :mod:`policies.learners.train` uses for its evaluation dialogues, so every source meets the same user
 goals and ``collect(ckpts, seed=policies.learners.train.EVAL_SEED)`` records exactly the evaluation
@@ -23,9 +30,10 @@ from typing import Any
 import numpy as np
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
-from behavsim.policy import Adapter, as_adapter, error_text
+from behavsim.policy import Adapter, answer_context, as_adapter, error_text, reads_of
 from policies.learners.train import eval_dialogue_seed
 from policies.simulation.env import DialogueEnv
+from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
 from policies.simulation.user import DEFAULT_USER
 
@@ -115,15 +123,20 @@ def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
         raise ConfigError(f"env_options: {exc}") from None
 
 
-def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str):
-    """One system turn: the source answers the belief; the environment takes its summary action
-    when it has one the environment knows (PyDial's mapping to a master act), else its act."""
+def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str, history: list | None = None):
+    """One system turn: the source answers the belief (or the history, if it reads histories);
+    the environment takes its summary action when it has one the environment knows (PyDial's
+    mapping to a master act), else its act."""
     try:
-        r = adapter.respond_one(copy_belief(belief))
+        r = answer_context(adapter, copy_belief(belief), history)
     except BehavsimError:
         raise
     except Exception as exc:
         raise ConfigError(f"policies: policy {label!r} failed {where}: {error_text(exc)}") from None
+    if r.act is None and r.summary_action is None:
+        raise ConfigError(
+            f"policies: policy {label!r} answered {where} with text only (no act); the environment plays acts"
+        )
     summary = r.summary_action if r.summary_action in env.actions else None
     try:
         out = env.step(summary) if summary is not None else env.step_act(r.act)
@@ -157,6 +170,7 @@ def collect(
     env_options: Mapping[str, Any] | None = None,
     dedupe: bool = False,
     progress: bool | None = None,
+    histories: bool = True,
 ) -> ContextSet:
     """The collected context set C_col (see the module doc).
 
@@ -174,7 +188,9 @@ def collect(
     and the dialogue's outcome ``dialogue_turns``, ``dialogue_success``. Duplicates are kept (a
     context set is a sample); ``dedupe=True`` drops exact duplicate beliefs, keeping the first.
     The same arguments give the same set (same fingerprint). ``progress``: a tqdm bar on
-    stderr (default: for 100 dialogues or more on a terminal).
+    stderr (default: for 100 dialogues or more on a terminal). ``histories``: record each
+    context's dialogue history too (the default; ``False`` gives belief-only contexts, with the
+    fingerprint such sets always had; a source that reads histories needs them).
     """
     if isinstance(dialogues, bool) or not isinstance(dialogues, (int, np.integer)) or dialogues < 1:
         raise ConfigError(f"dialogues: expected a positive integer, got {dialogues!r}")
@@ -182,8 +198,16 @@ def collect(
         raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
     domain = resolve_domain(domain)
     sources = _sources(policies, domain)
+    if not histories:
+        for label, adapter, _ in sources:
+            if "belief" not in reads_of(adapter):
+                raise ConfigError(
+                    f"policies: {label!r} reads dialogue histories; collect with histories (histories=True)"
+                )
     env = _make_env(domain, env_options)
+    text = _dialogue_text(env) if histories else None
     beliefs: list[dict] = []
+    turns: list[list | None] = []
     metas: list[dict] = []
     ids: list[str] = []
     seen: set[str] = set()
@@ -195,12 +219,17 @@ def collect(
                 for j in range(int(dialogues)):
                     dseed = dialogue_seed(seed, j)
                     belief, info = env.reset(seed=dseed)
+                    if text is not None:
+                        text.reset(dseed, info)
                     first = len(metas)
                     done = False
                     while not done:
                         record = copy_belief(belief)
-                        summary, step = _step(env, adapter, label, belief, f"in dialogue {j}")
+                        history = text.turns if text is not None else None
+                        summary, step = _step(env, adapter, label, belief, f"in dialogue {j}", history)
                         belief, _, terminated, truncated, info = step
+                        if text is not None:
+                            text.step(info)
                         done = terminated or truncated
                         turn = int(info["turns"])
                         if dedupe:
@@ -210,6 +239,7 @@ def collect(
                                 continue
                             seen.add(k)
                         beliefs.append(record)
+                        turns.append(history)
                         metas.append(
                             {
                                 "origin": "collected",
@@ -249,4 +279,10 @@ def collect(
         "duplicates_removed": removed,
         "size": len(beliefs),
     }
-    return ContextSet(beliefs, metas, ids, meta)
+    if text is not None:
+        meta["histories"] = {"system_nlg": env.nlg.signature, "user_nlg": text.user_nlg.signature}
+    return ContextSet(beliefs, metas, ids, meta, histories=turns if text is not None else None)
+
+
+def _dialogue_text(env: Any) -> Any:
+    return DialogueText(env)

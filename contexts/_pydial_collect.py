@@ -15,6 +15,14 @@ the belief — and ``features`` gain ``dbMatches`` (venues matching the accepted
 set, and the ``pydial:`` adapter given the same config answers every context with the act the
 policy took in the dialogue.
 
+Each context also carries its **history** (``histories=True``, the default): the dialogue's turns
+before it — the system's acts said in words by PyDial's own template generator (SemO), the
+simulated user's acts (an item without a slot, PyDial's ``inform(=dontcare)``, gets the slot
+``this``, as behavsim's own user says it) said by behavsim's user-side template generator
+(:class:`policies.simulation.user_nlg.UserTemplateNLG`, paraphrases drawn per dialogue from
+``user_nlg_rng(SeedSequence([seed, j]))``). The words are made after the dialogues, so the beliefs
+are the same with or without them.
+
 Same config, root, seed and count → the same set (same fingerprint): PyDial draws every random
 number from ``Settings.random``, seeded by ``Settings.init(config, seed)``; the subprocess runs
 with ``PYTHONHASHSEED=0``. The policy runs as the ``pydial:`` adapter runs it (no learning, GP
@@ -26,6 +34,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,6 +46,7 @@ from behavsim.policy import file_sha256
 from policies.adapters import find_pydial_root, git_commit, read_config, resolve_config
 from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
 from policies.simulation.tracker import inform_info
+from policies.simulation.user_nlg import UserTemplateNLG, user_nlg_rng
 
 __all__ = ["collect_pydial", "HELPER", "resolve_config", "behavsim_domain"]
 
@@ -116,6 +126,7 @@ def collect_pydial(
     label: str | None = None,
     timeout: float | None = None,
     policy_file: str | os.PathLike | None = None,
+    histories: bool = True,
 ) -> ContextSet:
     """The belief states PyDial's policy (``config``) met in ``dialogues`` of PyDial's own
     simulated dialogues seeded with ``seed`` (see the module doc).
@@ -152,7 +163,9 @@ def collect_pydial(
     }
     result = _run_helper(job, r, cfg, timeout)
     label = label or f"pydial-{cfg.stem}"
+    spoken = _spoken(result.get("dialogues") or [], int(seed), bdomain) if histories else []
     beliefs, metas, ids = [], [], []
+    turns: list = []
     lengths: dict[int, int] = {}
     for rec in result["records"]:
         lengths[rec["dialogue"]] = max(lengths.get(rec["dialogue"], 0), rec["turn"])
@@ -161,6 +174,8 @@ def collect_pydial(
         bye = float(rec["belief"]["beliefs"].get("discourseAct", {}).get("bye", 0.0))
         j, t = int(rec["dialogue"]), int(rec["turn"])
         beliefs.append(b)
+        if histories:
+            turns.append(spoken[j][: int(rec["history"])])
         metas.append(
             {
                 "origin": "collected",
@@ -202,4 +217,31 @@ def collect_pydial(
         "env": "PyDial's simulation (Simulate.SimulationSystem: its simulated user and focus tracker)",
         "size": len(beliefs),
     }
-    return ContextSet(beliefs, metas, ids, meta)
+    if histories:
+        meta["histories"] = {
+            "system_nlg": result.get("system_nlg"),
+            "user_nlg": f"{_user_nlg(bdomain).signature} (paraphrases: SeedSequence([seed, dialogue]))",
+        }
+    return ContextSet(beliefs, metas, ids, meta, histories=turns if histories else None)
+
+
+def _user_nlg(domain: Any):
+    return UserTemplateNLG(domain.name)
+
+
+def _spoken(dialogues: list, seed: int, domain: Any) -> list[list[dict]]:
+    """Every dialogue's turns with text: the system's from PyDial, the user's from behavsim's
+    user-side generator, one random stream per dialogue."""
+    import numpy as np
+
+    nlg = _user_nlg(domain)
+    out = []
+    for j, turns in enumerate(dialogues):
+        rng = user_nlg_rng(int(np.random.SeedSequence([seed, j]).generate_state(1)[0]))
+        spoken = []
+        for t in turns:
+            act = canonical_act(re.sub(r"([(,])\s*=", r"\1this=", t["act"]))  # PyDial's empty slot: behavsim's "this"
+            text = t.get("text") if t["speaker"] == "system" else nlg.generate(act, rng)
+            spoken.append({"speaker": t["speaker"], "text": str(text or ""), "act": act})
+        out.append(spoken)
+    return out

@@ -14,7 +14,13 @@ PyDial's classes (PyDial3, ``helloric/pydial3``):
   dialogue so that its ``nextAction`` can be observed.
 
 ``SimulationSystem.run_dialogs`` is *not* used: it ends with ``power_down_factory``, which may
-save the policy. The config is forced to evaluation as the ``pydial:`` adapter forces it
+save the policy. The simulator's ``act_on`` is observed too: every system act it is given and every
+user act it returns make the dialogue's turns. After the dialogues (so the simulation's random
+numbers are untouched) each system act is said in words by PyDial's template generator
+(``semo.RuleSemOMethods.BasicSemO`` with the domain's ``semo/templates/<Domain>Messages.txt``, or
+the config's ``[semo_<Domain>] templatefile``), Python's ``random`` seeded with the run's seed for it
+and restored afterwards (the generator shuffles items); a domain without templates gets the act
+string as text. The config is forced to evaluation as the ``pydial:`` adapter forces it
 (``learning = False``, GP ``scale = -1`` greedy, ``random = False``); with ``explore`` the
 config's ``scale`` and ``random`` are kept (learning stays off).
 
@@ -22,8 +28,11 @@ Input (JSON on stdin): ``{"config": path, "seed": int, "dialogues": int, "domain
 "error_rate": float, "explore": bool, "policy_file": str|null (replaces inpolicyfile),
 "output": path}``. Output (JSON written to ``output``):
 ``{"seed": int, "domain": str, "policy_type": str, "records": [{"dialogue", "turn", "belief",
-"last_system_act", "act", "summary_action"}, ...]}`` where ``belief`` is a deep copy of the belief
-handed to ``policy.nextAction`` (``beliefs`` and ``features``) before the call. Any failure:
+"last_system_act", "act", "summary_action", "history"}, ...], "dialogues": [[{"speaker", "act",
+"text"}, ...], ...], "system_nlg": str}`` where ``belief`` is a deep copy of the belief handed to
+``policy.nextAction`` (``beliefs`` and ``features``) before the call, ``history`` the number of
+the dialogue's turns before it, and ``dialogues`` every dialogue's turns (user turns without
+text: PyDial's simulated user speaks in acts). Any failure:
 ``{"error": "one line"}`` in ``output`` and exit status 3.
 """
 
@@ -121,6 +130,16 @@ def run(job: dict) -> dict:
     records: list[dict] = []
     where = {"dialogue": 0, "turn": 0}
     next_action = policy.nextAction
+    dialogues: list[list[dict]] = []
+    act_on = sim.simulator.act_on
+
+    def observed_act_on(sys_act):
+        out = act_on(sys_act)
+        dialogues[-1].append({"speaker": "system", "act": str(sys_act)})
+        dialogues[-1].append({"speaker": "user", "act": str(out[0])})
+        return out
+
+    sim.simulator.act_on = observed_act_on
 
     def observed(belief):
         before = {k: copy.deepcopy(belief.get(k)) for k in ("beliefs", "features")}
@@ -137,6 +156,7 @@ def run(job: dict) -> dict:
                 "last_system_act": None if last is None else str(last),
                 "act": str(act),
                 "summary_action": summary if isinstance(summary, str) else None,
+                "history": len(dialogues[-1]),
             }
         )
         return act
@@ -144,8 +164,46 @@ def run(job: dict) -> dict:
     policy.nextAction = observed  # an instance attribute: Policy.act_on calls self.nextAction
     for j in range(int(job["dialogues"])):
         where["dialogue"], where["turn"] = j, 0
+        dialogues.append([])
         sim.run(session_id=f"behavsim-{j}")
-    return {"seed": int(seed), "domain": domain, "policy_type": policy_type, "records": records}
+    nlg = _say_system_turns(conf, domain, dialogues, int(seed))
+    return {
+        "seed": int(seed),
+        "domain": domain,
+        "policy_type": policy_type,
+        "records": records,
+        "dialogues": dialogues,
+        "system_nlg": nlg,
+    }
+
+
+def _say_system_turns(conf, domain: str, dialogues: list, seed: int) -> str:
+    """Each system turn's words by PyDial's template generator (see the module doc)."""
+    import random
+
+    section = f"semo_{domain}"
+    if not conf.has_option(section, "templatefile"):
+        default = os.path.join("semo", "templates", f"{domain}Messages.txt")
+        if not os.path.isfile(default):
+            for turns in dialogues:
+                for t in turns:
+                    if t["speaker"] == "system":
+                        t["text"] = t["act"]
+            return "none (act strings)"
+        _set(conf, section, "templatefile", default)
+    from semo.RuleSemOMethods import BasicSemO
+
+    semo = BasicSemO(domainTag=domain)
+    state = random.getstate()
+    random.seed(seed)
+    try:
+        for turns in dialogues:
+            for t in turns:
+                if t["speaker"] == "system":
+                    t["text"] = str(semo.generate(t["act"]))
+    finally:
+        random.setstate(state)
+    return f"pydial:BasicSemO({conf.get(section, 'templatefile')})"
 
 
 def main() -> int:

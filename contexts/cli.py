@@ -163,20 +163,26 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ._dialogues import from_dialogues_jsonl, is_dialogue_log
     from ._logged import from_jsonl
 
     out = _output(args.output)
-    cs = from_jsonl(args.log, strict=not args.lenient)
+    if is_dialogue_log(args.log):
+        cs = from_dialogues_jsonl(args.log, strict=not args.lenient)
+        what = "bad dialogue lines"
+    else:
+        cs = from_jsonl(args.log, strict=not args.lenient)
+        what = "bad lines"
     skipped = cs.meta.get("skipped") or []
     for item in skipped[:_SHOW_SKIPPED]:
         print(f"skipped {item['problem']}", file=sys.stderr)
     if len(skipped) > _SHOW_SKIPPED:
         print(
-            f"skipped {len(skipped) - _SHOW_SKIPPED} more bad lines (all listed in the set's meta 'skipped')",
+            f"skipped {len(skipped) - _SHOW_SKIPPED} more {what} (all listed in the set's meta 'skipped')",
             file=sys.stderr,
         )
     if skipped:
-        print(f"skipped {len(skipped)} bad lines of {args.log}; kept {len(cs)}", file=sys.stderr)
+        print(f"skipped {len(skipped)} {what} of {args.log}; kept {len(cs)} contexts", file=sys.stderr)
     return _save(cs, out)
 
 
@@ -264,6 +270,8 @@ def describe(cs: ContextSet) -> dict[str, Any]:
         "origins": dict(sorted(origins.items())),
         "turns": {str(k): v for k, v in sorted(turns.items())},
         "source_policies": dict(sorted(sources.items())),
+        "with_history": cs.n_histories,
+        "with_belief": cs.n_beliefs,
     }
 
 
@@ -279,6 +287,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"fingerprint: {d['fingerprint']}")
     print(f"builder:     {cs.meta.get('builder', 'unknown')}")
     print("origins:     " + (", ".join(f"{k} {v}" for k, v in d["origins"].items()) or "-"))
+    print(f"contexts:    {d['with_belief']} with a belief state, {d['with_history']} with a dialogue history")
     if d["turns"]:
         print("turns:       " + ", ".join(f"{k}: {v}" for k, v in d["turns"].items()))
     if d["source_policies"]:
@@ -406,14 +415,18 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
 
     i = sub.add_parser(
         "import",
-        help="logged contexts from a JSONL file of belief states",
-        description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}.',
+        help="logged contexts from a JSONL file of belief states or of dialogues with utterances",
+        description='Each line: a belief state, or {"belief": ..., "meta": ..., "id": ...}; or, in a log of '
+        'dialogues, one dialogue {"id": ..., "turns": [{"speaker": "user"|"system", "text": ..., "act": ..., '
+        '"belief": ...}, ...]} — every system turn becomes a context whose history is the turns before it '
+        "(docs/contexts.md).",
     )
     i.add_argument("log", metavar="LOG.jsonl")
     i.add_argument(
         "--lenient",
         action="store_true",
-        help="skip and report bad lines (invalid JSON, a belief not in the layout) instead of refusing the file",
+        help="skip and report bad lines (invalid JSON, a belief not in the layout; in a log of dialogues: the "
+        "whole dialogue) instead of refusing the file",
     )
     i.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     i.set_defaults(func=cmd_import)

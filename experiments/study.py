@@ -82,7 +82,11 @@ CONFIG_DIR = Path(__file__).parent / "configs"
 
 
 #: Config keys added after the first runs: left out of the stored config when at their default.
-_OPTIONAL_KEYS = ("robustness", "policies")
+_OPTIONAL_KEYS = ("robustness", "policies", "e2e_teachers", "e2e_dialogues", "e2e_epochs")
+
+#: The teachers an end-to-end trial may imitate: the handcrafted policy, or the last checkpoint of
+#: the GP-SARSA trial with the same seed (the config's first reward).
+E2E_TEACHERS = ("handcrafted", "gp")
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,12 @@ class StudyConfig:
     # how often each of those policies is asked every context (>= 2: their self-agreement is
     # measured and shown beside the scores; the trained policies are deterministic)
     repeat: int = 1
+    # the end-to-end trials (issue 25): behavsim's end-to-end model (``train --policy e2e``) trained
+    # by imitation of each teacher with each seed, on its teacher's ``e2e_dialogues`` dialogues for
+    # ``e2e_epochs`` passes (0: the trainer's defaults); empty: no end-to-end trials
+    e2e_teachers: tuple[str, ...] = ()
+    e2e_dialogues: int = 0
+    e2e_epochs: int = 0
     # where training and responses run (local, local:N, ray, ray:ADDRESS); not part of the study's
     # identity: a run folder resumes under any executor and the results are the same
     executor: str = "local"
@@ -150,6 +160,13 @@ class StudyConfig:
         if self.nlg not in ("per-trial", "shared"):
             raise ConfigError(f"study config 'nlg': expected 'per-trial' or 'shared', got {self.nlg!r}")
         object.__setattr__(self, "scores", tuple(self._score_name(s) for s in self.scores))
+        for t in self.e2e_teachers:
+            if t not in E2E_TEACHERS:
+                raise ConfigError(f"study config 'e2e_teachers': expected some of {list(E2E_TEACHERS)}, got {t!r}")
+        for key in ("e2e_dialogues", "e2e_epochs"):
+            v = getattr(self, key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"study config {key!r}: expected a non-negative integer (0: the default), got {v!r}")
         for x in self.robustness:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= x <= 1.0:
                 raise ConfigError(f"study config 'robustness': noise levels are numbers in [0, 1], got {x!r}")
@@ -636,6 +653,13 @@ def run_study(
     the responses run (:func:`behavsim.get_executor`); this process writes every file, so the run
     folder lives on this machine, and the results are the same under any executor.
     """
+    if cfg.e2e_teachers:
+        raise ConfigError(
+            f"study config {cfg.name!r}: end-to-end trials (e2e_teachers = {list(cfg.e2e_teachers)}) are not run by "
+            "the study yet: its stages train, collect, respond and compare GP-SARSA trials only. Train each trial "
+            "with `behavsim train --policy e2e --teacher SPEC --seed S` and compare it with `behavsim respond` and "
+            "`behavsim compare` on collected contexts (docs/e2e.md)"
+        )
     log = log or (lambda m: print(m, flush=True))
     ex = get_executor(cfg.executor if executor is None else executor)
     ex.connect()  # an unreachable cluster is refused before the run folder is made

@@ -14,7 +14,8 @@ The shared folder (PyDial3, PyDial's ontology) is ``../shared`` beside the repos
 ``$BEHAVSIM_SHARED`` names; a test that needs it skips, saying where it looked — and fails instead
 when ``CI=true``, where the folder must be there. Fixtures shared across the suite live here:
 ``shared``, ``pydial_root``, ``pydial_ontology``, ``contexts`` (a 3^4 grid on CamRestaurants),
-``make_grid`` and ``run_dir`` (a tiny GP-SARSA run).
+``make_grid``, ``run_dir`` (a tiny GP-SARSA run), ``e2e_run`` (a tiny end-to-end training run) and
+``contexts_with_histories`` (collected contexts with their dialogue histories).
 """
 
 import contextlib
@@ -137,6 +138,26 @@ def run_dir(tmp_path_factory):
     run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
                  out, workers=1, progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def e2e_run(tmp_path_factory):
+    """``(config, folder, last checkpoint)`` of a small end-to-end training run (a few seconds on
+    one core; its teacher and settings: ``_e2e_teacher.py`` beside this file)."""
+    from _e2e_teacher import SMALL
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    ckpts = train_e2e(E2EConfig(**SMALL), out)
+    return E2EConfig(**SMALL), out, ckpts[-1][1]
+
+
+@pytest.fixture(scope="module")
+def contexts_with_histories():
+    """Contexts the handcrafted policy met in 8 dialogues (seed 5), with their histories."""
+    from contexts import collect
+
+    return collect(["handcrafted"], dialogues=8, seed=5)
 
 
 # ----------------------------------------------------------------------------- processes

@@ -8,6 +8,7 @@
 """
 
 from ._protocol import (
+    READS,
     Adapter,
     CallableAdapter,
     Policy,
@@ -15,12 +16,17 @@ from ._protocol import (
     Response,
     coerce_response,
     file_sha256,
+    reads_of,
     source_info,
 )
 from ._respond import (
+    MissingInput,
     PolicyCheckError,
     PolicyErrorsWarning,
     PolicyFailed,
+    UnanswerableContexts,
+    answer_context,
+    check_inputs,
     check_policy,
     error_text,
     respond,
@@ -40,6 +46,8 @@ from ._specs import (
 
 __all__ = [
     "Response",
+    "READS",
+    "reads_of",
     "Policy",
     "Adapter",
     "PolicyAdapter",
@@ -63,4 +71,8 @@ __all__ = [
     "PolicyCheckError",
     "PolicyErrorsWarning",
     "error_text",
+    "UnanswerableContexts",
+    "MissingInput",
+    "answer_context",
+    "check_inputs",
 ]

@@ -1,15 +1,23 @@
-"""What a policy is to behavsim: a belief state in, a system act (and optionally a prompt) out.
+"""What a policy is to behavsim: a dialogue context in, a system act and/or a prompt out.
+
+A context is a belief state, a dialogue history (turns with text), or both — the same moment of
+one dialogue (:class:`behavsim.ContextSet`). What a model reads is its ``reads``: ``("belief",)``
+for a modular policy (the default), ``("history",)`` for an end-to-end model, or both.
 
 Two levels, one contract:
 
-* a **policy object** obeys :class:`Policy` — a string ``name`` and ``act(belief) -> Response``;
-  a plain callable ``belief -> act | (act, prompt) | Response`` is accepted wherever a policy is;
+* a **policy object** obeys :class:`Policy` — a string ``name`` and ``act(belief) -> Response``
+  (an object whose ``reads`` is ``("history",)`` is called ``act(history)``, one reading both
+  ``act(belief, history=history)``); a plain callable of the same shape, returning an act, an
+  ``(act, prompt)`` pair or a :class:`Response`, is accepted wherever a policy is;
 * an :class:`Adapter` wraps any behaviour model (a policy object, a callable, a checkpoint file,
-  a toolkit's policy, recorded answers) with the metadata that goes into its response table
-  (``meta``: at least ``id``, ``name``, ``kind``) and answers one context at a time with
-  :meth:`Adapter.respond_one`.
+  a toolkit's policy, recorded answers, an end-to-end model) with the metadata that goes into its
+  response table (``meta``: at least ``id``, ``name``, ``kind``) and answers one context at a time
+  with :meth:`Adapter.respond_one` (an adapter reading histories gets ``history=`` too).
 
-Answers must be deterministic: the same belief always gives the same :class:`Response`.
+An answer has an act, a prompt, or both: an end-to-end model may answer with text only
+(``Response(act=None, prompt=...)``), which is not a failure. Answers must be deterministic:
+the same context always gives the same :class:`Response`.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from .._errors import ConfigError
 
 __all__ = [
     "Response",
+    "READS",
+    "reads_of",
     "Policy",
     "Adapter",
     "PolicyAdapter",
@@ -37,15 +47,36 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Response:
-    """A policy's answer to one belief state: the system act string, the prompt (``None``
-    without a generator), the summary action (``None`` for policies without one) and ``raw``,
-    the text the act and prompt were read from (``None`` unless the model answers in free text,
-    as a language model does)."""
+    """A policy's answer to one context: the system act string (``None``: a text-only answer of
+    an end-to-end model), the prompt (``None`` without a generator), the summary action (``None``
+    for policies without one) and ``raw``, the text the act and prompt were read from (``None``
+    unless the model answers in free text, as a language model does). At least one of act and
+    prompt is given."""
 
-    act: str
+    act: str | None
     prompt: str | None = None
     summary_action: str | None = None
     raw: str | None = None
+
+
+#: What a model can read of a context.
+READS = ("belief", "history")
+
+
+def reads_of(obj: Any, default: tuple[str, ...] = ("belief",)) -> tuple[str, ...]:
+    """What ``obj`` (an adapter, a policy object or a callable) reads: its ``reads`` attribute,
+    a non-empty tuple drawn from :data:`READS` (default: the belief state)."""
+    reads = getattr(obj, "reads", None)
+    if reads is None:
+        return default
+    if isinstance(reads, str):
+        reads = (reads,)
+    reads = tuple(reads)
+    if not reads or any(r not in READS for r in reads):
+        raise ConfigError(
+            f"{type(obj).__name__}.reads: expected a non-empty tuple of {', '.join(map(repr, READS))}, got {reads!r}"
+        )
+    return reads
 
 
 @runtime_checkable
@@ -59,15 +90,20 @@ class Policy(Protocol):
 
 def coerce_response(out: Any) -> Response:
     """A :class:`Response` from what a policy or callable returned: a ``Response``, an act string,
-    an ``(act, prompt)`` pair, or any object with string ``act`` (and optional ``prompt``,
-    ``summary_action``) attributes; ``TypeError`` otherwise."""
+    an ``(act, prompt)`` pair (``(None, prompt)``: text only), or any object with string ``act``
+    (and optional ``prompt``, ``summary_action``) attributes; ``TypeError`` otherwise, and for an
+    answer with neither an act nor a prompt."""
     if isinstance(out, Response):
+        if out.act is None and out.prompt is None:
+            raise TypeError("the answer has neither an act nor a prompt")
         return out
     if isinstance(out, str):
         return Response(act=out)
     if isinstance(out, (tuple, list)) and len(out) == 2:
         act, prompt = out
-        if isinstance(act, str) and (prompt is None or isinstance(prompt, str)):
+        if (act is None or isinstance(act, str)) and (prompt is None or isinstance(prompt, str)):
+            if act is None and prompt is None:
+                raise TypeError("the answer has neither an act nor a prompt")
             return Response(act=act, prompt=prompt)
     act = getattr(out, "act", None)
     if isinstance(act, str):
@@ -105,9 +141,16 @@ class Adapter:
     ``name`` and ``kind``. :func:`behavsim.respond` hands each call a fresh copy of the belief
     (keys sorted), so an adapter may modify what it is given. ``label`` names the adapter where a
     short human label is wanted (e.g. the source of collected contexts); it defaults to the id.
+
+    ``reads`` says what the model reads of a context: ``("belief",)`` (the default: it is
+    called ``respond_one(belief, context_id=..., context_meta=...)``), ``("history",)`` or both
+    (it is also given ``history=``, the context's turns; ``belief`` may then be ``None``).
+    :func:`behavsim.respond` refuses, before the first context, a set that has none of what the
+    model reads (e.g. the grid, without histories, for an end-to-end model).
     """
 
     kind: str = "adapter"
+    reads: tuple[str, ...] = ("belief",)
 
     def __init__(self, meta: Mapping[str, Any], *, label: str | None = None):
         meta = dict(meta)
@@ -175,6 +218,7 @@ class PolicyAdapter(Adapter):
         name = str(getattr(policy, "name", type(policy).__name__))
         super().__init__({"id": name, "name": name, "kind": self.kind, **(meta or {})}, label=label)
         self.policy = policy
+        self.reads = reads_of(policy)
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
@@ -187,8 +231,8 @@ class PolicyAdapter(Adapter):
             if isinstance(learning, bool):
                 self.policy.learning = learning
 
-    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
-        return coerce_response(self.policy.act(belief))
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
+        return coerce_response(_call(self.policy.act, self.reads, belief, history))
 
 
 class CallableAdapter(Adapter):
@@ -202,6 +246,16 @@ class CallableAdapter(Adapter):
         name = f"{getattr(fn, '__module__', None) or 'python'}.{getattr(fn, '__qualname__', type(fn).__name__)}"
         super().__init__({"id": name, "name": name, "kind": self.kind, **(meta or {})}, label=label)
         self.fn = fn
+        self.reads = reads_of(fn)
 
-    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
-        return coerce_response(self.fn(belief))
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
+        return coerce_response(_call(self.fn, self.reads, belief, history))
+
+
+def _call(fn: Callable[..., Any], reads: tuple[str, ...], belief: Any, history: Any) -> Any:
+    """A policy object's ``act`` or a callable, given what it reads (see the module doc)."""
+    if "history" not in reads:
+        return fn(belief)
+    if "belief" not in reads:
+        return fn(history)
+    return fn(belief, history=history)

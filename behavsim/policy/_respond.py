@@ -14,6 +14,13 @@ from disk), and no policy can modify the caller's beliefs.
 A policy that raises on a context does not stop the run: ``errors[i]`` records the exception
 type and message, ``acts[i]`` is ``None``, and the count is reported (``strict=True`` turns the
 first failure into an error). An act string that does not parse is an error for that context too.
+A text-only answer (an end-to-end model's prompt without an act) is not: ``acts[i]`` is ``None``
+with ``errors[i]`` ``None`` and the prompt kept.
+
+What a model reads (:attr:`Adapter.reads`) is checked first: a set that has none of it — no
+histories for a model that reads histories, no belief states for one that reads beliefs — is
+refused before the first context with :class:`UnanswerableContexts`, naming the set and how to
+make one; a context of a mixed set without it is an error of that context.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from .._inputs import as_contexts
 from .._interrupt import raise_if_interrupted
 from .._io import canonical_copy
 from .._tables import ResponseTable
+from ._protocol import Response, reads_of
 from ._specs import as_adapter, parse_spec
 
 __all__ = [
@@ -44,6 +52,10 @@ __all__ = [
     "PolicyErrorsWarning",
     "PolicyCheckError",
     "error_text",
+    "UnanswerableContexts",
+    "MissingInput",
+    "answer_context",
+    "check_inputs",
 ]
 
 _PROGRESS_MIN = 2000  # contexts (summed over policies) from which a progress bar is shown by default
@@ -68,6 +80,66 @@ def error_text(exc: BaseException) -> str:
         return str(exc)
     msg = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {msg[0]}" if msg and msg[0] else type(exc).__name__
+
+
+class UnanswerableContexts(ConfigError):
+    """A context set has nothing a policy reads (no histories for an end-to-end model, no belief
+    states for a modular policy); raised before the first context."""
+
+
+class MissingInput(BehavsimError, ValueError):
+    """One context lacks what the policy reads (recorded as that context's error)."""
+
+
+#: How to make contexts with histories, for the messages that refuse a set without them.
+HISTORY_HINT = (
+    "collect contexts with dialogue histories (`behavsim contexts collect --policy handcrafted -o ccol.jsonl`) "
+    "or import logged dialogues (`behavsim contexts import DIALOGUES.jsonl -o logged.jsonl`)"
+)
+
+
+def _set_name(contexts: ContextSet) -> str:
+    """A context set as a message names it: its file, else its builder and fingerprint."""
+    if contexts.source:
+        return repr(contexts.source)
+    builder = contexts.meta.get("builder") if isinstance(contexts.meta, dict) else None
+    return f"({builder or 'built in memory'}, {contexts.fingerprint})"
+
+
+def check_inputs(adapter: Any, contexts: ContextSet) -> None:
+    """Refuse a context set that has nothing ``adapter`` reads (:class:`UnanswerableContexts`)."""
+    reads = reads_of(adapter)
+    if "history" in reads and "belief" not in reads and not contexts.has_histories:
+        raise UnanswerableContexts(
+            f"policy {adapter.id!r} reads dialogue histories, but context set {_set_name(contexts)} has none "
+            f"(belief states only, as the generated grid); {HISTORY_HINT}"
+        )
+    if "belief" in reads and "history" not in reads and len(contexts) and contexts.n_beliefs == 0:
+        raise UnanswerableContexts(
+            f"policy {adapter.id!r} reads belief states, but context set {_set_name(contexts)} is text only "
+            "(dialogue histories without beliefs); give it a set with belief states (e.g. the same contexts "
+            "before their beliefs were removed)"
+        )
+
+
+def answer_context(
+    adapter: Any,
+    belief: Any,
+    history: Any = None,
+    *,
+    context_id: str | None = None,
+    context_meta: Any = None,
+) -> Response:
+    """One context answered by ``adapter`` with what it reads: the belief state, the history
+    (``history=``) or both. A context without what the adapter needs raises :class:`MissingInput`."""
+    reads = reads_of(adapter)
+    if "history" in reads:
+        if history is None and (belief is None or "belief" not in reads):
+            raise MissingInput("the context has no dialogue history (this policy reads histories)")
+        return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
+    if belief is None:
+        raise MissingInput("the context has no belief state (this policy reads belief states)")
+    return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
 
 
 def _as_contexts(contexts: Any) -> ContextSet:
@@ -151,6 +223,7 @@ def _respond(
     meta = dict(adapter.meta)
     if policy_id is not None:
         meta["id"] = policy_id
+    check_inputs(adapter, contexts)
     adapter.check_contexts(contexts)
     bar = _progress_bar(len(contexts) * repeat, meta["id"], progress)
     try:
@@ -189,12 +262,21 @@ def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar:
         for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
             raise_if_interrupted()
             try:
-                r = adapter.respond_one(canonical_copy(belief), context_id=cid, context_meta=dict(cmeta))
+                history = contexts.history(i)
+                r = answer_context(
+                    adapter,
+                    canonical_copy(belief),
+                    None if history is None else canonical_copy(history),
+                    context_id=cid,
+                    context_meta=dict(cmeta),
+                )
                 raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
-                act = canonical_act(r.act)
+                act = None if r.act is None else canonical_act(r.act)
                 prompt = r.prompt
                 if prompt is not None and not isinstance(prompt, str):
                     raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+                if act is None and prompt is None:
+                    raise TypeError("the answer has neither an act nor a prompt")
             except Exception as exc:  # a failing policy is recorded per context
                 if strict:
                     raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
@@ -211,8 +293,9 @@ def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar:
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:
     """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
     :class:`~behavsim.ContextSet`, its path, or belief states) the policy answers every context with a
-    parseable act (else :class:`PolicyFailed`), two runs give identical tables, the beliefs are
-    left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
+    parseable act or a prompt (else :class:`PolicyFailed`; a set without what it reads:
+    :class:`UnanswerableContexts`), two runs give identical tables, the contexts (beliefs and
+    histories) are left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
     :class:`PolicyCheckError`). Returns the number of contexts checked."""
     if isinstance(contexts, (str, os.PathLike)):
         contexts = as_contexts(contexts)
@@ -222,14 +305,14 @@ def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.P
     for key in ("id", "name", "kind"):
         if not isinstance(adapter.meta.get(key), str) or not adapter.meta[key]:
             raise PolicyCheckError(f"{adapter!r}: metadata {key!r} must be a non-empty string")
-    before = json.dumps(contexts.beliefs, sort_keys=True)
+    before = json.dumps([contexts.beliefs, contexts.histories], sort_keys=True)
     runs = []
     for _ in range(2):
         t = _respond(adapter, contexts, strict=True, policy_id=None, progress=False, options={})
         runs.append(json.dumps([t.header(), t.rows()], sort_keys=True))
     if runs[0] != runs[1]:
         raise PolicyCheckError(f"{adapter.id}: two runs on the same contexts gave different tables")
-    if json.dumps(contexts.beliefs, sort_keys=True) != before:
+    if json.dumps([contexts.beliefs, contexts.histories], sort_keys=True) != before:
         raise PolicyCheckError(f"{adapter.id}: the contexts were modified")
     return len(contexts)
 

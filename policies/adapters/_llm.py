@@ -4,9 +4,11 @@ repeats, and turning a model's text into an act.
 :class:`LLMAdapter` renders each context into chat messages with a prompt template
 (:mod:`policies.adapters._prompts`), asks the model — all the contexts of a run at once in
 :meth:`~LLMAdapter.prepare`, so that a backend can batch them or send them concurrently — and reads
-the act (and the utterance) from each answer. An answer without an act in behavsim's syntax, or
-with an act the domain does not have, is an error of that context that keeps the model's text
-(the response table's ``raw`` column). A backend implements :meth:`LLMAdapter._generate`.
+the act (and the utterance) from each answer. It reads what its template uses (``reads``: the
+belief state, the context set's dialogue history, or both). An answer without an act in
+behavsim's syntax, or with an act the domain does not have, is an error of that context that
+keeps the model's text (the response table's ``raw`` column). A backend implements
+:meth:`LLMAdapter._generate`.
 
 **The answer cache** (:class:`AnswerCache`): every answer is stored, as soon as it arrives, in an
 SQLite file in behavsim's cache folder (``$BEHAVSIM_CACHE_DIR``, default ``~/.cache/behavsim``;
@@ -38,7 +40,7 @@ from behavsim import BehavsimError, ConfigError, canonical_copy, default_cache_d
 from behavsim.policy import Adapter, PolicySpec, Response
 
 from ._base import _context_domains, _domain
-from ._prompts import PromptTemplate, context_history
+from ._prompts import PromptTemplate
 
 __all__ = [
     "LLMAdapter",
@@ -198,6 +200,7 @@ class LLMAdapter(Adapter):
     ):
         super().__init__(meta)
         self.template = template
+        self.reads = template.reads  # the belief, the history or both: what the template uses
         self.domain = domain
         self.decoding = dict(decoding)
         self.model_key = model_key
@@ -243,9 +246,7 @@ class LLMAdapter(Adapter):
                     f"{', '.join(sorted(wanted))} (give it their domain: --domain NAME, or domain=...)"
                 )
         if self.template.needs_history:
-            missing = [
-                cid for b, cid, m in zip(contexts.beliefs, contexts.ids, contexts.metas) if not context_history(b, m)
-            ]
+            missing = [cid for i, cid in enumerate(contexts.ids) if contexts.history(i) is None]
             if missing:
                 name = getattr(contexts, "source", None) or "the context set"
                 raise ConfigError(
@@ -254,10 +255,8 @@ class LLMAdapter(Adapter):
                     "contexts with histories (behavsim contexts collect) or choose another template (template=NAME)"
                 )
 
-    def _messages(self, belief: Mapping[str, Any], meta: Mapping[str, Any] | None) -> list[dict[str, str]]:
-        return self.template.render(
-            belief, self.domain, history=context_history(belief, meta), utterance=self.utterance
-        )
+    def _messages(self, belief: Mapping[str, Any] | None, history: Any) -> list[dict[str, str]]:
+        return self.template.render(belief, self.domain, history=history, utterance=self.utterance)
 
     def cache_key(self, messages: Sequence[Mapping[str, str]]) -> str:
         """The cache key of one request (see the module documentation)."""
@@ -289,8 +288,12 @@ class LLMAdapter(Adapter):
         """Ask the model for every context not in the cache, all at once (the backend batches or
         sends them concurrently), longest conversation first."""
         jobs: dict[str, list[dict[str, str]]] = {}
-        for belief, meta in zip(contexts.beliefs, contexts.metas):
-            messages = self._messages(canonical_copy(belief), meta)
+        for i, belief in enumerate(contexts.beliefs):
+            history = contexts.history(i)
+            try:
+                messages = self._messages(canonical_copy(belief), history)
+            except ConfigError:  # a context the template cannot render: that context's error
+                continue
             jobs.setdefault(self.cache_key(messages), messages)
         store = self._store()
         if store is not None:
@@ -315,8 +318,8 @@ class LLMAdapter(Adapter):
             except LLMServiceError as exc:
                 raise self._stopped(exc, have + got, len(jobs)) from None
 
-    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
-        messages = self._messages(belief, context_meta)
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
+        messages = self._messages(belief, history)
         key = self.cache_key(messages)
         text = self._answers.get(key)
         if text is None:  # a context prepare() did not see (e.g. a dialogue played live)

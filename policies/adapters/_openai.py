@@ -394,12 +394,12 @@ class OpenAIAdapter(LLMAdapter):
         other.repeat, other._answers, other._refused = int(repeat), {}, {}
         return other
 
-    def respond_one(self, belief, *, context_id=None, context_meta=None):
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None):
         if self._refused:
-            key = self.cache_key(self._messages(belief, context_meta))
+            key = self.cache_key(self._messages(belief, history))
             if key in self._refused:
                 raise ContextRefused(self._refused[key])
-        return super().respond_one(belief, context_id=context_id, context_meta=context_meta)
+        return super().respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
 
     def prepare_jobs(self, jobs: Sequence[Job]) -> None:
         super().prepare_jobs(jobs)

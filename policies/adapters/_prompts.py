@@ -26,7 +26,15 @@ last user act type, the venues matching the accepted constraints), ``belief_json
 belief state as JSON), ``history`` (the turns ``{"speaker": "system"|"user", "text", "act"}``, or
 ``None``) and ``utterance`` (whether the answer should hold the utterance). A message with
 ``role = "history"`` becomes one message per turn: user turns as ``user``, system turns as
-``assistant``, the turn's text (its act when it has no text).
+``assistant``, the turn's text (its act when it has no text). The history is the context set's
+(:meth:`behavsim.ContextSet.history`): the one place a context keeps its dialogue so far.
+
+What a template **reads** (:attr:`PromptTemplate.reads`, the policy's ``reads``) follows from
+its text: ``"belief"`` when a message uses ``belief`` or ``belief_json``, ``"history"`` when one
+uses ``history`` or has ``role = "history"``. A template that reads only the history (such as
+``history-chat``) answers text-only contexts and is refused, before the first context, a set
+without histories; one that reads the belief answers the grid, and a context with a history is
+rendered with it when the template uses it.
 
 Shipped templates live in ``policies/adapters/prompts/`` (:func:`list_templates`); a model folder may
 carry its own, ``behavsim-prompt.toml``, which is then its default. A template's **digest**
@@ -65,7 +73,6 @@ __all__ = [
     "check_act",
     "belief_summary",
     "domain_view",
-    "context_history",
     "SYSTEM_ACTS",
     "TEMPLATES_DIR",
     "MODEL_TEMPLATE",
@@ -128,19 +135,6 @@ class OffDomainAnswer(UnusableAnswer):
 
 
 # ----------------------------------------------------------------------------- what is rendered
-def context_history(belief: Mapping[str, Any], meta: Mapping[str, Any] | None = None) -> list[dict] | None:
-    """The dialogue history a context carries — the turns ``{"speaker", "text", "act"}`` — or
-    ``None``: read from the context's metadata (``meta["history"]``) or its belief
-    (``belief["history"]``). The one place that knows where a context keeps its history."""
-    for source in (meta or {}, belief):
-        hist = source.get("history") if isinstance(source, Mapping) else None
-        if hist is not None:
-            if not isinstance(hist, list) or not all(isinstance(t, Mapping) for t in hist):
-                raise ConfigError(f"a context's history must be a list of turns (objects), got {type(hist).__name__}")
-            return [{"speaker": str(t.get("speaker", "")), "text": t.get("text"), "act": t.get("act")} for t in hist]
-    return None
-
-
 def domain_view(domain: Any) -> dict[str, Any]:
     """What a template is told about a domain: its name, system acts, slots and values."""
     return {
@@ -271,6 +265,7 @@ class PromptTemplate:
     utterance: bool = True
     needs_history: bool = False
     description: str = ""
+    reads: tuple[str, ...] = ("belief",)
     _compiled: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
@@ -314,12 +309,25 @@ class PromptTemplate:
         env = ImmutableSandboxedEnvironment(
             undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False
         )
-        compiled = []
+        from jinja2 import meta as jinja_meta
+
+        compiled: list[Any] = []
+        used: set[str] = set()
         for k, m in enumerate(out):
+            if m["role"] == "history":
+                compiled.append(None)
+                used.add("history")
+                continue
             try:
-                compiled.append(env.from_string(m["content"]) if m["role"] != "history" else None)
+                compiled.append(env.from_string(m["content"]))
+                used |= jinja_meta.find_undeclared_variables(env.parse(m["content"]))
             except TemplateSyntaxError as exc:
                 raise ConfigError(f"{where}: message {k}: template error on line {exc.lineno}: {exc.message}") from None
+        reads = tuple(
+            r for r, names in (("belief", {"belief", "belief_json"}), ("history", {"history"})) if used & names
+        )
+        if needs and "history" not in reads:
+            raise ConfigError(f"{where}: needs_history = true, but no message uses the history")
         return cls(
             name=str(data.get("name") or path.stem),
             path=str(path),
@@ -328,6 +336,7 @@ class PromptTemplate:
             utterance=answer.get("utterance", True),
             needs_history=needs,
             description=str(data.get("description", "")),
+            reads=reads or ("belief",),
             _compiled=tuple(compiled),
         )
 
@@ -337,20 +346,26 @@ class PromptTemplate:
 
     def render(
         self,
-        belief: Mapping[str, Any],
+        belief: Mapping[str, Any] | None,
         domain: Any,
         *,
         history: Sequence[Mapping[str, Any]] | None = None,
         utterance: bool | None = None,
     ) -> list[dict[str, str]]:
-        """The chat messages (``[{"role", "content"}]``) for one context."""
+        """The chat messages (``[{"role", "content"}]``) for one context: its belief state
+        (``None`` for a text-only context, if the template does not read it) and its history
+        (``None`` without one; required when the template ``needs_history``)."""
         from jinja2 import TemplateError
 
-        if self.needs_history and not history:
+        if self.needs_history and history is None:
             raise ConfigError(f"prompt template {self.name!r} needs a dialogue history, and this context has none")
+        if belief is None and "belief" in self.reads:
+            raise ConfigError(
+                f"prompt template {self.name!r} reads the belief state, and this context has none (text only)"
+            )
         variables = {
             "domain": domain_view(domain),
-            "belief": belief_summary(belief, domain),
+            "belief": None if belief is None else belief_summary(belief, domain),
             "belief_json": json.dumps(belief, sort_keys=True, ensure_ascii=False),
             "history": [dict(t) for t in history] if history else None,
             "utterance": self.utterance if utterance is None else utterance,

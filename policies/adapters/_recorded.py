@@ -11,12 +11,15 @@ UTF-8):
   file is used with (context ids such as ``c0`` are positional, so this guards against a file
   made for another context set);
 * then one object per context: ``{"context_id": "c0", "act": "request(food)", "prompt": "what
-  food would you like?"}``; ``prompt`` may be null or absent (no generator); a context on
-  which the system failed has ``"act": null, "error": "why"``. Order does not matter; ids
+  food would you like?"}``; ``prompt`` may be null or absent (no generator); a text-only answer
+  (an end-to-end system's) has ``"act": null`` and a prompt; a context on which the system failed
+  has ``"act": null, "error": "why"``. Order does not matter; ids
   must be unique; ids that the context set does not hold are ignored; ids of the context set
   missing from the file are an error that names them.
 
 A response table file (``behavsim-responses``) is accepted as well: its rows carry the same keys.
+Answers are looked up by context id, so a recorded file answers contexts of any kind — belief
+states, histories, or both (``reads``: both).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class RecordedAdapter(Adapter):
     """Answers from a ``behavsim-recorded`` JSONL file (see the module documentation)."""
 
     kind = "recorded"
+    reads = ("belief", "history")  # looked up by context id: any context
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -116,8 +120,8 @@ class RecordedAdapter(Adapter):
                 v = obj.get(key)
                 if v is not None and not isinstance(v, str):
                     raise TableFormatError(f"{path}:{n}: {key!r} must be a string or null, got {type(v).__name__}")
-            if obj.get("act") is None and obj.get("error") is None:
-                raise TableFormatError(f"{path}:{n}: context {cid!r} has neither an act nor an error")
+            if obj.get("act") is None and obj.get("error") is None and obj.get("prompt") is None:
+                raise TableFormatError(f"{path}:{n}: context {cid!r} has neither an act, a prompt nor an error")
             if cid in rows:
                 raise TableFormatError(f"{path}:{n}: context id {cid!r} recorded twice (first on line {where[cid]})")
             rows[cid] = {"act": obj.get("act"), "prompt": obj.get("prompt"), "error": obj.get("error")}
@@ -138,7 +142,7 @@ class RecordedAdapter(Adapter):
                 f"missing context ids: {shown}"
             )
 
-    def respond_one(self, belief, *, context_id=None, context_meta=None) -> Response:
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
         if context_id is None:
             raise ConfigError(
                 "recorded responses are looked up by context id, and none was given: a recorded policy "
@@ -147,8 +151,8 @@ class RecordedAdapter(Adapter):
         row = self.rows.get(str(context_id))
         if row is None:
             raise KeyError(f"no recorded response for context id {context_id!r}")
-        if row["act"] is None:
-            raise RecordedFailure(row["error"])
+        if row["act"] is None and (row["error"] is not None or row["prompt"] is None):
+            raise RecordedFailure(row["error"] or "no act")
         return Response(act=row["act"], prompt=row["prompt"])
 
 
@@ -169,7 +173,7 @@ def write_recorded(table: Any, path: str | os.PathLike, *, fingerprint: bool = T
             continue
         seen.add(cid)
         row: dict[str, Any] = {"context_id": cid, "act": act, "prompt": prompt}
-        if err is not None or act is None:
+        if err is not None or (act is None and prompt is None):
             row["error"] = err if err is not None else "no act"
         lines.append(_canonical_json(row))
     tmp = path.with_name(path.name + ".tmp")

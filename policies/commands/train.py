@@ -43,7 +43,8 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "--policy",
         default="gp",
         metavar="NAME",
-        help=f"policy to train/evaluate: {', '.join(list_learners())} (default gp)",
+        help=f"policy to train/evaluate: {', '.join([*list_learners(), 'e2e'])} (default gp; e2e: behavsim's "
+        "end-to-end model, by imitation of --teacher)",
     )
     p.add_argument(
         "--reward",
@@ -65,10 +66,18 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         help="random seed(s), one trial per reward and seed; default 0",
     )
     p.add_argument(
-        "--dialogues", type=int, default=40_000, metavar="N", help="training dialogues per trial (default 40000)"
+        "--dialogues",
+        type=int,
+        default=None,
+        metavar="N",
+        help="training dialogues per trial (default 40000; e2e: the teacher's dialogues, default 1000)",
     )
     p.add_argument(
-        "--checkpoint-every", type=int, default=1_000, metavar="K", help="dialogues between checkpoints (default 1000)"
+        "--checkpoint-every",
+        type=int,
+        default=None,
+        metavar="K",
+        help="dialogues between checkpoints (default 1000; e2e: dialogues trained on, repeats counted, default --dialogues)",
     )
     p.add_argument(
         "--eval-dialogues", type=int, default=100, metavar="M", help="evaluation dialogues per checkpoint (default 100)"
@@ -143,6 +152,9 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
     )
+    from .train_e2e import add_e2e_options
+
+    add_e2e_options(p)
     p.set_defaults(func=cmd_train)
     return p
 
@@ -154,8 +166,8 @@ def _config_from_args(args: argparse.Namespace):
         policy=args.policy,
         rewards=tuple(args.rewards or ("ts",)),
         seeds=tuple(args.seeds if args.seeds is not None else (0,)),
-        dialogues=args.dialogues,
-        checkpoint_every=args.checkpoint_every,
+        dialogues=args.dialogues if args.dialogues is not None else 40_000,
+        checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else 1_000,
         eval_dialogues=args.eval_dialogues,
         eval_seed=args.eval_seed,
         gamma=args.gamma,
@@ -232,6 +244,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..learners.checkpoint import CheckpointError
     from ..learners.train import ConfigError, run_training
 
+    if args.policy == "e2e":
+        from .train_e2e import cmd_train_e2e
+
+        return cmd_train_e2e(args)
+    if getattr(args, "teacher", None):
+        print("behavsim train: error: --teacher applies to --policy e2e only", file=sys.stderr)
+        return 2
     monitor = None
     try:
         config = _config_from_args(args)

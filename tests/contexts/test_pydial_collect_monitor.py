@@ -108,6 +108,32 @@ def test_same_seed_same_fingerprint(work, ccol):
     )
 
 
+def test_collected_pydial_contexts_carry_histories(work, ccol):
+    """Each context's history is its dialogue so far: PyDial's system acts in PyDial's own words
+    (SemO templates), the simulated user's acts in behavsim's user-side words; the beliefs are the
+    same as without histories."""
+    from behavsim import ContextSet, canonical_act
+    from contexts._pydial_collect import collect_pydial
+
+    cs = ContextSet.load(ccol)
+    assert cs.n_histories == len(cs) and cs.meta["histories"]["system_nlg"].startswith("pydial:BasicSemO(")
+    for i in range(len(cs)):
+        h, m = cs.history(i), cs.metas[i]
+        assert [t["speaker"] for t in h] == ["system", "user"] * (len(h) // 2) and len(h) == 2 * m["turn"]
+        assert all(t["text"] for t in h)
+        if m["turn"] == 1:  # PyDial's policy says hello() without being asked; its first decision follows
+            assert h[0]["act"] == "hello()"
+            assert h[0]["text"].startswith("Welcome to the Cambridge restaurant dialogue system")
+        else:
+            assert cs.metas[i - 1]["dialogue"] == m["dialogue"]
+            assert cs.history(i - 1) == h[:-2] and h[-2]["act"] == cs.metas[i - 1]["act"]
+            assert h[-2]["act"] == canonical_act(m["last_system_act"])
+    plain = collect_pydial(
+        "env1-configs/adapter-gp.cfg", root=work / "root", dialogues=N_DIALOGUES, seed=3, histories=False
+    )
+    assert plain.histories is None and plain.beliefs == cs.beliefs and plain.metas == cs.metas
+
+
 @pytest.mark.parametrize("cfg", ["adapter-gp.cfg", "adapter-hdc.cfg"])
 def test_pydial_adapter_answers_with_the_acts_taken_in_the_dialogues(work, ccol, cfg):
     contexts = ccol

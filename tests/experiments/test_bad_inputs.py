@@ -155,6 +155,9 @@ CASES = [
      r"seeds: expected non-negative integers, got -1"),
     ("reproduce of 0 dialogues", ["reproduce", "--config", "tiny", "--dialogues", "0", "-o", "{d}/study0"],
      r"'dialogues': expected a positive integer, got 0"),
+    ("reproduce of the e2e study", ["reproduce", "--config", "e2e", "-o", "{d}/study0"],
+     r"study config 'e2e': end-to-end trials \(e2e_teachers = \['handcrafted', 'gp'\]\) are not run by the study "
+     r"yet"),
     ("noise above 1", ["contexts", "perturb", "{d}/g.jsonl", "--noise", "2", "-o", "{d}/p.jsonl"], r"noise"),
     ("grid step 0", ["contexts", "generate", "--step", "0", "-o", "{d}/x.jsonl"], r"step"),
     ("negative workers", ["respond", "--policy", "handcrafted", "--contexts", "{d}/g.jsonl", "--workers", "-2",

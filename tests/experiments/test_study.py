@@ -243,3 +243,19 @@ def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
     checks.need_chromium()
     pages, sizes = checks.print_pages(html, tmp_path)
     assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)
+
+
+def test_the_e2e_config_is_valid_and_adds_nothing_to_other_studies_identity():
+    """experiments/configs/e2e.toml loads (its end-to-end keys checked); studies without
+    end-to-end trials keep the identity they had (the new keys are left out at their default)."""
+    from behavsim import ConfigError
+    from experiments.study import load_config
+
+    cfg = load_config("e2e")
+    assert cfg.e2e_teachers == ("handcrafted", "gp") and cfg.e2e_dialogues == 500 and cfg.e2e_epochs == 5
+    assert cfg.to_dict()["e2e_teachers"] == ["handcrafted", "gp"]
+    assert not {"e2e_teachers", "e2e_dialogues", "e2e_epochs"} & set(load_config("quick").to_dict())
+    with pytest.raises(ConfigError, match=r"'e2e_teachers': expected some of \['handcrafted', 'gp'\], got 'pydial'"):
+        load_config("e2e", e2e_teachers=["pydial"])
+    with pytest.raises(ConfigError, match=r"'e2e_epochs': expected a non-negative integer"):
+        load_config("e2e", e2e_epochs=-1)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from behavsim.commands import CommandParser
+
 from ._corpus import write_exchange_csv
 from ._parameters import ParameterIQEstimator
 
@@ -167,8 +169,6 @@ def make_sample_corpus(path: str | Path, *, dialogues: int = 80, seed: int = 0, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    from behavsim.commands import CommandParser
-
     parser = CommandParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--dialogues", type=int, default=80)

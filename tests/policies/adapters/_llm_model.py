@@ -44,16 +44,15 @@ CHAT_TEMPLATE = (
 
 def _examples(contexts, template, answer: str) -> list[tuple[list[dict], str]]:
     from behavsim import canonical_copy
-    from policies.adapters._prompts import context_history
     from policies.simulation.domain import resolve_domain
     from policies.learners.handcrafted import HandcraftedPolicy
 
     domain = resolve_domain(None)
     teacher = HandcraftedPolicy(domain, nlg_seed=0)
     out = []
-    for belief, meta in zip(contexts.beliefs, contexts.metas):
+    for i, belief in enumerate(contexts.beliefs):
         b = canonical_copy(belief)
-        messages = template.render(b, domain, history=context_history(b, meta))
+        messages = template.render(b, domain, history=contexts.history(i))
         out.append((messages, "bye()" if answer == "bye" else teacher.act(canonical_copy(belief)).act))
     return out
 

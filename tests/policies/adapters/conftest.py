@@ -52,15 +52,23 @@ def _user_text(belief: dict) -> str:
 
 
 def _with_histories(cs: ContextSet) -> ContextSet:
-    """The same beliefs, each context carrying a dialogue history in its metadata (two turns)."""
-    metas = []
-    for b, m in zip(cs.beliefs, cs.metas):
-        history = [
+    """The same beliefs, each context with a made-up dialogue history of two turns."""
+    histories = [
+        [
             {"speaker": "system", "text": "hello, how may i help you?", "act": "hello()"},
             {"speaker": "user", "text": _user_text(b), "act": None},
         ]
-        metas.append({**m, "history": history})
-    return ContextSet([dict(b) for b in cs.beliefs], metas, [f"h{i}" for i in range(len(cs))], dict(cs.meta))
+        for b in cs.beliefs
+    ]
+    return ContextSet([dict(b) for b in cs.beliefs], [dict(m) for m in cs.metas], [f"h{i}" for i in range(len(cs))],
+                      dict(cs.meta), histories=histories)
+
+
+def _with_and_without_histories(cs: ContextSet) -> ContextSet:
+    """The contexts of ``cs`` without histories, then the same with a made-up history each."""
+    h = _with_histories(cs)
+    return ContextSet(cs.beliefs + h.beliefs, cs.metas + h.metas, list(cs.ids) + h.ids,
+                      histories=[None] * len(cs) + h.histories)
 
 
 @pytest.fixture(scope="session")
@@ -68,7 +76,7 @@ def llm_contexts() -> ContextSet:
     """Belief states of 3 handcrafted dialogues on CamRestaurants (no history)."""
     from contexts import collect
 
-    return collect(["handcrafted"], dialogues=3, seed=777)
+    return collect(["handcrafted"], dialogues=3, seed=777, histories=False)
 
 
 @pytest.fixture(scope="session")
@@ -77,10 +85,7 @@ def llm_models(tmp_path_factory, llm_contexts, make_grid):
     (answers that do not parse) and one trained to answer ``bye()`` to anything."""
     build_chat_model = _llm_model().build_chat_model
     root = tmp_path_factory.mktemp("llm-models")
-    both = ContextSet(
-        llm_contexts.beliefs + _with_histories(llm_contexts).beliefs,
-        llm_contexts.metas + _with_histories(llm_contexts).metas,
-    )
+    both = _with_and_without_histories(llm_contexts)
     with _one_torch_thread():
         chat = build_chat_model(root / "chat", both)
         rand = build_chat_model(root / "random", both, trained=False)
@@ -194,8 +199,14 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def with_histories():
-    """``with_histories(cs)``: the same beliefs, each context with a two-turn history in its metadata."""
+    """``with_histories(cs)``: the same beliefs, each context with a made-up two-turn history."""
     return _with_histories
+
+
+@pytest.fixture(scope="session")
+def with_and_without_histories():
+    """``with_and_without_histories(cs)``: the contexts without histories, then with them."""
+    return _with_and_without_histories
 
 
 @pytest.fixture(scope="session")

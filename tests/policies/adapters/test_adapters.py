@@ -26,6 +26,7 @@ from behavsim.policy import Response, check_policy
     ("recorded:answers.jsonl", "recorded", "answers.jsonl", {}),
     ("pydial:config/gp.cfg:domain=CamRestaurants:nlg=off", "pydial", "config/gp.cfg",
      {"domain": "CamRestaurants", "nlg": "off"}),
+    ("e2e:runs/e2e/ckpt-001000:batch=8", "e2e", "runs/e2e/ckpt-001000", {"batch": "8"}),
 ])
 def test_parse_spec(text, kind, target, options):
     s = parse_spec(text)
@@ -33,11 +34,11 @@ def test_parse_spec(text, kind, target, options):
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert sorted(list_policy_kinds()) == ["callable", "checkpoint", "handcrafted", "hf", "openai", "pydial", "recorded"]
+    assert sorted(list_policy_kinds()) == ["callable", "checkpoint", "e2e", "handcrafted", "hf", "openai", "pydial", "recorded"]
     assert "HANDCRAFTED" in policy_kinds
     with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
-    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, handcrafted, hf, openai, pydial, recorded"):
+    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, e2e, handcrafted, hf, openai, pydial, recorded"):
         parse_spec("nonsense spec")
 
 
@@ -205,7 +206,7 @@ def test_recorded_missing_ids_are_named(tmp_path, contexts):
 @pytest.mark.parametrize("rows, message", [
     ([{"context_id": "c0", "act": "bye()"}, {"context_id": "c0", "act": "hello()"}],
      r":2: context id 'c0' recorded twice \(first on line 1\)"),
-    ([{"context_id": "c0"}], ":1: context 'c0' has neither an act nor an error"),
+    ([{"context_id": "c0"}], ":1: context 'c0' has neither an act, a prompt nor an error"),
     ([{"act": "bye()"}], ":1: 'context_id' must be a string"),
     ([{"context_id": "c0", "act": 3}], ":1: 'act' must be a string or null"),
     ([{"context_id": "c0", "act": "bye()"}, {"format": "behavsim-recorded", "version": 1}],
@@ -267,6 +268,8 @@ def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
         return f"recorded:{write_recorded(respond('handcrafted', contexts), tmp_path / 'rec.jsonl')}"
     if kind == "pydial":
         return f"pydial:config/gp.cfg:root={_fake_pydial_root(tmp_path)[1]}"
+    if kind == "e2e":
+        return f"e2e:{request.getfixturevalue('e2e_run')[2]}"
     if kind == "hf":  # a small model trained to answer bye() to anything (tests/policies/_llm_model.py)
         return f"hf:{request.getfixturevalue('llm_models')['bye']}"
     if kind == "openai":  # the same model behind transformers serve on 127.0.0.1
@@ -275,17 +278,21 @@ def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
 
 
 @pytest.mark.parametrize("kind", list_policy_kinds())
-def test_every_kind_works_everywhere(kind, run_dir, contexts, tmp_path, request):
+def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_histories, tmp_path, request):
     """Every registered policy kind passes the policy checker and is taken, as a spec string, by
     respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
-    it was recorded on, so it cannot play dialogues: a clear error says so)."""
+    it was recorded on, so it cannot play dialogues: a clear error says so). A kind that reads
+    dialogue histories is given collected contexts with histories (the grid has none)."""
     from behavsim import check_policy as core_check_policy, respond as core_respond
     from behavsim.monitor import ConvergenceMonitor
+    from behavsim.policy import reads_of
     from contexts import collect
 
     saved = list(sys.path)
     try:
         spec = _spec_for(kind, run_dir, contexts, tmp_path, request)
+        if "belief" not in reads_of(load_policy(spec)):
+            contexts = contexts_with_histories
         assert parse_spec(spec).kind == kind
         assert load_policy(spec).kind == kind
         assert core_check_policy(spec, contexts) == len(contexts)

@@ -20,7 +20,6 @@ from policies.adapters._openai import split_target
 from policies.adapters._prompts import (
     OffDomainAnswer,
     UnparsableAnswer,
-    context_history,
     list_templates,
     load_template,
 )
@@ -56,7 +55,7 @@ def _distinct_requests(spec: str, cs: ContextSet) -> int:
     from behavsim import canonical_copy, load_policy
 
     a = load_policy(spec)
-    return len({a.cache_key(a._messages(canonical_copy(b), m)) for b, m in zip(cs.beliefs, cs.metas)})
+    return len({a.cache_key(a._messages(canonical_copy(b), cs.history(i))) for i, b in enumerate(cs.beliefs)})
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -145,23 +144,48 @@ def test_shipped_template_renders_domain_belief_and_history(llm_contexts):
     assert t.digest.startswith("sha256:") and t.info() == {"name": "camrestaurants", "digest": t.digest}
 
 
-def test_history_is_read_from_the_context_and_history_templates_refuse_sets_without(llm_contexts, with_histories):
-    from behavsim import load_policy
+def test_history_is_the_context_sets_and_history_templates_refuse_sets_without(llm_contexts, with_histories,
+                                                                             tmp_path):
+    """The LLM kinds read a context's history from the context set (one source of truth) and
+    read what their template uses: history-chat the history only (a text-only context answers;
+    a set without histories is refused up front), camrestaurants the belief and the history."""
+    from behavsim import UnanswerableContexts, load_policy, respond
 
     h = with_histories(llm_contexts.select(range(3)))
-    assert context_history(h.beliefs[0], h.metas[0])[1]["speaker"] == "user"
-    assert context_history({"history": [{"speaker": "user", "text": "hi"}]}) == [
-        {"speaker": "user", "text": "hi", "act": None}]
-    assert context_history(llm_contexts.beliefs[0], llm_contexts.metas[0]) is None
+    assert llm_contexts.histories is None and h.history(0)[1]["speaker"] == "user"
     chat = load_template("history-chat")
-    msgs = chat.render(h.beliefs[0], resolve_domain(None), history=context_history(h.beliefs[0], h.metas[0]))
+    assert chat.reads == ("history",) and load_template("camrestaurants").reads == ("belief", "history")
+    msgs = chat.render(None, resolve_domain(None), history=h.history(0))
     assert [m["role"] for m in msgs] == ["assistant", "user"] and msgs[0]["content"] == "hello, how may i help you?"
+    assert chat.render(None, resolve_domain(None), history=[]) == []  # the system speaks first
+    with pytest.raises(ConfigError, match="needs a dialogue history, and this context has none"):
+        chat.render(h.beliefs[0], resolve_domain(None))
+    with pytest.raises(ConfigError, match="reads the belief state, and this context has none"):
+        load_template("camrestaurants").render(None, resolve_domain(None), history=h.history(0))
     a = load_policy("openai:m@http://127.0.0.1:9/v1:template=history-chat")
+    assert a.reads == ("history",) and load_policy("openai:m@http://127.0.0.1:9/v1").reads == ("belief", "history")
     a.check_contexts(h)  # every context has a history
+    a.check_contexts(h.text_only())  # ... and no belief: what history-chat reads
     llm_contexts.source = "collected.jsonl"
-    with pytest.raises(ConfigError, match=r"reads the dialogue history, and \d+ of \d+ contexts of collected.jsonl "
-                                          r"have none .*collect contexts with histories"):
-        a.check_contexts(llm_contexts)
+    try:
+        with pytest.raises(ConfigError, match=r"reads the dialogue history, and \d+ of \d+ contexts of collected.jsonl "
+                                              r"have none .*collect contexts with histories"):
+            a.check_contexts(llm_contexts)
+        with pytest.raises(UnanswerableContexts, match=r"reads dialogue histories, but context set 'collected.jsonl' "
+                                                       r"has none"):
+            respond(a, llm_contexts)
+    finally:
+        llm_contexts.source = None
+    # a history kept anywhere but the context set is not read
+    hidden = ContextSet([{**b, "history": t} for b, t in zip(h.beliefs, h.histories)],
+                        [{**m, "history": t} for m, t in zip(h.metas, h.histories)])
+    with pytest.raises(UnanswerableContexts):
+        respond(a, hidden)
+    p = tmp_path / "t.toml"
+    p.write_text('format = "behavsim-prompt"\nversion = 1\nneeds_history = true\n[[messages]]\nrole = "user"\n'
+                 'content = "{{ belief.n_matches }}"\n')
+    with pytest.raises(ConfigError, match="needs_history = true, but no message uses the history"):
+        load_template(p)
 
 
 def test_template_files_are_checked_and_their_digest_follows_their_bytes(tmp_path):
@@ -223,12 +247,11 @@ def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts
 
 
 def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(llm_models, llm_contexts, llm_server, tmp_path,
-                                                                   private_cache, with_histories):
+                                                                   private_cache, with_and_without_histories):
     """transformers serve on the same folder, temperature 0, batch size 1: the same text for every
     context (so the same act wherever the model answered one); a rerun with the server up hits
     the cache — 0 requests at the server — and gives the same table."""
-    cs = ContextSet(llm_contexts.beliefs + with_histories(llm_contexts).beliefs,
-                    llm_contexts.metas + with_histories(llm_contexts).metas)
+    cs = with_and_without_histories(llm_contexts)
     model = llm_models["chat"]
     hf = respond(f"hf:{model}:batch_size=1", cs)
     n0 = llm_server.requests()

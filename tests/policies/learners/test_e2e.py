@@ -1,0 +1,264 @@
+"""behavsim's end-to-end model: its text format, tokenizer, training (checkpoints in Hugging Face's
+format, determinism, resuming), the ``e2e:DIR`` policy kind, and dialogues it plays."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import contexts
+from behavsim import ConfigError, ContextSet, check_policy, respond
+from behavsim.policy import UnanswerableContexts
+
+from _e2e_teacher import SMALL
+
+
+@pytest.fixture(scope="module")
+def ccol() -> ContextSet:
+    return contexts.collect(["handcrafted"], dialogues=3, seed=424242)
+
+
+# ----------------------------------------------------------------------------- the text format
+def test_format_round_trips_the_teachers_answers(ccol):
+    """Every act and prompt the teacher gives survives delexicalisation and filling back."""
+    from policies.simulation.domain import resolve_domain
+    from policies.learners.e2e._data import constraints_of
+    from policies.learners.e2e._format import (Lexicon, belief_text, clean, db_query, db_text, delex_act,
+                                               delex_prompt, history_text, lex_act, lex_prompt, parse_belief)
+
+    domain = resolve_domain(None)
+    table = respond("handcrafted", ccol)
+    for i in range(len(ccol)):
+        lex = Lexicon(domain)
+        history_text(ccol.history(i), lex)
+        cons = constraints_of(ccol.beliefs[i], domain)
+        assert parse_belief(belief_text(cons, lex), domain, lex) == cons
+        db_text(db_query(domain, cons), lex)
+        act = table.acts[i]
+        assert lex_act(delex_act(act, domain, lex), domain, lex) == act
+        assert lex_prompt(delex_prompt(table.prompts[i], act), act) == clean(table.prompts[i])
+
+
+def test_history_is_delexicalised_with_the_ontology():
+    from policies.simulation.domain import resolve_domain
+    from policies.learners.e2e._format import Lexicon, db_query, db_text, history_text
+
+    domain = resolve_domain(None)
+    lex = Lexicon(domain)
+    text = history_text([{"speaker": "user", "text": "I want  North American food in the north"},
+                         {"speaker": "system", "text": "How about Hakka? It serves chinese food.", "act": "x()"},
+                         {"speaker": "user", "text": "no, north american please"}], lex)
+    assert text == ("<|user|> i want [food_1] food in the north<|system|> how about [name_1]? it serves [food_2] "
+                    "food.<|user|> no, [food_1] please")
+    assert lex.value("[food_2]") == "chinese" and lex.ref("hakka") == "[name_1]" and lex.value("north") == "north"
+    # the database result names venues the dialogue mentioned by their placeholder, new ones by the next
+    res = db_query(domain, [("area", "north"), ("food", "chinese"), ("pricerange", "dontcare")])
+    assert res.count == 3 and not res.differ
+    assert res.names[0] == "hakka"
+    assert db_text(res, lex) == " matches 3 ; differ no ; [name_1] ; [name_2] ; [name_3]"
+    assert [lex.value(f"[name_{k}]") for k in (1, 2, 3)] == list(res.names)
+
+
+def test_tokenizer_pieces_decode_exactly_and_chat_template():
+    from policies.simulation.domain import resolve_domain
+    from policies.learners.e2e._tokenizer import build_tokenizer
+
+    domain = resolve_domain(None)
+    text = "<|user|> i want north american food, at [name_2]?<|belief|> food = [food_1]"
+    tok = build_tokenizer([text], domain)
+    ids = tok(text)["input_ids"]
+    assert tok.convert_ids_to_tokens(ids) == ["<|user|>", " i", " want", " north american", " food", ",", " at",
+                                              " [name_2]", "?", "<|belief|>", " food", " =", " [food_1]"]
+    assert tok.decode(ids) == text
+    assert tok.convert_ids_to_tokens(tok(" la mimosa")["input_ids"]) == [" la mimosa"]  # every value: one token
+    assert tok.convert_ids_to_tokens(tok(" 01223")["input_ids"]) == ["<|unk|>"]
+    chat = tok.apply_chat_template([{"role": "user", "content": "Thai food"}, {"role": "assistant", "content": "ok"}],
+                                   tokenize=False, add_generation_prompt=True)
+    assert chat == "<|endoftext|><|user|> thai food<|system|> ok<|answer|>"  # the chat mode's answer follows
+
+
+# ----------------------------------------------------------------------------- training
+FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+         "special_tokens_map.json", "chat_template.jinja", "behavsim-e2e.json", "optimizer.safetensors",
+         "trainer_state.json"}
+
+
+def _bytes(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_checkpoints_are_hugging_face_folders(e2e_run):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    config, out, last = e2e_run
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["ckpt-000240", "ckpt-000480", "e2e-run.json", "teacher-contexts.jsonl", "teacher-responses.jsonl"]
+    assert {p.name for p in last.iterdir()} == FILES
+    model = AutoModelForCausalLM.from_pretrained(last)
+    tok = AutoTokenizer.from_pretrained(last)
+    assert isinstance(model, GPT2LMHeadModel) and isinstance(tok, PreTrainedTokenizerFast)
+    assert model.config.n_layer == 1 and model.config.n_embd == 32 and model.config.vocab_size == len(tok)
+    info = json.loads((last / "behavsim-e2e.json").read_text())
+    assert info["reads"] == ["history"] and info["dialogues"] == 480 and info["teacher"]["id"] == "_e2e_teacher.always_request_area"
+    state = json.loads((last / "trainer_state.json").read_text())
+    assert [r["dialogues"] for r in state["losses"]] == [240, 480]
+    assert state["losses"][1]["loss"] < state["losses"][0]["loss"]  # it learns
+    teacher = ContextSet.load(out / "teacher-contexts.jsonl")
+    assert teacher.n_histories == len(teacher) and {m["dialogue"] for m in teacher.metas} == set(range(8))
+
+
+def test_same_seed_same_bytes_and_resuming_gives_the_same_bytes(e2e_run, tmp_path):
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    config, out, last = e2e_run
+    again = train_e2e(config, tmp_path / "again")[-1][1]
+    assert _bytes(again) == _bytes(last)
+    stopped = train_e2e(config, tmp_path / "resumed", stop_after=240)
+    assert [n for n, _ in stopped] == [240]
+    resumed = train_e2e(config, tmp_path / "resumed")
+    assert [n for n, _ in resumed] == [240, 480] and _bytes(resumed[-1][1]) == _bytes(last)
+    other = train_e2e(E2EConfig(**{**SMALL, "seed": 1}), tmp_path / "seed1")[-1][1]
+    assert (other / "model.safetensors").read_bytes() != (last / "model.safetensors").read_bytes()
+
+
+def test_a_folder_of_another_run_is_refused(e2e_run, tmp_path):
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    config, out, _ = e2e_run
+    with pytest.raises(ConfigError, match="holds an end-to-end run with other settings \\(differs in epochs, seed\\)"):
+        train_e2e(E2EConfig(**{**SMALL, "seed": 3, "epochs": 2}), out)
+    (tmp_path / "x.txt").write_text("x")
+    with pytest.raises(ConfigError, match="is not an end-to-end training run"):
+        train_e2e(config, tmp_path)
+    with pytest.raises(ConfigError, match="must be multiples of batch_dialogues"):
+        E2EConfig(dialogues=10, batch_dialogues=4)
+
+
+# ----------------------------------------------------------------------------- the policy kind
+def test_e2e_kind_answers_histories_from_their_text(e2e_run, ccol):
+    from behavsim import load_policy
+
+    _, _, last = e2e_run
+    spec = f"e2e:{last}"
+    a = load_policy(spec)
+    assert a.kind == "e2e" and a.reads == ("history",)
+    assert a.meta["id"] == "e2e-_e2e_teacher.always_request_area-seed0-000480" and a.meta["checkpoint"] == 480
+    table = respond(spec, ccol)
+    assert len(table) == len(ccol)
+    # the same answers with the beliefs and the turn acts removed: it reads text only
+    text = respond(spec, ccol.text_only())
+    assert text.acts == table.acts and text.prompts == table.prompts and text.errors == table.errors
+    # and the same with other beliefs beside the same words
+    other = ContextSet([{"beliefs": {}}] * len(ccol), histories=ccol.histories)
+    assert respond(spec, other).acts == table.acts
+    # batched answers equal one-by-one answers
+    model = load_policy(spec).model
+    singles = [model.answer([ccol.history(i)])[0] for i in range(len(ccol))]
+    assert [getattr(r, "act", None) for r in singles] == table.acts
+
+
+def test_e2e_kind_passes_the_checker_and_imitates_its_teacher(e2e_run, ccol):
+    _, _, last = e2e_run
+    assert check_policy(f"e2e:{last}", ccol) == len(ccol)
+    table = respond(f"e2e:{last}", ccol)  # dialogues it never saw: the teacher's answer everywhere
+    assert table.n_errors == 0 and set(table.acts) == {"request(area)"}
+    assert set(table.prompts) == {"what part of town do you have in mind?"}
+
+
+def test_a_set_without_histories_is_refused_up_front(e2e_run, tmp_path, capsys):
+    from behavsim.cli import main
+
+    _, _, last = e2e_run
+    grid = contexts.generate_grid(step=1.0)
+    with pytest.raises(UnanswerableContexts, match="reads dialogue histories, but context set .* has none"):
+        respond(f"e2e:{last}", grid)
+    path = grid.save(tmp_path / "grid.jsonl")
+    code = main(["respond", "--policy", f"e2e:{last}", "--contexts", str(path), "-o", str(tmp_path / "t.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("behavsim respond: error: policy 'e2e-_e2e_teacher.always_request_area-seed0-000480' reads dialogue "
+                             f"histories, but context set '{path}' has none")
+    assert "behavsim contexts collect" in err[0]
+
+
+def test_bad_e2e_specs(tmp_path):
+    from behavsim import load_policy
+
+    with pytest.raises(ConfigError, match="expected e2e:DIR"):
+        load_policy("e2e:")
+    with pytest.raises(ConfigError, match="not found"):
+        load_policy(f"e2e:{tmp_path / 'nothing'}")
+    with pytest.raises(ConfigError, match="is not a behavsim end-to-end checkpoint folder"):
+        load_policy(f"e2e:{tmp_path}")
+
+
+def test_the_chat_mode_answers_through_the_llm_kinds(e2e_run, ccol, tmp_path):
+    """The folder is a chat model for tools that know nothing of behavsim: hf:DIR renders the
+    history with the folder's own prompt template (behavsim-prompt.toml) and the tokenizer's chat
+    template, and the model writes its act in behavsim's syntax; a run without the chat mode
+    writes no template."""
+    from behavsim import load_policy
+    from policies.learners.e2e import E2EConfig, train_e2e
+
+    _, _, plain = e2e_run  # SMALL has no chat mode
+    assert not (plain / "behavsim-prompt.toml").exists()
+    last = train_e2e(E2EConfig(**{**SMALL, "chat": True, "epochs": 30, "checkpoint_every": 240}), tmp_path / "chat")[-1][1]
+    assert (last / "behavsim-prompt.toml").is_file()
+    a = load_policy(f"hf:{last}")
+    assert a.reads == ("history",) and a.meta["template"]["name"] == "e2e-chat" and a.utterance is False
+    table = respond(f"hf:{last}", ccol)
+    assert table.n_errors == 0 and set(table.acts) == {"request(area)"} and set(table.prompts) == {None}
+    with pytest.raises(UnanswerableContexts):
+        respond(f"hf:{last}", contexts.generate_grid(step=1.0))
+
+
+def test_a_packed_row_is_masked_as_separate_sequences():
+    """A block sees its shared part up to its decision point and itself, causally; padding only
+    itself."""
+    import torch
+
+    from policies.learners.e2e._train import _mask, _Row
+
+    # 3 shared tokens; block 0 (2 tokens) after 2 of them, block 1 (1 token) after all 3; 1 padding
+    row = _Row(ids=list(range(6)), pos=[0, 1, 2, 2, 3, 3], block=[-1, -1, -1, 0, 0, 1], seen=[2, 3], targets=[])
+    m = (_mask(torch, row, 7) == 0).int().tolist()
+    assert m == [[1, 0, 0, 0, 0, 0, 0],
+                 [1, 1, 0, 0, 0, 0, 0],
+                 [1, 1, 1, 0, 0, 0, 0],
+                 [1, 1, 0, 1, 0, 0, 0],
+                 [1, 1, 0, 1, 1, 0, 0],
+                 [1, 1, 1, 0, 0, 1, 0],
+                 [0, 0, 0, 0, 0, 0, 1]]
+
+
+# ----------------------------------------------------------------------------- dialogues
+def test_play_dialogues_measures_any_policy_alike(e2e_run):
+    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.learners.play import play_dialogues
+    from policies.learners.train import evaluate_policy
+
+    _, _, last = e2e_run
+    hc = play_dialogues("handcrafted", 12)
+    ref = evaluate_policy(HandcraftedPolicy(), 12)
+    assert hc.success == ref.success and hc.turns == ref.turns and hc.failed_turns == 0
+    e2e = play_dialogues(f"e2e:{last}", 12, batch=5)
+    assert len(e2e.success) == 12 and all(t >= 1 for t in e2e.turns)
+    assert play_dialogues(f"e2e:{last}", 12, batch=12).success == e2e.success  # batching changes nothing
+
+
+def test_train_command(tmp_path, capsys):
+    from behavsim.cli import main
+
+    args = ["train", "--policy", "e2e", "--teacher", "handcrafted", "--dialogues", "8", "--epochs", "1",
+            "--batch-dialogues", "4", "--layers", "1", "--width", "32", "--heads", "2", "--no-progress",
+            "-o", str(tmp_path / "run")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "ckpt-000008" in out and "end-to-end model:" in out and "CPU" in out
+    assert main(["train", "--policy", "e2e", "-o", str(tmp_path / "x")]) == 2
+    assert "needs --teacher SPEC" in capsys.readouterr().err
+    assert main(["train", "--teacher", "handcrafted", "-o", str(tmp_path / "y")]) == 2
+    assert "--teacher applies to --policy e2e only" in capsys.readouterr().err
+    assert main(["train", "--policy", "e2e", "--teacher", "handcraftd", "-o", str(tmp_path / "z")]) == 2
+    assert "Did you mean 'handcrafted'" in capsys.readouterr().err
