@@ -10,7 +10,7 @@ imported it from ``policies.commands.respond``. The command::
 A context on which a policy fails is recorded as an error of that context (``--strict`` stops at
 the first); the summary line of each table reports the count. ``--repeat K`` asks every context
 ``K`` times and prints each policy's ``self-agreement TMR`` (the per-context figures are the
-table's ``agreement`` column, every answer is in its ``repeats`` column: :mod:`behavsim._tables`).
+table's ``agreement`` column, every answer is in its ``repeats`` column: :class:`behavsim.ResponseTable`).
 """
 
 from __future__ import annotations
