@@ -57,9 +57,14 @@ class NotApplicable:
         self.text_only = np.array(
             [[a is None and e is None for a, e in zip(t.acts, t.errors)] for t in tables], dtype=bool
         ).reshape(len(tables), -1)
-        self.failed = np.array([[e is not None for e in t.errors] for t in tables], dtype=bool).reshape(len(tables), -1)
         self.names = list(names)
         self.active = bool(self.names) and bool(self.text_only.any())
+        # failures matter only beside text-only answers (almost every comparison has none)
+        self.failed = (
+            np.array([[e is not None for e in t.errors] for t in tables], dtype=bool).reshape(len(tables), -1)
+            if self.active
+            else np.zeros_like(self.text_only)
+        )
 
     def pair(self, i: int, j: int) -> np.ndarray:
         """The contexts of pair (i, j) where the semantic scores do not apply."""

@@ -35,7 +35,7 @@ from ._llm import (
     Job,
     LLMAdapter,
     bool_option,
-    float_option,
+    decoding_options,
     folder_digest,
     llm_meta,
     model_policy_id,
@@ -151,15 +151,8 @@ def hf_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     path = path.resolve()
     template = load_template(spec.options.get("template"), model_dir=path)
     dom = resolve_llm_domain(domain)
-    temperature = float_option(spec, "temperature", 0.0) or 0.0
-    decoding: dict[str, Any] = {
-        "temperature": temperature,
-        "top_p": float_option(spec, "top_p", None),
-        "seed": spec.int_option("seed", 0),
-        "max_tokens": spec.int_option("max_tokens", 128),
-    }
-    if not decoding["max_tokens"]:
-        raise ConfigError(f"policy spec {spec.text!r}: option max_tokens must be a positive integer")
+    decoding = decoding_options(spec)
+    temperature = decoding["temperature"]
     batch_size = spec.int_option("batch_size", 1)
     if not batch_size:
         raise ConfigError(f"policy spec {spec.text!r}: option batch_size must be a positive integer")

@@ -169,6 +169,20 @@ def float_option(spec: PolicySpec, key: str, default: float | None, *, low: floa
     return x
 
 
+def decoding_options(spec: PolicySpec) -> dict[str, Any]:
+    """The decoding settings of a model spec (``temperature`` 0 greedy, ``top_p``, ``seed``,
+    ``max_tokens`` 128 by default), checked; they also key the answer cache."""
+    decoding: dict[str, Any] = {
+        "temperature": float_option(spec, "temperature", 0.0) or 0.0,
+        "top_p": float_option(spec, "top_p", None),
+        "seed": spec.int_option("seed", 0),
+        "max_tokens": spec.int_option("max_tokens", 128),
+    }
+    if not decoding["max_tokens"]:
+        raise ConfigError(f"policy spec {spec.text!r}: option max_tokens must be a positive integer")
+    return decoding
+
+
 def bool_option(spec: PolicySpec, key: str, default: bool | None) -> bool | None:
     v = spec.options.get(key)
     if v is None:

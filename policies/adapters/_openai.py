@@ -65,6 +65,7 @@ from ._llm import (
     LLMAdapter,
     LLMServiceError,
     bool_option,
+    decoding_options,
     float_option,
     folder_digest,
     llm_meta,
@@ -447,15 +448,8 @@ def openai_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     model_dir = local if local.is_dir() else None
     template = load_template(spec.options.get("template"), model_dir=model_dir)
     dom = resolve_llm_domain(domain)
-    temperature = float_option(spec, "temperature", 0.0) or 0.0
-    decoding: dict[str, Any] = {
-        "temperature": temperature,
-        "top_p": float_option(spec, "top_p", None),
-        "seed": spec.int_option("seed", 0),
-        "max_tokens": spec.int_option("max_tokens", 128),
-    }
-    if not decoding["max_tokens"]:
-        raise ConfigError(f"policy spec {spec.text!r}: option max_tokens must be a positive integer")
+    decoding = decoding_options(spec)
+    temperature = decoding["temperature"]
     timeout = float_option(spec, "timeout", 60.0)
     if not timeout:
         raise ConfigError(f"policy spec {spec.text!r}: option timeout must be a positive number of seconds")
