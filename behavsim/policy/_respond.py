@@ -142,11 +142,6 @@ def answer_context(
     return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
 
 
-def _as_contexts(contexts: Any) -> ContextSet:
-    """A context set, or the one saved at a path (``str`` or ``os.PathLike``)."""
-    return as_contexts(contexts)
-
-
 def _progress_bar(total: int, desc: str, progress: bool | None):
     show = progress if progress is not None else (total >= _PROGRESS_MIN and sys.stderr.isatty())
     if not show:
@@ -215,7 +210,7 @@ def _respond(
     options: dict[str, Any],
     repeat: int = 1,
 ) -> ResponseTable:
-    contexts = _as_contexts(contexts)
+    contexts = as_contexts(contexts)
     repeat = _check_repeat(repeat)
     if policy_id is not None and (not isinstance(policy_id, str) or not policy_id):
         raise ConfigError(f"policy_id: expected a non-empty string, got {policy_id!r}")
@@ -387,7 +382,7 @@ def respond_many(
         raise ConfigError(f"workers: applies to the local executor only, not to {where.spec!r}")
     if where.is_local and workers is None:
         workers = getattr(where, "workers", None)
-    contexts = _as_contexts(contexts)
+    contexts = as_contexts(contexts)
     repeat = _check_repeat(repeat)
     if repeat > 1:
         options = {**options, _REPEAT_OPTION: repeat}
