@@ -7,6 +7,8 @@ so generic handlers keep working.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._util import suggestion_hint
 
 __all__ = [
@@ -25,6 +27,12 @@ __all__ = [
 class BehavsimError(Exception):
     """Base class of all behavsim errors."""
 
+    def __reduce__(self) -> Any:
+        # an error raised in a task of another process crosses back pickled: rebuilt from the
+        # arguments of its own __init__ where it keeps them (``_args``)
+        args = getattr(self, "_args", None)
+        return (self.__class__, args) if args is not None else super().__reduce__()
+
 
 #: Characters shown on each side of the problem when a long act cannot be parsed.
 _SHOWN = 60
@@ -37,6 +45,7 @@ class ActParseError(BehavsimError, ValueError):
         self.text = text
         self.position = position
         self.problem = problem
+        self._args = (text, position, problem)  # for pickling (errors of tasks in other processes)
         if len(text) <= 2 * _SHOWN + 20:
             pointer = " " * (position + 2) + "^"  # under the repr, after its opening quote
             super().__init__(
@@ -61,6 +70,7 @@ class UnknownName(BehavsimError, KeyError):
         self.name = name
         self.valid = valid
         self.message = f"unknown {kind} {name!r}.{suggestion_hint(suggestion)} Valid {kind}s: {', '.join(valid)}"
+        self._args = (kind, name, valid, suggestion)
         super().__init__(self.message)
 
     def __str__(self) -> str:  # KeyError would add quotes around the message
