@@ -42,7 +42,7 @@ from ._format import (
     lex_prompt,
     parse_belief,
 )
-from ._session import Plan, Session, _encode, plan_history
+from ._session import Plan, PositionsExceeded, Session, _encode, plan_history
 
 __all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "special_ids"]
 
@@ -142,10 +142,21 @@ class E2EModel:
         return [self._cache[k] for k in keys]
 
     def _answer_batch(self, histories: Sequence[Sequence[dict]]) -> list[Response | Exception]:
+        """The answers of one batch; a batch whose padded cache would outgrow the model's positions
+        (histories at very different stages) is answered in halves (one history always fits)."""
+        try:
+            return self._answer_rows(histories)
+        except PositionsExceeded as exc:
+            if len(histories) == 1:  # its last turn alone is too long: that context fails
+                return [PositionsExceeded(f"the dialogue does not fit the model's positions ({exc})")]
+            half = len(histories) // 2
+            return self._answer_batch(histories[:half]) + self._answer_batch(histories[half:])
+
+    def _answer_rows(self, histories: Sequence[Sequence[dict]]) -> list[Response | Exception]:
         sp = self.sp
         plans = [self._fit(plan_history(self.tokenizer, h, self.domain, sp["belief"])) for h in histories]
         rows = [_Row(p) for p in plans]
-        session = Session(self._torch, self.model, len(rows), sp["pad"])
+        session = Session(self._torch, self.model, len(rows), sp["pad"], self.n_positions)
         pending: list[list[int]] = [[sp["eos"]] for _ in rows]
         while not all(r.done for r in rows):
             chunks, stops, limits, banned = [], [], [], []
@@ -164,8 +175,10 @@ class E2EModel:
         """The plan without its first decision points when the whole would not fit the model's
         positions (a long dialogue: its oldest turns are dropped)."""
         room = self.n_positions - 2 - LIMITS["db"] - LIMITS["act"] - LIMITS["response"]
+        # a belief span still to write: at most LIMITS["belief"] + 1 tokens, and the database
+        # marker read after it when the model did not write it
         sizes = [
-            len(seg) + (len(self._beliefs[k]) if k in self._beliefs else LIMITS["belief"] + 1)
+            len(seg) + (len(self._beliefs[k]) if k in self._beliefs else LIMITS["belief"] + 2)
             for seg, k in zip(plan.segments, plan.keys)
         ]
         first = 0

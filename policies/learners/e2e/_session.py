@@ -71,6 +71,10 @@ def plan_history(tokenizer: Any, history: Sequence[Mapping[str, Any]], domain: A
     return Plan(segments, keys, lexicons)
 
 
+class PositionsExceeded(RuntimeError):
+    """A batch's padded cache would outgrow the model's positions (answer fewer rows at once)."""
+
+
 class Session:
     """A batch of token sequences in the model, with one cache of keys and values.
 
@@ -79,8 +83,9 @@ class Session:
     limit — and feeds what they wrote, so the next call continues where they stopped.
     """
 
-    def __init__(self, torch: Any, model: Any, n: int, pad: int) -> None:
+    def __init__(self, torch: Any, model: Any, n: int, pad: int, positions: int | None = None) -> None:
         self.torch, self.model, self.n, self.pad = torch, model, n, pad
+        self.positions = positions  # the model's positions: the padded cache may not grow beyond
         self.past = None
         self.mask = torch.zeros((n, 0), dtype=torch.long)
         self.pos = [0] * n
@@ -89,6 +94,8 @@ class Session:
     def feed(self, chunks: Sequence[Sequence[int]]) -> None:
         torch = self.torch
         width = max(1, max(len(c) for c in chunks))
+        if self.positions is not None and self.mask.shape[1] + width > self.positions:
+            raise PositionsExceeded(f"{self.mask.shape[1] + width} cached positions, the model has {self.positions}")
         ids = torch.full((self.n, width), self.pad, dtype=torch.long)
         mask = torch.zeros((self.n, width), dtype=torch.long)
         pos = torch.zeros((self.n, width), dtype=torch.long)

@@ -24,8 +24,19 @@ def test_format_round_trips_the_teachers_answers(ccol):
     """Every act and prompt the teacher gives survives delexicalisation and filling back."""
     from policies.simulation.domain import resolve_domain
     from policies.learners.e2e._data import constraints_of
-    from policies.learners.e2e._format import (Lexicon, belief_text, clean, db_query, db_text, delex_act,
-                                               delex_prompt, history_text, lex_act, lex_prompt, parse_belief)
+    from policies.learners.e2e._format import (
+        Lexicon,
+        belief_text,
+        clean,
+        db_query,
+        db_text,
+        delex_act,
+        delex_prompt,
+        history_text,
+        lex_act,
+        lex_prompt,
+        parse_belief,
+    )
 
     domain = resolve_domain(None)
     table = respond("handcrafted", ccol)
@@ -46,11 +57,18 @@ def test_history_is_delexicalised_with_the_ontology():
 
     domain = resolve_domain(None)
     lex = Lexicon(domain)
-    text = history_text([{"speaker": "user", "text": "I want  North American food in the north"},
-                         {"speaker": "system", "text": "How about Hakka? It serves chinese food.", "act": "x()"},
-                         {"speaker": "user", "text": "no, north american please"}], lex)
-    assert text == ("<|user|> i want [food_1] food in the north<|system|> how about [name_1]? it serves [food_2] "
-                    "food.<|user|> no, [food_1] please")
+    text = history_text(
+        [
+            {"speaker": "user", "text": "I want  North American food in the north"},
+            {"speaker": "system", "text": "How about Hakka? It serves chinese food.", "act": "x()"},
+            {"speaker": "user", "text": "no, north american please"},
+        ],
+        lex,
+    )
+    assert text == (
+        "<|user|> i want [food_1] food in the north<|system|> how about [name_1]? it serves [food_2] "
+        "food.<|user|> no, [food_1] please"
+    )
     assert lex.value("[food_2]") == "chinese" and lex.ref("hakka") == "[name_1]" and lex.value("north") == "north"
     # the database result names venues the dialogue mentioned by their placeholder, new ones by the next
     res = db_query(domain, [("area", "north"), ("food", "chinese"), ("pricerange", "dontcare")])
@@ -68,20 +86,45 @@ def test_tokenizer_pieces_decode_exactly_and_chat_template():
     text = "<|user|> i want north american food, at [name_2]?<|belief|> food = [food_1]"
     tok = build_tokenizer([text], domain)
     ids = tok(text)["input_ids"]
-    assert tok.convert_ids_to_tokens(ids) == ["<|user|>", " i", " want", " north american", " food", ",", " at",
-                                              " [name_2]", "?", "<|belief|>", " food", " =", " [food_1]"]
+    assert tok.convert_ids_to_tokens(ids) == [
+        "<|user|>",
+        " i",
+        " want",
+        " north american",
+        " food",
+        ",",
+        " at",
+        " [name_2]",
+        "?",
+        "<|belief|>",
+        " food",
+        " =",
+        " [food_1]",
+    ]
     assert tok.decode(ids) == text
     assert tok.convert_ids_to_tokens(tok(" la mimosa")["input_ids"]) == [" la mimosa"]  # every value: one token
     assert tok.convert_ids_to_tokens(tok(" 01223")["input_ids"]) == ["<|unk|>"]
-    chat = tok.apply_chat_template([{"role": "user", "content": "Thai food"}, {"role": "assistant", "content": "ok"}],
-                                   tokenize=False, add_generation_prompt=True)
+    chat = tok.apply_chat_template(
+        [{"role": "user", "content": "Thai food"}, {"role": "assistant", "content": "ok"}],
+        tokenize=False,
+        add_generation_prompt=True,
+    )
     assert chat == "<|endoftext|><|user|> thai food<|system|> ok<|answer|>"  # the chat mode's answer follows
 
 
 # ----------------------------------------------------------------------------- training
-FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-         "special_tokens_map.json", "chat_template.jinja", "behavsim-e2e.json", "optimizer.safetensors",
-         "trainer_state.json"}
+FILES = {
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "behavsim-e2e.json",
+    "optimizer.safetensors",
+    "trainer_state.json",
+}
 
 
 def _bytes(folder):
@@ -100,7 +143,11 @@ def test_checkpoints_are_hugging_face_folders(e2e_run):
     assert isinstance(model, GPT2LMHeadModel) and isinstance(tok, PreTrainedTokenizerFast)
     assert model.config.n_layer == 1 and model.config.n_embd == 32 and model.config.vocab_size == len(tok)
     info = json.loads((last / "behavsim-e2e.json").read_text())
-    assert info["reads"] == ["history"] and info["dialogues"] == 480 and info["teacher"]["id"] == "_e2e_teacher.always_request_area"
+    assert (
+        info["reads"] == ["history"]
+        and info["dialogues"] == 480
+        and info["teacher"]["id"] == "_e2e_teacher.always_request_area"
+    )
     state = json.loads((last / "trainer_state.json").read_text())
     assert [r["dialogues"] for r in state["losses"]] == [240, 480]
     assert state["losses"][1]["loss"] < state["losses"][0]["loss"]  # it learns
@@ -177,8 +224,10 @@ def test_a_set_without_histories_is_refused_up_front(e2e_run, tmp_path, capsys):
     code = main(["respond", "--policy", f"e2e:{last}", "--contexts", str(path), "-o", str(tmp_path / "t.jsonl")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("behavsim respond: error: policy 'e2e-_e2e_teacher.always_request_area-seed0-000480' reads dialogue "
-                             f"histories, but context set '{path}' has none")
+    assert err[0].startswith(
+        "behavsim respond: error: policy 'e2e-_e2e_teacher.always_request_area-seed0-000480' reads dialogue "
+        f"histories, but context set '{path}' has none"
+    )
     assert "behavsim contexts collect" in err[0]
 
 
@@ -203,7 +252,9 @@ def test_the_chat_mode_answers_through_the_llm_kinds(e2e_run, ccol, tmp_path):
 
     _, _, plain = e2e_run  # SMALL has no chat mode
     assert not (plain / "behavsim-prompt.toml").exists()
-    last = train_e2e(E2EConfig(**{**SMALL, "chat": True, "epochs": 30, "checkpoint_every": 240}), tmp_path / "chat")[-1][1]
+    last = train_e2e(E2EConfig(**{**SMALL, "chat": True, "epochs": 30, "checkpoint_every": 240}), tmp_path / "chat")[
+        -1
+    ][1]
     assert (last / "behavsim-prompt.toml").is_file()
     a = load_policy(f"hf:{last}")
     assert a.reads == ("history",) and a.meta["template"]["name"] == "e2e-chat" and a.utterance is False
@@ -223,13 +274,15 @@ def test_a_packed_row_is_masked_as_separate_sequences():
     # 3 shared tokens; block 0 (2 tokens) after 2 of them, block 1 (1 token) after all 3; 1 padding
     row = _Row(ids=list(range(6)), pos=[0, 1, 2, 2, 3, 3], block=[-1, -1, -1, 0, 0, 1], seen=[2, 3], targets=[])
     m = (_mask(torch, row, 7) == 0).int().tolist()
-    assert m == [[1, 0, 0, 0, 0, 0, 0],
-                 [1, 1, 0, 0, 0, 0, 0],
-                 [1, 1, 1, 0, 0, 0, 0],
-                 [1, 1, 0, 1, 0, 0, 0],
-                 [1, 1, 0, 1, 1, 0, 0],
-                 [1, 1, 1, 0, 0, 1, 0],
-                 [0, 0, 0, 0, 0, 0, 1]]
+    assert m == [
+        [1, 0, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0, 0],
+        [1, 1, 1, 0, 0, 0, 0],
+        [1, 1, 0, 1, 0, 0, 0],
+        [1, 1, 0, 1, 1, 0, 0],
+        [1, 1, 1, 0, 0, 1, 0],
+        [0, 0, 0, 0, 0, 0, 1],
+    ]
 
 
 # ----------------------------------------------------------------------------- dialogues
@@ -250,9 +303,28 @@ def test_play_dialogues_measures_any_policy_alike(e2e_run):
 def test_train_command(tmp_path, capsys):
     from behavsim.cli import main
 
-    args = ["train", "--policy", "e2e", "--teacher", "handcrafted", "--dialogues", "8", "--epochs", "1",
-            "--batch-dialogues", "4", "--layers", "1", "--width", "32", "--heads", "2", "--no-progress",
-            "-o", str(tmp_path / "run")]
+    args = [
+        "train",
+        "--policy",
+        "e2e",
+        "--teacher",
+        "handcrafted",
+        "--dialogues",
+        "8",
+        "--epochs",
+        "1",
+        "--batch-dialogues",
+        "4",
+        "--layers",
+        "1",
+        "--width",
+        "32",
+        "--heads",
+        "2",
+        "--no-progress",
+        "-o",
+        str(tmp_path / "run"),
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "ckpt-000008" in out and "end-to-end model:" in out and "CPU" in out
@@ -262,3 +334,37 @@ def test_train_command(tmp_path, capsys):
     assert "--teacher applies to --policy e2e only" in capsys.readouterr().err
     assert main(["train", "--policy", "e2e", "--teacher", "handcraftd", "-o", str(tmp_path / "z")]) == 2
     assert "Did you mean 'handcrafted'" in capsys.readouterr().err
+
+
+def test_an_untrained_model_answers_long_dialogues_in_any_batch(e2e_run, ccol, tmp_path):
+    """A model that writes every span to its limit (random weights) on histories at very different
+    stages: a batch's padded cache would outgrow the model's positions, so it is answered in parts;
+    the answers equal one-by-one answers and nothing raises (a study's first checkpoints are such models)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import GPT2LMHeadModel
+
+    from behavsim import load_policy
+
+    _, _, last = e2e_run
+    folder = tmp_path / "untrained"
+    shutil.copytree(last, folder)
+    model = GPT2LMHeadModel.from_pretrained(folder)
+    torch.manual_seed(1)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=1.0)  # no stop token is ever the likeliest: every span is written in full
+    save_file(
+        {k: v.contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"},
+        folder / "model.safetensors",
+    )
+    # the dialogue so far as it grows, long enough that the positions run out
+    long = [ccol.history(i) for i in range(len(ccol))]
+    longest = max(long, key=len)
+    grown = [longest * k for k in (1, 2, 3, 4)]
+    e2e = load_policy(f"e2e:{folder}:batch=8").model
+    batched = e2e.answer([*long, *grown])
+    singles = [load_policy(f"e2e:{folder}:batch=1").model.answer([h])[0] for h in [*long, *grown]]
+    assert [repr(x) for x in batched] == [repr(x) for x in singles]
+    assert any(isinstance(x, Exception) for x in batched)  # junk words make no act: failed, in place
