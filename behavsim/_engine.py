@@ -147,6 +147,7 @@ def compare(
     chunk_contexts: int | None = None,
     executor: Any = None,
     progress: bool | None = None,
+    allow_unanswered: bool = False,
 ) -> Comparison:
     """Compare policies' response tables context by context.
 
@@ -174,6 +175,10 @@ def compare(
       whatever ``pairs`` says, in bounded memory (``chunk_contexts`` contexts per chunk, rounded
       up to whole blocks of 64; default: about ``chunk_cells`` cells per chunk).
 
+    A table that answered none of its contexts is refused (its scores would all be NaN) unless
+    ``allow_unanswered=True`` (a study's first checkpoints may fail everywhere): then every score
+    of its pairs is NaN and ``n_missing_<score>`` counts every context.
+
     None of the outputs depends on the chunk sizes. ``executor``: where the distinct answer
     combinations are scored (:func:`behavsim.get_executor`): ``"local"`` (the default) here, in
     one call per score; ``"local:N"`` and ``"ray[:ADDRESS]"`` as tasks of 20,000 combinations (a
@@ -185,7 +190,7 @@ def compare(
     from ._executor import get_executor
 
     where = get_executor(executor)
-    tables = _validate_tables(tables)
+    tables = _validate_tables(tables, allow_unanswered)
     if pairs is None and not matrix:
         raise ConfigError("pairs=None compares no pair: give pairs, or ask for the matrices alone with matrix=True")
     plan = _plan(tables, pairs, by) if pairs is not None else None
@@ -329,7 +334,7 @@ def _rows_option(per_context: Any, has_pairs: bool, matrix: bool) -> tuple[bool,
     return False, per_context
 
 
-def _validate_tables(tables: Any) -> list[ResponseTable]:
+def _validate_tables(tables: Any, allow_unanswered: bool = False) -> list[ResponseTable]:
     """At least two tables (or their paths, loaded), all of one context set, with distinct policy
     ids, each with an answer."""
     tables = as_tables(tables)
@@ -349,7 +354,7 @@ def _validate_tables(tables: Any) -> list[ResponseTable]:
     if dupes:
         raise ConfigError(f"policy ids must be unique among the compared tables; repeated: {dupes}")
     failed = [t for t in tables if len(t) and all(a is None for a in t.acts)]
-    if failed:
+    if failed and not allow_unanswered:
         first = next((e for e in failed[0].errors if e), "no act")
         raise ConfigError(
             f"response table(s) {', '.join(repr(t.id) for t in failed)} answered none of their {len(ref)} contexts "

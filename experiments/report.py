@@ -56,6 +56,7 @@ from behavsim.report import (
     write_html,
 )
 
+from .report_e2e import e2e_section
 from .runfolder import TRAIN_RESULTS, recorded_problems
 
 __all__ = ["build_report", "register_report", "SECTIONS"]
@@ -70,6 +71,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("per_turn", "Per turn: TMR and DMR by system turn (Figure 4)"),
     ("rewards", "Rewards: every TS trial vs every IQ trial (Table 3, Figure 5)"),
     ("policies", "Other policies: each vs every trial, the handcrafted policy and each other"),
+    ("e2e", "End-to-end models: imitation, seeds and the CER–USE agreement"),
     ("scores", "Score analysis: correlation and MSE (Figure 6)"),
     ("map", "Behaviour map: every policy against every other"),
     ("robustness", "Robustness: each policy against itself on noisier beliefs"),
@@ -1229,6 +1231,7 @@ _INPUTS: dict[str, tuple[tuple[str, ...], str]] = {
         ("results/policies.csv",),
         'set <code>policies = ["hf:DIR", "openai:MODEL@URL", …]</code> in the config',
     ),
+    "e2e": (("results/e2e.csv",), 'set <code>e2e_teachers = ["handcrafted", "gp"]</code> in the config'),
     "scores": (tuple(f"results/{m[0]}" for m in _MATRICES), "no results/score_corr.csv"),
     "map": (("map/map.csv",), "no map/map.csv"),
     "robustness": (
@@ -1303,6 +1306,7 @@ def _render(run: _Run) -> str:
             ),
         ),
         "policies": section("policies", lambda: _other_policies(run)),
+        "e2e": section("e2e", lambda: e2e_section(run.dir / "results")),
         "scores": section("scores", lambda: _scores_section(run) or ""),
         "map": section("map", lambda: _map_note(run) or ""),
         "robustness": section("robustness", lambda: _robustness(run) or ""),

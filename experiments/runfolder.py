@@ -106,7 +106,10 @@ def spec_checkpoint(spec: str) -> str | None:
 
 def index_key(spec: str, run: Path) -> str:
     """The response-index key of a policy spec: checkpoint paths inside the run folder relative to
-    it; other specs (``handcrafted``) as they are."""
+    it, and so an end-to-end checkpoint folder (``e2e:DIR``); other specs (``handcrafted``) as they are."""
+    if spec.startswith("e2e:"):
+        rel = relative_path(spec[len("e2e:") :], run)
+        return spec if rel is None else f"e2e:{rel}"
     parts = _split_checkpoint_spec(spec)
     if parts is None:
         return spec

@@ -75,6 +75,7 @@ from .runfolder import (
     spec_checkpoint,
     table_matches_checkpoint,
 )
+from .study_e2e import E2E_TRAIN_RESULTS, E2ETrials, e2e_config, train_e2e_trials, write_e2e_results
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
@@ -167,6 +168,8 @@ class StudyConfig:
             v = getattr(self, key)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(f"study config {key!r}: expected a non-negative integer (0: the default), got {v!r}")
+        if len(set(self.e2e_teachers)) != len(self.e2e_teachers):
+            raise ConfigError(f"study config 'e2e_teachers': a teacher is listed twice: {list(self.e2e_teachers)}")
         for x in self.robustness:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0.0 <= x <= 1.0:
                 raise ConfigError(f"study config 'robustness': noise levels are numbers in [0, 1], got {x!r}")
@@ -184,6 +187,8 @@ class StudyConfig:
             raise ConfigError(f"study config: {exc}") from None
         object.__setattr__(self, "domain", tc.domain)
         object.__setattr__(self, "user", tc.user)
+        if self.e2e_teachers:  # the trainer's own checks, before anything is trained
+            e2e_config(self, "handcrafted", self.seeds[0])
 
     @staticmethod
     def _score_name(name: Any) -> str:
@@ -653,13 +658,6 @@ def run_study(
     the responses run (:func:`behavsim.get_executor`); this process writes every file, so the run
     folder lives on this machine, and the results are the same under any executor.
     """
-    if cfg.e2e_teachers:
-        raise ConfigError(
-            f"study config {cfg.name!r}: end-to-end trials (e2e_teachers = {list(cfg.e2e_teachers)}) are not run by "
-            "the study yet: its stages train, collect, respond and compare GP-SARSA trials only. Train each trial "
-            "with `behavsim train --policy e2e --teacher SPEC --seed S` and compare it with `behavsim respond` and "
-            "`behavsim compare` on collected contexts (docs/e2e.md)"
-        )
     log = log or (lambda m: print(m, flush=True))
     ex = get_executor(cfg.executor if executor is None else executor)
     ex.connect()  # an unreachable cluster is refused before the run folder is made
@@ -670,13 +668,18 @@ def run_study(
         log(f"executor: {ex.spec} (training trials and responses run as its tasks)")
     # between stages: a command's interrupt that a library swallowed stops the run here
     metrics = _stage_train(cfg, run, log, ex)
-    _record_outputs(run, "train", [run / "results" / name for name in TRAIN_RESULTS])
+    e2e = None
+    if cfg.e2e_teachers:  # after the GP-SARSA trials: a "gp" teacher is the last checkpoint of one
+        e2e = train_e2e_trials(
+            cfg, run, lambda seed: _gp_spec(cfg, _checkpoints(run, cfg.rewards[0], seed)[-1], seed), log, ex
+        )
+    _record_outputs(run, "train", [run / "results" / name for name in (*TRAIN_RESULTS, *E2E_TRAIN_RESULTS)])
     clock.lap("train")
     raise_if_interrupted()
     sets = _stage_contexts(cfg, run, log)
     clock.lap("contexts")
     raise_if_interrupted()
-    responses = _stage_respond(cfg, run, sets, log, ex)
+    responses = _stage_respond(cfg, run, sets, log, ex, e2e)
     clock.lap("respond")
     raise_if_interrupted()
     _stage_compare_and_analyse(cfg, run, sets, responses, log, ex)
@@ -739,20 +742,28 @@ class _Responses:
     specs: list[str]
     tables: dict[str, dict[str, ResponseTable]]
     others: list[str] = field(default_factory=list)
+    e2e: E2ETrials | None = None
+
+
+def _gp_spec(cfg: StudyConfig, path: Path, seed: int) -> str:
+    """The policy spec of a GP-SARSA checkpoint of the trial with ``seed``.
+
+    nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
+    generator seeded with the trial's seed), so two trials may say one act differently, as the
+    paper's generator did (Appendix A row 3); "shared": one generator seed for every policy."""
+    return f"checkpoint:{path}:nlg_seed={seed}" if cfg.nlg == "per-trial" else str(path)
 
 
 def _stage_respond(
-    cfg: StudyConfig, run: Path, sets: dict[str, ContextSet], log: Callable[[str], None], executor: Any = None
+    cfg: StudyConfig,
+    run: Path,
+    sets: dict[str, ContextSet],
+    log: Callable[[str], None],
+    executor: Any = None,
+    e2e: E2ETrials | None = None,
 ) -> _Responses:
     log("[3/7] responses of every checkpoint on every context set")
-
-    # nlg "per-trial": each trial realises its acts with its own paraphrase choice (template
-    # generator seeded with the trial's seed), so two trials may say one act differently, as the
-    # paper's generator did (Appendix A row 3); "shared": one generator seed for every policy.
-    def spec(path: Path, seed: int) -> str:
-        return f"checkpoint:{path}:nlg_seed={seed}" if cfg.nlg == "per-trial" else str(path)
-
-    trials = {(r, s): [spec(p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
+    trials = {(r, s): [_gp_spec(cfg, p, s) for p in _checkpoints(run, r, s)] for r in cfg.rewards for s in cfg.seeds}
     specs = [p for v in trials.values() for p in v] + ["handcrafted"]
     tables = {
         name: _respond_set(specs, cs, run / "responses" / name, cfg.domain, executor, run) for name, cs in sets.items()
@@ -768,7 +779,12 @@ def _stage_respond(
                 others, sets["ccol-all"], run / "responses" / "ccol-all", cfg.domain, executor, run, repeat=cfg.repeat
             )
         )
-    return _Responses(trials, specs, tables, others)
+    if e2e is not None:  # on the collected contexts only: the grid has no histories to read
+        log(f"      end-to-end checkpoints on ccol-all: {len(e2e.all_specs)}")
+        tables["ccol-all"].update(
+            _respond_set(e2e.all_specs, sets["ccol-all"], run / "responses" / "ccol-all", cfg.domain, executor, run)
+        )
+    return _Responses(trials, specs, tables, others, e2e)
 
 
 #: Version of what the compare-and-analyse stage writes: 2 added the test over trials and slices.csv.
@@ -799,12 +815,19 @@ def _stage_compare_and_analyse(
     results = run / "results"
     log("[4/7] comparisons (convergence, seeds, rewards) with bootstrap CIs")
     allper, signatures = _compare_all(cfg, sets, responses, results, executor)
+    if responses.e2e is not None:
+        log("      end-to-end trials: against their teachers, over training, across seeds; CER-USE agreement")
+        gp_last = {s: responses.trials[(cfg.rewards[0], s)][-1] for s in cfg.seeds}
+        write_e2e_results(
+            cfg, sets["ccol-all"], responses.tables["ccol-all"], responses.e2e, gp_last, allper, results, executor
+        )
     log("[5/7] analysis: score agreement, slices, reward-vs-seed tests (over trials and over contexts)")
     _write_score_agreement(cfg, allper, results)
     tests = _reward_vs_seed_tests(cfg, allper, responses)
     _write_text(results / "tests.json", json.dumps(tests, indent=2, sort_keys=True) + "\n")
     _write_text(results / "signatures.json", json.dumps(signatures, indent=2, sort_keys=True) + "\n")
-    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in TRAIN_RESULTS)
+    trained = (*TRAIN_RESULTS, *E2E_TRAIN_RESULTS)
+    written = sorted(p for p in results.iterdir() if p.is_file() and p.name not in trained)
     state.mark("compare", key, written)
 
 

@@ -259,3 +259,7 @@ def test_refuses_tables_whose_acts_are_all_errors(tmp_path, capsys):
     rc = main(["compare", *map(str, paths), "--scores", "TMR", "-o", str(tmp_path / "out")])
     assert rc != 0 and "'dead' answered none of their 6 contexts" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+    # asked for (a study's first checkpoints): NaN means, every context counted missing
+    comp = compare([make("p0"), dead, make("p1")], [(0, 1), (1, 2)], scores=["TMR", "DMR"], allow_unanswered=True)
+    assert comp.means["TMR"].isna().tolist() == [True, True]
+    assert comp.means["n_missing_TMR"].tolist() == [6, 6] and comp.means["n"].tolist() == [6, 6]
