@@ -96,3 +96,19 @@ def test_tables_without_text_only_answers_compare_as_before(tables):
     assert not any(col.startswith("n_na_") for col in c.means.columns)
     assert "semantic_na" not in c.per_context.columns and c.n_na is None
     assert np.array_equal(c.n_missing["TMR"].to_numpy(), [[1, 1], [1, 0]])
+
+
+def test_a_table_of_text_only_answers_is_compared_not_refused(tables):
+    """Every answer text only (an end-to-end model that gives no acts): its text scores are
+    computed, its semantic scores are not applicable on every context — not a dead table."""
+    modular, _, other = tables
+    text = _table("text", [None] * 5, list(other.prompts))
+    c = compare([text, other, modular], "all", scores=["TMR", "BLEU4"], matrix=True)
+    m = c.means.set_index(["a", "b"])
+    to = m.loc[("text", "other")]
+    assert np.isnan(to["TMR"]) and to["n_na_TMR"] == 5 and to["n_missing_TMR"] == 0
+    assert to["n_missing_BLEU4"] == 0 and to["BLEU4"] == 1.0  # the same text on every context
+    tm = m.loc[("text", "modular")]
+    assert tm["n_na_TMR"] == 4 and tm["n_missing_TMR"] == 1  # context 4: modular failed
+    assert tm["n_missing_BLEU4"] == 1
+    assert c.n_na["TMR"].loc["text", "text"] == 5
