@@ -353,7 +353,13 @@ def _validate_tables(tables: Any, allow_unanswered: bool = False) -> list[Respon
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(f"policy ids must be unique among the compared tables; repeated: {dupes}")
-    failed = [t for t in tables if len(t) and all(a is None for a in t.acts)]
+    # a context is answered by an act, or by text only (a prompt, no act, no error: not a failure)
+    failed = [
+        t
+        for t in tables
+        if len(t)
+        and not any(a is not None or (p is not None and e is None) for a, p, e in zip(t.acts, t.prompts, t.errors))
+    ]
     if failed and not allow_unanswered:
         first = next((e for e in failed[0].errors if e), "no act")
         raise ConfigError(

@@ -183,6 +183,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_counts(counts: dict[str, Any], stem: Path, fmt: str) -> Path:
+    """Count matrices (``{score: P×P frame}``) as one long table ``a, b, <score>...`` at ``stem``.csv/.parquet."""
+    table = __import__("pandas").DataFrame({name: df.stack() for name, df in counts.items()}).reset_index()
+    path = stem.with_suffix(".parquet" if fmt == "parquet" else ".csv")
+    with atomic_path(path) as tmp:
+        if fmt == "parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
+    return path
+
+
 def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
     """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
     from .plots import heatmap
@@ -207,13 +219,9 @@ def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
         png, _ = heatmap(comp.matrices[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
         written.append((name, path, png))
     # the contexts left out of each mean, every score in one long table (a, b, <score>...)
-    missing = __import__("pandas").DataFrame({name: df.stack() for name, df in comp.n_missing.items()}).reset_index()
-    missing_path = out / f"n_missing.{'parquet' if args.matrix_format == 'parquet' else 'csv'}"
-    with atomic_path(missing_path) as tmp:
-        if args.matrix_format == "parquet":
-            missing.to_parquet(tmp, index=False)
-        else:
-            missing.to_csv(tmp, index=False)
+    missing_path = _write_counts(comp.n_missing, out / "n_missing", args.matrix_format)
+    # beside text-only answers: the contexts where each semantic score does not apply (a, b, <score>...)
+    na_path = None if comp.n_na is None else _write_counts(comp.n_na, out / "n_na", args.matrix_format)
     meta = out / "matrix.meta.json"
     with atomic_path(meta) as tmp:
         tmp.write_text(
@@ -235,6 +243,8 @@ def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
     for name, path, png in written:
         print(f"  {name:<10} {path.name}, {png.name}")
     print(f"  contexts left out of each mean: {missing_path.name}")
+    if na_path is not None:
+        print(f"  contexts where the semantic scores do not apply (text-only answers): {na_path.name}")
     print(f"  signatures: {meta.name}")
 
 
@@ -301,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         metavar="DIR",
         help="write per score the P x P matrix of means over every ordered pair and self-pair "
-        "(DIR/<score>.csv, a <score>.png heatmap, .svg too up to 12 policies; n_missing.csv: the contexts left out), in bounded memory, "
+        "(DIR/<score>.csv, a <score>.png heatmap, .svg too up to 12 policies; n_missing.csv: the contexts left out; "
+        "n_na.csv: where the semantic scores do not apply, beside text-only answers), in bounded memory, "
         "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
     )
     c.add_argument(

@@ -412,16 +412,25 @@ def _other_policies(run: _Run) -> str:
             df[f"self-agreement {side}"] = ["" if math.isnan(v) else f"{v:.3f}" for v in df[col].astype(float)]
             keys.append(f"self-agreement {side}")
     na_cols = [c for c in df.columns if c.startswith("n_na_")]
-    if na_cols:
-        n_na = df[na_cols].astype(float).max(axis=1)
+    if na_cols:  # one count per row (every semantic score has the same), beside its means
+        path = run.path("policies.csv")
+        n_na = pd.concat([to_float(df[c], path, c) for c in na_cols], axis=1).max(axis=1)
+        df["semantic n/a"] = [fmt_int(k) for k in n_na]
+        keys.append("semantic n/a")
         for a, b, k, n in zip(df["a"], df["b"], n_na, df["n"]):
             if k > 0:
-                parts.append(f"{escape(a)} vs {escape(b)}: {int(k)} of {escape(str(n))} contexts")
+                parts.append(f"{escape(a)} vs {escape(b)}: {fmt_int(k)} of {fmt_int(n)} contexts")
     caption = (
         "Each other policy against the last checkpoint of every trial, the handcrafted policy and the other "
         "policies, on the collected contexts C<sub>col</sub><sup>all</sup> — mean per-context similarity with "
         "its 95% bootstrap interval; self-agreement: the TMR of a policy with itself over its repeated answers "
-        "(<code>repeat</code> in the config; empty: asked once)."
+        "(<code>repeat</code> in the config; empty: asked once)"
+        + (
+            "; semantic n/a: the contexts where the semantic scores do not apply (a text-only answer)"
+            if na_cols
+            else ""
+        )
+        + "."
     )
     out = score_table(df, keys, "policies", caption)
     if parts:

@@ -875,6 +875,8 @@ def _compare_all(
     if slice_frames:
         _write_csv(pd.concat(slice_frames, ignore_index=True), results / "slices.csv")
     allper = pd.concat(agreement_frames, ignore_index=True)
+    if "semantic_na" in allper.columns:  # rows of comparisons without text-only answers: applicable, not blank
+        allper["semantic_na"] = allper["semantic_na"].eq(True)
     _write_csv(allper, per_dir / "all.csv")
     return allper, signatures
 

@@ -96,3 +96,45 @@ def test_tables_without_text_only_answers_compare_as_before(tables):
     assert not any(col.startswith("n_na_") for col in c.means.columns)
     assert "semantic_na" not in c.per_context.columns and c.n_na is None
     assert np.array_equal(c.n_missing["TMR"].to_numpy(), [[1, 1], [1, 0]])
+
+
+def test_a_table_of_text_only_answers_is_compared_not_refused(tables):
+    """Every answer text only (an end-to-end model that gives no acts): its text scores are
+    computed, its semantic scores are not applicable on every context — not a dead table."""
+    modular, _, other = tables
+    text = _table("text", [None] * 5, list(other.prompts))
+    c = compare([text, other, modular], "all", scores=["TMR", "BLEU4"], matrix=True)
+    m = c.means.set_index(["a", "b"])
+    to = m.loc[("text", "other")]
+    assert np.isnan(to["TMR"]) and to["n_na_TMR"] == 5 and to["n_missing_TMR"] == 0
+    assert to["n_missing_BLEU4"] == 0 and to["BLEU4"] == 1.0  # the same text on every context
+    tm = m.loc[("text", "modular")]
+    assert tm["n_na_TMR"] == 4 and tm["n_missing_TMR"] == 1  # context 4: modular failed
+    assert tm["n_missing_BLEU4"] == 1
+    assert c.n_na["TMR"].loc["text", "text"] == 5
+
+
+def test_the_cli_matrix_writes_the_not_applicable_counts(tables, tmp_path, capsys):
+    """``compare --matrix DIR``: n_na.csv (a, b, one column per semantic score) beside n_missing.csv,
+    the counts of the matrix by hand (as in the test above)."""
+    from behavsim.cli import main
+
+    paths = []
+    for t in tables:
+        paths.append(str(tmp_path / f"{t.id}.jsonl"))
+        t.save(paths[-1])
+    out = tmp_path / "m"
+    rc = main(["compare", *paths, "--scores", "TMR,BLEU4", "--matrix", str(out)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "n_na.csv" in cap.out
+    na = pd.read_csv(out / "n_na.csv")
+    assert list(na.columns) == ["a", "b", "TMR"]  # text scores apply to text
+    ids = ["modular", "e2e", "other"]
+    got = na.pivot(index="a", columns="b", values="TMR").loc[ids, ids]
+    assert got.to_numpy().tolist() == [[0, 2, 0], [2, 3, 3], [0, 3, 0]]
+    missing = pd.read_csv(out / "n_missing.csv").pivot(index="a", columns="b", values="TMR").loc[ids, ids]
+    assert missing.to_numpy().tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]  # failures only: modular's context 4
+    rc = main(["compare", *paths[::2],  # modular and other: no text-only answers, no n_na file
+               "--scores", "TMR", "--matrix", str(tmp_path / "m2")])
+    assert rc == 0 and not (tmp_path / "m2" / "n_na.csv").exists() and (tmp_path / "m2" / "n_missing.csv").exists()
