@@ -92,7 +92,15 @@ class E2EModel:
             )
         self.domain = resolve_domain(self.info.get("domain_spec") or None)
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        self.model = AutoModelForCausalLM.from_pretrained(self.path, attn_implementation="eager")
+        # built on the answering thread count too: in a process forked from one whose thread pool
+        # ran, building it on more threads waits forever (the pool's threads were not forked)
+        before = torch.get_num_threads()
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(self.path, attn_implementation="eager")
+        finally:
+            torch.set_num_threads(before)
         self.model.eval()
         self.n_positions = int(self.model.config.n_positions)
         self.sp = special_ids(self.tokenizer)
