@@ -99,6 +99,11 @@ class E2ETrials:
 def _train_task(job: tuple[dict[str, Any], str, int]) -> list[str]:
     """One trial (in a worker process): train or resume, then play the evaluation dialogues with
     its last checkpoint and with its teacher (cached in the trial folder)."""
+    import torch
+
+    # one trial per core, on one thread throughout (training fixes its own; so the rest does): a
+    # worker forked from a process whose thread pool ran would wait forever on more threads
+    torch.set_num_threads(1)
     config_dict, out, eval_dialogues = job
     config = E2EConfig.from_dict(config_dict)
     ckpts = train_e2e(config, out)
@@ -372,7 +377,7 @@ def summary_tables(results: Path) -> dict[str, pd.DataFrame]:
     e2e = pd.read_csv(results / "e2e.csv")
     training = pd.read_csv(results / "e2e_training.csv")
     teach = e2e[e2e["comparison"] == "teacher"]
-    last = teach.loc[teach.groupby(["group", "seed"])["checkpoint"].idxmax()]
+    last = teach.loc[teach.groupby(["group", "seed"])["checkpoint"].idxmax()].sort_index()
     scores = [s for s in SUMMARY_SCORES if s in last]
     t = last[["teacher", "seed", "checkpoint", "n", *scores]].copy()
     t["failed"] = last[f"n_missing_{scores[1]}"].to_numpy() if len(scores) > 1 else 0
