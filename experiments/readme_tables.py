@@ -1,6 +1,8 @@
-"""Print a run's Tables 1–4 as markdown next to the paper's, as shown in the README.
+"""Print a run's Tables 1–4 as markdown next to the paper's, as shown in the README; for a run
+with end-to-end trials (``--config e2e``) its tables of end-to-end models against their teachers.
 
 python -m experiments.readme_tables runs/quick
+python -m experiments.readme_tables runs/e2e
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+
+from experiments.study_e2e import summary_tables
 
 S = ["TMR", "DMR", "CER", "CMR", "USE_ang", "USE_cos", "BLEU4", "BERTScore"]
 # The paper's values (Ultes & Maier), for the rows shown next to ours.
@@ -51,8 +55,53 @@ def f(v: float) -> str:
     return f"{v:.3f}"
 
 
+def e2e_tables(results: Path) -> None:
+    """The end-to-end study's tables (:func:`experiments.study_e2e.summary_tables`)."""
+    t = summary_tables(results)
+    a = t["teacher"]
+    cols = [c for c in ("TMR_all", "DMR", "CMR", "CER", "USE_cos", "BLEU4") if c in a]
+    print(
+        "End-to-end models against their teachers (last checkpoint, C_col^all; TMR_all: failures count as mismatches)\n"
+    )
+    print("| teacher | seed | " + " | ".join(cols) + " | failed | TSR (teacher's) |\n|" + "---|" * (4 + len(cols)))
+    for _, x in a.iterrows():
+        cells = " | ".join(f(x[c]) for c in cols)
+        print(
+            f"| {x.teacher} | {x.seed} | {cells} | {int(x.failed)} of {int(x.n)} | "
+            f"{x.TSR:.2f} ({x['TSR teacher']:.2f}) |"
+        )
+    c = t["curve"]
+    cks = [k for k in c.columns if k not in ("teacher", "seed")]
+    print("\nImitation over training: TMR_all against the teacher by teacher dialogues trained on\n")
+    print("| teacher | seed | " + " | ".join(cks) + " |\n|" + "---|" * (2 + len(cks)))
+    for _, x in c.iterrows():
+        print(f"| {x.teacher} | {x.seed} | " + " | ".join(f(x[k]) for k in cks) + " |")
+    if "seeds" in t:
+        s = t["seeds"]
+        shown = [k for k in ("TMR", "DMR", "CMR", "USE_cos", "BLEU4") if k in set(s["score"])]
+        print("\nSeeds: mean over the seed pairs of each group, last checkpoint (95% two-level interval)\n")
+        print("| group | " + " | ".join(shown) + " |\n|" + "---|" * (1 + len(shown)))
+        for group, g in s.groupby("group", sort=False):
+            by = g.set_index("score")
+            print(
+                f"| {group} | "
+                + " | ".join(f"{f(by.loc[k, 'mean'])} ({f(by.loc[k, 'lo'])}–{f(by.loc[k, 'hi'])})" for k in shown)
+                + " |"
+            )
+    if "agreement" in t:
+        g = t["agreement"]
+        print("\nCER (acts) against USE cosine (text alone), Pearson's r over (pair, context) rows (paper Sec. 5)\n")
+        print("| rows | r, all | MSE, all | n | r, mismatches | n |\n|---|---|---|---|---|---|")
+        for rows, x in g.groupby("rows", sort=False):
+            al, mm = x[~x.only_mismatch].iloc[0], x[x.only_mismatch].iloc[0]
+            print(f"| {rows} | {f(al.pearson)} | {f(al.mse)} | {int(al.n):,} | {f(mm.pearson)} | {int(mm.n):,} |")
+
+
 def main(run: str) -> None:
     r = Path(run) / "results"
+    if (r / "e2e.csv").is_file():
+        e2e_tables(r)
+        return
     t1 = pd.read_csv(r / "table1.csv")
     last = int(t1["dialogues"].max())
     print("Table 1 (TSR, AIQ, ADL; mean over seeds; paper R_TS / R_IQ in brackets where the paper has the row)\n")
