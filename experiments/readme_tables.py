@@ -67,7 +67,7 @@ def e2e_tables(results: Path) -> None:
     for _, x in a.iterrows():
         cells = " | ".join(f(x[c]) for c in cols)
         print(
-            f"| {x.teacher} | {x.seed} | {cells} | {int(x.failed)} of {int(x.n)} | "
+            f"| {x.teacher} | {int(x.seed)} | {cells} | {int(x.failed)} of {int(x.n)} | "
             f"{x.TSR:.2f} ({x['TSR teacher']:.2f}) |"
         )
     c = t["curve"]
@@ -75,7 +75,7 @@ def e2e_tables(results: Path) -> None:
     print("\nImitation over training: TMR_all against the teacher by teacher dialogues trained on\n")
     print("| teacher | seed | " + " | ".join(cks) + " |\n|" + "---|" * (2 + len(cks)))
     for _, x in c.iterrows():
-        print(f"| {x.teacher} | {x.seed} | " + " | ".join(f(x[k]) for k in cks) + " |")
+        print(f"| {x.teacher} | {int(x.seed)} | " + " | ".join(f(x[k]) for k in cks) + " |")
     if "seeds" in t:
         s = t["seeds"]
         shown = [k for k in ("TMR", "DMR", "CMR", "USE_cos", "BLEU4") if k in set(s["score"])]
