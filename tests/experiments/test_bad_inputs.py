@@ -28,6 +28,7 @@ def ws(tmp_path_factory, tiny_run):
     surrogate[3] = surrogate[3].replace('"prompt":"', '"prompt":"\\udc81', 1)
     (d / "surrogate.jsonl").write_text("\n".join(surrogate) + "\n")
     (d / "list.json").write_text("[1, 2]\n")
+    (d / "e2e-odd.toml").write_text('rewards = ["ts"]\nseeds = [0]\ne2e_teachers = ["handcrafted"]\ne2e_dialogues = 7\n')
     ck = sorted((d / "run" / "ts-seed0").glob("ckpt-*.npz"))[-1]
     (d / "ckpt.txt").write_text(str(ck))
     raw = bytearray(ck.read_bytes())
@@ -155,9 +156,10 @@ CASES = [
      r"seeds: expected non-negative integers, got -1"),
     ("reproduce of 0 dialogues", ["reproduce", "--config", "tiny", "--dialogues", "0", "-o", "{d}/study0"],
      r"'dialogues': expected a positive integer, got 0"),
-    ("reproduce of the e2e study", ["reproduce", "--config", "e2e", "-o", "{d}/study0"],
-     r"study config 'e2e': end-to-end trials \(e2e_teachers = \['handcrafted', 'gp'\]\) are not run by the study "
-     r"yet"),
+    ("reproduce with e2e trials of an odd number of dialogues", ["reproduce", "--config", "{d}/e2e-odd.toml", "-o",
+                                                                  "{d}/study0"],
+     r"study config: end-to-end trials: e2e training: dialogues \(7\) and checkpoint_every \(7\) must be multiples "
+     r"of batch_dialogues \(2\)"),
     ("noise above 1", ["contexts", "perturb", "{d}/g.jsonl", "--noise", "2", "-o", "{d}/p.jsonl"], r"noise"),
     ("grid step 0", ["contexts", "generate", "--step", "0", "-o", "{d}/x.jsonl"], r"step"),
     ("negative workers", ["respond", "--policy", "handcrafted", "--contexts", "{d}/g.jsonl", "--workers", "-2",

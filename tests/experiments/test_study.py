@@ -252,7 +252,7 @@ def test_the_e2e_config_is_valid_and_adds_nothing_to_other_studies_identity():
     from experiments.study import load_config
 
     cfg = load_config("e2e")
-    assert cfg.e2e_teachers == ("handcrafted", "gp") and cfg.e2e_dialogues == 500 and cfg.e2e_epochs == 5
+    assert cfg.e2e_teachers == ("handcrafted", "gp") and cfg.e2e_dialogues == 1000 and cfg.e2e_epochs == 5
     assert cfg.to_dict()["e2e_teachers"] == ["handcrafted", "gp"]
     assert not {"e2e_teachers", "e2e_dialogues", "e2e_epochs"} & set(load_config("quick").to_dict())
     with pytest.raises(ConfigError, match=r"'e2e_teachers': expected some of \['handcrafted', 'gp'\], got 'pydial'"):
