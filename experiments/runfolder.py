@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from behavsim import TableFormatError
-from behavsim.io import file_digest, read_json_checked
+from behavsim.io import atomic_path, file_digest, read_json_checked
 
 __all__ = [
     "TRAIN_RESULTS",
@@ -39,6 +39,7 @@ __all__ = [
     "spec_checkpoint",
     "read_index_keys",
     "table_matches_checkpoint",
+    "write_csv",
 ]
 
 #: The index entry saying how its keys name files; ``"run"``: relative to the run folder.
@@ -181,3 +182,10 @@ def recorded_problems(run: Path) -> list[str]:
             elif file_digest(run / rel) != digest:
                 problems.append(f"{rel} was changed since the study wrote it (truncated, edited or damaged)")
     return problems
+
+
+def write_csv(df: Any, path: Path) -> None:
+    """A results table (a pandas DataFrame) written atomically, without its index, floats in their
+    shortest round-trip repr: the CSVs hold the exact values."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)

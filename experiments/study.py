@@ -74,6 +74,7 @@ from .runfolder import (
     relative_path,
     spec_checkpoint,
     table_matches_checkpoint,
+    write_csv,
 )
 from .study_e2e import E2E_TRAIN_RESULTS, E2ETrials, e2e_config, train_e2e_trials, write_e2e_results
 
@@ -342,11 +343,6 @@ def _write_text(path: Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def _write_csv(df: pd.DataFrame, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False)  # shortest round-trip repr: the CSVs hold the exact values
-
-
 def _trial_dir(run: Path, reward: str, seed: int) -> Path:
     return run / "train" / trial_name(reward, seed)
 
@@ -376,9 +372,9 @@ def _stage_train(cfg: StudyConfig, run: Path, log: Callable[[str], None], execut
     rows = run_training(tc, run / "train", progress=sys.stderr.isatty(), executor=executor)
     metrics = pd.DataFrame(rows)
     metrics = metrics[[c for c in METRIC_COLUMNS if c in metrics] + [c for c in metrics if c not in METRIC_COLUMNS]]
-    _write_csv(metrics, run / "results" / "metrics.csv")
+    write_csv(metrics, run / "results" / "metrics.csv")
     t1 = pd.DataFrame(table1(rows))
-    _write_csv(t1, run / "results" / "table1.csv")
+    write_csv(t1, run / "results" / "table1.csv")
     return metrics
 
 
@@ -867,17 +863,17 @@ def _compare_all(
             slice_frames.append(_slices(comp, sets[name], responses, name, kind, extra))
     for kind, fr in frames.items():
         if fr:
-            _write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
+            write_csv(pd.concat(fr, ignore_index=True), results / f"{kind}.csv")
     if per_turn_frames:
-        _write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
+        write_csv(pd.concat(per_turn_frames, ignore_index=True), results / "per_turn.csv")
     if disagreement_frames:
-        _write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
+        write_csv(pd.concat(disagreement_frames, ignore_index=True), results / "disagreements.csv")
     if slice_frames:
-        _write_csv(pd.concat(slice_frames, ignore_index=True), results / "slices.csv")
+        write_csv(pd.concat(slice_frames, ignore_index=True), results / "slices.csv")
     allper = pd.concat(agreement_frames, ignore_index=True)
     if "semantic_na" in allper.columns:  # rows of comparisons without text-only answers: applicable, not blank
         allper["semantic_na"] = allper["semantic_na"].eq(True)
-    _write_csv(allper, per_dir / "all.csv")
+    write_csv(allper, per_dir / "all.csv")
     return allper, signatures
 
 
@@ -926,8 +922,8 @@ def _write_score_agreement(cfg: StudyConfig, allper: pd.DataFrame, results: Path
     """Figure 6: correlation and MSE between the scores, over all contexts and the non-matching ones."""
     for suffix, only in (("", False), ("_mismatch", True)):
         corr, mse = analysis.score_agreement(allper, list(cfg.scores), only_mismatch=only)
-        _write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
-        _write_csv(mse.rename_axis("score").reset_index(), results / f"score_mse{suffix}.csv")
+        write_csv(corr.rename_axis("score").reset_index(), results / f"score_corr{suffix}.csv")
+        write_csv(mse.rename_axis("score").reset_index(), results / f"score_mse{suffix}.csv")
 
 
 def _reward_vs_seed_tests(cfg: StudyConfig, allper: pd.DataFrame, responses: _Responses) -> list[dict[str, Any]]:

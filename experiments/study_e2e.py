@@ -43,6 +43,8 @@ from behavsim.io import atomic_path
 from policies.learners.e2e import E2EConfig, list_e2e_checkpoints, train_e2e
 from policies.learners.play import play_dialogues
 
+from .runfolder import write_csv
+
 __all__ = [
     "E2ETrials",
     "e2e_config",
@@ -96,9 +98,9 @@ class E2ETrials:
         return [s for v in self.specs.values() for s in v]
 
 
-def _train_task(job: tuple[dict[str, Any], str, int]) -> list[str]:
+def _train_task(job: tuple[dict[str, Any], str, int]) -> None:
     """One trial (in a worker process): train or resume, then play the evaluation dialogues with
-    its last checkpoint and with its teacher (cached in the trial folder)."""
+    its last checkpoint and with its teacher (``success.json`` in the trial folder)."""
     import torch
 
     # one trial per core, on one thread throughout (training fixes its own; so the rest does): a
@@ -106,30 +108,46 @@ def _train_task(job: tuple[dict[str, Any], str, int]) -> list[str]:
     torch.set_num_threads(1)
     config_dict, out, eval_dialogues = job
     config = E2EConfig.from_dict(config_dict)
-    ckpts = train_e2e(config, out)
-    last = ckpts[-1][1]
-    _success(config, Path(out), last, eval_dialogues)
-    return [str(p) for _, p in ckpts]
+    if not _trained(config, Path(out)):
+        train_e2e(config, out)
+    _write_success(config, Path(out), eval_dialogues)
 
 
-def _success(config: E2EConfig, out: Path, last: Path, eval_dialogues: int) -> dict[str, Any]:
+def _trained(config: E2EConfig, out: Path) -> bool:
+    """The trial's last checkpoint is there (the study's own config.json vouches for its settings,
+    so a finished trial is not opened again — nor refused when the run folder moved and its GP
+    teacher's path with it)."""
+    ckpts = list_e2e_checkpoints(out)
+    return bool(ckpts) and ckpts[-1][0] == config.total
+
+
+def _success_key(config: E2EConfig, out: Path, eval_dialogues: int) -> dict[str, Any]:
+    return {"checkpoint": list_e2e_checkpoints(out)[-1][1].name, "eval_dialogues": eval_dialogues, "user": config.user}
+
+
+def _read_success(config: E2EConfig, out: Path, eval_dialogues: int) -> dict[str, Any] | None:
+    """The trial's ``success.json`` when it is of its last checkpoint and these settings."""
     path = out / _SUCCESS_FILE
-    key = {"checkpoint": last.name, "eval_dialogues": eval_dialogues, "user": config.user}
-    if path.is_file():
-        try:
-            found = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            found = {}
-        if found.get("key") == key:
-            return found
+    if not _trained(config, out) or not path.is_file():
+        return None
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) and found.get("key") == _success_key(config, out, eval_dialogues) else None
+
+
+def _write_success(config: E2EConfig, out: Path, eval_dialogues: int) -> None:
+    if _read_success(config, out, eval_dialogues) is not None:
+        return
+    last = list_e2e_checkpoints(out)[-1][1]
     env = {"user_config": config.user, "max_turns": config.max_turns}
-    rec: dict[str, Any] = {"key": key}
+    rec: dict[str, Any] = {"key": _success_key(config, out, eval_dialogues)}
     for side, policy in (("e2e", f"e2e:{last}"), ("teacher", config.teacher)):
         r = play_dialogues(policy, eval_dialogues, domain=config.domain, env_options=env)
         rec[side] = {"tsr": r.tsr, "adl": r.adl, "failed_turns": r.failed_turns}
-    with atomic_path(path) as tmp:
+    with atomic_path(out / _SUCCESS_FILE) as tmp:
         tmp.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return rec
 
 
 def train_e2e_trials(
@@ -142,48 +160,48 @@ def train_e2e_trials(
     """Train (or resume) every end-to-end trial of ``cfg`` in ``run/train/``, measure their task
     success, write ``results/e2e_training.csv``; ``gp_teacher(seed)``: the spec of the GP-SARSA
     teacher of that seed. Trials run in processes on this machine (a local pool of the executor's
-    size), each on one thread."""
-    jobs, keys = [], []
-    for teacher in cfg.e2e_teachers:
-        for seed in cfg.seeds:
-            spec = "handcrafted" if teacher == "handcrafted" else gp_teacher(seed)
-            config = e2e_config(cfg, spec, seed)
-            jobs.append((config.to_dict(), str(trial_dir(run, teacher, seed)), cfg.eval_dialogues))
-            keys.append((teacher, seed))
-    first = E2EConfig.from_dict(jobs[0][0])
+    size), each on one thread; finished trials are not opened again."""
+    keys = [(teacher, seed) for teacher in cfg.e2e_teachers for seed in cfg.seeds]
+    configs = [e2e_config(cfg, "handcrafted" if t == "handcrafted" else gp_teacher(s), s) for t, s in keys]
+    outs = [trial_dir(run, t, s) for t, s in keys]
     log(
         f"      end-to-end trials: teachers {list(cfg.e2e_teachers)} x seeds {list(cfg.seeds)}, "
-        f"{first.dialogues:,} teacher dialogues, {first.epochs} epochs each"
+        f"{configs[0].dialogues:,} teacher dialogues, {configs[0].epochs} epochs each"
     )
-    ex = get_executor(executor)
-    workers = getattr(ex, "workers", None) if ex.is_local else None
-    if not ex.is_local:
-        log(f"      (the end-to-end trials train on this machine, not on {ex.spec})")
+    todo = [i for i, (c, out) in enumerate(zip(configs, outs)) if _read_success(c, out, cfg.eval_dialogues) is None]
+    if todo:
+        ex = get_executor(executor)
+        workers = getattr(ex, "workers", None) if ex.is_local else None
+        if not ex.is_local:
+            log(f"      (the end-to-end trials train on this machine, not on {ex.spec})")
 
-    def done(i: int, ckpts: list[str]) -> None:
-        log(f"      e2e {keys[i][0]} seed {keys[i][1]}: {len(ckpts)} checkpoints")
+        def done(i: int, _: None) -> None:
+            teacher, seed = keys[todo[i]]
+            log(f"      e2e {teacher} seed {seed}: {len(list_e2e_checkpoints(outs[todo[i]]))} checkpoints")
 
-    results = get_executor("local" if workers is None else f"local:{workers}").map(_train_task, jobs, on_result=done)
-    trials = E2ETrials(
-        specs={k: [f"e2e:{p}" for p in ckpts] for k, ckpts in zip(keys, results)},
-        teachers={k: E2EConfig.from_dict(job[0]).teacher for k, job in zip(keys, jobs)},
+        jobs = [(configs[i].to_dict(), str(outs[i]), cfg.eval_dialogues) for i in todo]
+        get_executor("local" if workers is None else f"local:{workers}").map(_train_task, jobs, on_result=done)
+    _write_training(cfg, run, keys, configs, outs)
+    return E2ETrials(
+        specs={k: [f"e2e:{p}" for _, p in list_e2e_checkpoints(out)] for k, out in zip(keys, outs)},
+        teachers={k: c.teacher for k, c in zip(keys, configs)},
     )
-    _write_training(cfg, run, keys, jobs)
-    return trials
 
 
-def _write_training(cfg: Any, run: Path, keys: list[tuple[str, int]], jobs: list[tuple[dict, str, int]]) -> None:
+def _write_training(
+    cfg: Any, run: Path, keys: list[tuple[str, int]], configs: list[E2EConfig], outs: list[Path]
+) -> None:
     rows = []
-    for (teacher, seed), (config_dict, out, _) in zip(keys, jobs):
+    for (teacher, seed), config, out in zip(keys, configs, outs):
         last_n, last = list_e2e_checkpoints(out)[-1]
         state = json.loads((last / "trainer_state.json").read_text(encoding="utf-8"))
-        succ = json.loads((Path(out) / _SUCCESS_FILE).read_text(encoding="utf-8"))
+        succ = json.loads((out / _SUCCESS_FILE).read_text(encoding="utf-8"))
         rows.append(
             {
                 "teacher": teacher,
                 "seed": seed,
-                "teacher_dialogues": config_dict["dialogues"],
-                "epochs": config_dict["epochs"],
+                "teacher_dialogues": config.dialogues,
+                "epochs": config.epochs,
                 "checkpoint": last_n,
                 "loss": state["losses"][-1]["loss"],
                 "eval_dialogues": cfg.eval_dialogues,
@@ -194,12 +212,7 @@ def _write_training(cfg: Any, run: Path, keys: list[tuple[str, int]], jobs: list
                 "failed_turns": succ["e2e"]["failed_turns"],
             }
         )
-    _write_csv(pd.DataFrame(rows), run / "results" / "e2e_training.csv")
-
-
-def _write_csv(df: pd.DataFrame, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False)
+    write_csv(pd.DataFrame(rows), run / "results" / "e2e_training.csv")
 
 
 # ----------------------------------------------------------------------------- comparisons
@@ -314,14 +327,14 @@ def write_e2e_results(
         out[col] = out[col].astype("Int64")
     first = ["comparison", "group", "teacher", "seed", "checkpoint", "pair"]
     out = out[[c for c in first if c in out] + [c for c in out if c not in first]]
-    _write_csv(out, results / "e2e.csv")
+    write_csv(out, results / "e2e.csv")
     per_all = pd.concat(per_frames, ignore_index=True)
     (results / "per_context").mkdir(exist_ok=True)
-    _write_csv(per_all, results / "per_context" / "e2e.csv")
+    write_csv(per_all, results / "per_context" / "e2e.csv")
     if seed_rows:
-        _write_csv(pd.DataFrame(seed_rows), results / "e2e_seeds.csv")
-    _write_csv(pd.concat(dis_frames, ignore_index=True), results / "e2e_disagreements.csv")
-    _write_csv(pd.concat(slice_frames, ignore_index=True), results / "e2e_slices.csv")
+        write_csv(pd.DataFrame(seed_rows), results / "e2e_seeds.csv")
+    write_csv(pd.concat(dis_frames, ignore_index=True), results / "e2e_disagreements.csv")
+    write_csv(pd.concat(slice_frames, ignore_index=True), results / "e2e_slices.csv")
     _write_agreement(scores, per_all[per_all["group"].str.startswith("e2e-")], gp_per_context, results)
 
 
@@ -329,15 +342,17 @@ def _write_agreement(scores: Sequence[str], e2e_rows: pd.DataFrame, gp_rows: pd.
     """The CER–USE cosine agreement (paper Sec. 5) over the end-to-end comparisons' rows, the
     GP-SARSA comparisons' rows and both; and every score pair's correlation over the first."""
     corr, _ = analysis.score_agreement(e2e_rows, scores)
-    _write_csv(corr.rename_axis("score").reset_index(), results / "e2e_score_corr.csv")
+    write_csv(corr.rename_axis("score").reset_index(), results / "e2e_score_corr.csv")
     if not all(s in scores for s in _CLAIM):
         return
     x, y = _CLAIM
     rows = []
     subsets = {"end-to-end pairs": e2e_rows, "GP-SARSA pairs": gp_rows, "all pairs": pd.concat([e2e_rows, gp_rows])}
+    # mismatches only: the rows whose acts differ (TMR 0), when TMR is scored
+    modes = (False, True) if "TMR" in scores else (False,)
     for name, df in subsets.items():
-        for only in (False, True):
-            c, mse = analysis.score_agreement(df, [x, y, "TMR"], only_mismatch=only)
+        for only in modes:
+            c, mse = analysis.score_agreement(df, [x, y, *(["TMR"] if only else [])], only_mismatch=only)
             rows.append(
                 {
                     "rows": name,
@@ -350,7 +365,7 @@ def _write_agreement(scores: Sequence[str], e2e_rows: pd.DataFrame, gp_rows: pd.
                     "n_dropped_nan": int(c.attrs["n_dropped_nan"]),
                 }
             )
-    _write_csv(pd.DataFrame(rows), results / "e2e_agreement.csv")
+    write_csv(pd.DataFrame(rows), results / "e2e_agreement.csv")
 
 
 def _num(v: Any) -> float:
@@ -380,7 +395,8 @@ def summary_tables(results: Path) -> dict[str, pd.DataFrame]:
     last = teach.loc[teach.groupby(["group", "seed"])["checkpoint"].idxmax()].sort_index()
     scores = [s for s in SUMMARY_SCORES if s in last]
     t = last[["teacher", "seed", "checkpoint", "n", *scores]].copy()
-    t["failed"] = last[f"n_missing_{scores[1]}"].to_numpy() if len(scores) > 1 else 0
+    # the contexts left out of the means: those the model (or, seldom, its teacher) failed
+    t["failed"] = last[next(c for c in last if c.startswith("n_missing_"))].to_numpy()
     succ = training.set_index(["teacher", "seed"])
     t["TSR"] = [succ.loc[(a, b), "tsr"] for a, b in zip(t["teacher"], t["seed"])]
     t["TSR teacher"] = [succ.loc[(a, b), "tsr_teacher"] for a, b in zip(t["teacher"], t["seed"])]

@@ -96,6 +96,16 @@ def test_the_studys_own_results_keep_their_bytes_and_a_rerun_trains_nothing(with
     assert (ckpt.stat().st_mtime_ns, (with_e2e / "results" / "e2e.csv").read_bytes()) == before
 
 
+def test_a_moved_run_folder_resumes_without_training_or_answering_again(with_e2e, tmp_path):
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(with_e2e, moved)  # the GP teachers' checkpoint paths move with it
+    answered = sorted(p.name for p in (moved / "responses" / "ccol-all").iterdir())
+    run_study(dataclasses.replace(load_config("tiny"), **E2E), moved, log=lambda m: None)
+    assert sorted(p.name for p in (moved / "responses" / "ccol-all").iterdir()) == answered
+    for name in ("e2e.csv", "e2e_training.csv", "e2e_agreement.csv"):
+        assert (moved / "results" / name).read_bytes() == (with_e2e / "results" / name).read_bytes(), name
+
+
 def test_the_report_has_the_end_to_end_section(with_e2e):
     html = (with_e2e / "report.html").read_text()
     assert 'id="e2e"' in html and 'id="e2e-teacher"' in html and 'id="e2e-agreement"' in html
