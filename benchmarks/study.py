@@ -2,6 +2,7 @@
 
     python benchmarks/study.py            # runs the quick config in a temporary folder, cold caches
     python benchmarks/study.py --paper    # also runs the paper config (about 5-10 minutes)
+    python benchmarks/study.py --e2e      # also runs the end-to-end study (about 20-35 minutes)
 
 The projection scales each stage of the quick run by the work it does: training by the number of
 training + evaluation dialogues, responding by the number of response tables, comparing by the
@@ -41,6 +42,7 @@ def _work(cfg) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paper", action="store_true", help="also run the paper config for real")
+    ap.add_argument("--e2e", action="store_true", help="also run the end-to-end study (config e2e)")
     args = ap.parse_args()
     os.environ["BEHAVSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="behavsim-bench-cache-")
     from experiments.study import load_config
@@ -60,6 +62,11 @@ def main() -> None:
             wall_p, stages_p = _run("paper", Path(d) / "paper")
         print(f"paper study, measured: {wall_p / 60:.1f} min (" + ", ".join(f"{k} {v:.0f}s" for k, v in stages_p.items())
               + f"); projection/measured = {total / wall_p:.2f}")
+    if args.e2e:
+        with tempfile.TemporaryDirectory() as d:
+            wall_e, stages_e = _run("e2e", Path(d) / "e2e")
+        print(f"end-to-end study, measured: {wall_e / 60:.1f} min (" + ", ".join(f"{k} {v:.0f}s" for k, v in stages_e.items())
+              + f"); {wall_e / wall:.1f}x the quick study")
 
 
 if __name__ == "__main__":

@@ -75,8 +75,8 @@ def e2e_section(results: Path) -> str:
                 "e2e-seeds",
                 "Seeds: the last checkpoints of one group's trials against each other — the mean over the seed "
                 "pairs with its 95% two-level bootstrap interval (trials within the group, then contexts). "
-                "With three seeds a group has three pairs: an interval, not a test, says how far the groups "
-                "differ.",
+                "With a few seeds per group no test over runs can be significant: the intervals say how far "
+                "the groups differ.",
                 text_cols=cols,
             )
         )
