@@ -269,11 +269,16 @@ def parse_act_text(text: str) -> tuple[str, list[tuple[str, str]]]:
     return head, items
 
 
-def lex_act(text: str, domain: Any, lexicon: Lexicon) -> str:
+def lex_act(text: str, domain: Any, lexicon: Lexicon, shown: Sequence[str] = ()) -> str:
     """The canonical act of what the model wrote: placeholders read back, ``[v]`` filled with the
-    named venue's values."""
+    named venue's values. An act that names no venue but writes ``name = [v]`` is given the first
+    venue of the database result the model read (``shown``, in the order shown), as task-oriented
+    end-to-end systems lexicalise a name from the database; an item written twice counts once."""
     t, items = parse_act_text(text)
     items = [(s, v if v == PLACEHOLDER else lexicon.value(v)) for s, v in items]
+    if shown and not any(s == "name" and v != PLACEHOLDER for s, v in items):
+        items = [(s, shown[0] if (s, v) == ("name", PLACEHOLDER) else v) for s, v in items]
+    items = list(dict.fromkeys(items))
     unknown = [v for _, v in items if re.fullmatch(r"\[[a-z]+_\d+\]", v)]
     if unknown:
         raise E2EFormatError(f"the act {text.strip()!r:.80} refers to {unknown[0]}, which the dialogue does not hold")

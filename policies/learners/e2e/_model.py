@@ -32,6 +32,7 @@ from typing import Any
 from behavsim import ConfigError, Response
 
 from ._format import (
+    MAX_MATCHES,
     SPECIAL,
     E2EFormatError,
     Lexicon,
@@ -211,7 +212,9 @@ class E2EModel:
         lex = plan.lexicons[-1].copy()
         span = r.last[:-1] if r.last and r.last[-1] == sp["db"] else r.last
         cons = parse_belief(self.tokenizer.decode(span, skip_special_tokens=True), self.domain, lex)
-        db_ids = _encode(self.tokenizer, [db_text(db_query(self.domain, cons), lex)])[0][: LIMITS["db"]]
+        result = db_query(self.domain, cons)
+        r.shown = lex.recent(result.names)[:MAX_MATCHES]  # the venues the database text names, in order
+        db_ids = _encode(self.tokenizer, [db_text(result, lex)])[0][: LIMITS["db"]]
         r.lexicon, r.final = lex, True
         limit = LIMITS["act"] + LIMITS["response"]
         return [*tokens, *db_ids, sp["act"]], sp["eos"], limit, self._banned(lex, "response", "eos")
@@ -230,7 +233,7 @@ class E2EModel:
         text = self.tokenizer.decode(written, skip_special_tokens=False).split(SPECIAL["eos"])[0]
         act_text, sep, resp = text.partition(SPECIAL["response"])
         try:
-            act = lex_act(act_text, self.domain, r.lexicon or Lexicon(self.domain))
+            act = lex_act(act_text, self.domain, r.lexicon or Lexicon(self.domain), r.shown)
             r.answer = Response(act=act, prompt=clean(lex_prompt(resp, act)) if sep else None)
         except E2EFormatError as exc:
             r.answer = exc
@@ -256,4 +259,5 @@ class _Row:
         self.final = False
         self.done = False
         self.lexicon: Lexicon | None = None
+        self.shown: list[str] = []
         self.answer: Response | Exception | None = None
