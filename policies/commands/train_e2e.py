@@ -51,6 +51,21 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--heads", type=int, default=d.n_head, help=f"attention heads (default {d.n_head})")
     g.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
     g.add_argument(
+        "--dagger-dialogues",
+        type=int,
+        default=d.dagger_dialogues,
+        metavar="N",
+        help="DAgger: after each epoch from --dagger-from on (not the last), the model plays N dialogues and the "
+        f"teacher labels every turn of them; they join every later epoch (default {d.dagger_dialogues}; 0: none)",
+    )
+    g.add_argument(
+        "--dagger-from",
+        type=int,
+        default=d.dagger_from,
+        metavar="E",
+        help=f"the epoch after which the first DAgger round is played (default {d.dagger_from})",
+    )
+    g.add_argument(
         "--no-chat",
         dest="chat",
         action="store_false",
@@ -84,6 +99,8 @@ def e2e_config_from_args(args: argparse.Namespace):
         lr=args.lr,
         threads=args.threads,
         chat=bool(getattr(args, "chat", True)),
+        dagger_dialogues=args.dagger_dialogues,
+        dagger_from=args.dagger_from,
         domain=args.domain,
         user=args.user,
     )

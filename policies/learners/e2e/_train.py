@@ -18,7 +18,7 @@
    (``behavsim-prompt.toml``: ``hf:DIR`` and ``openai:`` use it) and the optimizer's state (``optimizer.safetensors``,
    ``trainer_state.json``), from which a run resumes to the same bytes.
 
-Determinism: the thread count is fixed (``threads``, default 1) and PyTorch's deterministic
+Determinism: the thread count is fixed (``threads``, default 2) and PyTorch's deterministic
 algorithms are on while training (both restored afterwards); the same configuration gives
 byte-identical checkpoints, and a run resumed from any checkpoint ends with the same bytes as one
 that was never interrupted.
@@ -44,9 +44,9 @@ from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
 
-from ._data import constraints_of, play_teacher
+from ._data import constraints_of, play_corrected, play_teacher
 from ._format import SPECIAL, belief_text, chat_text, db_query, db_text, delex_act, delex_prompt
-from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, special_ids
+from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
 from ._session import _encode, decision_points, history_parts
 from ._tokenizer import build_tokenizer
 
@@ -76,6 +76,9 @@ role = "history"
 #: venue's description is long (below the 128 new tokens hf: and openai: ask for by default).
 CHAT_ACT_LIMIT = 120
 
+#: What a configuration written before the DAgger rounds existed meant by their absence.
+_BEFORE_DAGGER = {"dagger_dialogues": 0, "dagger_from": 1}
+
 #: The run folder's record of its configuration (a folder holding another run is refused).
 RUN_FILE = "e2e-run.json"
 _CKPT_PREFIX = "ckpt-"
@@ -99,21 +102,35 @@ class E2EConfig:
     warmup_steps: int = 50
     final_lr_ratio: float = 0.05
     weight_decay: float = 0.0
-    threads: int = 1
+    threads: int = 2
     domain: str | None = None
     user: str | None = None
     max_turns: int = 25
     chat: bool = True
+    dagger_dialogues: int = 0
+    dagger_from: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.chat, bool):
             raise ConfigError(f"e2e training: chat must be true or false, got {self.chat!r}")
         ints = ("seed", "dialogues", "epochs", "checkpoint_every", "batch_dialogues", "n_layer", "n_embd")
-        for key in (*ints, "n_head", "n_positions", "warmup_steps", "threads", "max_turns"):
+        zero_ok = ("seed", "warmup_steps", "dagger_dialogues")
+        for key in (*ints, "n_head", "n_positions", "threads", "max_turns", "dagger_from", *zero_ok[1:]):
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key in ("seed", "warmup_steps") else 1):
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if key in zero_ok else 1):
                 raise ConfigError(
-                    f"e2e training: {key} must be a {'non-negative' if key == 'seed' else 'positive'} integer, got {v!r}"
+                    f"e2e training: {key} must be a {'non-negative' if key in zero_ok else 'positive'} integer, got {v!r}"
+                )
+        if self.dagger_dialogues:
+            if self.dialogues % self.checkpoint_every:
+                raise ConfigError(
+                    f"e2e training: with dagger_dialogues, every epoch must end at a checkpoint (dialogues "
+                    f"{self.dialogues} must be a multiple of checkpoint_every {self.checkpoint_every})"
+                )
+            if self.dagger_dialogues * self.dagger_rounds >= self.dialogues:
+                raise ConfigError(
+                    f"e2e training: {self.dagger_rounds} DAgger rounds of {self.dagger_dialogues} dialogues leave no "
+                    f"room for the teacher's {self.dialogues} in an epoch; use fewer dagger_dialogues"
                 )
         if not isinstance(self.teacher, str) or not self.teacher.strip():
             raise ConfigError(f"e2e training: teacher must be a policy spec string, got {self.teacher!r}")
@@ -134,6 +151,11 @@ class E2EConfig:
                 raise ConfigError(f"e2e training: {key} must be a non-negative number, got {v!r}")
 
     @property
+    def dagger_rounds(self) -> int:
+        """How many DAgger rounds the run plays (one after each epoch from ``dagger_from``, not after the last)."""
+        return max(0, self.epochs - self.dagger_from) if self.dagger_dialogues else 0
+
+    @property
     def total(self) -> int:
         """Dialogues trained on in all (the last checkpoint's count)."""
         return self.dialogues * self.epochs
@@ -152,7 +174,7 @@ class E2EConfig:
         bad = sorted(set(d) - known)
         if bad:
             raise ConfigError(f"e2e training: unknown setting(s) {bad}; known: {sorted(known)}")
-        return cls(**d)
+        return cls(**{**_BEFORE_DAGGER, **d})
 
     def lr_at(self, step: int, total_steps: int) -> float:
         """Linear warm-up to ``lr`` over ``warmup_steps``, then cosine decay to ``lr·final_lr_ratio``."""
@@ -313,8 +335,9 @@ def _prepare(config: E2EConfig, out: Path) -> None:
             old = json.loads(run.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"{run}: unreadable ({exc})") from None
-        if old.get("config") != config.to_dict():
-            diff = sorted(k for k in config.to_dict() if (old.get("config") or {}).get(k) != config.to_dict()[k])
+        old_config = {**_BEFORE_DAGGER, **(old.get("config") or {})}
+        if old_config != config.to_dict():
+            diff = sorted(k for k in config.to_dict() if old_config.get(k) != config.to_dict()[k])
             raise ConfigError(
                 f"{out}: holds an end-to-end run with other settings (differs in {', '.join(diff)}); "
                 "use another folder, or the same settings to resume"
@@ -327,21 +350,33 @@ def _prepare(config: E2EConfig, out: Path) -> None:
         tmp.write_text(json.dumps({"format": "behavsim-e2e-run", "config": config.to_dict()}, indent=2) + "\n")
 
 
+def _env_options(config: E2EConfig) -> dict[str, Any]:
+    env_options: dict[str, Any] = {"max_turns": config.max_turns}
+    if config.user is not None:
+        env_options["user_config"] = config.user
+    return env_options
+
+
+def _load_pair(cpath: Path, tpath: Path, again: str) -> tuple[ContextSet, ResponseTable] | None:
+    """A saved context set and response table made on it, or None when either is missing."""
+    if not (cpath.is_file() and tpath.is_file()):
+        return None
+    cs, table = ContextSet.load(cpath), ResponseTable.load(tpath)
+    if table.context_fingerprint != cs.fingerprint:
+        raise ConfigError(f"{tpath}: made on other contexts than {cpath}; delete both to {again}")
+    return cs, table
+
+
 def _teacher_data(
     config: E2EConfig, out: Path, domain: Any, report: Callable[[str], None]
 ) -> tuple[ContextSet, ResponseTable]:
     cpath, tpath = out / "teacher-contexts.jsonl", out / "teacher-responses.jsonl"
-    if cpath.is_file() and tpath.is_file():
-        cs, table = ContextSet.load(cpath), ResponseTable.load(tpath)
-        if table.context_fingerprint != cs.fingerprint:
-            raise ConfigError(f"{tpath}: made on other contexts than {cpath}; delete both to play the teacher again")
-        return cs, table
-    env_options: dict[str, Any] = {"max_turns": config.max_turns}
-    if config.user is not None:
-        env_options["user_config"] = config.user
+    saved = _load_pair(cpath, tpath, "play the teacher again")
+    if saved is not None:
+        return saved
     t0 = time.perf_counter()
     cs, table = play_teacher(
-        config.teacher, dialogues=config.dialogues, seed=config.seed, domain=domain, env_options=env_options
+        config.teacher, dialogues=config.dialogues, seed=config.seed, domain=domain, env_options=_env_options(config)
     )
     report(f"teacher {table.id}: {config.dialogues} dialogues, {len(cs)} contexts in {time.perf_counter() - t0:.1f} s")
     cs.save(cpath)
@@ -369,10 +404,7 @@ def train_e2e(
     parse_spec(config.teacher)  # an unknown kind is refused before the folder is made
     _prepare(config, out)
     cs, table = _teacher_data(config, out, domain, say)
-    by_dialogue: list[list[int]] = [[] for _ in range(config.dialogues)]
-    for i, m in enumerate(cs.metas):
-        by_dialogue[int(m["dialogue"])].append(i)
-    texts = [_texts(cs, table, domain, idx) for idx in by_dialogue]
+    texts = [_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
     tokenizer = build_tokenizer(
         (
             x
@@ -387,14 +419,82 @@ def train_e2e(
         ),
         domain,
     )
-    built = [_row(tokenizer, t, config.n_positions) for t in texts]
-    rows = [[r, _chat_row(tokenizer, t, config.n_positions)] if config.chat else [r] for (r, _), t in zip(built, texts)]
-    dropped = sum(d for _, d in built)
+    rows, dropped = _rows(config, tokenizer, texts)
     if dropped:
         say(f"{dropped} of {len(cs)} teacher contexts do not fit {config.n_positions} positions: not trained on")
     with _torch_settings(config.threads) as torch:
         _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after)
     return list_e2e_checkpoints(out)
+
+
+def _by_dialogue(cs: ContextSet, n: int) -> list[list[int]]:
+    by_dialogue: list[list[int]] = [[] for _ in range(n)]
+    for i, m in enumerate(cs.metas):
+        by_dialogue[int(m["dialogue"])].append(i)
+    return by_dialogue
+
+
+def _rows(config: E2EConfig, tokenizer: Any, texts: list[_DialogueTexts]) -> tuple[list[list[_Row]], int]:
+    """Each dialogue's training rows (the main row, and the chat row with ``chat``), and how many
+    contexts did not fit the model's positions."""
+    built = [_row(tokenizer, t, config.n_positions) for t in texts]
+    rows = [[r, _chat_row(tokenizer, t, config.n_positions)] if config.chat else [r] for (r, _), t in zip(built, texts)]
+    return rows, sum(d for _, d in built)
+
+
+class _Corrections:
+    """The DAgger rounds of a run (:func:`~._data.play_corrected`): the round after epoch ``b``
+    (``dagger_from ≤ b < epochs``) is played by checkpoint ``b · dialogues`` and saved as
+    ``corrected-eB-contexts.jsonl`` / ``-responses.jsonl``; its dialogues join every later epoch."""
+
+    def __init__(self, config: E2EConfig, out: Path, tokenizer: Any, domain: Any, say: Callable[[str], None]) -> None:
+        self.config, self.out, self.tokenizer, self.domain, self.say = config, out, tokenizer, domain, say
+        self._rows: dict[int, list[list[_Row]]] = {}
+
+    def rows_before(self, epoch: int) -> list[list[_Row]]:
+        """The corrected dialogues' rows an epoch (0-based) trains on: the rounds after epochs ≤ it."""
+        c = self.config
+        if not c.dagger_dialogues:
+            return []
+        return [r for b in range(c.dagger_from, min(epoch, c.epochs - 1) + 1) for r in self._round(b)]
+
+    def _round(self, b: int) -> list[list[_Row]]:
+        if b in self._rows:
+            return self._rows[b]
+        c = self.config
+        cpath, tpath = self.out / f"corrected-e{b}-contexts.jsonl", self.out / f"corrected-e{b}-responses.jsonl"
+        saved = _load_pair(cpath, tpath, "play the round again")
+        if saved is None:
+            t0 = time.perf_counter()
+            model = E2EModel(checkpoint_dir(self.out, b * c.dialogues), threads=c.threads)
+            cs, table = play_corrected(
+                model.answer, c.teacher, dialogues=c.dagger_dialogues, seed=c.seed, epoch=b, domain=self.domain,
+                env_options=_env_options(c),
+            )  # fmt: skip
+            m = cs.meta
+            self.say(
+                f"DAgger round after epoch {b}: {c.dagger_dialogues} dialogues, {len(cs)} contexts, the model's act "
+                f"played at {m['model_turns']} of {m['turns']} turns ({time.perf_counter() - t0:.1f} s)"
+            )
+            cs.save(cpath)
+            table.save(tpath)
+        else:
+            cs, table = saved
+        texts = [_texts(cs, table, self.domain, idx) for idx in _by_dialogue(cs, c.dagger_dialogues)]
+        self._rows[b] = _rows(c, self.tokenizer, texts)[0]
+        return self._rows[b]
+
+
+def _epoch_order(config: E2EConfig, epoch: int, extra: int) -> np.ndarray:
+    """The dialogues epoch ``epoch`` trains on, in order: indices below ``dialogues`` are the
+    teacher's, the others the ``extra`` corrected dialogues (all of them, with teacher dialogues
+    filling the epoch)."""
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, epoch]))
+    order = rng.permutation(config.dialogues)
+    if not extra:
+        return order
+    chosen = np.concatenate([order[: config.dialogues - extra], np.arange(config.dialogues, config.dialogues + extra)])
+    return chosen[rng.permutation(len(chosen))]
 
 
 def _new_model(torch: Any, config: E2EConfig, tokenizer: Any) -> Any:
@@ -441,19 +541,22 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
         losses = json.loads((last / "trainer_state.json").read_text(encoding="utf-8"))["losses"]
         say(f"resuming from {last.name} ({done} dialogues trained on)")
     model.train()
-    per_epoch = config.dialogues // config.batch_dialogues
     total_steps = config.total // config.batch_dialogues
     schedule = set(config.schedule())
     t0 = time.perf_counter()
     window: list[float] = []
+    corrections = _Corrections(config, out, tokenizer, domain, say)
+    pool: tuple[int, list[list[_Row]], np.ndarray] | None = None
     while done < config.total:
         epoch, offset = divmod(done, config.dialogues)
-        order = np.random.default_rng(np.random.SeedSequence([config.seed, epoch])).permutation(config.dialogues)
-        chosen = order[offset : offset + config.batch_dialogues]
+        if pool is None or pool[0] != epoch:
+            extra = corrections.rows_before(epoch)
+            pool = (epoch, rows + extra, _epoch_order(config, epoch, len(extra)))
+        chosen = pool[2][offset : offset + config.batch_dialogues]
         step = done // config.batch_dialogues
         for g in opt.param_groups:
             g["lr"] = config.lr_at(step, total_steps)
-        loss = _step(torch, model, opt, [r for d in chosen for r in rows[int(d)]], tokenizer)
+        loss = _step(torch, model, opt, [r for d in chosen for r in pool[1][int(d)]], tokenizer)
         window.append(loss)
         done += config.batch_dialogues
         if done in schedule:
@@ -463,7 +566,6 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
             say(f"{path.name}: loss {losses[-1]['loss']:.4f} ({time.perf_counter() - t0:.1f} s)")
             if stop_after is not None and done >= stop_after:
                 return
-    del per_epoch
 
 
 def _mask(torch, row: _Row, width: int) -> Any:

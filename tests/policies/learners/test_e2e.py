@@ -334,6 +334,11 @@ def test_train_command(tmp_path, capsys):
     assert "--teacher applies to --policy e2e only" in capsys.readouterr().err
     assert main(["train", "--policy", "e2e", "--teacher", "handcraftd", "-o", str(tmp_path / "z")]) == 2
     assert "Did you mean 'handcrafted'" in capsys.readouterr().err
+    bad = ["train", "--policy", "e2e", "--teacher", "handcrafted", "--dagger-dialogues", "600", "-o"]
+    assert main([*bad, str(tmp_path / "w")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "4 DAgger rounds of 600 dialogues leave no room for the teacher's 1000" in err
+    assert not (tmp_path / "w").exists()
 
 
 def test_an_untrained_model_answers_long_dialogues_in_any_batch(e2e_run, ccol, tmp_path):
@@ -368,3 +373,118 @@ def test_an_untrained_model_answers_long_dialogues_in_any_batch(e2e_run, ccol, t
     singles = [load_policy(f"e2e:{folder}:batch=1").model.answer([h])[0] for h in [*long, *grown]]
     assert [repr(x) for x in batched] == [repr(x) for x in singles]
     assert any(isinstance(x, Exception) for x in batched)  # junk words make no act: failed, in place
+
+
+# ----------------------------------------------------------------------------- DAgger rounds
+def _system_acts_after(cs, dialogue):
+    """Per context of one dialogue (in order): the act of the system turn that followed it (None for
+    the last), read from the next context's history."""
+    idx = [i for i, m in enumerate(cs.metas) if m["dialogue"] == dialogue]
+    return idx, [cs.history(j)[len(cs.history(i))]["act"] for i, j in zip(idx, idx[1:])] + [None]
+
+
+def test_corrected_dialogues_are_driven_by_the_model_and_labelled_by_the_teacher(e2e_run):
+    """The model's act is played whenever it gives one; every label is the teacher's answer at the
+    same moment (asked again here on the saved contexts)."""
+    from behavsim import canonical_act
+    from policies.learners.e2e import E2EModel
+    from policies.learners.e2e._data import play_corrected
+    from policies.simulation.domain import resolve_domain
+
+    _, _, last = e2e_run  # a model that always asks for the area, unlike its teacher here
+    domain = resolve_domain(None)
+    model = E2EModel(last)
+    cs, table = play_corrected(model.answer, "handcrafted", dialogues=3, seed=5, epoch=2, domain=domain, batch=2)
+    assert cs.n_histories == len(cs) and {m["dialogue"] for m in cs.metas} == {0, 1, 2}
+    assert table.acts == respond("handcrafted", cs).acts  # the teacher's labels
+    assert cs.meta["model_turns"] == cs.meta["turns"] == len(cs)  # the model answered every turn
+    answers = model.answer([cs.history(i) for i in range(len(cs))])
+    for d in range(3):
+        idx, played = _system_acts_after(cs, d)
+        assert played[:-1] == [canonical_act(answers[i].act) for i in idx[:-1]]
+    assert sum(a != b for a, b in zip(table.acts, (canonical_act(r.act) for r in answers))) >= len(cs) // 2
+    # a model that answers nothing: the teacher's act is played, and the labels are unchanged in kind
+    failing = play_corrected(
+        lambda hs: [ValueError("no act")] * len(hs), "handcrafted", dialogues=2, seed=5, epoch=2, domain=domain
+    )[0]
+    assert failing.meta["model_turns"] == 0
+    teacher = respond("handcrafted", failing)
+    for d in range(2):
+        idx, played = _system_acts_after(failing, d)
+        assert played[:-1] == [teacher.acts[i] for i in idx[:-1]]
+    # the rounds' dialogues are seeded apart from the teacher's and from other rounds
+    other = play_corrected(model.answer, "handcrafted", dialogues=3, seed=5, epoch=3, domain=domain)[0]
+    assert [h[:2] for h in other.histories] != [h[:2] for h in cs.histories]
+
+
+DAGGER = dict(
+    SMALL, teacher="handcrafted", dialogues=8, epochs=3, checkpoint_every=8, dagger_dialogues=2, dagger_from=1
+)
+
+
+def test_dagger_rounds_join_later_epochs_and_resume_to_the_same_bytes(tmp_path):
+    from policies.learners.e2e import E2EConfig, train_e2e
+    from policies.learners.e2e._train import _epoch_order
+
+    config = E2EConfig(**DAGGER)
+    assert config.dagger_rounds == 2 and config.schedule() == [8, 16, 24]
+    lines: list[str] = []
+    last = train_e2e(config, tmp_path / "a", report=lines.append)[-1][1]
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert [n for n in names if n.startswith("corrected")] == [
+        f"corrected-e{b}-{k}.jsonl" for b in (1, 2) for k in ("contexts", "responses")
+    ]
+    assert sum("DAgger round after epoch" in line for line in lines) == 2
+    rnd = ContextSet.load(tmp_path / "a" / "corrected-e1-contexts.jsonl")
+    assert rnd.meta["builder"] == "e2e-corrected" and {m["dialogue"] for m in rnd.metas} == {0, 1}
+    # an epoch: every corrected dialogue so far, and teacher dialogues filling it
+    for epoch, extra in ((0, 0), (1, 2), (2, 4)):
+        order = sorted(int(i) for i in _epoch_order(config, epoch, extra))
+        assert len(order) == 8 and len(set(order)) == 8 and order[8 - extra :] == list(range(8, 8 + extra))
+    # stopped at the first round's checkpoint, before the round was played: the same bytes
+    stopped = train_e2e(config, tmp_path / "b", stop_after=8)
+    assert [n for n, _ in stopped] == [8] and not (tmp_path / "b" / "corrected-e1-contexts.jsonl").exists()
+    assert _bytes(train_e2e(config, tmp_path / "b")[-1][1]) == _bytes(last)
+    # a round's files lost with the checkpoints after it: played again, the same bytes
+    for p in ("corrected-e2-contexts.jsonl", "corrected-e2-responses.jsonl"):
+        (tmp_path / "b" / p).unlink()
+    import shutil
+
+    shutil.rmtree(tmp_path / "b" / "ckpt-000024")
+    assert _bytes(train_e2e(config, tmp_path / "b")[-1][1]) == _bytes(last)
+    for p in ("contexts", "responses"):
+        name = f"corrected-e2-{p}.jsonl"
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+    # without rounds, the run is the one it was before rounds existed
+    plain = train_e2e(E2EConfig(**{**DAGGER, "dagger_dialogues": 0}), tmp_path / "c")[-1][1]
+    assert _bytes(plain) != _bytes(last)
+
+
+def test_bad_dagger_settings_and_configurations_from_before_them():
+    from policies.learners.e2e import E2EConfig
+
+    with pytest.raises(ConfigError, match="every epoch must end at a checkpoint"):
+        E2EConfig(**{**DAGGER, "checkpoint_every": 16})
+    with pytest.raises(ConfigError, match="2 DAgger rounds of 4 dialogues leave no room for the teacher's 8"):
+        E2EConfig(**{**DAGGER, "dagger_dialogues": 4})
+    with pytest.raises(ConfigError, match="dagger_from must be a positive integer"):
+        E2EConfig(**{**DAGGER, "dagger_from": 0})
+    old = {k: v for k, v in E2EConfig(**SMALL).to_dict().items() if not k.startswith("dagger")}
+    assert E2EConfig.from_dict(old).dagger_dialogues == 0
+
+
+def test_a_name_written_as_v_is_the_first_venue_the_database_showed():
+    from behavsim import canonical_act
+    from policies.learners.e2e._format import E2EFormatError, Lexicon, lex_act
+    from policies.simulation.domain import resolve_domain
+
+    domain = resolve_domain(None)
+    first, second = domain.venues[0], domain.venues[1]
+    lex = Lexicon(domain)
+    act = lex_act(" inform name = [v] ; addr = [v] ; addr = [v]", domain, lex, [first["name"], second["name"]])
+    assert act == canonical_act(f'inform(name="{first["name"]}",addr="{first["addr"]}")')
+    with pytest.raises(E2EFormatError, match="fills name from a venue but names none"):
+        lex_act(" inform name = [v] ; addr = [v]", domain, lex)  # the database showed none
+    # an act naming its venue keeps it: the database's first venue fills only a name written [v]
+    named = lex_act(f" inform name = {second['name']} ; addr = [v]", domain, lex, [first["name"]])
+    assert named == canonical_act(f'inform(name="{second["name"]}",addr="{second["addr"]}")')
