@@ -18,10 +18,12 @@ when ``CI=true``, where the folder must be there. Fixtures shared across the sui
 ``contexts_with_histories`` (collected contexts with their dialogue histories).
 """
 
+import atexit
 import contextlib
 import itertools
 import os
 import signal
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,8 +32,11 @@ from pathlib import Path
 
 import pytest
 
-# Keep the on-disk embedding cache of test runs out of the user's home.
-os.environ.setdefault("BEHAVSIM_CACHE_DIR", tempfile.mkdtemp(prefix="behavsim-test-cache-"))
+# Keep the on-disk embedding cache of test runs out of the user's home, and remove it afterwards
+# (made once per session: the workers of a parallel run inherit it).
+if "BEHAVSIM_CACHE_DIR" not in os.environ:
+    os.environ["BEHAVSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="behavsim-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["BEHAVSIM_CACHE_DIR"], True)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
