@@ -94,7 +94,7 @@ class E2EConfig:
     epochs: int = 5
     checkpoint_every: int = 1000
     batch_dialogues: int = 2
-    n_layer: int = 3
+    n_layer: int = 2
     n_embd: int = 128
     n_head: int = 4
     n_positions: int = 1024
