@@ -13,13 +13,14 @@ at once. A failed answer ends its dialogue as a failure (counted in ``failed_tur
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from behavsim import ConfigError, canonical_copy
 from behavsim.policy import answer_context, as_adapter, reads_of
 
-__all__ = ["PlayResult", "play_dialogues"]
+__all__ = ["PlayResult", "play_dialogues", "dialogue_groups"]
 
 
 @dataclass
@@ -42,8 +43,11 @@ class PlayResult:
 
 
 class _Dialogue:
+    """One dialogue being played: its environment, its words, the belief and info of its last step."""
+
     def __init__(self, env: Any, text: Any, seed: int) -> None:
         self.env, self.text = env, text
+        self.index = 0
         self.belief, info = env.reset(seed=seed)
         text.reset(seed, info)
         self.info = info
@@ -62,8 +66,6 @@ def play_dialogues(
     """Play ``dialogues`` evaluation dialogues with ``policy`` (a spec string, an adapter, a policy
     object or a callable); see the module doc."""
     from ..simulation.domain import resolve_domain
-    from ..simulation.env import DialogueEnv
-    from ..simulation.history import DialogueText
     from .train import EVAL_SEED, eval_dialogue_seed
 
     domain = resolve_domain(domain)
@@ -73,16 +75,10 @@ def play_dialogues(
     width = max(1, int(batch)) if batched is not None else 1
     seed0 = EVAL_SEED if eval_seed is None else int(eval_seed)
     out = PlayResult(adapter.id)
-    envs: list[Any] = []
     with adapter.session():
-        for start in range(0, int(dialogues), width):
-            group = []
-            for k, j in enumerate(range(start, min(int(dialogues), start + width))):
-                if k == len(envs):
-                    env = DialogueEnv(domain, **(env_options or {}))
-                    envs.append((env, DialogueText(env)))
-                env_k, text_k = envs[k]
-                group.append(_Dialogue(env_k, text_k, eval_dialogue_seed(j, seed0)))
+        for group in dialogue_groups(
+            int(dialogues), width, lambda j: eval_dialogue_seed(j, seed0), domain, env_options
+        ):
             while True:
                 live = [d for d in group if not d.done]
                 if not live:
@@ -102,6 +98,26 @@ def play_dialogues(
                 out.success.append(bool(d.info.get("success")) and not getattr(d, "failed", False))
                 out.turns.append(int(d.info["turns"]))
     return out
+
+
+def dialogue_groups(
+    dialogues: int, width: int, seed_of: Callable[[int], int], domain: Any, env_options: dict[str, Any] | None
+) -> Iterator[list[_Dialogue]]:
+    """Dialogues ``0 .. dialogues-1`` in groups of ``width`` to play side by side, dialogue ``j``
+    reset with ``seed_of(j)``; one environment per place in a group, reused by the next group."""
+    from ..simulation.env import DialogueEnv
+    from ..simulation.history import DialogueText
+
+    envs: list[tuple[Any, Any]] = []
+    for start in range(0, dialogues, width):
+        group = []
+        for k, j in enumerate(range(start, min(dialogues, start + width))):
+            if k == len(envs):
+                env = DialogueEnv(domain, **(env_options or {}))
+                envs.append((env, DialogueText(env)))
+            group.append(_Dialogue(*envs[k], seed_of(j)))
+            group[-1].index = j
+        yield group
 
 
 def _advance(d: _Dialogue, r: Any, out: PlayResult) -> None:

@@ -144,38 +144,26 @@ def play_corrected(
     ``driver(histories)`` answers the running dialogues' histories at once (an answer, or the
     exception of a history it could not answer), e.g. :meth:`E2EModel.answer`.
     """
-    from ...simulation.env import DialogueEnv
-    from ...simulation.history import DialogueText
+    from ..play import dialogue_groups
 
     adapter = as_adapter(teacher, domain=domain)
     beliefs, histories, metas, ids = [], [], [], []
     acts: list[str | None] = []
     prompts: list[str | None] = []
     played = taken = 0
-    envs: list[tuple[Any, Any]] = []
     with adapter.session():
-        for start in range(0, int(dialogues), batch):
-            group = []
-            for k, i in enumerate(range(start, min(int(dialogues), start + batch))):
-                if k == len(envs):
-                    env = DialogueEnv(domain, **(env_options or {}))
-                    envs.append((env, DialogueText(env)))
-                env, text = envs[k]
-                dseed = corrected_dialogue_seed(seed, epoch, i)
-                belief, info = env.reset(seed=dseed)
-                text.reset(dseed, info)
-                group.append({"i": i, "env": env, "text": text, "belief": belief, "turn": 0, "rows": []})
+        for group in dialogue_groups(
+            int(dialogues), batch, lambda i: corrected_dialogue_seed(seed, epoch, i), domain, env_options
+        ):
+            rows: dict[int, list[tuple[dict, list, int, str, str]]] = {d.index: [] for d in group}
             live = group
             while live:
-                answers = driver([d["text"].turns for d in live])
+                answers = driver([d.text.turns for d in live])
                 for d, r in zip(live, answers):
-                    env, text = d["env"], d["text"]
-                    history = text.turns
-                    d["turn"] += 1
-                    act, prompt, summary = _teacher_answer(
-                        adapter, d["belief"], history, env, f"corrected dialogue {d['i']} after epoch {epoch}"
-                    )
-                    d["rows"].append((canonical_copy(d["belief"]), history, d["turn"], act, prompt))
+                    env, history = d.env, d.text.turns
+                    where = f"corrected dialogue {d.index} after epoch {epoch}"
+                    act, prompt, summary = _teacher_answer(adapter, d.belief, history, env, where)
+                    rows[d.index].append((canonical_copy(d.belief), history, len(rows[d.index]) + 1, act, prompt))
                     step = None
                     if not isinstance(r, Exception) and r.act is not None:
                         try:
@@ -186,16 +174,16 @@ def play_corrected(
                     if step is None:  # the model gave no playable act: the teacher's is played
                         step = env.step(summary) if summary else env.step_act(act)
                     played += 1
-                    d["belief"], _, terminated, truncated, info = step
-                    text.step(info)
-                    d["done"] = terminated or truncated
-                live = [d for d in live if not d.get("done")]
-            for d in group:
-                for belief, history, turn, act, prompt in d["rows"]:
+                    d.belief, _, terminated, truncated, d.info = step
+                    d.text.step(d.info)
+                    d.done = terminated or truncated
+                live = [d for d in live if not d.done]
+            for i, dialogue in rows.items():
+                for belief, history, turn, act, prompt in dialogue:
                     beliefs.append(belief)
                     histories.append(history)
-                    metas.append({"origin": "collected", "source_policy": "e2e", "dialogue": d["i"], "turn": turn})
-                    ids.append(f"corrected/e{epoch}/d{d['i']}/t{turn}")
+                    metas.append({"origin": "collected", "source_policy": "e2e", "dialogue": i, "turn": turn})
+                    ids.append(f"corrected/e{epoch}/d{i}/t{turn}")
                     acts.append(act)
                     prompts.append(prompt)
     meta = {
