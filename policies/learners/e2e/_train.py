@@ -481,7 +481,11 @@ class _Corrections:
         else:
             cs, table = saved
         texts = [_texts(cs, table, self.domain, idx) for idx in _by_dialogue(cs, c.dagger_dialogues)]
-        self._rows[b] = _rows(c, self.tokenizer, texts)[0]
+        self._rows[b], dropped = _rows(c, self.tokenizer, texts)
+        if dropped:
+            self.say(
+                f"{dropped} of {len(cs)} contexts of the round after epoch {b} do not fit {c.n_positions} positions: not trained on"
+            )
         return self._rows[b]
 
 
