@@ -171,6 +171,49 @@ def test_pydial_adapters_interleaved_in_one_process_answer_as_alone(work):
     assert r.stdout.strip() == "ok"
 
 
+_LOG_PLACES = """
+import contextlib, logging
+from behavsim import ContextSet
+from policies.adapters import _pydial
+from policies.adapters._pydial import PyDialAdapter
+
+class Keep(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages = []
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+cs = ContextSet.load("grid-cr-05.jsonl")
+root = logging.getLogger()
+root.setLevel(logging.DEBUG)
+logged = {}
+for name in ("quick", "pydial's own"):
+    if name != "quick":
+        _pydial._quick_log_location = contextlib.nullcontext
+    a = PyDialAdapter("root/env1-configs/adapter-gp.cfg", root="root", nlg=False)
+    keep = Keep()
+    root.addHandler(keep)
+    acts = [a.respond_one(b).act for b in cs.beliefs[:40]]
+    root.removeHandler(keep)
+    logged[name] = (acts, keep.messages)
+import utils.ContextLogger as CL
+assert CL.ContextLogger._callLocString.__module__ == "utils.ContextLogger"  # put back after each answer
+quick, own = logged["quick"], logged["pydial's own"]
+assert quick == own, [(q, o) for q, o in zip(quick[1], own[1]) if q != o][:3]
+print(len(own[1]), own[1][0])
+"""
+
+
+def test_pydial_log_messages_name_the_same_places_as_pydials_own_lookup(work):
+    """The adapter's frame-based lookup of the logging code's place (which replaces PyDial's
+    source-reading one while it answers) writes PyDial's log messages to the letter."""
+    r = python(_LOG_PLACES, cwd=work)
+    assert r.returncode == 0, r.stderr
+    count, first = r.stdout.split(" ", 1)
+    assert int(count) > 40 and ".py <" in first, r.stdout
+
+
 _LOAD_ERROR = """
 import pickle
 from behavsim import ConfigError
