@@ -5,8 +5,8 @@ sequence::
 
     <|endoftext|><|user|> i need a restaurant in the [area_1]<|system|> what kind of food would
     you like?<|user|> [food_1] food, please<|belief|> area = [area_1] ; food = [food_1]<|db|>
-    matches 2 ; differ no ; [name_1] ; [name_2]<|act|> inform area = [v] ; food = [v] ;
-    name = [name_1] ; pricerange = [v]<|response|> how about [name]? it is in the [area] area ...
+    matches 2 ; differ no ; [name_1] ; [name_2]<|act|> inform name = [v] ; area = [v] ;
+    food = [v] ; pricerange = [v]<|response|> how about [name]? it is in the [area] area ...
     <|endoftext|>
 
 * the **history** — every turn's speaker and text, nothing else (no acts, no beliefs),
@@ -29,10 +29,11 @@ sequence::
   names of five matches — those the dialogue's words mentioned first, the most recently
   mentioned first, then the others in database order — as placeholders (a venue the dialogue
   mentioned keeps its number, the others get the next ones);
-* the **act** — the system act, delexicalised: a slot whose value is the named venue's value
-  in the database is written ``[v]`` (filled from the database afterwards); every other value
-  (the venue's name, a constraint in ``inform(name=none,...)``, a confirmed value) is written as
-  its placeholder (or as it is, if the dialogue never mentioned it);
+* the **act** — the system act, delexicalised, its ``name`` items first: a slot whose value is
+  the named venue's value in the database is written ``[v]`` (filled from the database
+  afterwards), and so is the name of the venue the database result shows first; every other value
+  (another venue's name, a constraint in ``inform(name=none,...)``, a confirmed value) is written
+  as its placeholder (or as it is, if the dialogue never mentioned it);
 * the **response** — the prompt with the act's values replaced by ``[slot]`` placeholders
   (``[pricerange_adv]``: the price adverb), filled from the final act afterwards.
 
@@ -238,13 +239,19 @@ def _venue_of(items: Sequence[tuple[str, str]], domain: Any) -> dict[str, str] |
     return domain.venue(names[0]) if len(names) == 1 else None
 
 
-def delex_act(act: str, domain: Any, lexicon: Lexicon) -> str:
-    """The act as the model writes it: `` inform area = [v] ; name = [name_1]`` (see the module doc)."""
+def delex_act(act: str, domain: Any, lexicon: Lexicon, shown: Sequence[str] = ()) -> str:
+    """The act as the model writes it: `` inform name = [name_1] ; area = [v]`` (see the module doc).
+    The venue comes first (the model picks it, then says what the act says of it); the name of the
+    first venue of the database result (``shown``) is written ``[v]``: the venue the database puts
+    first, which :func:`lex_act` fills back."""
     a = parse_act(act)
     venue = _venue_of(a.items, domain)
+    top = shown[0] if shown and venue is not None else None
     parts = []
-    for s, v in a.items:
-        if venue is not None and s != "name" and venue.get(s) == v:
+    for s, v in sorted(a.items, key=lambda sv: sv[0] != "name"):  # the venue first, then what it says of it
+        if s == "name" and v == top:
+            v = PLACEHOLDER
+        elif venue is not None and s != "name" and venue.get(s) == v:
             v = PLACEHOLDER  # an empty database value too: the model cannot know it is empty
         elif v != "":
             v = lexicon.ref(v)

@@ -45,7 +45,7 @@ from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
 
 from ._data import constraints_of, play_corrected, play_teacher
-from ._format import SPECIAL, belief_text, chat_text, db_query, db_text, delex_act, delex_prompt
+from ._format import MAX_MATCHES, SPECIAL, belief_text, chat_text, db_query, db_text, delex_act, delex_prompt
 from ._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
 from ._session import _encode, decision_points, history_parts
 from ._tokenizer import build_tokenizer
@@ -267,8 +267,10 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
         if act is None:
             raise ConfigError(f"teacher table: no act for context {cs.ids[c]!r} ({table.errors[c]})")
         lex = lexicons[j].copy()
-        db = db_text(db_query(domain, constraints_of(cs.beliefs[c], domain)), lex)
-        blocks.append((j, db, delex_act(act, domain, lex), delex_prompt(table.prompts[c] or "", act)))
+        result = db_query(domain, constraints_of(cs.beliefs[c], domain))
+        shown = lex.recent(result.names)[:MAX_MATCHES]
+        db = db_text(result, lex)
+        blocks.append((j, db, delex_act(act, domain, lex, shown), delex_prompt(table.prompts[c] or "", act)))
         chat_blocks.append((j, act))
     return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
 

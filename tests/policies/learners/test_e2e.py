@@ -25,6 +25,7 @@ def test_format_round_trips_the_teachers_answers(ccol):
     from policies.simulation.domain import resolve_domain
     from policies.learners.e2e._data import constraints_of
     from policies.learners.e2e._format import (
+        MAX_MATCHES,
         Lexicon,
         belief_text,
         clean,
@@ -40,15 +41,41 @@ def test_format_round_trips_the_teachers_answers(ccol):
 
     domain = resolve_domain(None)
     table = respond("handcrafted", ccol)
+    pointed = 0
     for i in range(len(ccol)):
         lex = Lexicon(domain)
         history_text(ccol.history(i), lex)
         cons = constraints_of(ccol.beliefs[i], domain)
         assert parse_belief(belief_text(cons, lex), domain, lex) == cons
-        db_text(db_query(domain, cons), lex)
+        result = db_query(domain, cons)
+        db_text(result, lex)
+        shown = lex.recent(result.names)[:MAX_MATCHES]
         act = table.acts[i]
         assert lex_act(delex_act(act, domain, lex), domain, lex) == act
+        written = delex_act(act, domain, lex, shown)
+        assert lex_act(written, domain, lex, shown) == act
+        pointed += "name = [v]" in written
         assert lex_prompt(delex_prompt(table.prompts[i], act), act) == clean(table.prompts[i])
+    assert pointed > 0  # the venue the database shows first is written [v]
+
+
+def test_the_database_s_first_venue_is_written_v_and_another_by_its_placeholder():
+    from policies.learners.e2e._format import Lexicon, delex_act, history_text
+    from policies.simulation.domain import resolve_domain
+
+    domain = resolve_domain(None)
+    first, second = domain.venues[0], domain.venues[1]
+    lex = Lexicon(domain)
+    history_text([{"speaker": "system", "text": f"{second['name']} is a nice place"}], lex)
+    shown = [first["name"], second["name"]]
+    act = f'inform(name="{first["name"]}",phone="{first["phone"]}")'
+    assert delex_act(act, domain, lex, shown) == " inform name = [v] ; phone = [v]"
+    act = f'inform(name="{second["name"]}",phone="{second["phone"]}")'
+    assert delex_act(act, domain, lex, shown) == " inform name = [name_1] ; phone = [v]"
+    # the venue comes first, whatever the slots' alphabetical order: what is said of it follows
+    act = f'inform(name="{first["name"]}",addr="{first["addr"]}",area="{first["area"]}")'
+    assert delex_act(act, domain, lex, shown) == " inform name = [v] ; addr = [v] ; area = [v]"
+    assert delex_act('inform(name="none",food="chinese")', domain, lex, shown) == " inform name = none ; food = chinese"
 
 
 def test_history_is_delexicalised_with_the_ontology():
