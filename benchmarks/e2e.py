@@ -23,7 +23,10 @@ Measures, each printed with the command or call that produced it:
 5. task success over 1,000 evaluation dialogues of Environment 1, the model's acts driving the
    dialogue, next to the teacher's on the same dialogues (:func:`policies.learners.play.play_dialogues`);
 6. same seed → byte-identical checkpoint (a second training), and a training stopped after its
-   first checkpoint and resumed by the same command → the same bytes.
+   first checkpoint and resumed by the same command → the same bytes;
+7. with ``--seeds S [S ...]``: the default training with each further seed (the library's
+   ``train_e2e``, the command's settings), and its task success over the same evaluation
+   dialogues — a claim about training runs is a claim over seeds.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="work folder (default: a temporary one, removed)")
     ap.add_argument("--quick", action="store_true", help="skip the second and the resumed training")
     ap.add_argument("--dialogues", type=int, default=1000, help="task-success dialogues (default 1000)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[], help="further seeds to train and play (step 7)")
     args = ap.parse_args(argv)
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -279,6 +283,27 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\n[6] same seed, same bytes: {_same_bytes(last, again)} ({len(list(last.iterdir()))} files of "
             f"{last.name}); stopped after {first} dialogues and resumed: {_same_bytes(last, resumed)}"
+        )
+    # 7. further seeds
+    if args.seeds:
+        from policies.learners.e2e import E2EConfig, train_e2e
+
+        tsrs = {0: e2e.tsr}
+        for seed in args.seeds:
+            shutil.rmtree(work / f"e2e-s{seed}", ignore_errors=True)
+            t0 = time.perf_counter()
+            ck = train_e2e(E2EConfig(seed=seed), work / f"e2e-s{seed}")[-1][1]
+            t1 = time.perf_counter()
+            res = play_dialogues(f"e2e:{ck}", args.dialogues)
+            tsrs[seed] = res.tsr
+            print(
+                f"\n[7] seed {seed}: training {t1 - t0:.1f} s; TSR {res.tsr:.3f} (ADL {res.adl:.2f}; failed turns "
+                f"{res.failed_turns}), {100 * (teacher.tsr - res.tsr):.1f} points below the teacher"
+            )
+        vals = list(tsrs.values())
+        print(
+            f"\n[7] over seeds {sorted(tsrs)}: TSR mean {sum(vals) / len(vals):.3f}, min {min(vals):.3f}, max "
+            f"{max(vals):.3f} (teacher {teacher.tsr:.3f}); largest gap {100 * (teacher.tsr - min(vals)):.1f} points"
         )
     if not args.out:
         shutil.rmtree(work)

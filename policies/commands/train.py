@@ -70,7 +70,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="training dialogues per trial (default 40000; e2e: the teacher's dialogues, default 1000)",
+        help="training dialogues per trial (default 40000; e2e: the teacher's dialogues, default 2000)",
     )
     p.add_argument(
         "--checkpoint-every",

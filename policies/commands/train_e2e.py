@@ -53,10 +53,10 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--dagger-dialogues",
         type=int,
-        default=d.dagger_dialogues,
+        default=None,
         metavar="N",
         help="DAgger: after each epoch from --dagger-from on (not the last), the model plays N dialogues and the "
-        f"teacher labels every turn of them; they join every later epoch (default {d.dagger_dialogues}; 0: none)",
+        "teacher labels every turn of them; they join every later epoch (default: a tenth of --dialogues; 0: none)",
     )
     g.add_argument(
         "--dagger-from",
@@ -99,7 +99,7 @@ def e2e_config_from_args(args: argparse.Namespace):
         lr=args.lr,
         threads=args.threads,
         chat=bool(getattr(args, "chat", True)),
-        dagger_dialogues=args.dagger_dialogues,
+        **({} if args.dagger_dialogues is None else {"dagger_dialogues": args.dagger_dialogues}),
         dagger_from=args.dagger_from,
         domain=args.domain,
         user=args.user,

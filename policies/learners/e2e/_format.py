@@ -31,9 +31,10 @@ sequence::
   mentioned keeps its number, the others get the next ones);
 * the **act** — the system act, delexicalised, its ``name`` items first: a slot whose value is
   the named venue's value in the database is written ``[v]`` (filled from the database
-  afterwards), and so is the name of the venue the database result shows first; every other value
-  (another venue's name, a constraint in ``inform(name=none,...)``, a confirmed value) is written
-  as its placeholder (or as it is, if the dialogue never mentioned it);
+  afterwards), and so is the name of the venue the database result shows first, and in an act
+  that says no venue matches (``inform(name=none,...)``) a value of the constraints the database
+  was queried with; every other value (another venue's name, a confirmed value) is written as its
+  placeholder (or as it is, if the dialogue never mentioned it);
 * the **response** — the prompt with the act's values replaced by ``[slot]`` placeholders
   (``[pricerange_adv]``: the price adverb), filled from the final act afterwards.
 
@@ -239,20 +240,35 @@ def _venue_of(items: Sequence[tuple[str, str]], domain: Any) -> dict[str, str] |
     return domain.venue(names[0]) if len(names) == 1 else None
 
 
-def delex_act(act: str, domain: Any, lexicon: Lexicon, shown: Sequence[str] = ()) -> str:
+def _no_venue(items: Sequence[tuple[str, str]], venue: dict[str, str] | None) -> bool:
+    """An act that says no venue matches (``name = none``): its ``[v]`` are the query's own values."""
+    return venue is None and ("name", "none") in items
+
+
+def delex_act(
+    act: str,
+    domain: Any,
+    lexicon: Lexicon,
+    shown: Sequence[str] = (),
+    constraints: Sequence[tuple[str, str]] = (),
+) -> str:
     """The act as the model writes it: `` inform name = [name_1] ; area = [v]`` (see the module doc).
     The venue comes first (the model picks it, then says what the act says of it); the name of the
     first venue of the database result (``shown``) is written ``[v]``: the venue the database puts
-    first, which :func:`lex_act` fills back."""
+    first, which :func:`lex_act` fills back. In an act that says no venue matches (``name = none``),
+    a value of the constraints the database was queried with (``constraints``) is written ``[v]``."""
     a = parse_act(act)
     venue = _venue_of(a.items, domain)
     top = shown[0] if shown and venue is not None else None
+    held = dict(constraints) if _no_venue(a.items, venue) else {}
     parts = []
     for s, v in sorted(a.items, key=lambda sv: sv[0] != "name"):  # the venue first, then what it says of it
         if s == "name" and v == top:
             v = PLACEHOLDER
         elif venue is not None and s != "name" and venue.get(s) == v:
             v = PLACEHOLDER  # an empty database value too: the model cannot know it is empty
+        elif s != "name" and held.get(s) == v:
+            v = PLACEHOLDER
         elif v != "":
             v = lexicon.ref(v)
         parts.append(f"{s} = {v}" if v != "" else s)
@@ -276,11 +292,19 @@ def parse_act_text(text: str) -> tuple[str, list[tuple[str, str]]]:
     return head, items
 
 
-def lex_act(text: str, domain: Any, lexicon: Lexicon, shown: Sequence[str] = ()) -> str:
+def lex_act(
+    text: str,
+    domain: Any,
+    lexicon: Lexicon,
+    shown: Sequence[str] = (),
+    constraints: Sequence[tuple[str, str]] = (),
+) -> str:
     """The canonical act of what the model wrote: placeholders read back, ``[v]`` filled with the
     named venue's values. An act that names no venue but writes ``name = [v]`` is given the first
     venue of the database result the model read (``shown``, in the order shown), as task-oriented
-    end-to-end systems lexicalise a name from the database; an item written twice counts once."""
+    end-to-end systems lexicalise a name from the database; in an act that says no venue matches
+    (``name = none``), ``[v]`` is the value of that slot in the constraints the database was
+    queried with (``constraints``: the model's own belief span); an item written twice counts once."""
     t, items = parse_act_text(text)
     items = [(s, v if v == PLACEHOLDER else lexicon.value(v)) for s, v in items]
     if shown and not any(s == "name" and v != PLACEHOLDER for s, v in items):
@@ -290,12 +314,18 @@ def lex_act(text: str, domain: Any, lexicon: Lexicon, shown: Sequence[str] = ())
     if unknown:
         raise E2EFormatError(f"the act {text.strip()!r:.80} refers to {unknown[0]}, which the dialogue does not hold")
     venue = _venue_of([(s, v) for s, v in items if v != PLACEHOLDER], domain)
+    held = dict(constraints) if _no_venue(items, venue) else {}
     out = []
     for s, v in items:
         if v == PLACEHOLDER:
-            if venue is None:
+            if venue is not None:
+                v = venue.get(s, "none")
+            elif s in held:
+                v = held[s]
+            elif _no_venue(items, venue):
+                raise E2EFormatError(f"the act {text.strip()!r:.80} fills {s} from its constraints, which hold none")
+            else:
                 raise E2EFormatError(f"the act {text.strip()!r:.80} fills {s} from a venue but names none")
-            v = venue.get(s, "none")
         out.append((s, v))
     try:
         return format_act(DialogueAct.create(t, out))

@@ -33,6 +33,7 @@ from behavsim import ConfigError, Response
 
 from ._format import (
     MAX_MATCHES,
+    PLACEHOLDER,
     SPECIAL,
     E2EFormatError,
     Lexicon,
@@ -43,7 +44,7 @@ from ._format import (
     lex_prompt,
     parse_belief,
 )
-from ._session import Plan, PositionsExceeded, Session, _encode, plan_history
+from ._session import Plan, PositionsExceeded, Rule, Session, _encode, plan_history
 
 __all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "special_ids"]
 
@@ -110,6 +111,8 @@ class E2EModel:
         self._torch = torch
         self._cache: dict[str, Response | Exception] = {}
         self._beliefs: dict[str, list[int]] = {}  # the belief span the model writes after a history prefix
+        self._vocab: dict[str, int] = self.tokenizer.get_vocab()
+        self._venue_ids = {self._vocab[f" {v['name']}"] for v in self.domain.venues if f" {v['name']}" in self._vocab}
         self._placeholder_ids = {
             tok: int(i) for tok, i in self.tokenizer.get_vocab().items() if re.fullmatch(r" ?\[[a-z]+_\d+\]", tok)
         }
@@ -168,15 +171,16 @@ class E2EModel:
         session = Session(self._torch, self.model, len(rows), sp["pad"], self.n_positions)
         pending: list[list[int]] = [[sp["eos"]] for _ in rows]
         while not all(r.done for r in rows):
-            chunks, stops, limits, banned = [], [], [], []
+            chunks, stops, limits, banned, rules = [], [], [], [], []
             for r, feed in zip(rows, pending):
                 chunk, stop, limit, ban = self._next(r, feed)
                 chunks.append(chunk)
                 stops.append(stop)
                 limits.append(limit)
                 banned.append(ban)
+                rules.append(self._name_rule(r) if r.final and not r.done else None)
             session.feed(chunks)
-            written = session.generate(stops, limits, banned)
+            written = session.generate(stops, limits, banned, rules)
             pending = [self._took(r, w) for r, w in zip(rows, written)]
         return [r.answer for r in rows]  # type: ignore[misc]
 
@@ -214,6 +218,7 @@ class E2EModel:
         cons = parse_belief(self.tokenizer.decode(span, skip_special_tokens=True), self.domain, lex)
         result = db_query(self.domain, cons)
         r.shown = lex.recent(result.names)[:MAX_MATCHES]  # the venues the database text names, in order
+        r.constraints = cons
         db_ids = _encode(self.tokenizer, [db_text(result, lex)])[0][: LIMITS["db"]]
         r.lexicon, r.final = lex, True
         limit = LIMITS["act"] + LIMITS["response"]
@@ -233,12 +238,29 @@ class E2EModel:
         text = self.tokenizer.decode(written, skip_special_tokens=False).split(SPECIAL["eos"])[0]
         act_text, sep, resp = text.partition(SPECIAL["response"])
         try:
-            act = lex_act(act_text, self.domain, r.lexicon or Lexicon(self.domain), r.shown)
+            act = lex_act(act_text, self.domain, r.lexicon or Lexicon(self.domain), r.shown, r.constraints)
             r.answer = Response(act=act, prompt=clean(lex_prompt(resp, act)) if sep else None)
         except E2EFormatError as exc:
             r.answer = exc
         r.done = True
         return []
+
+    def _name_rule(self, r: "_Row") -> Rule:
+        """What the act may name as its venue (after `` name =``): ``[v]`` when the database result
+        shows a venue, ``none``, a venue placeholder the dialogue holds or a venue's name — the
+        model chooses among them; it cannot write a food or an area where a venue goes."""
+        sp, vocab = self.sp, self._vocab
+        held = [w for w in (r.lexicon.placeholders() if r.lexicon else ()) if w.startswith("[name_")]
+        words = ([PLACEHOLDER] if r.shown else []) + ["none", *held]
+        only = sorted({vocab[f" {w}"] for w in words if f" {w}" in vocab} | self._venue_ids)
+        after = [vocab.get(" name"), vocab.get(" =")]
+
+        def rule(written: list[int]) -> list[int] | None:
+            if written[-2:] == after and sp["response"] not in written:
+                return only
+            return None
+
+        return rule
 
     def _banned(self, lexicon: Lexicon, *allowed: str) -> list[int]:
         """What the model never writes here: the placeholders this dialogue does not hold (a
@@ -260,4 +282,5 @@ class _Row:
         self.done = False
         self.lexicon: Lexicon | None = None
         self.shown: list[str] = []
+        self.constraints: list[tuple[str, str]] = []  # the last belief span's, which queried the database
         self.answer: Response | Exception | None = None

@@ -16,13 +16,13 @@ values, feeding text and generating spans row by row.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._format import Lexicon, history_text
 
-__all__ = ["Plan", "decision_points", "history_parts", "plan_history", "Session"]
+__all__ = ["Plan", "Rule", "decision_points", "history_parts", "plan_history", "Session"]
 
 
 def decision_points(history: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -69,6 +69,10 @@ def plan_history(tokenizer: Any, history: Sequence[Mapping[str, Any]], domain: A
     texts, keys, lexicons = history_parts(history, domain)
     segments = [[*ids, belief_id] for ids in _encode(tokenizer, texts)]
     return Plan(segments, keys, lexicons)
+
+
+#: What a row may write next, given what it wrote so far (None: anything not banned).
+Rule = Callable[[list[int]], "Sequence[int] | None"]
 
 
 class PositionsExceeded(RuntimeError):
@@ -122,10 +126,15 @@ class Session:
         self.logits[fed] = last[fed]
 
     def generate(
-        self, stops: Sequence[int | None], limits: Sequence[int], banned: Sequence[Sequence[int]] | None = None
+        self,
+        stops: Sequence[int | None],
+        limits: Sequence[int],
+        banned: Sequence[Sequence[int]] | None = None,
+        rules: Sequence[Rule | None] | None = None,
     ) -> list[list[int]]:
         """Greedy continuations of the rows whose stop token is not None (argmax; the first of
-        equal scores); ``banned[i]``: tokens row ``i`` never writes."""
+        equal scores); ``banned[i]``: tokens row ``i`` never writes; ``rules[i]``: given what row
+        ``i`` wrote so far, the only tokens it may write next (None: any not banned)."""
         torch = self.torch
         out: list[list[int]] = [[] for _ in range(self.n)]
         live = [s is not None for s in stops]
@@ -136,6 +145,13 @@ class Session:
                 ban[i, list(ids)] = True
         while any(live):
             logits = self.logits if ban is None else self.logits.masked_fill(ban, float("-inf"))
+            for i, rule in enumerate(rules or ()):
+                only = rule(out[i]) if rule is not None and live[i] else None
+                if only is not None:
+                    keep = torch.full_like(logits[i], float("-inf"))
+                    keep[list(only)] = logits[i, list(only)]
+                    logits = logits.clone() if logits is self.logits else logits
+                    logits[i] = keep
             nxt = logits.argmax(-1).tolist()
             chunks: list[list[int]] = [[] for _ in range(self.n)]
             for i in range(self.n):

@@ -78,6 +78,8 @@ CHAT_ACT_LIMIT = 120
 
 #: What a configuration written before the DAgger rounds existed meant by their absence.
 _BEFORE_DAGGER = {"dagger_dialogues": 0, "dagger_from": 1}
+#: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
+AUTO = -1
 
 #: The run folder's record of its configuration (a folder holding another run is refused).
 RUN_FILE = "e2e-run.json"
@@ -90,9 +92,9 @@ class E2EConfig:
 
     teacher: str = "handcrafted"
     seed: int = 0
-    dialogues: int = 1000
+    dialogues: int = 2000
     epochs: int = 5
-    checkpoint_every: int = 1000
+    checkpoint_every: int = 0  # 0: once per epoch (every ``dialogues``)
     batch_dialogues: int = 2
     n_layer: int = 2
     n_embd: int = 128
@@ -107,10 +109,14 @@ class E2EConfig:
     user: str | None = None
     max_turns: int = 25
     chat: bool = True
-    dagger_dialogues: int = 0
-    dagger_from: int = 1
+    dagger_dialogues: int = AUTO  # AUTO: a tenth of ``dialogues`` (200 of the default 2,000); 0: none
+    dagger_from: int = 2
 
     def __post_init__(self) -> None:
+        if self.checkpoint_every == 0 and isinstance(self.dialogues, int):
+            object.__setattr__(self, "checkpoint_every", self.dialogues)
+        if self.dagger_dialogues == AUTO and isinstance(self.dialogues, int):
+            object.__setattr__(self, "dagger_dialogues", self.dialogues // 10)
         if not isinstance(self.chat, bool):
             raise ConfigError(f"e2e training: chat must be true or false, got {self.chat!r}")
         ints = ("seed", "dialogues", "epochs", "checkpoint_every", "batch_dialogues", "n_layer", "n_embd")
@@ -121,6 +127,13 @@ class E2EConfig:
                 raise ConfigError(
                     f"e2e training: {key} must be a {'non-negative' if key in zero_ok else 'positive'} integer, got {v!r}"
                 )
+        if not isinstance(self.teacher, str) or not self.teacher.strip():
+            raise ConfigError(f"e2e training: teacher must be a policy spec string, got {self.teacher!r}")
+        if self.dialogues % self.batch_dialogues or self.checkpoint_every % self.batch_dialogues:
+            raise ConfigError(
+                f"e2e training: dialogues ({self.dialogues}) and checkpoint_every ({self.checkpoint_every}) must be "
+                f"multiples of batch_dialogues ({self.batch_dialogues})"
+            )
         if self.dagger_dialogues:
             if self.dialogues % self.checkpoint_every:
                 raise ConfigError(
@@ -130,15 +143,8 @@ class E2EConfig:
             if self.dagger_dialogues * self.dagger_rounds >= self.dialogues:
                 raise ConfigError(
                     f"e2e training: {self.dagger_rounds} DAgger rounds of {self.dagger_dialogues} dialogues leave no "
-                    f"room for the teacher's {self.dialogues} in an epoch; use fewer dagger_dialogues"
+                    f"room for the teacher's {self.dialogues} in an epoch; use fewer dagger_dialogues (0: none)"
                 )
-        if not isinstance(self.teacher, str) or not self.teacher.strip():
-            raise ConfigError(f"e2e training: teacher must be a policy spec string, got {self.teacher!r}")
-        if self.dialogues % self.batch_dialogues or self.checkpoint_every % self.batch_dialogues:
-            raise ConfigError(
-                f"e2e training: dialogues ({self.dialogues}) and checkpoint_every ({self.checkpoint_every}) must be "
-                f"multiples of batch_dialogues ({self.batch_dialogues})"
-            )
         if self.n_embd % self.n_head:
             raise ConfigError(f"e2e training: n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
         if self.n_positions <= sum(LIMITS.values()) + 16:
@@ -267,10 +273,12 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
         if act is None:
             raise ConfigError(f"teacher table: no act for context {cs.ids[c]!r} ({table.errors[c]})")
         lex = lexicons[j].copy()
-        result = db_query(domain, constraints_of(cs.beliefs[c], domain))
+        constraints = constraints_of(cs.beliefs[c], domain)
+        result = db_query(domain, constraints)
         shown = lex.recent(result.names)[:MAX_MATCHES]
         db = db_text(result, lex)
-        blocks.append((j, db, delex_act(act, domain, lex, shown), delex_prompt(table.prompts[c] or "", act)))
+        written = delex_act(act, domain, lex, shown, constraints)
+        blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act)))
         chat_blocks.append((j, act))
     return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
 

@@ -52,8 +52,8 @@ def test_format_round_trips_the_teachers_answers(ccol):
         shown = lex.recent(result.names)[:MAX_MATCHES]
         act = table.acts[i]
         assert lex_act(delex_act(act, domain, lex), domain, lex) == act
-        written = delex_act(act, domain, lex, shown)
-        assert lex_act(written, domain, lex, shown) == act
+        written = delex_act(act, domain, lex, shown, cons)
+        assert lex_act(written, domain, lex, shown, cons) == act
         pointed += "name = [v]" in written
         assert lex_prompt(delex_prompt(table.prompts[i], act), act) == clean(table.prompts[i])
     assert pointed > 0  # the venue the database shows first is written [v]
@@ -76,6 +76,29 @@ def test_the_database_s_first_venue_is_written_v_and_another_by_its_placeholder(
     act = f'inform(name="{first["name"]}",addr="{first["addr"]}",area="{first["area"]}")'
     assert delex_act(act, domain, lex, shown) == " inform name = [v] ; addr = [v] ; area = [v]"
     assert delex_act('inform(name="none",food="chinese")', domain, lex, shown) == " inform name = none ; food = chinese"
+
+
+def test_no_venue_acts_write_the_query_s_values_as_v():
+    from behavsim import canonical_act
+    from policies.learners.e2e._format import E2EFormatError, Lexicon, delex_act, lex_act
+    from policies.simulation.domain import resolve_domain
+
+    domain = resolve_domain(None)
+    lex = Lexicon(domain)
+    cons = [("area", "north"), ("food", "chinese"), ("pricerange", "dontcare")]
+    act = 'inform(name="none",area="north",food="chinese")'
+    written = delex_act(act, domain, lex, (), cons)
+    assert written == " inform name = none ; area = [v] ; food = [v]"
+    assert lex_act(written, domain, lex, (), cons) == canonical_act(act)
+    # a value the constraints do not hold stays as it is, and [v] of a slot they lack is refused
+    assert delex_act('inform(name="none",area="south")', domain, lex, (), cons) == " inform name = none ; area = south"
+    with pytest.raises(E2EFormatError, match="fills phone from its constraints, which hold none"):
+        lex_act(" inform name = none ; phone = [v]", domain, lex, (), cons)
+    # an act naming a venue fills [v] from the venue, never from the constraints
+    v = domain.venues[0]
+    assert lex_act(f" inform name = {v['name']} ; area = [v]", domain, lex, (), cons) == canonical_act(
+        f'inform(name="{v["name"]}",area="{v["area"]}")'
+    )
 
 
 def test_history_is_delexicalised_with_the_ontology():
@@ -361,10 +384,10 @@ def test_train_command(tmp_path, capsys):
     assert "--teacher applies to --policy e2e only" in capsys.readouterr().err
     assert main(["train", "--policy", "e2e", "--teacher", "handcraftd", "-o", str(tmp_path / "z")]) == 2
     assert "Did you mean 'handcrafted'" in capsys.readouterr().err
-    bad = ["train", "--policy", "e2e", "--teacher", "handcrafted", "--dagger-dialogues", "600", "-o"]
+    bad = ["train", "--policy", "e2e", "--teacher", "handcrafted", "--dagger-dialogues", "700", "-o"]
     assert main([*bad, str(tmp_path / "w")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "4 DAgger rounds of 600 dialogues leave no room for the teacher's 1000" in err
+    assert err.count("\n") == 1 and "3 DAgger rounds of 700 dialogues leave no room for the teacher's 2000" in err
     assert not (tmp_path / "w").exists()
 
 
@@ -498,6 +521,18 @@ def test_bad_dagger_settings_and_configurations_from_before_them():
         E2EConfig(**{**DAGGER, "dagger_from": 0})
     old = {k: v for k, v in E2EConfig(**SMALL).to_dict().items() if not k.startswith("dagger")}
     assert E2EConfig.from_dict(old).dagger_dialogues == 0
+
+
+def test_default_checkpoints_once_per_epoch_and_dagger_rounds_of_a_tenth():
+    from policies.learners.e2e import E2EConfig
+
+    d = E2EConfig()
+    assert (d.dialogues, d.checkpoint_every, d.dagger_dialogues, d.dagger_rounds) == (2000, 2000, 200, 3)
+    assert d.schedule() == [2000, 4000, 6000, 8000, 10000]
+    small = E2EConfig(dialogues=8, epochs=2, batch_dialogues=4)
+    assert (small.checkpoint_every, small.dagger_dialogues, small.dagger_rounds) == (8, 0, 0)
+    assert E2EConfig(dialogues=100).dagger_dialogues == 10
+    assert E2EConfig.from_dict(d.to_dict()) == d  # stored resolved: a run folder's settings are numbers
 
 
 def test_a_name_written_as_v_is_the_first_venue_the_database_showed():
