@@ -550,3 +550,45 @@ def test_a_name_written_as_v_is_the_first_venue_the_database_showed():
     # an act naming its venue keeps it: the database's first venue fills only a name written [v]
     named = lex_act(f" inform name = {second['name']} ; addr = [v]", domain, lex, [first["name"]])
     assert named == canonical_act(f'inform(name="{second["name"]}",addr="{second["addr"]}")')
+
+
+def test_the_act_names_a_venue_or_none_after_name_and_generation_follows_rules(e2e_run):
+    """After `` name =`` the act may write only ``[v]`` (when the database showed a venue), ``none``,
+    a venue placeholder the dialogue holds or a venue's name; a rule is obeyed by generation."""
+    import torch
+
+    from policies.learners.e2e import E2EModel
+    from policies.learners.e2e._format import Lexicon, history_text
+    from policies.learners.e2e._model import _Row
+    from policies.learners.e2e._session import Session
+
+    _, _, last = e2e_run
+    model = E2EModel(last)
+    vocab = dict(model._vocab)
+    for w in (" name", " =", " none"):  # the small run's teacher never writes them: give them ids
+        vocab.setdefault(w, max(vocab.values()) + 1)
+    model._vocab = vocab
+    lex = Lexicon(model.domain)
+    first, second = model.domain.venues[0], model.domain.venues[1]
+    history_text([{"speaker": "system", "text": f"how about {second['name']}?"}], lex)
+    row = _Row(None)  # type: ignore[arg-type]
+    row.lexicon, row.shown = lex, [first["name"]]
+    rule = model._name_rule(row)
+    after = [vocab[" name"], vocab[" ="]]
+    allowed = set(rule([vocab[" name"], *after]) or ())
+    assert {vocab[" [v]"], vocab[" none"], vocab[" [name_1]"]} <= allowed
+    assert vocab.get(" centre") not in allowed and vocab[" [name_2]"] not in allowed  # [name_2]: not held
+    assert allowed - {vocab[" [v]"], vocab[" none"], vocab[" [name_1]"]} <= model._venue_ids
+    assert rule([vocab[" ="]]) is None and rule([*after, model.sp["response"], *after]) is None
+    row.shown = []  # the database showed no venue: no [v]
+    assert vocab[" [v]"] not in set(model._name_rule(row)(after) or ())
+
+    def generate(rules):
+        session = Session(torch, model.model, 2, model.sp["pad"])
+        session.feed([[model.sp["eos"]], [model.sp["eos"]]])
+        return session.generate([model.sp["eos"], model.sp["eos"]], [3, 3], None, rules)
+
+    tok = model.sp["act"]
+    free, ruled = generate(None), generate([lambda w: [tok], None])
+    assert free[0] != [tok, tok, tok] and ruled[0] == [tok, tok, tok]
+    assert ruled[1] == free[1]  # a row without a rule writes as before
