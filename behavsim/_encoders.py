@@ -37,6 +37,10 @@ from ._errors import ConfigError, ModelNotAvailable, UnknownEncoder
 from ._registry import Registry
 from ._util import package_version as _version
 
+#: PyTorch threads while a token encoder (BERTScore's) runs: fixed, so an embedding is the same in
+#: every process (the thread count changed the last float32 bits).
+ENCODER_THREADS = 1
+
 __all__ = [
     "SentenceEncoder",
     "TokenEncoder",
@@ -404,6 +408,17 @@ class HFTokenEncoder(TokenEncoder):
         for k, x in enumerate(ids):
             by_len.setdefault(len(x), []).append(k)
         out: list[np.ndarray | None] = [None] * len(texts)
+        # one thread: the process's thread count (a Ray worker's 1, a local run's 2) changed the
+        # last float32 bits of the embeddings, so a score depended on where it was computed
+        threads = torch.get_num_threads()
+        torch.set_num_threads(ENCODER_THREADS)
+        try:
+            self._encode_batches(torch, bert_encode, ids, by_len, out)
+        finally:
+            torch.set_num_threads(threads)
+        return out  # type: ignore[return-value]
+
+    def _encode_batches(self, torch, bert_encode, ids, by_len, out) -> None:
         with torch.no_grad():
             for length in sorted(by_len):
                 members = by_len[length]
@@ -415,7 +430,6 @@ class HFTokenEncoder(TokenEncoder):
                     emb = emb / torch.norm(emb, dim=-1, keepdim=True)
                     for row, k in enumerate(chunk):
                         out[k] = emb[row].float().cpu().numpy()
-        return out  # type: ignore[return-value]
 
     def embed(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Normalised token embeddings per text (special tokens included)."""
