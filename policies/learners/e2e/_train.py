@@ -8,7 +8,8 @@
    dropout) at a small size, initialised from ``seed``.
 4. **Training**: next-token cross-entropy on the belief span, the act and the response (not on
    the history or the database result) and, with ``chat`` (the default), on the chat mode's act
-   after the turns as said (:mod:`._tokenizer`; one more part of each dialogue's row), AdamW, a linear warm-up then a cosine decay of the learning
+   after the turns as said (:mod:`._tokenizer`; one more part of each dialogue's row), AdamW,
+   a linear warm-up then a cosine decay of the learning
    rate; an epoch visits the teacher's dialogues in an order drawn from ``SeedSequence([seed, epoch])``,
    ``batch_dialogues`` dialogues (all their contexts) per step.
 5. **Checkpoints**: every ``checkpoint_every`` dialogues trained on (repeats across epochs
@@ -28,12 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,11 +286,28 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
     return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
 
 
-def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int]:
+#: Token ids of texts (one list per text).
+_Encode = Callable[[Sequence[str]], list[list[int]]]
+
+
+def _all_texts(t: _DialogueTexts) -> Iterator[str]:
+    """Every text of a dialogue that becomes tokens (what the tokenizer's vocabulary covers)."""
+    yield from (*t.segments, *t.beliefs, *(y for b in t.blocks for y in b[1:]), *t.chat, *(a for _, a in t.chat_blocks))
+
+
+def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
+    """Token ids of ``texts``, each distinct text encoded once, all in one call (most repeat: a
+    dialogue's segments recur in its chat row, templates' acts and responses across dialogues)."""
+    distinct = list(dict.fromkeys(texts))
+    known = dict(zip(distinct, _encode(tokenizer, distinct)))
+    return lambda xs: [known[x] for x in xs]
+
+
+def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -> tuple[_Row, int]:
     """A dialogue's packed row, and how many of its contexts did not fit the model's positions."""
     sp = special_ids(tokenizer)
-    segs = _encode(tokenizer, t.segments)
-    bels = _encode(tokenizer, t.beliefs)
+    segs = encode(t.segments)
+    bels = encode(t.beliefs)
     ids, targets, ends = [sp["eos"]], [], []
     for seg, bel in zip(segs, bels):
         ids += [*seg, sp["belief"]]
@@ -296,7 +316,7 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int
         ids += span
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets)
-    cols = [_encode(tokenizer, [str(b[k]) for b in t.blocks]) for k in (1, 2, 3)]
+    cols = [encode([str(b[k]) for b in t.blocks]) for k in (1, 2, 3)]
     dropped = 0
     for (j, *_), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
@@ -314,16 +334,16 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> tuple[_Row, int
     return row, dropped
 
 
-def _chat_row(tokenizer: Any, t: _DialogueTexts, n_positions: int) -> _Row:
+def _chat_row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -> _Row:
     """A dialogue's row in the chat mode (see :class:`_Row`); a context whose act is longer than
     :data:`CHAT_ACT_LIMIT` or that does not fit the model's positions is left out."""
     sp = special_ids(tokenizer)
     ids, ends = [sp["eos"]], []
-    for seg in _encode(tokenizer, t.chat):
+    for seg in encode(t.chat):
         ids += seg
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], [], chat=True)
-    for (j, _), act in zip(t.chat_blocks, _encode(tokenizer, [a for _, a in t.chat_blocks])):
+    for (j, _), act in zip(t.chat_blocks, encode([a for _, a in t.chat_blocks])):
         block = [sp["answer"], *act, sp["eos"]]
         seen = ends[j]
         if len(act) > CHAT_ACT_LIMIT or seen + len(block) > n_positions:
@@ -415,20 +435,7 @@ def train_e2e(
     _prepare(config, out)
     cs, table = _teacher_data(config, out, domain, say)
     texts = [_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
-    tokenizer = build_tokenizer(
-        (
-            x
-            for t in texts
-            for x in (
-                *t.segments,
-                *t.beliefs,
-                *(y for b in t.blocks for y in b[1:]),
-                *t.chat,
-                *(a for _, a in t.chat_blocks),
-            )
-        ),
-        domain,
-    )
+    tokenizer = build_tokenizer((x for t in texts for x in _all_texts(t)), domain)
     rows, dropped = _rows(config, tokenizer, texts)
     if dropped:
         say(f"{dropped} of {len(cs)} teacher contexts do not fit {config.n_positions} positions: not trained on")
@@ -447,8 +454,12 @@ def _by_dialogue(cs: ContextSet, n: int) -> list[list[int]]:
 def _rows(config: E2EConfig, tokenizer: Any, texts: list[_DialogueTexts]) -> tuple[list[list[_Row]], int]:
     """Each dialogue's training rows (the main row, and the chat row with ``chat``), and how many
     contexts did not fit the model's positions."""
-    built = [_row(tokenizer, t, config.n_positions) for t in texts]
-    rows = [[r, _chat_row(tokenizer, t, config.n_positions)] if config.chat else [r] for (r, _), t in zip(built, texts)]
+    encode = _encoder(tokenizer, (x for t in texts for x in _all_texts(t)))
+    built = [_row(tokenizer, t, config.n_positions, encode) for t in texts]
+    rows = [
+        [r, _chat_row(tokenizer, t, config.n_positions, encode)] if config.chat else [r]
+        for (r, _), t in zip(built, texts)
+    ]
     return rows, sum(d for _, d in built)
 
 
@@ -583,18 +594,21 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
 
 
 def _mask(torch, row: _Row, width: int) -> Any:
-    """Row's attention as an additive (width × width) mask (see :class:`_Row`)."""
-    n = len(row.ids)
-    idx = torch.arange(width)
-    blk = torch.full((width,), -2, dtype=torch.long)
-    blk[:n] = torch.tensor(row.block)
-    seen_k = torch.tensor([*row.seen, width], dtype=torch.long)
-    seen = torch.where(blk >= 0, seen_k[blk.clamp(min=0, max=len(row.seen))], width)
-    causal = idx[None, :] <= idx[:, None]
-    allow = (blk[:, None] == blk[None, :]) & causal & (blk[:, None] != -2)
-    allow |= (blk[:, None] >= 0) & (blk[None, :] == -1) & (idx[None, :] < seen[:, None])
-    allow |= torch.eye(width, dtype=torch.bool)  # padding sees itself (no empty softmax)
-    return torch.where(allow, 0.0, torch.finfo(torch.float32).min)
+    """Row's attention as an additive (width × width) mask (see :class:`_Row`), written block by
+    block: the shared part sees itself causally, block k the shared part's first ``seen[k]``
+    tokens and itself causally, padding only itself (no empty softmax)."""
+    mask = torch.full((width, width), torch.finfo(torch.float32).min)
+    sizes = Counter(row.block)
+    bounds = list(itertools.accumulate([sizes[-1], *(sizes[k] for k in range(len(row.seen)))], initial=0))
+    span = max(b - a for a, b in itertools.pairwise(bounds))
+    causal = torch.ones((span, span), dtype=torch.bool).tril_()
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+        if k:
+            mask[a:b, : row.seen[k - 1]] = 0.0
+        mask[a:b, a:b].masked_fill_(causal[: b - a, : b - a], 0.0)
+    pad = torch.arange(bounds[-1], width)
+    mask[pad, pad] = 0.0
+    return mask
 
 
 def _step(torch, model, opt, rows: list[_Row], tokenizer) -> float:
