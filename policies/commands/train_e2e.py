@@ -85,6 +85,8 @@ def e2e_config_from_args(args: argparse.Namespace):
         raise ConfigError(f"--policy e2e trains one seed per run folder; got --seed {' '.join(map(str, seeds))}")
     if args.rewards:
         raise ConfigError("--reward does not apply to --policy e2e (it imitates its teacher; it has no reward)")
+    if args.dagger_dialogues is not None and args.dagger_dialogues < 0:
+        raise ConfigError(f"--dagger-dialogues must be 0 (no DAgger rounds) or more, got {args.dagger_dialogues}")
     dialogues = args.dialogues if args.dialogues is not None else d.dialogues
     return E2EConfig(
         teacher=args.teacher,

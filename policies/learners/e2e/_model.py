@@ -114,7 +114,7 @@ class E2EModel:
         self._vocab: dict[str, int] = self.tokenizer.get_vocab()
         self._venue_ids = {self._vocab[f" {v['name']}"] for v in self.domain.venues if f" {v['name']}" in self._vocab}
         self._placeholder_ids = {
-            tok: int(i) for tok, i in self.tokenizer.get_vocab().items() if re.fullmatch(r" ?\[[a-z]+_\d+\]", tok)
+            tok: int(i) for tok, i in self._vocab.items() if re.fullmatch(r" ?\[[a-z]+_\d+\]", tok)
         }
 
     @property

@@ -314,25 +314,38 @@ def test_the_chat_mode_answers_through_the_llm_kinds(e2e_run, ccol, tmp_path):
         respond(f"hf:{last}", contexts.generate_grid(step=1.0))
 
 
-def test_a_packed_row_is_masked_as_separate_sequences():
-    """A block sees its shared part up to its decision point and itself, causally; padding only
-    itself."""
+def test_a_packed_row_computes_what_transformers_computes_for_each_block_alone():
+    """A block sees its shared part up to its decision point and itself, causally, at the positions
+    it would have alone: the training forward (rows unpadded, attention by part) gives the logits
+    `transformers`' own GPT-2 forward gives for the shared part alone and for each block's own
+    sequence (shared prefix, then the block); a row beside it changes nothing."""
     import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    from policies.learners.e2e._train import _mask, _Row
+    from policies.learners.e2e._train import _forward, _Row
 
-    # 3 shared tokens; block 0 (2 tokens) after 2 of them, block 1 (1 token) after all 3; 1 padding
-    row = _Row(ids=list(range(6)), pos=[0, 1, 2, 2, 3, 3], block=[-1, -1, -1, 0, 0, 1], seen=[2, 3], targets=[])
-    m = (_mask(torch, row, 7) == 0).int().tolist()
-    assert m == [
-        [1, 0, 0, 0, 0, 0, 0],
-        [1, 1, 0, 0, 0, 0, 0],
-        [1, 1, 1, 0, 0, 0, 0],
-        [1, 1, 0, 1, 0, 0, 0],
-        [1, 1, 0, 1, 1, 0, 0],
-        [1, 1, 1, 0, 0, 1, 0],
-        [0, 0, 0, 0, 0, 0, 1],
-    ]
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=4, activation_function="gelu")
+    cfg.resid_pdrop = cfg.embd_pdrop = cfg.attn_pdrop = 0.0
+    model = GPT2LMHeadModel(cfg).eval()
+    g = torch.Generator().manual_seed(1)
+    shared, b0, b1 = (torch.randint(0, 50, (k,), generator=g).tolist() for k in (7, 4, 3))
+    # block 0 after 4 shared tokens, block 1 after all 7; every position a target
+    ids = shared + b0 + b1
+    pos = [*range(7), *range(4, 8), *range(7, 10)]
+    row = _Row(ids, pos, [-1] * 7 + [0] * 4 + [1] * 3, [4, 7], [(i, 0) for i in range(len(ids))])
+    other = _Row(b1 + b0, list(range(7)), [-1] * 7, [], [(i, 0) for i in range(7)])
+    with torch.no_grad():
+        got = _forward(torch, model, [other, row])[0][7:]
+        alone = [model(torch.tensor([seq])).logits[0] for seq in (shared, shared[:4] + b0, shared + b1)]
+    want = torch.cat([alone[0], alone[1][4:], alone[2][7:]])
+    assert got.shape == want.shape == (14, 50)
+    assert torch.allclose(got, want, atol=1e-5), float((got - want).abs().max())
+    # and a different block 1 moves neither the shared part's nor block 0's logits
+    row.ids = shared + b0 + [(t + 1) % 50 for t in b1]
+    with torch.no_grad():
+        moved = _forward(torch, model, [row])[0]
+    assert torch.equal(moved[:11], got[:11]) and not torch.allclose(moved[11:], got[11:])
 
 
 # ----------------------------------------------------------------------------- dialogues
@@ -389,6 +402,8 @@ def test_train_command(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "3 DAgger rounds of 700 dialogues leave no room for the teacher's 2000" in err
     assert not (tmp_path / "w").exists()
+    assert main([*bad[:-2], "-1", "-o", str(tmp_path / "v")]) == 2  # -1 is the library's AUTO, not a count
+    assert "--dagger-dialogues must be 0 (no DAgger rounds) or more, got -1" in capsys.readouterr().err
 
 
 def test_an_untrained_model_answers_long_dialogues_in_any_batch(e2e_run, ccol, tmp_path):
