@@ -59,6 +59,14 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         "teacher labels every turn of them; they join every later epoch (default: a tenth of --dialogues; 0: none)",
     )
     g.add_argument(
+        "--belief-weight",
+        type=float,
+        default=d.belief_weight,
+        metavar="W",
+        help="the loss weight of the belief spans' tokens, the model's own record of the user's constraints "
+        f"(default {d.belief_weight}: every target alike)",
+    )
+    g.add_argument(
         "--dagger-from",
         type=int,
         default=d.dagger_from,
@@ -103,6 +111,7 @@ def e2e_config_from_args(args: argparse.Namespace):
         chat=bool(getattr(args, "chat", True)),
         **({} if args.dagger_dialogues is None else {"dagger_dialogues": args.dagger_dialogues}),
         dagger_from=args.dagger_from,
+        belief_weight=args.belief_weight,
         domain=args.domain,
         user=args.user,
     )

@@ -78,8 +78,8 @@ role = "history"
 #: venue's description is long (below the 128 new tokens hf: and openai: ask for by default).
 CHAT_ACT_LIMIT = 120
 
-#: What a configuration written before the DAgger rounds existed meant by their absence.
-_BEFORE_DAGGER = {"dagger_dialogues": 0, "dagger_from": 1}
+#: What a configuration written before these settings existed meant by their absence.
+_BEFORE_DAGGER = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0}
 #: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
 AUTO = -1
 
@@ -113,6 +113,7 @@ class E2EConfig:
     chat: bool = True
     dagger_dialogues: int = AUTO  # AUTO: a tenth of ``dialogues`` (200 of the default 2,000); 0: none
     dagger_from: int = 2
+    belief_weight: float = 1.0  # the loss weight of the belief spans' tokens (1: every target alike)
 
     def __post_init__(self) -> None:
         if self.checkpoint_every == 0 and isinstance(self.dialogues, int):
@@ -157,6 +158,9 @@ class E2EConfig:
             v = getattr(self, key)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
                 raise ConfigError(f"e2e training: {key} must be a non-negative number, got {v!r}")
+        w = self.belief_weight
+        if not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w) or w <= 0:
+            raise ConfigError(f"e2e training: belief_weight must be a positive number, got {w!r}")
 
     @property
     def dagger_rounds(self) -> int:
@@ -582,7 +586,7 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
         step = done // config.batch_dialogues
         for g in opt.param_groups:
             g["lr"] = config.lr_at(step, total_steps)
-        loss = _step(torch, model, opt, [r for d in chosen for r in pool[1][int(d)]])
+        loss = _step(torch, model, opt, [r for d in chosen for r in pool[1][int(d)]], config.belief_weight)
         window.append(loss)
         done += config.batch_dialogues
         if done in schedule:
@@ -594,11 +598,17 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
                 return
 
 
-def _step(torch, model, opt, rows: list[_Row]) -> float:
+def _step(torch, model, opt, rows: list[_Row], belief_weight: float = 1.0) -> float:
     """One optimiser step on ``rows`` (the main rows and the chat rows): one loss over all their
-    targets."""
+    targets, the mean cross-entropy — weighted, with ``belief_weight`` ≠ 1, by that weight on the
+    belief spans' tokens (a main row's targets read from its shared part) and 1 elsewhere."""
     logits, targets = _forward(torch, model, rows)
-    loss = torch.nn.functional.cross_entropy(logits, targets)
+    if belief_weight == 1:
+        loss = torch.nn.functional.cross_entropy(logits, targets)
+    else:
+        w = [belief_weight if not r.chat and r.block[i] == -1 else 1.0 for r in rows for i, _ in r.targets]
+        weights = torch.tensor(w)
+        loss = (torch.nn.functional.cross_entropy(logits, targets, reduction="none") * weights).sum() / weights.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()

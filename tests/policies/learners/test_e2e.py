@@ -404,6 +404,9 @@ def test_train_command(tmp_path, capsys):
     assert not (tmp_path / "w").exists()
     assert main([*bad[:-2], "-1", "-o", str(tmp_path / "v")]) == 2  # -1 is the library's AUTO, not a count
     assert "--dagger-dialogues must be 0 (no DAgger rounds) or more, got -1" in capsys.readouterr().err
+    assert main([*bad[:-3], "--belief-weight", "0", "-o", str(tmp_path / "u")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "belief_weight must be a positive number, got 0.0" in err
 
 
 def test_an_untrained_model_answers_long_dialogues_in_any_batch(e2e_run, ccol, tmp_path):
@@ -534,8 +537,35 @@ def test_bad_dagger_settings_and_configurations_from_before_them():
         E2EConfig(**{**DAGGER, "dagger_dialogues": 4})
     with pytest.raises(ConfigError, match="dagger_from must be a positive integer"):
         E2EConfig(**{**DAGGER, "dagger_from": 0})
-    old = {k: v for k, v in E2EConfig(**SMALL).to_dict().items() if not k.startswith("dagger")}
-    assert E2EConfig.from_dict(old).dagger_dialogues == 0
+    old = {k: v for k, v in E2EConfig(**SMALL).to_dict().items() if not k.startswith(("dagger", "belief"))}
+    assert E2EConfig.from_dict(old).dagger_dialogues == 0 and E2EConfig.from_dict(old).belief_weight == 1.0
+    for bad in (0, -1.0, float("nan"), True):
+        with pytest.raises(ConfigError, match="belief_weight must be a positive number"):
+            E2EConfig(**{**SMALL, "belief_weight": bad})
+
+
+def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
+    """The loss is the mean cross-entropy over all targets; with a belief weight W the belief spans'
+    targets (read from a main row's shared part) count W times, the acts' and the chat rows' once."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from policies.learners.e2e._train import _forward, _Row, _step
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=30, n_positions=32, n_embd=16, n_layer=1, n_head=2, activation_function="gelu")
+    cfg.resid_pdrop = cfg.embd_pdrop = cfg.attn_pdrop = 0.0
+    model = GPT2LMHeadModel(cfg)
+    # main row: 4 shared tokens (2 belief targets), a block of 3 (2 act targets); a chat row: 1 target
+    row = _Row(list(range(7)), [0, 1, 2, 3, 4, 5, 6], [-1] * 4 + [0] * 3, [4], [(1, 5), (2, 6), (4, 7), (5, 8)])
+    chat = _Row([1, 2, 3], [0, 1, 2], [-1, -1, 0], [2], [(2, 9)], chat=True)
+    with torch.no_grad():
+        logits, targets = _forward(torch, model, [row, chat])
+        ce = torch.nn.functional.cross_entropy(logits, targets, reduction="none").tolist()
+    frozen = torch.optim.SGD(model.parameters(), lr=0.0)
+    assert _step(torch, model, frozen, [row, chat]) == pytest.approx(sum(ce) / 5, rel=1e-6)
+    want = (3 * (ce[0] + ce[1]) + ce[2] + ce[3] + ce[4]) / 9
+    assert _step(torch, model, frozen, [row, chat], 3.0) == pytest.approx(want, rel=1e-6)
 
 
 def test_default_checkpoints_once_per_epoch_and_dagger_rounds_of_a_tenth():
