@@ -4,6 +4,7 @@ success, determinism, and loading with ``transformers``' own classes.
     python benchmarks/e2e.py                      # ~20-40 minutes on a quiet 2-core machine
     python benchmarks/e2e.py --quick              # no second and resumed training (no byte checks)
     python benchmarks/e2e.py --out runs/bench-e2e # keep the folders
+    python benchmarks/e2e.py --quick --seeds 1 2 --belief-weight 3   # every training with that weight
 
 Measures, each printed with the command or call that produced it:
 
@@ -91,7 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="skip the second and the resumed training")
     ap.add_argument("--dialogues", type=int, default=1000, help="task-success dialogues (default 1000)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[], help="further seeds to train and play (step 7)")
+    ap.add_argument(
+        "--belief-weight", type=float, default=1.0, help="every training's --belief-weight (default 1, the trainer's)"
+    )
     args = ap.parse_args(argv)
+    weight = ["--belief-weight", repr(args.belief_weight)] if args.belief_weight != 1 else []  # the command's
+    settings = {"belief_weight": args.belief_weight}  # the library's
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
     behavsim = [sys.executable, "-m", "behavsim.cli"]
@@ -111,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "-o",
         "e2e",
         "--no-progress",
+        *weight,
     ]
     wall, cpu, _ = _run(cmd, work)
     load = os.getloadavg()[0]
@@ -254,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                 "-o",
                 "e2e-again",
                 "--no-progress",
+                *weight,
             ],
             work,
         )
@@ -261,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         from policies.learners.e2e import E2EConfig, train_e2e
 
         shutil.rmtree(work / "e2e-resumed", ignore_errors=True)
-        first = E2EConfig().schedule()[0]
-        train_e2e(E2EConfig(), work / "e2e-resumed", stop_after=first)
+        first = E2EConfig(**settings).schedule()[0]
+        train_e2e(E2EConfig(**settings), work / "e2e-resumed", stop_after=first)
         _run(
             [
                 *behavsim,
@@ -276,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 "-o",
                 "e2e-resumed",
                 "--no-progress",
+                *weight,
             ],
             work,
         )
@@ -292,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             shutil.rmtree(work / f"e2e-s{seed}", ignore_errors=True)
             t0 = time.perf_counter()
-            ck = train_e2e(E2EConfig(seed=seed), work / f"e2e-s{seed}")[-1][1]
+            ck = train_e2e(E2EConfig(seed=seed, **settings), work / f"e2e-s{seed}")[-1][1]
             t1 = time.perf_counter()
             res = play_dialogues(f"e2e:{ck}", args.dialogues)
             tsrs[seed] = res.tsr

@@ -59,19 +59,19 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         "teacher labels every turn of them; they join every later epoch (default: a tenth of --dialogues; 0: none)",
     )
     g.add_argument(
+        "--dagger-from",
+        type=int,
+        default=d.dagger_from,
+        metavar="E",
+        help=f"the epoch after which the first DAgger round is played (default {d.dagger_from})",
+    )
+    g.add_argument(
         "--belief-weight",
         type=float,
         default=d.belief_weight,
         metavar="W",
         help="the loss weight of the belief spans' tokens, the model's own record of the user's constraints "
         f"(default {d.belief_weight}: every target alike)",
-    )
-    g.add_argument(
-        "--dagger-from",
-        type=int,
-        default=d.dagger_from,
-        metavar="E",
-        help=f"the epoch after which the first DAgger round is played (default {d.dagger_from})",
     )
     g.add_argument(
         "--no-chat",

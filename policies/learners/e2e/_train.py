@@ -79,7 +79,7 @@ role = "history"
 CHAT_ACT_LIMIT = 120
 
 #: What a configuration written before these settings existed meant by their absence.
-_BEFORE_DAGGER = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0}
+_ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0}
 #: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
 AUTO = -1
 
@@ -186,7 +186,7 @@ class E2EConfig:
         bad = sorted(set(d) - known)
         if bad:
             raise ConfigError(f"e2e training: unknown setting(s) {bad}; known: {sorted(known)}")
-        return cls(**{**_BEFORE_DAGGER, **d})
+        return cls(**{**_ABSENT, **d})
 
     def lr_at(self, step: int, total_steps: int) -> float:
         """Linear warm-up to ``lr`` over ``warmup_steps``, then cosine decay to ``lr·final_lr_ratio``."""
@@ -368,7 +368,7 @@ def _prepare(config: E2EConfig, out: Path) -> None:
             old = json.loads(run.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ConfigError(f"{run}: unreadable ({exc})") from None
-        old_config = {**_BEFORE_DAGGER, **(old.get("config") or {})}
+        old_config = {**_ABSENT, **(old.get("config") or {})}
         if old_config != config.to_dict():
             diff = sorted(k for k in config.to_dict() if old_config.get(k) != config.to_dict()[k])
             raise ConfigError(
