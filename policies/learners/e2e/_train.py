@@ -250,6 +250,7 @@ class _Row:
     seen: list[int]  # per block: how many shared tokens it sees
     targets: list[tuple[int, int]]  # (index whose output predicts it, token id)
     chat: bool = False  # the chat mode's row
+    belief_targets: int = 0  # the first targets, the belief spans' (a main row's shared part)
 
 
 @dataclass
@@ -307,27 +308,31 @@ def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
 
 
 def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -> tuple[_Row, int]:
-    """A dialogue's packed row, and how many of its contexts did not fit the model's positions."""
+    """A dialogue's packed row, and how many of its contexts did not fit the model's positions
+    (a long dialogue's shared part ends at the last decision point that fits: the contexts after
+    it are left out, as is a block that does not fit after its decision point)."""
     sp = special_ids(tokenizer)
     segs = encode(t.segments)
     bels = encode(t.beliefs)
     ids, targets, ends = [sp["eos"]], [], []
     for seg, bel in zip(segs, bels):
-        ids += [*seg, sp["belief"]]
         span = [*bel[: LIMITS["belief"]], sp["db"]]
+        if len(ids) + len(seg) + 1 + len(span) > n_positions:
+            break
+        ids += [*seg, sp["belief"]]
         targets += [(len(ids) + k - 1, tok) for k, tok in enumerate(span)]
         ids += span
         ends.append(len(ids))
-    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets)
+    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets, belief_targets=len(targets))
     cols = [encode([str(b[k]) for b in t.blocks]) for k in (1, 2, 3)]
     dropped = 0
     for (j, *_), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
         block = [*head, *act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
-        seen = ends[j]
-        if seen + len(block) > n_positions:
+        if j >= len(ends) or ends[j] + len(block) > n_positions:
             dropped += 1
             continue
+        seen = ends[j]
         start = len(row.ids)
         row.ids += block
         row.pos += list(range(seen, seen + len(block)))
@@ -343,14 +348,16 @@ def _chat_row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Enco
     sp = special_ids(tokenizer)
     ids, ends = [sp["eos"]], []
     for seg in encode(t.chat):
+        if len(ids) + len(seg) > n_positions:
+            break  # a long dialogue ends at the last decision point that fits
         ids += seg
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], [], chat=True)
     for (j, _), act in zip(t.chat_blocks, encode([a for _, a in t.chat_blocks])):
         block = [sp["answer"], *act, sp["eos"]]
-        seen = ends[j]
-        if len(act) > CHAT_ACT_LIMIT or seen + len(block) > n_positions:
+        if len(act) > CHAT_ACT_LIMIT or j >= len(ends) or ends[j] + len(block) > n_positions:
             continue  # never a cut act: the model would learn to write one
+        seen = ends[j]
         start = len(row.ids)
         row.ids += block
         row.pos += list(range(seen, seen + len(block)))
@@ -606,8 +613,11 @@ def _step(torch, model, opt, rows: list[_Row], belief_weight: float = 1.0) -> fl
     if belief_weight == 1:
         loss = torch.nn.functional.cross_entropy(logits, targets)
     else:
-        w = [belief_weight if not r.chat and r.block[i] == -1 else 1.0 for r in rows for i, _ in r.targets]
-        weights = torch.tensor(w)
+        weights = torch.ones(len(targets))
+        start = 0
+        for r in rows:
+            weights[start : start + r.belief_targets] = belief_weight
+            start += len(r.targets)
         loss = (torch.nn.functional.cross_entropy(logits, targets, reduction="none") * weights).sum() / weights.sum()
     opt.zero_grad(set_to_none=True)
     loss.backward()

@@ -557,7 +557,9 @@ def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
     cfg.resid_pdrop = cfg.embd_pdrop = cfg.attn_pdrop = 0.0
     model = GPT2LMHeadModel(cfg)
     # main row: 4 shared tokens (2 belief targets), a block of 3 (2 act targets); a chat row: 1 target
-    row = _Row(list(range(7)), [0, 1, 2, 3, 4, 5, 6], [-1] * 4 + [0] * 3, [4], [(1, 5), (2, 6), (4, 7), (5, 8)])
+    row = _Row(
+        list(range(7)), [0, 1, 2, 3, 4, 5, 6], [-1] * 4 + [0] * 3, [4], [(1, 5), (2, 6), (4, 7), (5, 8)], belief_targets=2
+    )
     chat = _Row([1, 2, 3], [0, 1, 2], [-1, -1, 0], [2], [(2, 9)], chat=True)
     with torch.no_grad():
         logits, targets = _forward(torch, model, [row, chat])
@@ -566,6 +568,59 @@ def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
     assert _step(torch, model, frozen, [row, chat]) == pytest.approx(sum(ce) / 5, rel=1e-6)
     want = (3 * (ce[0] + ce[1]) + ce[2] + ce[3] + ce[4]) / 9
     assert _step(torch, model, frozen, [row, chat], 3.0) == pytest.approx(want, rel=1e-6)
+
+
+def test_a_rows_belief_targets_are_its_first_those_its_shared_part_predicts(e2e_run):
+    """What the belief weight weighs, on a run's own rows: a main row's first ``belief_targets``
+    targets are exactly those predicted inside its shared part (the belief spans and their ends);
+    a chat row has none."""
+    import dataclasses
+
+    from behavsim import ContextSet, ResponseTable
+    from policies.learners.e2e import E2EModel
+    from policies.learners.e2e._train import _by_dialogue, _rows, _texts
+
+    config, out, last = e2e_run
+    model = E2EModel(last)
+    cs = ContextSet.load(out / "teacher-contexts.jsonl")
+    table = ResponseTable.load(out / "teacher-responses.jsonl")
+    texts = [_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    rows, _ = _rows(dataclasses.replace(config, chat=True), model.tokenizer, texts)
+    assert len(rows) == config.dialogues
+    for main, chat in rows:
+        shared = [r.block[i] == -1 for r in (main,) for i, _ in r.targets]
+        assert main.belief_targets == sum(shared) > 0 and all(shared[: main.belief_targets])
+        assert chat.chat and chat.belief_targets == 0
+
+
+def test_a_dialogue_longer_than_the_positions_ends_at_its_last_decision_point_that_fits(e2e_run):
+    """A long dialogue (a DAgger round's model can play 24 turns: 1,079 tokens) is cut, not fed
+    past the model's positions: its shared part ends after the last belief span that fits, the
+    contexts after it are left out and counted, the rest of the row is unchanged."""
+    from behavsim import ContextSet, ResponseTable
+    from policies.learners.e2e import E2EModel
+    from policies.learners.e2e._train import _all_texts, _by_dialogue, _chat_row, _encoder, _row, _texts
+
+    config, out, last = e2e_run
+    model = E2EModel(last)
+    cs = ContextSet.load(out / "teacher-contexts.jsonl")
+    table = ResponseTable.load(out / "teacher-responses.jsonl")
+    texts = [_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    t = max(texts, key=lambda x: len(x.segments))
+    assert len(t.segments) >= 3
+    encode = _encoder(model.tokenizer, _all_texts(t))
+    full, none = _row(model.tokenizer, t, 10**6, encode)
+    shared = full.block.count(-1)
+    cut, dropped = _row(model.tokenizer, t, shared - 1, encode)
+    kept = cut.block.count(-1)
+    assert none == 0 and 0 < kept < shared and max(cut.pos) < shared - 1
+    assert cut.ids[:kept] == full.ids[:kept] and cut.ids[kept - 1] == model.sp["db"]  # ends after a span
+    assert cut.belief_targets == len([i for i, _ in full.targets[: full.belief_targets] if i < kept])
+    assert dropped == len(full.seen) - len(cut.seen) >= 1 and all(s <= kept for s in cut.seen)
+    chat = _chat_row(model.tokenizer, t, 10**6, encode)
+    short = _chat_row(model.tokenizer, t, chat.block.count(-1) - 1, encode)
+    assert max(short.pos) < chat.block.count(-1) - 1 and len(short.seen) < len(chat.seen)
+    assert short.ids[: short.block.count(-1)] == chat.ids[: short.block.count(-1)]
 
 
 def test_default_checkpoints_once_per_epoch_and_dagger_rounds_of_a_tenth():
