@@ -21,8 +21,8 @@ cannot be reached, or Ray not installed, is a :class:`ExecutorError` of one line
 Interrupts and errors stop the work: local workers ignore SIGINT and SIGTERM and die with this
 process; when a task fails or this process is interrupted, the pending tasks are cancelled and
 the workers killed and joined before the exception goes on (no process is left behind); on Ray
-the pending tasks are cancelled, and a Ray this process started for an interrupted command is
-shut down.
+the pending tasks are cancelled (and the cancellations awaited), and a Ray this process started
+for an interrupted command is shut down.
 
 Ray is imported only when a ``ray`` executor is used (``pip install 'behavsim[ray]'``).
 """
@@ -33,6 +33,7 @@ import argparse
 import functools
 import logging
 import os
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
@@ -62,6 +63,8 @@ EXECUTOR_KINDS = ("local", "ray")
 
 #: How often Ray retries a task whose worker or node died, by default.
 DEFAULT_MAX_RETRIES = 3
+#: Seconds an interrupted or failed map waits for Ray to take the cancellations of its pending tasks.
+CANCEL_WAIT = 30.0
 
 _RAY_HINT = "pip install 'behavsim[ray]'"
 
@@ -358,6 +361,25 @@ class RayExecutor(Executor):
         items = list(items)
         if not items:
             return []
+        try:
+            return self._tasks(fn, items, shared, on_result, on_progress)
+        except BaseException as exc:
+            if self.started and (interrupt_requested() or isinstance(exc, KeyboardInterrupt)):
+                # a Ray started here stops when the work is interrupted (its tasks cancelled by
+                # now), the task loop's references to them released first (its frames cleared)
+                with interrupts_deferred():
+                    traceback.clear_frames(exc.__traceback__)
+                    self.shutdown()
+            raise
+
+    def _tasks(
+        self,
+        fn: Callable[..., Any],
+        items: list[Any],
+        shared: Any,
+        on_result: Callable[[int, Any], None] | None,
+        on_progress: Callable[[int, Any], None] | None,
+    ) -> list[Any]:
         ray = self.connect()
         from ray import exceptions as rex
 
@@ -396,15 +418,20 @@ class RayExecutor(Executor):
                     if on_result is not None:
                         on_result(i, results[i])
                 raise_if_interrupted()
-        except BaseException as exc:
+        except BaseException:
             with interrupts_deferred():
                 for ref in pending:
                     try:
                         ray.cancel(ref, force=True)
                     except Exception:  # already finished or gone
                         pass
-                if interrupt_requested() or isinstance(exc, KeyboardInterrupt):
-                    self.shutdown()  # a Ray started here stops when the work is interrupted
+                # until Ray has taken the cancellations: a task still running when a Ray started
+                # here shuts down dies with its worker and is retried, and the retry, asking the
+                # raylet the driver has left for a worker, ends the whole process with status 1
+                try:
+                    ray.wait(pending, num_returns=len(pending), timeout=CANCEL_WAIT)
+                except Exception:  # Ray already gone
+                    pass
             raise
         return results
 

@@ -73,7 +73,7 @@ def _ray_logs(raytmp: str, limit: int = 1500) -> str:
     """The tails of Ray's raylet, GCS and worker error logs under ``raytmp`` (what a failure shows)."""
     out = []
     for pattern in ("raylet*.out", "raylet*.err", "gcs_server*.out", "gcs_server*.err", "python-core-driver*.log"):
-        for p in sorted(Path(raytmp).glob(f"session_*/logs/{pattern}")):
+        for p in sorted(Path(raytmp).glob(f"**/session_[0-9]*/logs/{pattern}")):  # RAY_TMPDIR/ray/session_…
             text = p.read_text(errors="replace").strip()
             if text:
                 out.append(f"--- {p.name}\n{text[-limit:]}")
@@ -339,8 +339,9 @@ def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, s
     for k, got in enumerate(runs):
         where = f"interrupt {k + 1} of {RAY_REPEATS}"
         assert got["before"], f"{where}: no Ray process was running when the signal was sent"
-        assert got["rc"] == 130 and got["err"].splitlines()[-1:] == ["interrupted"], (where, got["rc"], got["err"],
-                                                                                       ray_logs)
+        if got["rc"] != 130 or got["err"].splitlines()[-1:] != ["interrupted"]:
+            print(f"{where}: exit status {got['rc']}; the command's stderr:\n{got['err']}\nRay's logs:\n{ray_logs}")
+        assert got["rc"] == 130 and got["err"].splitlines()[-1:] == ["interrupted"], (where, got["rc"], got["err"])
         assert "Traceback" not in got["err"], (where, got["err"])
         assert got["left"] == [], f"{where}: Ray processes left: {got['left']}"
     assert len(runs) == RAY_REPEATS, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
