@@ -4,7 +4,7 @@ success, determinism, and loading with ``transformers``' own classes.
     python benchmarks/e2e.py                      # ~20-40 minutes on a quiet 2-core machine
     python benchmarks/e2e.py --quick              # no second and resumed training (no byte checks)
     python benchmarks/e2e.py --out runs/bench-e2e # keep the folders
-    python benchmarks/e2e.py --quick --seeds 1 2 --belief-weight 3   # every training with that weight
+    python benchmarks/e2e.py --quick --seeds 1 2 --belief-weight 1   # every training with that weight
 
 Measures, each printed with the command or call that produced it:
 
@@ -92,12 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="skip the second and the resumed training")
     ap.add_argument("--dialogues", type=int, default=1000, help="task-success dialogues (default 1000)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[], help="further seeds to train and play (step 7)")
-    ap.add_argument(
-        "--belief-weight", type=float, default=1.0, help="every training's --belief-weight (default 1, the trainer's)"
-    )
+    ap.add_argument("--belief-weight", type=float, help="every training's --belief-weight (default: the trainer's)")
     args = ap.parse_args(argv)
-    weight = ["--belief-weight", repr(args.belief_weight)] if args.belief_weight != 1 else []  # the command's
-    settings = {"belief_weight": args.belief_weight}  # the library's
+    given = args.belief_weight is not None
+    weight = ["--belief-weight", repr(args.belief_weight)] if given else []  # the command's
+    settings = {"belief_weight": args.belief_weight} if given else {}  # the library's
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-e2e-"))
     work.mkdir(parents=True, exist_ok=True)
     behavsim = [sys.executable, "-m", "behavsim.cli"]

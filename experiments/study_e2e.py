@@ -73,10 +73,11 @@ def e2e_config(cfg: Any, teacher_spec: str, seed: int) -> E2EConfig:
     """The training configuration of one end-to-end trial of study ``cfg``: the trainer's defaults
     but for the teacher, the seed, the study's domain and user, ``e2e_dialogues`` and ``e2e_epochs``
     (when set), one checkpoint per epoch, no chat mode (the study asks the models as ``e2e:DIR``), no
-    DAgger rounds (the teacher's dialogues alone: the study's time) and one thread (the study trains
-    one trial per core)."""
+    DAgger rounds (the teacher's dialogues alone: the study's time), one thread (the study trains
+    one trial per core) and belief weight 1 (every target alike: the study's results as published,
+    from before the trainer's default became 3)."""
     kw: dict[str, Any] = {"teacher": teacher_spec, "seed": seed, "domain": cfg.domain, "user": cfg.user}
-    kw.update(chat=False, threads=1, dagger_dialogues=0)
+    kw.update(chat=False, threads=1, dagger_dialogues=0, belief_weight=1.0)
     if cfg.e2e_dialogues:
         kw["dialogues"] = cfg.e2e_dialogues
     if cfg.e2e_epochs:

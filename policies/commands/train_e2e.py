@@ -71,7 +71,7 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         default=d.belief_weight,
         metavar="W",
         help="the loss weight of the belief spans' tokens, the model's own record of the user's constraints "
-        f"(default {d.belief_weight}: every target alike)",
+        f"(default {d.belief_weight:g}; 1: every target alike)",
     )
     g.add_argument(
         "--no-chat",

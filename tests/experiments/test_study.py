@@ -259,3 +259,8 @@ def test_the_e2e_config_is_valid_and_adds_nothing_to_other_studies_identity():
         load_config("e2e", e2e_teachers=["pydial"])
     with pytest.raises(ConfigError, match=r"'e2e_epochs': expected a non-negative integer"):
         load_config("e2e", e2e_epochs=-1)
+    from experiments.study_e2e import e2e_config
+
+    trial = e2e_config(cfg, "handcrafted", 1)  # the study's trials: the README's results, weight 1
+    assert (trial.seed, trial.dialogues, trial.dagger_dialogues, trial.chat, trial.threads) == (1, 1000, 0, False, 1)
+    assert trial.belief_weight == 1.0

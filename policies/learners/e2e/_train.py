@@ -113,7 +113,7 @@ class E2EConfig:
     chat: bool = True
     dagger_dialogues: int = AUTO  # AUTO: a tenth of ``dialogues`` (200 of the default 2,000); 0: none
     dagger_from: int = 2
-    belief_weight: float = 1.0  # the loss weight of the belief spans' tokens (1: every target alike)
+    belief_weight: float = 3.0  # the loss weight of the belief spans' tokens (1: every target alike)
 
     def __post_init__(self) -> None:
         if self.checkpoint_every == 0 and isinstance(self.dialogues, int):

@@ -628,6 +628,7 @@ def test_default_checkpoints_once_per_epoch_and_dagger_rounds_of_a_tenth():
 
     d = E2EConfig()
     assert (d.dialogues, d.checkpoint_every, d.dagger_dialogues, d.dagger_rounds) == (2000, 2000, 200, 3)
+    assert d.belief_weight == 3.0  # the belief spans' tokens weigh three times in the loss
     assert d.schedule() == [2000, 4000, 6000, 8000, 10000]
     small = E2EConfig(dialogues=8, epochs=2, batch_dialogues=4)
     assert (small.checkpoint_every, small.dagger_dialogues, small.dagger_rounds) == (8, 0, 0)
