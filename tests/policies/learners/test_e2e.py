@@ -485,8 +485,10 @@ def test_corrected_dialogues_are_driven_by_the_model_and_labelled_by_the_teacher
     assert [h[:2] for h in other.histories] != [h[:2] for h in cs.histories]
 
 
+#: the DAgger tests' run: with the default belief weight (3), so resuming is checked on the weighted loss too
 DAGGER = dict(
-    SMALL, teacher="handcrafted", dialogues=8, epochs=3, checkpoint_every=8, dagger_dialogues=2, dagger_from=1
+    SMALL, teacher="handcrafted", dialogues=8, epochs=3, checkpoint_every=8, dagger_dialogues=2, dagger_from=1,
+    belief_weight=3.0,
 )
 
 
