@@ -154,6 +154,9 @@ def stop_pool(pool: ProcessPoolExecutor, timeout: float = 10.0) -> None:
     and does not cut it short."""
     with interrupts_deferred():
         procs = list((getattr(pool, "_processes", None) or {}).values())
+        # taken before the shutdown, which forgets it: a management thread still running when
+        # Python exits races its exit hook for the pool's wake-up pipe ("Bad file descriptor")
+        thread = getattr(pool, "_executor_manager_thread", None)
         for proc in procs:
             try:
                 proc.kill()
@@ -165,7 +168,6 @@ def stop_pool(pool: ProcessPoolExecutor, timeout: float = 10.0) -> None:
                 proc.join(timeout)
             except (OSError, ValueError, AssertionError):
                 pass
-        thread = getattr(pool, "_executor_manager_thread", None)
         if thread is not None:
             thread.join(timeout)
 
@@ -226,10 +228,10 @@ class LocalExecutor(Executor):
                     if on_result is not None:
                         on_result(i, results[i])
                 raise_if_interrupted()
+            pool.shutdown(wait=True)  # (an interrupt here too stops the pool)
         except BaseException:
             stop_pool(pool)
             raise
-        pool.shutdown(wait=True)
         drain()
         if queue is not None:
             queue.close()

@@ -83,6 +83,31 @@ def test_local_map_passes_a_task_error_on():
         LocalExecutor(2).map(_inverse, [1, 0, 2])
 
 
+def _sleep(x):
+    import time
+
+    time.sleep(x)
+    return x
+
+
+def test_a_stopped_pool_leaves_no_thread_running():
+    """stop_pool kills the workers and joins the pool's management thread: a thread still running
+    when Python exits races the pool's exit hook for its wake-up pipe ("Exception ignored in
+    <module 'threading'> ... Bad file descriptor" after a command's last line)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from behavsim._executor import _mp_context, stop_pool
+
+    pool = ProcessPoolExecutor(max_workers=2, mp_context=_mp_context())
+    futures = [pool.submit(_sleep, 30) for _ in range(3)]
+    while not any(f.running() for f in futures):
+        pass
+    thread = pool._executor_manager_thread
+    assert thread is not None and thread.is_alive()
+    stop_pool(pool)
+    assert not thread.is_alive()
+
+
 def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(ExecutorError) as info:
