@@ -22,7 +22,7 @@ Measures, each printed with the command or call that produced it:
 4. the same answers on the same file with every belief and every turn act removed (read text
    only);
 5. task success over 1,000 evaluation dialogues of Environment 1, the model's acts driving the
-   dialogue, next to the teacher's on the same dialogues (:func:`policies.learners.play.play_dialogues`);
+   dialogue, next to the teacher's on the same dialogues (:func:`policies.training.play.play_dialogues`);
 6. same seed → byte-identical checkpoint (a second training), and a training stopped after its
    first checkpoint and resumed by the same command → the same bytes;
 7. with ``--seeds S [S ...]``: the default training with each further seed (the library's
@@ -69,7 +69,7 @@ def _tmr(teacher: Path, model: Path) -> tuple[float, int, int, int]:
 
 def _gp_seconds() -> float:
     """A GP-SARSA training of 1,000 dialogues in this process (the scale of a familiar job)."""
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     with tempfile.TemporaryDirectory() as d:
         t0 = time.perf_counter()
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     wall, cpu, _ = _run(cmd, work)
     load = os.getloadavg()[0]
-    from policies.learners.e2e import list_e2e_checkpoints
+    from policies.e2e import list_e2e_checkpoints
 
     ckpts = list_e2e_checkpoints(work / "e2e")
     last = ckpts[-1][1]
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n[4] the same answers with beliefs and turn acts removed: {same}/{len(a)}")
 
     # 5. task success
-    from policies.learners.play import play_dialogues
+    from policies.training.play import play_dialogues
 
     t0 = time.perf_counter()
     teacher = play_dialogues("handcrafted", args.dialogues)
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             work,
         )
         again = list_e2e_checkpoints(work / "e2e-again")[-1][1]
-        from policies.learners.e2e import E2EConfig, train_e2e
+        from policies.e2e import E2EConfig, train_e2e
 
         shutil.rmtree(work / "e2e-resumed", ignore_errors=True)
         first = E2EConfig(**settings).schedule()[0]
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     # 7. further seeds
     if args.seeds:
-        from policies.learners.e2e import E2EConfig, train_e2e
+        from policies.e2e import E2EConfig, train_e2e
 
         tsrs = {0: e2e.tsr}
         for seed in args.seeds:

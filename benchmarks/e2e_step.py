@@ -59,8 +59,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
 
-    from policies.learners.e2e import _train as T
-    from policies.learners.e2e._data import play_teacher
+    from policies.e2e import _train as T
+    from policies.e2e._data import play_teacher
     from policies.simulation.domain import resolve_domain
 
     config = T.E2EConfig(dialogues=args.dialogues)

@@ -15,7 +15,7 @@ import time
 from policies.simulation.actions import action_mask
 from policies.simulation.env import DialogueEnv
 from policies.simulation.features import belief_vector
-from policies.learners.handcrafted import HandcraftedPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.tracker import ErrorModel
 
 

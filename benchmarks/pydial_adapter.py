@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from behavsim import respond
     from contexts import generate_grid
-    from policies.adapters import _pydial
+    from policies.pydial import _adapter as _pydial
 
     contexts = generate_grid("camrestaurants", step=args.step)
     with tempfile.TemporaryDirectory() as tmp:

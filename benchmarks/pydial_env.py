@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HELPER = REPO / "tests" / "policies" / "_pydial_simulate.py"
+HELPER = REPO / "tests" / "policies" / "simulation" / "_pydial_simulate.py"
 
 
 def _helper():
@@ -55,7 +55,7 @@ def summary(sim, label: str, rows: list[dict], seconds: float) -> str:
 
 def run_adapter(sim, root: Path, n: int, seed: int, hello: bool) -> tuple[list[dict], float]:
     """PyDial's hdc policy through the ``pydial:`` adapter in ``DialogueEnv`` (turns as PyDial counts them)."""
-    from policies.adapters._pydial import PyDialAdapter
+    from policies.pydial._adapter import PyDialAdapter
 
     adapter = PyDialAdapter(root / "env1-configs" / "adapter-hdc.cfg", root=root, nlg=False)
 

@@ -15,7 +15,7 @@ PyDial's test does:
   a time), with PyDial's logging at its quietest (``tracedialog = 0``, screen level CRITICAL, no
   log file). Its seeds drive PyDial's random stream; evaluation uses seed + 100 as
   ``pydial.py test`` does.
-* behavsim: ``policies.learners.train.run_training`` with ``TrainConfig(domain="camrestaurants",
+* behavsim: ``policies.training.train.run_training`` with ``TrainConfig(domain="camrestaurants",
   user="env1", eval_scale=1)`` — what ``behavsim train --domain camrestaurants --user env1
   --eval-scale 1`` runs — with ``--workers`` processes too, so both are timed under the same
   kind of load; run (and timed) once before PyDial and once after it, so a change in the load
@@ -91,7 +91,7 @@ def run_pydial(src: Path, seeds: list[int], points: list[int], n_eval: int, work
 
 def run_ours(seeds: list[int], points: list[int], n_eval: int, workers: int) -> list[dict]:
     """Our trials through the training runner; per seed the rows at ``points`` and the training time."""
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     every = reduce(math.gcd, points)
     config = TrainConfig(

@@ -71,9 +71,9 @@ def main() -> None:
     from behavsim.policy import respond
     from behavsim.scores._semantic import _levenshtein
     from contexts import generate_grid
-    from policies.learners.checkpoint import read_npz, save_checkpoint
-    from policies.learners.gp import GPSarsaPolicy
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.gp.checkpoint import read_npz, save_checkpoint
+    from policies.gp.sarsa import GPSarsaPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     d = Path(tempfile.mkdtemp(prefix="behavsim-fuzz-"))
     cs = generate_grid(step=0.5)

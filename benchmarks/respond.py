@@ -52,7 +52,7 @@ def _checkpoints(args: argparse.Namespace, tmp: Path) -> list[str]:
             by_trial[p.parent] = p
         picked = list(by_trial.values())[:3] if len(by_trial) >= 3 else found[-3:]
         return [str(p) for p in picked]
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     t0 = time.perf_counter()
     run_training(TrainConfig(rewards=("ts",), seeds=(0, 1, 2), dialogues=args.dialogues,
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from behavsim import ALL_SCORES, compare, load_policy
-    from policies.commands.respond import respond, respond_many
+    from behavsim.policy import respond, respond_many
 
     contexts = _grid(args.step)
     with tempfile.TemporaryDirectory() as d:

@@ -60,7 +60,7 @@ def _timed(fn, *args, **kw):
 
 
 def _train(tmp: Path, dialogues: int, seeds: int) -> list[str]:
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     cfg = TrainConfig(seeds=tuple(range(seeds)), dialogues=dialogues, checkpoint_every=dialogues // 4, eval_dialogues=2)
     run_training(cfg, tmp / "train", progress=False)

@@ -28,7 +28,7 @@ import numpy as np
 
 
 def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[float, int]:
-    from policies.learners.train import run_dialogue, train_dialogue_seed
+    from policies.training.train import run_dialogue, train_dialogue_seed
 
     turns = 0
     t0 = time.perf_counter()
@@ -40,7 +40,7 @@ def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[f
 
 
 def _evaluate(policy, env, n: int) -> tuple[float, int]:
-    from policies.learners.train import eval_dialogue_seed, run_dialogue
+    from policies.training.train import eval_dialogue_seed, run_dialogue
 
     turns = 0
     t0 = time.perf_counter()
@@ -60,7 +60,7 @@ def _inflate(learner, m_target: int, rng: np.random.Generator) -> None:
 
 
 def _cost_vs_size(sizes, dim: int, n_actions: int, reps: int = 300) -> list[dict]:
-    from policies.learners.gp import GPSarsa
+    from policies.gp.sarsa import GPSarsa
 
     rng = np.random.default_rng(0)
     out = []
@@ -81,7 +81,7 @@ def _cost_vs_size(sizes, dim: int, n_actions: int, reps: int = 300) -> list[dict
         eps = [(rng.random((5, dim)) * (rng.random((5, dim)) < 0.2), rng.integers(0, n_actions, 5).tolist())
                for _ in range(reps // 5)]
         # time learning on a copy so the measured sizes stay put
-        from policies.learners.gp import GPSarsa as _G
+        from policies.gp.sarsa import GPSarsa as _G
 
         probe = _G.from_state(*learner.get_state())
         t0 = time.perf_counter()
@@ -108,7 +108,7 @@ def tables(run_dir: str) -> str:
     seed and the means; Table 1 beside the paper's values when the checkpoints exist."""
     from pathlib import Path
 
-    from policies.learners.train import read_metrics, table1
+    from policies.training.train import read_metrics, table1
 
     rows = read_metrics(Path(run_dir) / "metrics.csv")
     out = ["| dialogues | TSR R_TS per seed | mean | TSR R_IQ per seed | mean | AIQ R_TS | AIQ R_IQ | ADL R_TS | ADL R_IQ |",
@@ -155,9 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     from threadpoolctl import threadpool_limits
 
     from policies.simulation.env import DialogueEnv
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.rewards import get_reward
-    from policies.learners.train import _new_policy, TrainConfig
+    from policies.training.train import _new_policy, TrainConfig
 
     threadpool_limits(1)
     res: dict = {}

@@ -16,13 +16,12 @@ All return a :class:`behavsim.ContextSet` (file formats: see ``behavsim/_context
 from __future__ import annotations
 
 from behavsim import ContextSet
-
-from ._collect import ENV_OPTIONS, collect, dialogue_seed
-from ._dialogues import from_dialogues_jsonl, is_dialogue_log, logged_responses
-from ._grid import default_values, generate_grid, grid_levels
-from ._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
-from ._perturb import PERTURBATION_KINDS, check_noise, perturb
-from ._select import select, top_belief
+from contexts._collect import ENV_OPTIONS, collect, dialogue_seed
+from contexts._dialogues import from_dialogues_jsonl, is_dialogue_log, logged_responses
+from contexts._grid import default_values, generate_grid, grid_levels
+from contexts._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
+from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
+from contexts._select import select, top_belief
 
 __all__ = [
     "ContextSet",

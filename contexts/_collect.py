@@ -14,8 +14,8 @@ acts and everything computed from them are the same as without histories. A modu
 answers the belief, an end-to-end source (one that reads histories) the history.
 
 Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
-:mod:`policies.learners.train` uses for its evaluation dialogues, so every source meets the same user
-goals and ``collect(ckpts, seed=policies.learners.train.EVAL_SEED)`` records exactly the evaluation
+:mod:`policies.training.train` uses for its evaluation dialogues, so every source meets the same user
+goals and ``collect(ckpts, seed=policies.training.train.EVAL_SEED)`` records exactly the evaluation
 dialogues of a training run (the paper's C_col: 10 evaluation dialogues per trial).
 """
 
@@ -31,13 +31,12 @@ import numpy as np
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
 from behavsim.policy import Adapter, answer_context, as_adapter, error_text, reads_of
-from policies.learners.train import eval_dialogue_seed
+from contexts._common import copy_belief, domain_meta, jsonable, resolve_domain
 from policies.simulation.env import DialogueEnv
 from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
 from policies.simulation.user import DEFAULT_USER
-
-from ._common import copy_belief, domain_meta, jsonable, resolve_domain
+from policies.training.train import eval_dialogue_seed
 
 __all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
@@ -48,7 +47,7 @@ ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "
 def dialogue_seed(seed: int, j: int) -> int:
     """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``.
 
-    The training runner's evaluation seeding (:func:`policies.learners.train.eval_dialogue_seed`), so a
+    The training runner's evaluation seeding (:func:`policies.training.train.eval_dialogue_seed`), so a
     collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
     """
     return eval_dialogue_seed(int(j), int(seed))
@@ -272,7 +271,7 @@ def collect(
         **domain_meta(domain),
         "seed": int(seed),
         "dialogues": int(dialogues),
-        "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.learners.train's evaluation dialogues)",
+        "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.training.train's evaluation dialogues)",
         "sources": [desc for _, _, desc in sources],
         "env_options": env_meta,
         "dedupe": bool(dedupe),

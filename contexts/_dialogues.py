@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ContextSet, ResponseTable, TableFormatError, check_history
-
-from ._common import copy_belief
-from ._logged import LogFormatError, _reject_constant, check_belief
+from contexts._common import copy_belief
+from contexts._logged import LogFormatError, _reject_constant, check_belief
 
 __all__ = ["from_dialogues_jsonl", "logged_responses", "is_dialogue_log"]
 

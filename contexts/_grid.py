@@ -28,9 +28,8 @@ from numbers import Real
 from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
+from contexts._common import copy_belief, domain_meta, resolve_domain
 from policies.simulation.tracker import inform_info, make_belief
-
-from ._common import copy_belief, domain_meta, resolve_domain
 
 __all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
 

@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem
-
-from ._common import copy_belief
+from contexts._common import copy_belief
 
 __all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief"]
 

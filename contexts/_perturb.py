@@ -46,10 +46,9 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError, ContextSet, did_you_mean
+from contexts._common import copy_belief
 from policies.simulation.domain import shipped_domain
 from policies.simulation.tracker import inform_info
-
-from ._common import copy_belief
 
 __all__ = ["perturb", "PERTURBATION_KINDS", "check_noise"]
 
@@ -99,7 +98,7 @@ def _recorded_rules(meta: Any) -> set[str]:
 
 def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     """The domain whose database recomputes ``inform_info``/``dbMatches``, and how it was chosen."""
-    from ._common import resolve_domain
+    from contexts._common import resolve_domain
 
     if domain is not None:
         d = resolve_domain(domain)

@@ -22,8 +22,7 @@ from numbers import Real
 from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
-
-from ._common import ORIGINS
+from contexts._common import ORIGINS
 
 __all__ = ["select", "top_belief"]
 

@@ -97,7 +97,7 @@ def _save(cs: ContextSet, out: Path) -> int:
 
 # ------------------------------------------------------------------------------ commands
 def cmd_generate(args: argparse.Namespace) -> int:
-    from ._grid import generate_grid
+    from contexts._grid import generate_grid
 
     out = _output(args.output)
     values = _pairs(args.value, "--value", "area=centre") or None
@@ -109,7 +109,7 @@ _LABEL_RE = re.compile(r"^[A-Za-z0-9_.#-]+$")  # LABEL=SPEC; a spec option (kind
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    from ._collect import collect
+    from contexts._collect import collect
 
     out = _output(args.output)
     _check_options(
@@ -145,7 +145,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 
 def cmd_collect_pydial(args: argparse.Namespace) -> int:
-    from contexts._pydial_collect import collect_pydial
+    from contexts.pydial import collect_pydial
 
     out = _output(args.output)
     _check_options(args, positive=("dialogues",), non_negative=("seed",), probability=("error_rate",))
@@ -163,8 +163,8 @@ def cmd_collect_pydial(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ._dialogues import from_dialogues_jsonl, is_dialogue_log
-    from ._logged import from_jsonl
+    from contexts._dialogues import from_dialogues_jsonl, is_dialogue_log
+    from contexts._logged import from_jsonl
 
     out = _output(args.output)
     if is_dialogue_log(args.log):
@@ -191,7 +191,7 @@ _SHOW_SKIPPED = 20
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from ._select import select
+    from contexts._select import select
 
     out = _output(args.output)
     cs = ContextSet.load(args.input)
@@ -226,7 +226,7 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_perturb(args: argparse.Namespace) -> int:
-    from ._perturb import check_noise, perturb
+    from contexts._perturb import check_noise, perturb
 
     if (args.input is None) == (args.contexts is None):
         raise ConfigError("perturb: give the context set once, as FILE or as --contexts FILE")
@@ -456,7 +456,7 @@ def register_contexts(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("-o", "--output", required=True, help="output file (.jsonl or .parquet)")
     s.set_defaults(func=cmd_select)
 
-    from ._perturb import PERTURBATION_KINDS
+    from contexts._perturb import PERTURBATION_KINDS
 
     pt = sub.add_parser(
         "perturb",

@@ -32,9 +32,8 @@ import pandas as pd
 from behavsim import ALL_SCORES, ConfigError, ContextSet, ResponseTable, compare, list_scores
 from behavsim.commands import add_model_options, score_names, score_options
 from behavsim.policy import PolicyErrorsWarning, parse_spec, respond_many
+from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
 from policies.simulation.domain import add_domain_option, domain_spec
-
-from ._perturb import PERTURBATION_KINDS, check_noise, perturb
 
 __all__ = ["robustness", "write_robustness", "register_robustness", "DEFAULT_LEVELS"]
 

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from behavsim.commands import add_executor_option
-
-from .study import list_configs, load_config, run_study
+from experiments.study import list_configs, load_config, run_study
 
 __all__ = ["register_reproduce"]
 

@@ -55,9 +55,8 @@ from behavsim.report import (
     to_float,
     write_html,
 )
-
-from .report_e2e import e2e_section
-from .runfolder import TRAIN_RESULTS, recorded_problems
+from experiments.report_e2e import e2e_section
+from experiments.runfolder import TRAIN_RESULTS, recorded_problems
 
 __all__ = ["build_report", "register_report", "SECTIONS"]
 

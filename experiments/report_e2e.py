@@ -10,8 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from behavsim.report import escape, fmt_int, fmt_num, note, plain_table
-
-from .study_e2e import summary_tables
+from experiments.study_e2e import summary_tables
 
 __all__ = ["e2e_section"]
 

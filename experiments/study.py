@@ -3,7 +3,7 @@
 Stages (each resumable; finished work is never recomputed):
 
 1. **train** GP-SARSA trials for every reward and seed, a checkpoint every K dialogues, each
-   evaluated on M dialogues (Table 1) — :mod:`policies.learners.train`, which resumes from checkpoints;
+   evaluated on M dialogues (Table 1) — :mod:`policies.training.train`, which resumes from checkpoints;
 2. **contexts**: C_gen (the grid) and C_col per reward (belief states of seeded evaluation
    dialogues of the last checkpoint of every trial of that reward), and their union;
 3. **respond**: every checkpoint and the handcrafted policy on every context set;
@@ -57,14 +57,11 @@ from behavsim import (
     write_map,
 )
 from behavsim.io import atomic_path, file_digest, read_json_checked, write_json_checked
+from behavsim.policy import respond_many
 from behavsim.scores import scores as score_registry
 from contexts import collect, generate_grid
 from contexts.robustness import robustness, write_robustness
-from policies.commands.respond import respond_many
-from policies.learners.train import METRIC_COLUMNS, TrainConfig, list_checkpoints, run_training, table1, trial_name
-from policies.simulation.domain import resolve_domain
-
-from .runfolder import (
+from experiments.runfolder import (
     PATHS_KEY,
     PATHS_RUN,
     TRAIN_RESULTS,
@@ -76,7 +73,9 @@ from .runfolder import (
     table_matches_checkpoint,
     write_csv,
 )
-from .study_e2e import E2E_TRAIN_RESULTS, E2ETrials, e2e_config, train_e2e_trials, write_e2e_results
+from experiments.study_e2e import E2E_TRAIN_RESULTS, E2ETrials, e2e_config, train_e2e_trials, write_e2e_results
+from policies.simulation.domain import resolve_domain
+from policies.training.train import METRIC_COLUMNS, TrainConfig, list_checkpoints, run_training, table1, trial_name
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 
@@ -1104,7 +1103,7 @@ def _stage_robustness(
 
 def _stage_report(run: Path, log: Callable[[str], None]) -> None:
     log("[7/7] report")
-    from .report import build_report
+    from experiments.report import build_report
 
     build_report(run, run / "report.html")  # its path: `behavsim reproduce`'s last line
 
@@ -1129,7 +1128,7 @@ def _short_meta(meta: dict) -> dict:
 def _stage_figures(
     cfg: StudyConfig, run: Path, metrics: pd.DataFrame, log: Callable[[str], None]
 ) -> list[dict[str, str]]:
-    from .plots import study_figures
+    from experiments.plots import study_figures
 
     log("[6/7] figures")
     return study_figures(run, metrics, rewards=cfg.rewards, seeds=cfg.seeds, scores=cfg.scores)

@@ -1,6 +1,6 @@
 """The end-to-end trials of a study (config keys ``e2e_teachers``, ``e2e_dialogues``, ``e2e_epochs``).
 
-behavsim's end-to-end model (:mod:`policies.learners.e2e`, ``behavsim train --policy e2e``) is
+behavsim's end-to-end model (:mod:`policies.e2e`, ``behavsim train --policy e2e``) is
 trained by imitation of each teacher with each seed of the study: ``handcrafted``, or ``gp`` — the
 last checkpoint of the GP-SARSA trial of the same seed (the config's first reward), answering with
 the same generator as in the study's own comparisons. A trial's folder is
@@ -40,10 +40,9 @@ import pandas as pd
 
 from behavsim import ConfigError, ContextSet, ResponseTable, analysis, compare, get_executor, slice_scores
 from behavsim.io import atomic_path
-from policies.learners.e2e import E2EConfig, list_e2e_checkpoints, train_e2e
-from policies.learners.play import play_dialogues
-
-from .runfolder import write_csv
+from experiments.runfolder import write_csv
+from policies.e2e import E2EConfig, list_e2e_checkpoints, train_e2e
+from policies.training.play import play_dialogues
 
 __all__ = [
     "E2ETrials",

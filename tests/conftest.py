@@ -137,7 +137,7 @@ def contexts():
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """Two GP trials of 20 dialogues, a checkpoint every 10."""
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     out = tmp_path_factory.mktemp("run")
     run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
@@ -150,7 +150,7 @@ def e2e_run(tmp_path_factory):
     """``(config, folder, last checkpoint)`` of a small end-to-end training run (a few seconds on
     one core; its teacher and settings: ``_e2e_teacher.py`` beside this file)."""
     from _e2e_teacher import SMALL
-    from policies.learners.e2e import E2EConfig, train_e2e
+    from policies.e2e import E2EConfig, train_e2e
 
     out = tmp_path_factory.mktemp("e2e") / "run"
     ckpts = train_e2e(E2EConfig(**SMALL), out)

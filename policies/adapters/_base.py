@@ -1,59 +1,35 @@
-"""The built-in policy kinds of ``policies``: ``handcrafted``, ``checkpoint`` and ``callable``.
+"""What the policy families of ``policies`` share: the adapter of a policy on one domain
+(:class:`DomainPolicyAdapter`), the domain a factory's ``domain=`` option names
+(:func:`option_domain`), and the ``callable`` kind.
 
 The protocol (:class:`behavsim.Adapter`, spec strings, the registry of kinds) lives in the core,
-:mod:`behavsim.policy`; this module only provides factories, registered through the entry-point
-group ``behavsim.policy_kinds`` (see ``setup.cfg``), and re-exports the core's protocol names
-(``Adapter``, ``as_adapter``, ``parse_spec``, ...) for the adapters built here.
-A factory takes the parsed :class:`~behavsim.PolicySpec` and keyword options (``domain``: the
-domain a built-in policy runs on, default the one its file names or the built-in one) and ignores
-options it does not know.
+:mod:`behavsim.policy`; the kinds are contributed through the entry-point group
+``behavsim.policy_kinds`` (see ``setup.cfg``). A factory takes the parsed
+:class:`~behavsim.PolicySpec` and keyword options (``domain``: the domain a built-in policy runs
+on, default the one its file names or the built-in one) and ignores options it does not know.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, closest_name
-from behavsim.policy import (
-    CALLABLE_RE,
-    Adapter,
-    CallableAdapter,
-    PolicyAdapter,
-    PolicySpec,
-    as_adapter,
-    file_sha256,
-    parse_spec,
-    policy_kinds,
-    source_info,
-)
+from behavsim.policy import CALLABLE_RE, Adapter, CallableAdapter, PolicyAdapter, PolicySpec, policy_kinds, source_info
+from policies.simulation.domain import Domain, load_domain
 
-__all__ = [
-    "Adapter",
-    "PolicyAdapter",
-    "CallableAdapter",
-    "DomainPolicyAdapter",
-    "PolicySpec",
-    "parse_spec",
-    "as_adapter",
-    "file_sha256",
-    "source_info",
-    "handcrafted_kind",
-    "checkpoint_kind",
-    "callable_kind",
-]
+__all__ = ["DomainPolicyAdapter", "context_domains", "option_domain", "callable_kind"]
 
 
-def _context_domains(meta: Any) -> set[str]:
+def context_domains(meta: Any) -> set[str]:
     """The domain rules files a context set's metadata names (subsets and unions included)."""
     if not isinstance(meta, dict):
         return set()
     found = {meta["domain_rules"]} if isinstance(meta.get("domain_rules"), str) else set()
-    found |= _context_domains(meta.get("parent_meta"))
+    found |= context_domains(meta.get("parent_meta"))
     for part in meta.get("parts") or []:
-        found |= _context_domains(part)
+        found |= context_domains(part)
     return found
 
 
@@ -64,7 +40,7 @@ class DomainPolicyAdapter(PolicyAdapter):
 
     def check_contexts(self, contexts: Any) -> None:
         source = getattr(getattr(self.policy, "domain", None), "source", None)
-        wanted = _context_domains(getattr(contexts, "meta", None))
+        wanted = context_domains(getattr(contexts, "meta", None))
         if source is None or not wanted:
             return
         mine = os.path.basename(str(source))
@@ -75,91 +51,11 @@ class DomainPolicyAdapter(PolicyAdapter):
             )
 
 
-def _domain(domain: Any) -> Any:
-    """``None`` (the policy's default domain) or the :class:`policies.simulation.domain.Domain` that a domain,
-    a shipped domain's name or a rules file names (picklable specs cross worker processes)."""
-    if domain is None:
-        return None
-    from ..simulation.domain import DomainError, resolve_domain
-
-    try:
-        return resolve_domain(domain)
-    except (DomainError, KeyError) as exc:
-        raise ConfigError(f"domain: {exc}") from None
-
-
-def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
-    """``handcrafted[:nlg_seed=N]``: the built-in rule-based policy (``nlg_seed=none``: no prompts)."""
-    from ..learners.handcrafted import HandcraftedPolicy
-
-    spec.check_options(("nlg_seed",))
-    if spec.target:
-        raise ConfigError(
-            f"policy spec {spec.text!r}: handcrafted takes no argument, only options (handcrafted:nlg_seed=N)"
-        )
-    nlg_seed = spec.int_option("nlg_seed", 0)
-    pol = HandcraftedPolicy(_domain(domain), nlg_seed=nlg_seed)
-    pid = "handcrafted" if nlg_seed == 0 else f"handcrafted-nlg{nlg_seed if nlg_seed is not None else 'none'}"
-    meta = {
-        "id": pid,
-        "name": pol.name,
-        "kind": "handcrafted",
-        "policy": "handcrafted",
-        "domain": pol.domain.name,
-        "nlg_seed": nlg_seed,
-        "confirm_threshold": pol.confirm_threshold,
-    }
-    return DomainPolicyAdapter(pol, meta, label=pol.name)
-
-
-def checkpoint_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
-    """``PATH.npz[:nlg_seed=N]`` or ``checkpoint:PATH``: a GP-SARSA checkpoint, greedy."""
-    from ..learners.checkpoint import CheckpointError, policy_name, read_checkpoint
-    from ..learners.gp import GPSarsaPolicy
-
-    spec.check_options(("nlg_seed",))
-    if not spec.target:
-        raise ConfigError(f"policy spec {spec.text!r}: expected checkpoint:PATH.npz")
-    path = Path(spec.target)
-    if not path.is_file():
-        raise ConfigError(f"policy spec {spec.text!r}: checkpoint file {str(path)!r} not found")
-    try:
-        learner, meta_file = read_checkpoint(path)
-        pol = GPSarsaPolicy.from_checkpoint_meta(learner, meta_file, domain=_domain(domain), learning=False)
-    except CheckpointError as exc:
-        raise ConfigError(f"policy spec {spec.text!r}: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"policy spec {spec.text!r}: {path}: {exc}") from None
-    training = meta_file.get("training") or {}
-    if "nlg_seed" in spec.options:  # same learner, another generator seed
-        pol = GPSarsaPolicy(
-            pol.domain, learner=learner, learning=False, name=pol.name, nlg_seed=spec.int_option("nlg_seed", 0)
-        )
-    reward, seed, dialogues = training.get("reward"), training.get("seed"), training.get("dialogues")
-    if reward is not None and seed is not None and dialogues is not None:
-        pid = f"{reward}-seed{seed}-{int(dialogues):06d}"
-    else:
-        pid = path.stem
-    meta: dict[str, Any] = {
-        "id": pid,
-        "name": pol.name,
-        "kind": "checkpoint",
-        "policy": training.get("policy", "gp"),
-        "domain": pol.domain.name,
-    }
-    for key in ("reward", "seed"):
-        if training.get(key) is not None:
-            meta[key] = training[key]
-    if dialogues is not None:
-        meta["checkpoint"] = int(dialogues)
-    if training.get("reward_signature"):
-        meta["reward_signature"] = training["reward_signature"]
-    meta.update(nlg_seed=pol.nlg_seed, path=source_info(path))
-    return DomainPolicyAdapter(pol, meta, label=policy_name(meta_file))
-
-
-checkpoint_kind.path_suffixes = (".npz",)  # type: ignore[attr-defined]
-checkpoint_kind.path_description = "GP-SARSA checkpoint"  # type: ignore[attr-defined]
+def option_domain(domain: Any) -> Domain | None:
+    """``None`` (the policy's default domain) or the :class:`policies.simulation.domain.Domain` that a
+    factory's ``domain=`` option names: a domain, a shipped domain's name or a rules file (picklable
+    specs cross worker processes); a bad one is a :class:`behavsim.ConfigError`."""
+    return None if domain is None else load_domain(domain)
 
 
 def callable_kind(spec: PolicySpec, **_: Any) -> Adapter:

@@ -29,8 +29,8 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 from behavsim.commands import CommandParser
-
-from ._follow import CheckpointWatch, PatternWatch, PyDialWatch, check_args, refuse_pydial_folder, run_watch
+from policies.pydial import PyDialWatch, refuse_pydial_folder
+from policies.training.follow import CheckpointWatch, PatternWatch, check_args, run_watch
 
 __all__ = ["register_monitor", "cmd_monitor", "main"]
 
@@ -147,7 +147,7 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH)",
     )
-    from ..simulation.domain import add_domain_option
+    from policies.simulation.domain import add_domain_option
 
     add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
     p.set_defaults(func=cmd_monitor)

@@ -34,8 +34,7 @@ from behavsim.policy import (
     respond,
     respond_many,
 )
-
-from ..simulation.domain import add_domain_option, domain_spec
+from policies.simulation.domain import add_domain_option, domain_spec
 
 __all__ = [
     "respond",

@@ -2,7 +2,7 @@
 
 Registered through the entry-point group ``behavsim.commands`` (``train =
 policies.commands.train:register_train``); the command is a thin layer over
-:func:`policies.learners.train.run_training`::
+:func:`policies.training.train.run_training`::
 
     behavsim train --reward ts --seed 0 --dialogues 4000 -o runs/ts0
     behavsim train --rewards ts iq --seeds 0 1 2 -o runs/paper      # 6 trials in parallel
@@ -28,7 +28,7 @@ __all__ = ["register_train", "cmd_train", "main"]
 
 def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command to an ``argparse`` sub-parser collection."""
-    from ..learners.train import EVAL_SEED, list_learners
+    from policies.training.train import EVAL_SEED, list_learners
 
     p = subparsers.add_parser(
         "train",
@@ -152,7 +152,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
     )
-    from .train_e2e import add_e2e_options
+    from policies.e2e._command import add_e2e_options
 
     add_e2e_options(p)
     p.set_defaults(func=cmd_train)
@@ -160,7 +160,7 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _config_from_args(args: argparse.Namespace):
-    from ..learners.train import TrainConfig
+    from policies.training.train import TrainConfig
 
     return TrainConfig(
         policy=args.policy,
@@ -184,7 +184,7 @@ def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     """``behavsim monitor OUTPUT --contexts F --follow`` in a process of its own, beside the trials."""
     from pathlib import Path
 
-    from ..learners.train import ConfigError
+    from policies.training.train import ConfigError
 
     if not Path(args.monitor).is_file():
         raise ConfigError(
@@ -241,11 +241,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
     from pathlib import Path
 
-    from ..learners.checkpoint import CheckpointError
-    from ..learners.train import ConfigError, run_training
+    from policies.gp.checkpoint import CheckpointError
+    from policies.training.train import ConfigError, run_training
 
     if args.policy == "e2e":
-        from .train_e2e import cmd_train_e2e
+        from policies.e2e._command import cmd_train_e2e
 
         return cmd_train_e2e(args)
     if getattr(args, "teacher", None):

@@ -64,8 +64,7 @@ from typing import NamedTuple
 import numpy as np
 
 from behavsim import ActParseError, DialogueAct, UnknownName, closest_name, parse_act
-
-from .domain import DONTCARE, NONE_VALUE, Domain
+from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = [
     "DiaAct",

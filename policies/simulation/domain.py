@@ -39,6 +39,7 @@ __all__ = [
     "UnknownDomain",
     "DOMAINS",
     "resolve_domain",
+    "load_domain",
     "DONTCARE",
     "NONE_VALUE",
     "DATA_DIR",
@@ -414,11 +415,17 @@ def domain_spec(values: "Sequence[str] | None") -> "str | tuple[str, str] | None
             f"got {len(values)} values"
         )
     spec: str | tuple[str, str] = values[0] if len(values) == 1 else (values[0], values[1])
-    try:
-        resolve_domain(spec)
-    except (DomainError, KeyError) as exc:
-        raise ConfigError(f"--domain: {exc}") from None
+    load_domain(spec, option="--domain")
     return spec
+
+
+def load_domain(domain: "Domain | str | Path | tuple | None", *, option: str = "domain") -> Domain:
+    """:func:`resolve_domain` for a domain a user gave: a missing, unreadable or unknown domain is a
+    :class:`behavsim.ConfigError` whose message starts with ``option``."""
+    try:
+        return resolve_domain(domain)
+    except (DomainError, KeyError) as exc:
+        raise ConfigError(f"{option}: {exc}") from None
 
 
 def add_domain_option(parser: Any) -> None:

@@ -31,12 +31,18 @@ from __future__ import annotations
 import numpy as np
 
 from behavsim import BehavsimError, ConfigError
-
-from .actions import DiaAct, _unknown_action, accepted_constraints, action_mask, master_act, summary_actions
-from .domain import Domain, resolve_domain
-from .nlg import TemplateNLG
-from .tracker import ErrorModel, FocusTracker
-from .user import SimulatedUser, UserConfig
+from policies.simulation.actions import (
+    DiaAct,
+    _unknown_action,
+    accepted_constraints,
+    action_mask,
+    master_act,
+    summary_actions,
+)
+from policies.simulation.domain import Domain, resolve_domain
+from policies.simulation.nlg import TemplateNLG
+from policies.simulation.tracker import ErrorModel, FocusTracker
+from policies.simulation.user import SimulatedUser, UserConfig
 
 __all__ = ["DialogueEnv", "EXCHANGE_KEYS", "EnvError", "check_env"]
 

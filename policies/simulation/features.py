@@ -40,7 +40,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .domain import NONE_VALUE, Domain
+from policies.simulation.domain import NONE_VALUE, Domain
 
 __all__ = ["belief_vector", "vector_length", "vector_layout", "pydial_order", "informed_since_none_flag"]
 

@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from behavsim import canonical_act
-
-from .user_nlg import UserTemplateNLG, user_nlg_rng
+from policies.simulation.user_nlg import UserTemplateNLG, user_nlg_rng
 
 __all__ = ["DialogueText", "Turn", "TURN_KEYS", "SPEAKERS"]
 

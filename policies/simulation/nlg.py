@@ -13,8 +13,7 @@ import hashlib
 import itertools
 
 from behavsim import DialogueAct
-
-from .actions import DiaAct
+from policies.simulation.actions import DiaAct
 
 __all__ = ["TemplateNLG"]
 

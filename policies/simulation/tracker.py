@@ -50,9 +50,8 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError, DialogueAct
-
-from .actions import DiaAct, accepted_constraints
-from .domain import DONTCARE, NONE_VALUE, Domain
+from policies.simulation.actions import DiaAct, accepted_constraints
+from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = ["FocusTracker", "ErrorModel", "inform_info", "make_belief"]
 

@@ -60,9 +60,8 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from behavsim import ConfigError, DialogueAct, Registry, UnknownName, did_you_mean
-
-from .actions import DiaAct
-from .domain import DONTCARE, Domain
+from policies.simulation.actions import DiaAct
+from policies.simulation.domain import DONTCARE, Domain
 
 __all__ = [
     "UserConfig",

@@ -24,8 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from behavsim import DialogueAct
-
-from .actions import DiaAct
+from policies.simulation.actions import DiaAct
 
 __all__ = ["UserTemplateNLG", "user_nlg_rng", "USER_NLG_STREAM"]
 

@@ -5,10 +5,10 @@ import pytest
 from behavsim import ConfigError, ContextSet
 from contexts import collect, dialogue_seed, generate_grid
 from behavsim.policy import check_policy
-from policies.learners.checkpoint import load_checkpoint
-from policies.learners.gp import GPSarsaPolicy
-from policies.learners.handcrafted import HandcraftedPolicy
-from policies.learners.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
+from policies.gp.checkpoint import load_checkpoint
+from policies.gp.sarsa import GPSarsaPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
+from policies.training.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_metadata_per_context():
 
 
 def test_evaluation_dialogues_of_training_are_replayed():
-    """seed=EVAL_SEED gives the evaluation dialogues of policies.learners.train: one context per turn."""
+    """seed=EVAL_SEED gives the evaluation dialogues of policies.training.train: one context per turn."""
     cs = collect("handcrafted", dialogues=10, seed=EVAL_SEED)
     res = evaluate_policy(HandcraftedPolicy(), 10)
     assert len(cs) == sum(res.turns)

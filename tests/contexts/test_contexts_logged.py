@@ -7,7 +7,7 @@ import pytest
 from behavsim import BehavsimError, ConfigError, ContextSet
 from contexts import ContextRecorder, LogFormatError, collect, from_jsonl
 from policies.simulation.env import DialogueEnv
-from policies.learners.handcrafted import HandcraftedPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
 
 
 def test_recorder_in_a_dialogue_loop_matches_collect():

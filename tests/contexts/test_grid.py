@@ -187,7 +187,7 @@ def test_absurd_steps_refused_quickly(step):
 def test_pydial_domain_grid_and_policy(pydial_ontology):
     PYDIAL = pydial_ontology
     from behavsim.policy import check_policy
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     cam = Domain.from_pydial(PYDIAL / "CamRestaurants-rules.json", PYDIAL / "CamRestaurants-dbase.db")
     cs = generate_grid(cam, step=0.5)

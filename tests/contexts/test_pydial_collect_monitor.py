@@ -113,7 +113,7 @@ def test_collected_pydial_contexts_carry_histories(work, ccol):
     (SemO templates), the simulated user's acts in behavsim's user-side words; the beliefs are the
     same as without histories."""
     from behavsim import ContextSet, canonical_act
-    from contexts._pydial_collect import collect_pydial
+    from contexts.pydial import collect_pydial
 
     cs = ContextSet.load(ccol)
     assert cs.n_histories == len(cs) and cs.meta["histories"]["system_nlg"].startswith("pydial:BasicSemO(")

@@ -10,7 +10,7 @@ this folder (and for the study's respond workers, forked from the test process),
 from __future__ import annotations
 
 from behavsim import Response
-from policies.learners.handcrafted import HandcraftedPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
 
 _HANDCRAFTED = HandcraftedPolicy()  # the study's own handcrafted policy: default domain, nlg_seed=0
 

@@ -36,7 +36,7 @@ pytest.importorskip("ray", reason="Ray is not installed (pip install 'behavsim[r
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
 PORT = 26379
-#: metrics.csv columns that hold wall-clock times (documented in policies/learners/train.py)
+#: metrics.csv columns that hold wall-clock times (documented in policies/training/train.py)
 TIMING_COLUMNS = ("train_seconds", "wall_seconds")
 
 
@@ -201,7 +201,7 @@ import ray
 
 from behavsim import compare, get_executor, respond_many
 from contexts import generate_grid
-from policies.learners.train import TrainConfig, run_training
+from policies.training.train import TrainConfig, run_training
 
 tmp, repeats = Path(sys.argv[1]), int(sys.argv[2])
 # the local runs first: a process that has started Ray does not fork well

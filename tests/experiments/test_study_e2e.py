@@ -12,7 +12,7 @@ from scipy.stats import pearsonr
 
 from behavsim import ConfigError, ResponseTable
 from experiments.study import load_config, run_study
-from policies.learners.play import play_dialogues
+from policies.training.play import play_dialogues
 
 E2E = dict(e2e_teachers=("handcrafted", "gp"), e2e_dialogues=20, e2e_epochs=2, robustness=(), report=True)
 # four trials of two checkpoints, answering the collected contexts and playing dialogues: minutes

@@ -10,9 +10,9 @@ import pytest
 from behavsim import BehavsimError, ContextSet, ResponseTable
 from behavsim._io import read_json_checked, write_json_checked
 from contexts import generate_grid
-from policies.learners.handcrafted import HandcraftedPolicy
-from policies.learners.checkpoint import read_npz, save_checkpoint
-from policies.learners.gp import GPSarsaPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
+from policies.gp.checkpoint import read_npz, save_checkpoint
+from policies.gp.sarsa import GPSarsaPolicy
 
 FLIPS = 300
 CUTS = 60

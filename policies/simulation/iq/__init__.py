@@ -15,11 +15,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._corpus import CSV_COLUMNS, REQUIRED_COLUMNS, LabelledDialogue, read_exchange_csv, write_exchange_csv
-from ._errors import IQDataError, IQError, IQInputError, IQModelError, UnknownIQEstimator
-from ._features import EXCHANGE_KEYS, FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
-from ._parameters import ParameterIQEstimator, iq_from_parameters
-from ._registry import (
+from policies.simulation.iq._corpus import (
+    CSV_COLUMNS,
+    REQUIRED_COLUMNS,
+    LabelledDialogue,
+    read_exchange_csv,
+    write_exchange_csv,
+)
+from policies.simulation.iq._errors import IQDataError, IQError, IQInputError, IQModelError, UnknownIQEstimator
+from policies.simulation.iq._features import EXCHANGE_KEYS, FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
+from policies.simulation.iq._parameters import ParameterIQEstimator, iq_from_parameters
+from policies.simulation.iq._registry import (
     DEFAULT_IQ_ESTIMATOR,
     InteractionQualityEstimator,
     get_iq_estimator,
@@ -54,7 +60,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:  # lazy: BiLSTMIQEstimator's module is light, torch is not loaded
     if name == "BiLSTMIQEstimator":
-        from ._bilstm import BiLSTMIQEstimator
+        from policies.simulation.iq._bilstm import BiLSTMIQEstimator
 
         return BiLSTMIQEstimator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

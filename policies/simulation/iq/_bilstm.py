@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ._corpus import LabelledDialogue, read_exchange_csv
-from ._errors import IQDataError, IQModelError
-from ._features import FEATURE_NAMES, exchange_features
+from policies.simulation.iq._corpus import LabelledDialogue, read_exchange_csv
+from policies.simulation.iq._errors import IQDataError, IQModelError
+from policies.simulation.iq._features import FEATURE_NAMES, exchange_features
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..env import EXCHANGE_KEYS
-from ._errors import IQInputError
+from policies.simulation.env import EXCHANGE_KEYS
+from policies.simulation.iq._errors import IQInputError
 
 __all__ = ["EXCHANGE_KEYS", "FEATURE_NAMES", "WINDOW", "exchange_features", "validate_exchanges"]
 

@@ -28,9 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from behavsim.commands import CommandParser
-
-from ._corpus import write_exchange_csv
-from ._parameters import ParameterIQEstimator
+from policies.simulation.iq._corpus import write_exchange_csv
+from policies.simulation.iq._parameters import ParameterIQEstimator
 
 __all__ = ["simulate_dialogue", "make_sample_corpus"]
 

@@ -10,7 +10,8 @@ import pytest
 
 from behavsim import ConfigError, ContextSetMismatch, TableFormatError, UnknownName
 from behavsim import list_policy_kinds, load_policy, policy_kinds
-from policies.adapters import Adapter, CallableAdapter, PolicyAdapter, RecordedAdapter, as_adapter, parse_spec
+from behavsim.policy import Adapter, CallableAdapter, PolicyAdapter, as_adapter, parse_spec
+from policies.adapters import RecordedAdapter
 from behavsim.policy import Response, check_policy
 
 
@@ -83,8 +84,8 @@ def test_handcrafted_adapter(contexts):
 
 
 def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
-    from policies.adapters import file_sha256
-    from policies.learners.checkpoint import load_checkpoint
+    from behavsim.policy import file_sha256
+    from policies.gp.checkpoint import load_checkpoint
 
     path = run_dir / "ts-seed1" / "ckpt-000020.npz"
     a = load_policy(str(path))
@@ -107,7 +108,7 @@ def test_checkpoint_tables_pair_by_trial(run_dir, contexts):
     """compare's 'consecutive' mode groups tables whose metadata differ only in id, checkpoint
     and path: file-specific details (the hash) must live under path."""
     from behavsim import plan_pairs
-    from policies.commands.respond import respond
+    from behavsim.policy import respond
 
     paths = sorted(run_dir.glob("*/ckpt-*.npz"))  # seed0: 10, 20; seed1: 10, 20
     tables = [respond(str(p), contexts.select(range(3))) for p in paths]
@@ -148,7 +149,7 @@ def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
 
 
 def test_as_adapter_wraps_objects(contexts):
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     a = as_adapter(HandcraftedPolicy())
     assert isinstance(a, PolicyAdapter) and a.id == "handcrafted"
@@ -245,7 +246,7 @@ def _fake_pydial_root(tmp_path):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "fake_pydial_make_root", Path(__file__).parent / "fake_pydial" / "make_root.py")
+        "fake_pydial_make_root", Path(__file__).parents[1] / "pydial" / "fake_pydial" / "make_root.py")
     maker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(maker)
     maker.forget_pydial()
@@ -254,7 +255,7 @@ def _fake_pydial_root(tmp_path):
 
 def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
     """A working spec of each registered kind (the meta-test below makes sure none is forgotten)."""
-    from policies.commands.respond import respond
+    from behavsim.policy import respond
 
     if kind == "handcrafted":
         return "handcrafted:nlg_seed=1"
@@ -270,7 +271,7 @@ def _spec_for(kind, run_dir, contexts, tmp_path, request=None):
         return f"pydial:config/gp.cfg:root={_fake_pydial_root(tmp_path)[1]}"
     if kind == "e2e":
         return f"e2e:{request.getfixturevalue('e2e_run')[2]}"
-    if kind == "hf":  # a small model trained to answer bye() to anything (tests/policies/_llm_model.py)
+    if kind == "hf":  # a small model trained to answer bye() to anything (tests/policies/llm/_llm_model.py)
         return f"hf:{request.getfixturevalue('llm_models')['bye']}"
     if kind == "openai":  # the same model behind transformers serve on 127.0.0.1
         return f"openai:{request.getfixturevalue('llm_models')['bye']}@{request.getfixturevalue('llm_server').url}"
@@ -321,7 +322,7 @@ def test_check_policy_catches_broken_adapters(contexts):
     import itertools as it
 
     from behavsim.policy import PolicyCheckError
-    from policies.commands.respond import PolicyFailed, check_policy
+    from behavsim.policy import PolicyFailed, check_policy
 
     counter = it.count()
     with pytest.raises(PolicyCheckError, match="two runs on the same contexts gave different tables"):

@@ -19,10 +19,10 @@ import pytest
 from behavsim import compare
 from behavsim.monitor import read_convergence
 from contexts import generate_grid
-from policies.commands._follow import OutputLock
+from policies.training.follow import OutputLock
 from policies.commands.monitor import main
-from policies.commands.respond import PolicyErrorsWarning, respond
-from policies.learners.train import TrainConfig, list_checkpoints, run_training
+from behavsim.policy import PolicyErrorsWarning, respond
+from policies.training.train import TrainConfig, list_checkpoints, run_training
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
 ROOT = Path(__file__).resolve().parents[3]
@@ -86,7 +86,7 @@ def test_trial_folder_default_output_and_follow_stops_when_run_is_complete(run, 
 
 
 def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
-    from policies.learners import checkpoint
+    from policies.gp import checkpoint
 
     run_dir, grid = run
     trial = tmp_path / "watch" / "ts-seed0"          # no config.json above: only --stop-after ends it
@@ -171,7 +171,7 @@ def test_follow_while_training_in_another_process(run, tmp_path, capsys):
     _, grid = run
     run_dir = tmp_path / "live"
     run_dir.mkdir()                      # the monitor may start before the trainer
-    code = ("from policies.learners.train import TrainConfig, run_training; "
+    code = ("from policies.training.train import TrainConfig, run_training; "
             "run_training(TrainConfig(dialogues=300, checkpoint_every=100, eval_dialogues=5), "
             f"{str(run_dir)!r}, workers=1, progress=False)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -153,7 +153,7 @@ def test_event_files_hold_exactly_the_csv_values(tmp_path):
 
 def test_monitor_cli_lags_reference_and_tensorboard(tmp_path, capsys):
     """`behavsim monitor RUN --lag 2 --reference handcrafted --tensorboard TB` on a finished training run."""
-    from policies.learners.train import TrainConfig, run_training
+    from policies.training.train import TrainConfig, run_training
 
     run_training(TrainConfig(dialogues=400, checkpoint_every=100, eval_dialogues=3), tmp_path / "run",
                  progress=False)
@@ -353,7 +353,7 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
     assert behavsim_main(["train", "--rewards", "ts", "--seeds", "0", "--dialogues", "300", "--checkpoint-every",
                           "100", "--eval-dialogues", "3", "--no-progress", "--monitor", str(cgen), "--monitor-lag", "1",
                           "--monitor-reference", "handcrafted", "--tensorboard", str(tb), "-o", str(out)]) == 0
-    from policies.learners.train import read_metrics
+    from policies.training.train import read_metrics
 
     metrics = read_metrics(out / "metrics.csv")
     got = _scalars(tb / "ts-seed0")

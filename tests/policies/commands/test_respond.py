@@ -12,7 +12,7 @@ from behavsim import ConfigError, ContextSet, ResponseTable, UnknownName
 from behavsim.cli import main
 from policies.adapters import write_recorded
 from behavsim.policy import Response
-from policies.commands.respond import PolicyErrorsWarning, PolicyFailed, respond, respond_many
+from behavsim.policy import PolicyErrorsWarning, PolicyFailed, respond, respond_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
 
@@ -98,7 +98,7 @@ def test_respond_many_equals_serial(contexts, ckpts, tmp_path):
     assert [t.id for t in parallel] == [t.id for t in serial]
     for s, p in zip(serial, parallel):
         assert s.save(tmp_path / "s.jsonl").read_bytes() == p.save(tmp_path / "p.jsonl").read_bytes()
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     mixed = respond_many([lambda b: "bye()", HandcraftedPolicy(nlg_seed=None), "handcrafted"], contexts, workers=2,
                          policy_ids=["lam", "obj", None])  # the lambda cannot be pickled: runs here
@@ -158,7 +158,7 @@ def test_cli_domain_option(tmp_path, capsys):
     answering any; a bad name is one line."""
     from contexts import generate_grid
     from policies.simulation.domain import resolve_domain
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     example = resolve_domain("example-restaurants")
     path = generate_grid(example, step=0.5).save(tmp_path / "example.jsonl")
@@ -255,6 +255,6 @@ def test_policy_and_contexts_of_different_domains_are_refused():
     with pytest.raises(ConfigError, match="works on the domain of 'CamRestaurants-rules.json', but the contexts "
                                           "were built on behavsim-restaurants-rules.json"):
         respond("handcrafted", grid_example.select(range(4)))  # subsets keep the parent's domain
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     assert respond(HandcraftedPolicy(example), grid_example).n_errors == 0

@@ -154,7 +154,7 @@ def run_ours(n: int, seed: int, user_config="env1", step=None, **env_kwargs) -> 
     policy's summary action). Returns the rows and the seconds spent."""
     from policies.simulation.domain import resolve_domain
     from policies.simulation.env import DialogueEnv
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     kwargs = {**PYDIAL_LOOP, **env_kwargs}
     offset = TURN_OFFSET if kwargs.get("hello") else 0

@@ -197,7 +197,7 @@ def _tie_beliefs(n, seed=0):
 
 def _env_beliefs(n_dialogues):
     from policies.simulation.env import DialogueEnv
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.tracker import ErrorModel
 
     out = []
@@ -216,7 +216,7 @@ def _env_beliefs(n_dialogues):
 
 def _everything(b):
     from policies.simulation.features import belief_vector
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.tracker import inform_info
     from policies.simulation.actions import accepted_constraints
 
@@ -244,7 +244,7 @@ def test_ties_follow_the_domain_order():
     import json
 
     from policies.simulation.actions import accepted_constraints, top_value, value_rank
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.tracker import make_belief
 
     food = D.informable["food"]

@@ -3,7 +3,7 @@ import pytest
 
 from policies.simulation.actions import SUMMARY_ACTIONS, UnknownSummaryAction
 from policies.simulation.env import EXCHANGE_KEYS, DialogueEnv, EnvError
-from policies.learners.handcrafted import HandcraftedPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.tracker import ErrorModel
 
 
@@ -218,7 +218,7 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
     code = (
         "import hashlib, json\n"
         "from policies.simulation.env import DialogueEnv\n"
-        "from policies.learners.handcrafted import HandcraftedPolicy\n"
+        "from policies.handcrafted.policy import HandcraftedPolicy\n"
         "from policies.simulation.tracker import ErrorModel\n"
         "env = DialogueEnv(error_model=ErrorModel(0.2, 3), hello=True, nlg_seed=3)\n"
         "pol = HandcraftedPolicy(env.domain)\n"

@@ -518,7 +518,7 @@ def _run_env(choose, n: int, **env_kw) -> list[tuple[list[dict], bool]]:
 
 def test_environment_exchanges_follow_the_contract():
     from policies.simulation.env import EXCHANGE_KEYS as ENV_KEYS
-    from policies.learners.handcrafted import HandcraftedPolicy
+    from policies.handcrafted.policy import HandcraftedPolicy
 
     assert tuple(ENV_KEYS) == EXCHANGE_KEYS
     policy = HandcraftedPolicy()

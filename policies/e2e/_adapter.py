@@ -1,0 +1,76 @@
+"""``e2e:DIR`` — behavsim's end-to-end model (a checkpoint folder of ``behavsim train --policy e2e``).
+
+The model reads a context's dialogue history (its text only) and answers with an act and a prompt
+(:class:`policies.e2e.E2EModel`); a context set without histories is refused before the
+first context. Answers are greedy; :meth:`E2EAdapter.prepare` answers every history of a context
+set in batches (``batch=N``, default 32; ``threads=T``, default 1) and :meth:`respond_one`
+reads the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from behavsim import ConfigError, Response
+from behavsim.policy import Adapter, PolicySpec, source_info
+
+__all__ = ["E2EAdapter", "e2e_kind"]
+
+
+class E2EAdapter(Adapter):
+    """An :class:`~policies.e2e.E2EModel` as a policy kind (see the module doc)."""
+
+    kind = "e2e"
+    reads = ("history",)
+
+    def __init__(self, model: Any, meta: dict[str, Any], *, label: str | None = None) -> None:
+        super().__init__(meta, label=label)
+        self.model = model
+
+    def prepare(self, contexts: Any) -> None:
+        histories = [h for h in (contexts.history(i) for i in range(len(contexts))) if h is not None]
+        self.model.answer(histories)
+
+    def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
+        out = self.model.answer([history])[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def respond_batch(self, histories: Sequence[Any]) -> list[Response | Exception]:
+        """Many histories at once (the environment's batched play uses it)."""
+        return self.model.answer(list(histories))
+
+
+def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
+    """``e2e:DIR[:batch=N][:threads=T]``: a checkpoint folder of behavsim's end-to-end model."""
+    from policies.e2e import E2EModel
+
+    spec.check_options(("batch", "threads"))
+    if not spec.target:
+        raise ConfigError(
+            f"policy spec {spec.text!r}: expected e2e:DIR (a checkpoint folder of `behavsim train --policy e2e`)"
+        )
+    path = Path(spec.target)
+    if not path.is_dir():
+        raise ConfigError(f"policy spec {spec.text!r}: folder {str(path)!r} not found")
+    batch = spec.int_option("batch", 32) or 32
+    model = E2EModel(path, batch_size=batch, threads=spec.int_option("threads", 1) or None)
+    info = model.info
+    teacher = info.get("teacher") or {}
+    dialogues = int(info.get("dialogues", 0))
+    trial = f"e2e-{teacher.get('id', 'teacher')}-seed{info.get('seed')}"
+    meta: dict[str, Any] = {
+        "id": f"{trial}-{dialogues:06d}",
+        "name": "e2e",
+        "kind": "e2e",
+        "policy": "e2e",
+        "teacher": teacher.get("id"),
+        "seed": info.get("seed"),
+        "checkpoint": dialogues,
+        "domain": info.get("domain"),
+        "path": source_info(path / "model.safetensors", folder=str(path)),
+    }
+    return E2EAdapter(model, meta, label=meta["id"])

@@ -1,0 +1,140 @@
+"""``behavsim train --policy e2e --teacher SPEC``: behavsim's end-to-end model by imitation.
+
+The options that only the end-to-end model has (``--teacher``, ``--epochs``, ``--batch-dialogues``,
+``--threads``, the model's size) are added to ``behavsim train`` by :func:`add_e2e_options`;
+:func:`cmd_train_e2e` runs :func:`policies.e2e.train_e2e` with them::
+
+    behavsim train --policy e2e --teacher handcrafted --seed 0 -o runs/e2e-hc0
+    behavsim train --policy e2e --teacher runs/gp/ts-seed0/ckpt-010000.npz --seed 1 -o runs/e2e-gp1
+
+Running it again on the same folder resumes from the last checkpoint; a folder holding a run with
+other settings is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from behavsim import BehavsimError, ConfigError
+
+__all__ = ["add_e2e_options", "cmd_train_e2e", "e2e_config_from_args"]
+
+
+def add_e2e_options(p: argparse.ArgumentParser) -> None:
+    from policies.e2e import E2EConfig
+
+    d = E2EConfig()
+    g = p.add_argument_group("end-to-end model (--policy e2e)")
+    g.add_argument(
+        "--teacher",
+        metavar="SPEC",
+        help="the policy the model imitates: any policy spec (handcrafted, a GP-SARSA checkpoint .npz, pydial:CFG, ...)",
+    )
+    g.add_argument(
+        "--epochs", type=int, default=d.epochs, help=f"passes over the teacher's dialogues (default {d.epochs})"
+    )
+    g.add_argument(
+        "--batch-dialogues",
+        type=int,
+        default=d.batch_dialogues,
+        metavar="B",
+        help=f"teacher dialogues (all their turns) per optimiser step (default {d.batch_dialogues})",
+    )
+    g.add_argument(
+        "--threads", type=int, default=d.threads, help=f"PyTorch threads, fixed for determinism (default {d.threads})"
+    )
+    g.add_argument("--layers", type=int, default=d.n_layer, help=f"transformer layers (default {d.n_layer})")
+    g.add_argument("--width", type=int, default=d.n_embd, help=f"hidden size (default {d.n_embd})")
+    g.add_argument("--heads", type=int, default=d.n_head, help=f"attention heads (default {d.n_head})")
+    g.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
+    g.add_argument(
+        "--dagger-dialogues",
+        type=int,
+        default=None,
+        metavar="N",
+        help="DAgger: after each epoch from --dagger-from on (not the last), the model plays N dialogues and the "
+        "teacher labels every turn of them; they join every later epoch (default: a tenth of --dialogues; 0: none)",
+    )
+    g.add_argument(
+        "--dagger-from",
+        type=int,
+        default=d.dagger_from,
+        metavar="E",
+        help=f"the epoch after which the first DAgger round is played (default {d.dagger_from})",
+    )
+    g.add_argument(
+        "--belief-weight",
+        type=float,
+        default=d.belief_weight,
+        metavar="W",
+        help="the loss weight of the belief spans' tokens, the model's own record of the user's constraints "
+        f"(default {d.belief_weight:g}; 1: every target alike)",
+    )
+    g.add_argument(
+        "--no-chat",
+        dest="chat",
+        action="store_false",
+        help="no chat mode (the act after the turns as said, for hf:DIR and openai:; docs/e2e.md): trains faster",
+    )
+
+
+def e2e_config_from_args(args: argparse.Namespace):
+    """The :class:`~policies.e2e.E2EConfig` of a ``train --policy e2e`` command line."""
+    from policies.e2e import E2EConfig
+
+    d = E2EConfig()
+    if not args.teacher:
+        raise ConfigError("--policy e2e needs --teacher SPEC (the policy to imitate, e.g. handcrafted)")
+    seeds = args.seeds if args.seeds is not None else [0]
+    if len(seeds) != 1:
+        raise ConfigError(f"--policy e2e trains one seed per run folder; got --seed {' '.join(map(str, seeds))}")
+    if args.rewards:
+        raise ConfigError("--reward does not apply to --policy e2e (it imitates its teacher; it has no reward)")
+    if args.dagger_dialogues is not None and args.dagger_dialogues < 0:
+        raise ConfigError(f"--dagger-dialogues must be 0 (no DAgger rounds) or more, got {args.dagger_dialogues}")
+    dialogues = args.dialogues if args.dialogues is not None else d.dialogues
+    return E2EConfig(
+        teacher=args.teacher,
+        seed=int(seeds[0]),
+        dialogues=dialogues,
+        epochs=args.epochs,
+        checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else dialogues,
+        batch_dialogues=args.batch_dialogues,
+        n_layer=args.layers,
+        n_embd=args.width,
+        n_head=args.heads,
+        lr=args.lr,
+        threads=args.threads,
+        chat=bool(getattr(args, "chat", True)),
+        **({} if args.dagger_dialogues is None else {"dagger_dialogues": args.dagger_dialogues}),
+        dagger_from=args.dagger_from,
+        belief_weight=args.belief_weight,
+        domain=args.domain,
+        user=args.user,
+    )
+
+
+def cmd_train_e2e(args: argparse.Namespace) -> int:
+    """Run ``behavsim train --policy e2e``; returns the exit code (0 ok, 2 bad input)."""
+    from policies.e2e import train_e2e
+
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    report: Any = (lambda line: print(line, file=sys.stderr, flush=True)) if args.progress else None
+    try:
+        config = e2e_config_from_args(args)
+        ckpts = train_e2e(config, args.output, report=report)
+    except BehavsimError as exc:
+        print(f"behavsim train: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{'checkpoint':<28} {'dialogues':>9}")
+    for n, path in ckpts:
+        print(f"{str(path):<28} {n:>9}")
+    print(
+        f"end-to-end model: {ckpts[-1][1] if ckpts else '-'} (wall {time.perf_counter() - t0:.1f} s, "
+        f"CPU {time.process_time() - c0:.1f} s)"
+    )
+    return 0
