@@ -189,6 +189,8 @@ def train_sts(
     if (out / "config.json").is_file() and not force:
         say(f"STSScore's model is already trained: {out} (--force trains it again)")
         return out
+    if out.exists() and not (out / "config.json").is_file() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out} exists and holds no model: give train-sts a new or empty folder (-o DIR)")
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -208,7 +210,8 @@ def train_sts(
         "transformers": package_version("transformers"),
     }
     work.mkdir(parents=True, exist_ok=True)
-    for stale in work.glob("*.tmp*"):
+    # what an interrupted run left half-written: a checkpoint, or the result before its rename
+    for stale in [*work.glob("*.tmp*"), *out.parent.glob(f".{out.name}.tmp*"), *out.parent.glob(f".{out.name}.old*")]:
         shutil.rmtree(stale, ignore_errors=True)
     with _torch_settings(torch, config.threads):
         torch.manual_seed(config.seed)

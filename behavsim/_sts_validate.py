@@ -119,7 +119,7 @@ def plot_validation(result: Validation, path: str | os.PathLike) -> tuple[Path, 
     cols = min(3, max(1, len(rows)))
     n_rows = max(1, math.ceil(len(rows) / cols))
     fig = new_figure(WIDTH, 2.1 * n_rows + 0.3)
-    axes = fig.subplots(n_rows, cols, squeeze=False, sharex=True)
+    axes = fig.subplots(n_rows, cols, squeeze=False)
     for k, ax in enumerate(axes.ravel()):
         if k >= len(rows):
             ax.set_visible(False)
@@ -131,6 +131,8 @@ def plot_validation(result: Validation, path: str | os.PathLike) -> tuple[Path, 
         ax.set_xlim(-0.1, 5.1)
         if k % cols == 0:
             ax.set_ylabel("score")
-        if k // cols == n_rows - 1:
-            ax.set_xlabel("human label (STS-B test)")
+        if k + cols >= len(rows):  # the lowest panel of its column
+            ax.set_xlabel(f"human label (STS-B {result.split.name})")
+        else:
+            ax.tick_params(labelbottom=False)
     return save_figure(fig, path)

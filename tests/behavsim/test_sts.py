@@ -74,25 +74,25 @@ def test_learning_rate_warms_up_then_decays_to_zero():
 
 
 def _train(tmp_path, name, **kw):
-    cfg = {"limit": 24, "epochs": 2, "batch_size": 8, "threads": 1, "checkpoint_every": 2, **kw}
+    cfg = {"limit": 32, "epochs": 2, "batch_size": 8, "threads": 1, "checkpoint_every": 2, **kw}
     stop = cfg.pop("stop_after", None)
     return train_sts(tmp_path / name, STSTrainConfig(**cfg), progress=False, say=lambda m: None, stop_after=stop)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 def test_training_is_deterministic_and_resumes_to_the_same_bytes(tmp_path):
     a = _train(tmp_path, "a")
     b = _train(tmp_path, "b")
     assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
-    # interrupted after 3 of 6 steps (a checkpoint at step 2), then run again: the same bytes
+    # interrupted after 3 of 8 steps (a checkpoint at step 2, mid-epoch), then run again: the same bytes
     _train(tmp_path, "c", stop_after=3)
     assert not (tmp_path / "c").exists() and (tmp_path / "c.training" / "ckpt-000002").is_dir()
     c = _train(tmp_path, "c")
     assert (c / "model.safetensors").read_bytes() == (a / "model.safetensors").read_bytes()
     assert not (tmp_path / "c.training").exists()
     record = json.loads((c / "behavsim-sts.json").read_text())
-    assert record["config"]["seed"] == 0 and record["config"]["threads"] == 1 and record["steps"] == 6
-    assert record["data"]["pairs"] == 24
+    assert record["config"]["seed"] == 0 and record["config"]["threads"] == 1 and record["steps"] == 8
+    assert record["data"]["pairs"] == 32
     # another seed: other weights
     d = _train(tmp_path, "d", seed=1)
     wa, wd = load_file(str(a / "model.safetensors")), load_file(str(d / "model.safetensors"))
@@ -101,6 +101,31 @@ def test_training_is_deterministic_and_resumes_to_the_same_bytes(tmp_path):
     _train(tmp_path, "e", stop_after=2)
     with pytest.raises(Exception, match="other settings"):
         _train(tmp_path, "e", seed=3)
+
+
+@pytest.mark.timeout(1200)
+def test_train_sts_interrupted_by_a_signal_resumes_to_the_same_bytes(tmp_path):
+    import os
+    import signal
+    import time
+
+    args = ["scores", "train-sts", "--limit", "24", "--epochs", "2", "--batch-size", "8", "--threads", "1",
+            "--checkpoint-every", "1", "--no-progress"]
+    ref = cli(*args, "-o", str(tmp_path / "ref"))
+    assert ref.returncode == 0, ref.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "behavsim.cli", *args, "-o", str(tmp_path / "m")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 900
+    while not [p for p in (tmp_path / "m.training").glob("ckpt-*") if "tmp" not in p.name] and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and err.strip().endswith("interrupted"), err
+    assert not (tmp_path / "m").exists()
+    again = cli(*args, "-o", str(tmp_path / "m"))
+    assert again.returncode == 0 and "resuming from ckpt-" in again.stderr, again.stderr
+    assert (tmp_path / "m" / "model.safetensors").read_bytes() == (tmp_path / "ref" / "model.safetensors").read_bytes()
 
 
 def test_a_finished_model_is_kept_unless_forced(tiny_sts_model, capsys):
@@ -222,7 +247,7 @@ def test_validate_csv_rows_agree_with_scipy_on_nltk_bleu():
     assert float(spearman) == pytest.approx(spearmanr(ref, test.labels)[0], abs=1e-4)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 def test_validate_skips_a_model_not_on_the_machine_with_a_note(tiny_sts_model, tmp_path):
     r = cli("scores", "validate", "--format", "csv", "--scores", "STSScore", "--sts-model", str(tmp_path / "none"))
     assert r.returncode == 0, r.stderr
