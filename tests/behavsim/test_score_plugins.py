@@ -67,7 +67,7 @@ def test_compare_writes_its_means_and_matrix(plugin, tmp_path):
         expected = sum(word_jaccard(x, y) for x, y in zip(PROMPTS[a], PROMPTS[b])) / 3
         assert means.loc[(a, b), "WordJaccard"] == pytest.approx(expected, abs=1e-9)  # written with 10 digits
     matrix = pd.read_csv(tmp_path / "m" / "WordJaccard.csv", index_col=0)
-    assert matrix.loc["c", "a"] == pytest.approx(means.loc[("a", "c"), "WordJaccard"], abs=1e-9)
+    assert matrix.loc["c", "b"] == pytest.approx(means.loc[("b", "c"), "WordJaccard"], abs=1e-9)  # row c, column b
     assert matrix.loc["b", "b"] == 1.0 and (tmp_path / "m" / "WordJaccard.png").is_file()
     meta = json.loads((tmp_path / "m" / "matrix.meta.json").read_text())
     assert meta["signatures"]["WordJaccard"].startswith("WordJaccard|")
