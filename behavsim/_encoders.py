@@ -42,6 +42,10 @@ from ._util import package_version as _version
 ENCODER_THREADS = 1
 
 __all__ = [
+    "ENCODER_THREADS",
+    "Memo",
+    "local_hf_model",
+    "model_digest",
     "SentenceEncoder",
     "TokenEncoder",
     "Usem3Encoder",
@@ -95,8 +99,9 @@ def local_hf_model(name: str) -> str:
     return str(found)
 
 
-class _Memo:
-    """In-memory and optional on-disk memo of per-text arrays for one encoder signature."""
+class Memo:
+    """In-memory and optional on-disk memo of per-text arrays for one encoder signature
+    (``cache``: True for the default on-disk cache, False for none, or its folder or file)."""
 
     def __init__(self, cache: bool | str | os.PathLike):
         self._mem: dict[str, np.ndarray] = {}
@@ -137,7 +142,7 @@ class SentenceEncoder:
     name: str = "sentence-encoder"
 
     def __init__(self, cache: bool | str | os.PathLike = True, progress: bool = False):
-        self._memo = _Memo(cache)
+        self._memo = Memo(cache)
         self.progress = progress
 
     @property
@@ -199,13 +204,16 @@ class Usem3Encoder(SentenceEncoder):
         return self._model.encode([text])[0]
 
 
-def _model_digest(folder: Path, whole: int = 64 << 20, part: int = 4 << 20) -> str:
+def model_digest(folder: Path, whole: int = 64 << 20, part: int = 4 << 20, exclude: tuple[str, ...] = ()) -> str:
     """A SHA-256 over a model folder's files (relative path, size and content), 16 hex digits.
 
     Files up to ``whole`` bytes are hashed whole; larger ones (variable shards) by their size and
-    their first and last ``part`` bytes, so a multi-GB model is fingerprinted in milliseconds."""
+    their first and last ``part`` bytes, so a multi-GB model is fingerprinted in milliseconds.
+    Files whose relative path is in ``exclude`` are left out."""
     h = hashlib.sha256()
     for f in sorted(x for x in folder.rglob("*") if x.is_file()):
+        if f.relative_to(folder).as_posix() in exclude:
+            continue
         size = f.stat().st_size
         h.update(f"{f.relative_to(folder).as_posix()}\0{size}\0".encode())
         with open(f, "rb") as fh:
@@ -239,9 +247,9 @@ class TFHubEncoder(SentenceEncoder):
     @property
     def signature(self) -> str:
         """Names the model's content, not only its folder: two SavedModels in folders of the same
-        name must never share cached vectors (see :func:`_model_digest`)."""
+        name must never share cached vectors (see :func:`model_digest`)."""
         if self._digest is None:
-            self._digest = _model_digest(Path(self._local_dir()))
+            self._digest = model_digest(Path(self._local_dir()))
         name = os.path.basename(os.path.normpath(self.handle))
         return f"tfhub:{name}@{self._digest}|tensorflow-hub-{_version('tensorflow-hub')}"
 
@@ -339,7 +347,7 @@ class HFTokenEncoder(TokenEncoder):
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        self._memo = _Memo(cache)
+        self._memo = Memo(cache)
         self._ids: dict[str, list[int]] = {}
         self._model: Any = None
         self._tokenizer: Any = None

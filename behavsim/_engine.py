@@ -35,7 +35,7 @@ from ._repr import comparison_repr
 from ._scoring_tasks import score_recipes
 from ._sinks import FrameSink, IntervalSink, MeansSink, NotApplicable, PerContextWriter, StreamSink, matrices
 from ._tables import ResponseTable
-from .scores import ALL_SCORES, Score, get_score
+from .scores import DEFAULT_SCORES, Score, get_score
 
 __all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES", "DEFAULT_CHUNK_CELLS"]
 
@@ -136,7 +136,7 @@ def compare(
     tables: Sequence[ResponseTable | PathLike],
     pairs: str | Sequence[tuple[Any, Any]] | None = "all",
     *,
-    scores: Sequence[str | Score] = ALL_SCORES,
+    scores: Sequence[str | Score] = DEFAULT_SCORES,
     score_options: Mapping[str, Mapping[str, Any]] | None = None,
     by: str | None = None,
     per_context: bool | Callable[[pd.DataFrame], Any] | PathLike = True,

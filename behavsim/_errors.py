@@ -86,7 +86,7 @@ class UnknownEncoder(UnknownName):
 
 
 class ModelNotAvailable(BehavsimError, RuntimeError):
-    """A model (weights) that a score needs is not installed on this machine."""
+    """A model (weights) or a data set that behavsim needs is not installed on this machine."""
 
 
 class ContextSetMismatch(BehavsimError, ValueError):

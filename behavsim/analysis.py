@@ -40,7 +40,7 @@ from ._inputs import PathLike, as_contexts, as_table_map, is_path
 from ._sinks import ANSWER_COLUMNS
 from ._tables import ResponseTable
 from ._util import closest_name
-from .scores import ALL_SCORES
+from .scores import list_scores
 
 __all__ = [
     "bootstrap_ci",
@@ -88,7 +88,7 @@ def _as_per_context(obj: Any, name: str = "per_context_df") -> pd.DataFrame:
 
 def _score_columns(df: pd.DataFrame) -> list[str]:
     """The score columns of a per-context table: registered names first (registry order), then others."""
-    known = [s for s in ALL_SCORES if s in df.columns]
+    known = [s for s in list_scores() if s in df.columns]
     extra = [
         c
         for c in df.columns

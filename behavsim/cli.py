@@ -1,7 +1,8 @@
 """The ``behavsim`` command line: a thin layer over the library.
 
 Core sub-commands: ``pair`` (all scores of one act/prompt pair), ``compare`` (the engine on saved
-response tables), ``scores`` (list the registered scores). Packages building on behavsim add
+response tables), ``scores`` (list the registered scores, train STSScore's model, validate the text
+scores against human judgements), ``map``. Packages building on behavsim add
 sub-commands through the entry-point group ``behavsim.commands`` (e.g. ``train`` from
 ``policies``); behavsim itself imports none of them until the command line is built.
 """
@@ -248,20 +249,15 @@ def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
     print(f"  signatures: {meta.name}")
 
 
-def _cmd_scores(args: argparse.Namespace) -> int:
-    for name in list_scores():
-        info = score_info(name)
-        print(f"{name:<10} {info.level:<8} [{info.lower:g}, {info.upper:g}]  {info.description}")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     from ._engine import PAIR_MODES
     from ._map import register_map
+    from ._scores_cli import register_scores
     from ._sinks import PER_CONTEXT_FORMATS
 
     _scores_help = (
-        f"scores to compute, case-insensitive, comma or space separated (default: all): {', '.join(list_scores())}"
+        "scores to compute, case-insensitive, comma or space separated (default: the paper's eight); registered: "
+        f"{', '.join(list_scores())}"
     )
     version = package_version("behavsim")
     parser = CommandParser(prog="behavsim", description="How differently do two dialogue policies behave?")
@@ -338,8 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(c)
     c.set_defaults(func=_cmd_compare)
 
-    s = sub.add_parser("scores", help="list the registered scores")
-    s.set_defaults(func=_cmd_scores)
+    register_scores(sub)  # the core's 'scores' group: list, train-sts, validate (behavsim/_scores_cli.py)
     register_map(sub)  # the core's 'map' command (behavsim/_map.py)
 
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):

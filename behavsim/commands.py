@@ -7,13 +7,14 @@ model options of the text scores, reading ``--scores``, and the ``--executor`` o
 from __future__ import annotations
 
 import argparse
+import inspect
 import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ._errors import ConfigError
 from ._executor import add_executor_option
-from .scores import BERTScore, USEAng, USECos, list_scores, score_info
+from .scores import DEFAULT_SCORES, BERTScore, STSScore, USEAng, USECos, list_scores, score_info
 from .scores import scores as score_registry
 
 __all__ = [
@@ -59,9 +60,10 @@ def missing_command(parser: argparse.ArgumentParser, what: str = "COMMAND") -> N
 
 
 def score_names(values: Sequence[str] | None) -> list[str]:
-    """The scores ``--scores`` names (comma or space separated, case-insensitive); all without it."""
+    """The scores ``--scores`` names (comma or space separated, case-insensitive); without it the
+    default ones (the paper's eight, :data:`~behavsim.scores.DEFAULT_SCORES`)."""
     if not values:
-        return list_scores()
+        return list(DEFAULT_SCORES)
     out = []
     for v in values:
         for name in v.split(","):
@@ -92,16 +94,27 @@ def score_options(args: argparse.Namespace) -> dict[str, dict]:
         bert["idf"] = True
     if bert:
         opts[BERTScore.info.name] = bert
+    if getattr(args, "sts_model", None):
+        opts[STSScore.info.name] = {"model_path": args.sts_model}
     if args.no_cache:
         for name in list_scores():
-            if score_info(name).needs_model:
+            if score_info(name).needs_model and _takes_option(score_registry.get(name), "cache"):
                 opts.setdefault(name, {})["cache"] = False
     return opts
 
 
+def _takes_option(factory: Any, name: str) -> bool:
+    """Whether a score's constructor takes the option ``name`` (a score of another package may not)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """The options choosing the text scores' models (all offline): ``--use-encoder``, ``--use-model``,
-    ``--bert-model``, ``--bert-layer``, ``--bert-idf``, ``--no-cache``."""
+    ``--bert-model``, ``--bert-layer``, ``--bert-idf``, ``--sts-model``, ``--no-cache``."""
     g = p.add_argument_group("models (all offline; nothing is downloaded)")
     g.add_argument(
         "--use-encoder",
@@ -124,5 +137,11 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--bert-idf", action="store_true", help="idf-weighted BERTScore (idf over the distinct prompts scored)"
+    )
+    g.add_argument(
+        "--sts-model",
+        metavar="DIR_OR_NAME",
+        help="STSScore's cross-encoder: a local Hugging Face sequence-pair regression model (a folder or a cached "
+        "name); default: the one `behavsim scores train-sts` trained into the cache",
     )
     g.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")

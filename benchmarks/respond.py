@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cache", action="store_true", help="embed prompts afresh (no on-disk embedding cache)")
     args = ap.parse_args(argv)
 
-    from behavsim import ALL_SCORES, compare, load_policy
+    from behavsim import DEFAULT_SCORES, compare, load_policy
     from behavsim.policy import respond, respond_many
 
     contexts = _grid(args.step)
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"respond_many ({min(3, os.cpu_count() or 1)} workers)      {t_many:8.3f} s  {n / t_many:10,.0f} contexts/s "
               "(incl. process start and loading)")
 
-        scores = args.scores or list(ALL_SCORES)
+        scores = args.scores or list(DEFAULT_SCORES)
         opts = {s: {"cache": False} for s in ("USE_cos", "USE_ang", "BERTScore") if s in scores} if args.no_cache else {}
         t0 = time.perf_counter()
         compare(tables, "all", scores=scores, score_options=opts, progress=False)

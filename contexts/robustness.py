@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from behavsim import ALL_SCORES, ConfigError, ContextSet, ResponseTable, compare, list_scores
+from behavsim import DEFAULT_SCORES, ConfigError, ContextSet, ResponseTable, compare, list_scores
 from behavsim.commands import add_model_options, score_names, score_options
 from behavsim.policy import PolicyErrorsWarning, parse_spec, respond_many
 from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
@@ -72,7 +72,7 @@ def robustness(
     seed: int = 0,
     kinds: Sequence[str] | None = None,
     nbest: int = 3,
-    scores: Sequence[str] = ALL_SCORES,
+    scores: Sequence[str] = DEFAULT_SCORES,
     score_options: Mapping[str, Mapping[str, Any]] | None = None,
     policy_ids: Sequence[str | None] | None = None,
     workers: int | None = None,

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from behavsim import (
+    DEFAULT_SCORES,
     BehavsimError,
     ConfigError,
     ContextSet,
@@ -48,7 +49,6 @@ from behavsim import (
     closest_name,
     compare,
     get_executor,
-    list_scores,
     load_policy,
     package_version,
     parse_spec,
@@ -103,7 +103,7 @@ class StudyConfig:
     grid_step: float = 0.2
     collect_dialogues: int = 10
     collect_seed: int = 0
-    scores: tuple[str, ...] = tuple(list_scores())
+    scores: tuple[str, ...] = DEFAULT_SCORES
     bootstrap: int = 1000
     permutations: int = 10_000
     analysis_seed: int = 0

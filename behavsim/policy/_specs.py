@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -50,44 +48,7 @@ class _PolicyKinds(Registry[Callable[..., Adapter]]):
     """The registry of policy kinds; entry points are read at the first look-up."""
 
     def __init__(self) -> None:
-        super().__init__("policy kind", UnknownPolicyKind)
-        self._loaded = False
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name.lower() in self._names:
-                continue  # registered in code already
-            try:
-                factory = ep.load()
-            except Exception as exc:  # a broken plugin must not take the others down
-                warnings.warn(
-                    f"policy kind {ep.name!r} ({ep.value}) could not be loaded: {exc}", RuntimeWarning, stacklevel=3
-                )
-                continue
-            super().register(ep.name, factory)
-
-    def register(self, name: str, factory: Callable[..., Adapter] | None = None):
-        self._load()
-        return super().register(name, factory)
-
-    def canonical(self, name: str) -> str:
-        self._load()
-        return super().canonical(name)
-
-    def names(self) -> list[str]:
-        self._load()
-        return super().names()
-
-    def __contains__(self, name: object) -> bool:
-        self._load()
-        return super().__contains__(name)
-
-    def __iter__(self) -> Iterator[str]:
-        self._load()
-        return super().__iter__()
+        super().__init__("policy kind", UnknownPolicyKind, entry_points=ENTRY_POINT_GROUP)
 
     def suffixes(self) -> dict[str, str]:
         """``{".npz": "checkpoint", ...}``: path suffixes that identify a kind."""

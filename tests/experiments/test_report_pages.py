@@ -25,7 +25,7 @@ from behavsim import plots
 from experiments.plots import study_figures
 from experiments.report import SECTIONS, build_report
 
-SCORES = list(behavsim.ALL_SCORES)
+SCORES = list(behavsim.DEFAULT_SCORES)
 REWARDS, SEEDS, CHECKPOINTS = ("ts", "iq"), (0, 1, 2), tuple(range(1000, 7000, 1000))
 MAX_PAGES = 15
 

@@ -26,7 +26,7 @@ import pytest
 import behavsim
 from experiments.report import build_report, register_report
 
-SCORES = list(behavsim.ALL_SCORES)
+SCORES = list(behavsim.DEFAULT_SCORES)
 EVIL_PROMPT = 'what "price" range <script>alert("x")</script> & more?'
 EVIL_ACT = 'inform(name="a<b>c",food=\'x\')'
 CHROMIUM = "/usr/bin/chromium"

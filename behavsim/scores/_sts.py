@@ -1,0 +1,237 @@
+"""STSScore: the similarity of two prompts as a model trained on human judgements predicts it.
+
+Herbold ("Semantic similarity prediction is better than other semantic similarity measures")
+scores a text pair with a cross-encoder fine-tuned on STS-B, whose labels are human ratings from
+0 (unrelated) to 5 (same meaning): score = prediction / 5. Here the model is a local Hugging Face
+sequence-pair regression model (one output): by default the one ``behavsim scores train-sts``
+fine-tunes from the offline all-MiniLM-L6-v2 weights into the cache, or any other one given as a
+folder or a name in the local Hugging Face cache (``model_path``, ``--sts-model``), such as the
+paper's ``WillHeld/roberta-base-stsb`` if it is on the machine. Nothing is downloaded.
+
+The value of a prompt pair (p, p') is ``clip((f(p, p') + f(p', p)) / 2 / 5, 0, 1)`` with f the
+model's prediction for the input ``[CLS] p [SEP] p' [SEP]``: a cross-encoder reads its two texts
+in order, so the score is made symmetric by averaging both orders (exactly symmetric: the two
+predictions are added in either order to the same float). The text scores' rules hold (missing
+-> NaN, identical -> 1.0, empty against non-empty -> 0.0).
+
+Cost: two forward passes per distinct prompt pair (the engine scores each distinct pair once),
+memoised in memory and on disk (the embedding cache, under the model's signature). Determinism:
+as for the token encoders, the sequences are run in batches of one fixed shape (``batch_size``
+sequences of one token length, the batch filled up by repeating its first) on one thread, so a
+pair's value never depends on which other pairs are scored with it, nor on the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._cache import default_cache_dir
+from .._encoders import ENCODER_THREADS, Memo, local_hf_model, model_digest
+from .._errors import ConfigError, ModelNotAvailable
+from .._util import package_version
+from ._base import ScoreInfo, TextScore
+
+__all__ = ["STSScore", "CrossEncoder", "sts_model_dir", "STS_MODEL_NAME", "TRAIN_COMMAND", "TRAINING_RECORD"]
+
+#: The folder name of the model ``behavsim scores train-sts`` makes in the cache.
+STS_MODEL_NAME = "stsscore-minilm-l6"
+
+#: The command that makes the default model.
+TRAIN_COMMAND = "behavsim scores train-sts"
+
+#: The file in which ``behavsim scores train-sts`` records how a model was trained (left out of
+#: the model's digest: it holds the training's times, and the same weights score the same).
+TRAINING_RECORD = "behavsim-sts.json"
+
+#: STS-B's labels run from 0 to 5.
+LABEL_MAX = 5.0
+
+
+def sts_model_dir() -> Path:
+    """Where ``behavsim scores train-sts`` puts its model by default and STSScore looks for it:
+    ``<cache>/models/stsscore-minilm-l6`` (the cache: ``$BEHAVSIM_CACHE_DIR`` or ``~/.cache/behavsim``)."""
+    return default_cache_dir() / "models" / STS_MODEL_NAME
+
+
+def _resolve(model_path: str | os.PathLike | None) -> tuple[str, str]:
+    """``(local folder, label)`` of the model STSScore would use; ModelNotAvailable in one line."""
+    if model_path is None:
+        folder = sts_model_dir()
+        if not (folder / "config.json").is_file():
+            raise ModelNotAvailable(
+                f"STSScore needs a cross-encoder trained on STS-B and there is none at {folder}: `{TRAIN_COMMAND}` "
+                "makes one there (offline, on CPU), or give one with --sts-model DIR (model_path=DIR)"
+            )
+        return str(folder), STS_MODEL_NAME
+    local = local_hf_model(str(model_path))
+    return local, os.path.basename(os.path.normpath(str(model_path)))
+
+
+class CrossEncoder:
+    """A local sequence-pair regression model (Hugging Face format, one output), run as STSScore
+    runs it: :meth:`predict` gives both orders' predictions of each pair, memoised in memory and,
+    unless ``cache=False``, on disk under :attr:`signature`."""
+
+    def __init__(
+        self,
+        model_path: str,
+        label: str,
+        cache: bool | str | os.PathLike = True,
+        batch_size: int = 16,
+        max_length: int = 128,
+        device: str | None = None,
+    ):
+        self.model_path = model_path
+        self.label = label
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"STSScore batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8:
+            raise ConfigError(f"STSScore max_length must be an integer >= 8, got {max_length!r}")
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device or "cpu"
+        self.progress = False
+        self._memo = Memo(cache)
+        self._digest: str | None = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def signature(self) -> str:
+        """Names the model's content (a digest of its files), the batch shape and the libraries."""
+        if self._digest is None:
+            self._digest = model_digest(Path(self.model_path), whole=1 << 30, exclude=(TRAINING_RECORD,))
+        return (
+            f"{self.label}@{self._digest}|batch:{self.batch_size}|max_len:{self.max_length}"
+            f"|transformers-{package_version('transformers')}|torch-{package_version('torch')}"
+        )
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        # optional dependency, and seconds to import: only when a pair is scored
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+            model = AutoModelForSequenceClassification.from_pretrained(self.model_path)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailable(
+                f"STSScore: no sequence-pair model could be loaded from {self.model_path}: {' '.join(str(exc).split())}"
+            ) from exc
+        if model.config.num_labels != 1:
+            raise ConfigError(
+                f"STSScore needs a regression model with one output (STS-B's 0-5 label); {self.model_path} has "
+                f"{model.config.num_labels} labels"
+            )
+        model.eval()
+        model.to(self.device)
+        self._model = model
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """``(n, 2)`` float32: the model's prediction for ``(a, b)`` and for ``(b, a)`` of each pair."""
+        keys = [json.dumps([a, b], ensure_ascii=False) for a, b in pairs]
+        if not keys:
+            return np.zeros((0, 2), dtype=np.float32)
+        return np.stack(self._memo.lookup(self.signature, keys, self._compute))
+
+    def _compute(self, keys: list[str]) -> list[np.ndarray]:
+        import torch
+
+        self._load()
+        pairs = [json.loads(k) for k in keys]
+        seqs = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
+        enc = self._tokenizer([s[0] for s in seqs], [s[1] for s in seqs], truncation=True, max_length=self.max_length)
+        ids, types = enc["input_ids"], enc.get("token_type_ids")
+        by_len: dict[int, list[int]] = {}
+        for k, x in enumerate(ids):
+            by_len.setdefault(len(x), []).append(k)
+        out = np.empty(len(seqs), dtype=np.float32)
+        batches = [
+            members[s : s + self.batch_size]
+            for length in sorted(by_len)
+            for members in [by_len[length]]
+            for s in range(0, len(members), self.batch_size)
+        ]
+        it: Any = batches
+        if self.progress and len(batches) > 10:
+            from tqdm.auto import tqdm
+
+            it = tqdm(batches, desc="STSScore pairs", unit="batch")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(ENCODER_THREADS)  # as the token encoders: the values must not depend on the process
+        try:
+            with torch.no_grad():
+                for chunk in it:
+                    rows = chunk + [chunk[0]] * (self.batch_size - len(chunk))
+                    inputs = {"input_ids": torch.tensor([ids[k] for k in rows], dtype=torch.long, device=self.device)}
+                    inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
+                    if types is not None:
+                        inputs["token_type_ids"] = torch.tensor(
+                            [types[k] for k in rows], dtype=torch.long, device=self.device
+                        )
+                    logits = self._model(**inputs).logits[:, 0].float().cpu().numpy()
+                    out[chunk] = logits[: len(chunk)]
+        finally:
+            torch.set_num_threads(threads)
+        n = len(pairs)
+        return [np.array([out[k], out[n + k]], dtype=np.float32) for k in range(n)]
+
+
+class STSScore(TextScore):
+    """STS-B similarity predicted by a cross-encoder, / 5, clipped to [0, 1], mean of both orders.
+
+    ``model_path``: a local Hugging Face sequence-pair regression model (a folder, or a name in
+    the local Hugging Face cache); default: the model ``behavsim scores train-sts`` made in the
+    cache (:func:`sts_model_dir`). Without one, :class:`~behavsim.ModelNotAvailable` names the
+    command that makes it. ``cache``: the on-disk memo of the pairs' predictions (True: the
+    default cache, False: none, or a folder).
+    """
+
+    info = ScoreInfo(
+        "STSScore",
+        "STS-B similarity predicted by a cross-encoder: prediction/5 clipped to [0,1], mean of both orders",
+        "text",
+        needs_model=True,
+        title="STSScore",
+    )
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        cache: bool | str | os.PathLike = True,
+        batch_size: int = 16,
+        device: str | None = None,
+    ):
+        local, label = _resolve(model_path)
+        self.model = CrossEncoder(local, label, cache=cache, batch_size=batch_size, device=device)
+        self.encoder = self.model  # the engine switches the progress bar of a score's ``encoder``
+        self._options = {"model_path": None if model_path is None else str(model_path), "batch_size": batch_size}
+
+    @classmethod
+    def model_summary(cls, **options: Any) -> str:
+        path = options.get("model_path")
+        if path is not None:
+            return f"cross-encoder {path}"
+        folder = sts_model_dir()
+        if (folder / "config.json").is_file():
+            return f"cross-encoder {folder}"
+        return f"none yet: `{TRAIN_COMMAND}` trains one into {folder}"
+
+    def options(self) -> dict[str, Any]:
+        return dict(self._options)
+
+    def _signature_parts(self) -> list[str]:
+        return [f"model:{self.model.signature}", "input:[CLS]a[SEP]b[SEP]", "sym:mean-of-orders", "scale:/5,clip:0-1"]
+
+    def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
+        pairs, where = self._distinct_pairs(a, b)
+        pred = self.model.predict(pairs).astype(np.float64)
+        values = np.clip((pred[:, 0] + pred[:, 1]) / 2.0 / LABEL_MAX, 0.0, 1.0)
+        return values[where]
