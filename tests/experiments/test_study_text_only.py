@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 from _text_only import ID, SPEC
 
-from behavsim import ResponseTable, compare, list_scores, score_info
+from behavsim import DEFAULT_SCORES, ResponseTable, compare, score_info
 from experiments.study import load_config, run_study
 
-SEMANTIC = [s for s in list_scores() if score_info(s).level == "semantic"]
-TEXT = [s for s in list_scores() if score_info(s).level == "text"]
+SEMANTIC = [s for s in DEFAULT_SCORES if score_info(s).level == "semantic"]
+TEXT = [s for s in DEFAULT_SCORES if score_info(s).level == "text"]
 
 
 @pytest.fixture(scope="module")
