@@ -10,7 +10,7 @@ computed from the grid beliefs — so each context is ``make_belief(domain,
 overhead (14,641 contexts in well under a second of belief construction).
 
 Every mapping is stored with its keys in sorted order, as a saved set holds them and as
-``policies.commands.respond`` hands beliefs to policies. Key order does not change what the built-in
+``behavsim.policy.respond`` hands beliefs to policies. Key order does not change what the built-in
 policies do or the features (ties between equal probabilities follow the domain's order, see
 :mod:`policies.simulation.actions`): at an exact tie between the chosen value and ``**NONE**`` (p = 0.5,
 e.g. at step 0.1) the value wins and is an accepted constraint, as in ``make_belief``.

@@ -17,7 +17,7 @@ from behavsim import load_policy
 from policies.pydial import PyDialAdapter, StateVectorMismatch
 from behavsim.policy import respond, respond_many
 
-pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::behavsim.policy.PolicyErrorsWarning")
 
 FAKE = Path(__file__).parent / "fake_pydial"
 DOMAIN = "CamRestaurants"
