@@ -15,7 +15,7 @@ answers the belief, an end-to-end source (one that reads histories) the history.
 
 Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
 :mod:`policies.training.train` uses for its evaluation dialogues, so every source meets the same user
-goals and ``collect(ckpts, seed=policies.training.train.EVAL_SEED)`` records exactly the evaluation
+goals and ``collect(ckpts, seed=policies.training.evaluation.EVAL_SEED)`` records exactly the evaluation
 dialogues of a training run (the paper's C_col: 10 evaluation dialogues per trial).
 """
 
@@ -36,7 +36,7 @@ from policies.simulation.env import DialogueEnv
 from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
 from policies.simulation.user import DEFAULT_USER
-from policies.training.train import eval_dialogue_seed
+from policies.training.evaluation import eval_dialogue_seed
 
 __all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
@@ -47,7 +47,7 @@ ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "
 def dialogue_seed(seed: int, j: int) -> int:
     """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``.
 
-    The training runner's evaluation seeding (:func:`policies.training.train.eval_dialogue_seed`), so a
+    The training runner's evaluation seeding (:func:`policies.training.evaluation.eval_dialogue_seed`), so a
     collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
     """
     return eval_dialogue_seed(int(j), int(seed))

@@ -16,20 +16,24 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
 from behavsim.commands import CommandParser, add_executor_option
 from behavsim.policy import parse_spec
 from behavsim.scores import scores as registry
+from behavsim.tensorboard import check_tensorboard_dir
+from policies.e2e import add_e2e_options, cmd_train_e2e
+from policies.gp.checkpoint import CheckpointError
+from policies.training.evaluation import EVAL_SEED
+from policies.training.train import TrainConfig, list_learners, run_training
 
 __all__ = ["register_train", "cmd_train", "main"]
 
 
 def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command to an ``argparse`` sub-parser collection."""
-    from policies.training.train import EVAL_SEED, list_learners
-
     p = subparsers.add_parser(
         "train",
         help="train GP-SARSA policies (checkpoints + evaluations, paper Table 1)",
@@ -152,16 +156,12 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
     )
-    from policies.e2e._command import add_e2e_options
-
     add_e2e_options(p)
     p.set_defaults(func=cmd_train)
     return p
 
 
-def _config_from_args(args: argparse.Namespace):
-    from policies.training.train import TrainConfig
-
+def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         policy=args.policy,
         rewards=tuple(args.rewards or ("ts",)),
@@ -182,10 +182,6 @@ def _config_from_args(args: argparse.Namespace):
 
 def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     """``behavsim monitor OUTPUT --contexts F --follow`` in a process of its own, beside the trials."""
-    from pathlib import Path
-
-    from policies.training.train import ConfigError
-
     if not Path(args.monitor).is_file():
         raise ConfigError(
             f"--monitor: context-set file {args.monitor!r} not found "
@@ -239,14 +235,7 @@ def _check_monitor_inputs(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
-    from pathlib import Path
-
-    from policies.gp.checkpoint import CheckpointError
-    from policies.training.train import ConfigError, run_training
-
     if args.policy == "e2e":
-        from policies.e2e._command import cmd_train_e2e
-
         return cmd_train_e2e(args)
     if getattr(args, "teacher", None):
         print("behavsim train: error: --teacher applies to --policy e2e only", file=sys.stderr)
@@ -256,8 +245,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = _config_from_args(args)
         tensorboard = getattr(args, "tensorboard", None)
         if tensorboard:
-            from behavsim.tensorboard import check_tensorboard_dir
-
             check_tensorboard_dir(tensorboard, "--tensorboard")
         if args.monitor:
             monitor = _start_monitor(args)

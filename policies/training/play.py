@@ -2,7 +2,7 @@
 task success, measured alike for both.
 
 :func:`play_dialogues` plays ``dialogues`` seeded dialogues of :class:`policies.simulation.env.DialogueEnv`
-(dialogue ``j`` reset with the evaluation seed of :func:`policies.training.train.eval_dialogue_seed`, so
+(dialogue ``j`` reset with the evaluation seed of :func:`policies.training.evaluation.eval_dialogue_seed`, so
 every policy meets the same users and goals). At every system turn the policy is asked with what
 it reads — the belief state, or the history with its text (:class:`~.history.DialogueText`) —
 and its summary action drives the environment when it has one the environment knows, else its
@@ -66,7 +66,7 @@ def play_dialogues(
     """Play ``dialogues`` evaluation dialogues with ``policy`` (a spec string, an adapter, a policy
     object or a callable); see the module doc."""
     from policies.simulation.domain import resolve_domain
-    from policies.training.train import EVAL_SEED, eval_dialogue_seed
+    from policies.training.evaluation import EVAL_SEED, eval_dialogue_seed
 
     domain = resolve_domain(domain)
     adapter = as_adapter(policy, domain=domain)

@@ -8,7 +8,8 @@ from behavsim.policy import check_policy
 from policies.gp.checkpoint import load_checkpoint
 from policies.gp.sarsa import GPSarsaPolicy
 from policies.handcrafted.policy import HandcraftedPolicy
-from policies.training.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
+from policies.training.evaluation import EVAL_SEED, evaluate_policy
+from policies.training.train import TrainConfig, run_training
 
 
 @pytest.fixture(scope="module")
