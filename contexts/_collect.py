@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
+from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, canonical_copy, did_you_mean
 from behavsim.policy import Adapter, answer_context, as_adapter, error_text, reads_of
-from contexts._common import copy_belief, domain_meta, jsonable, resolve_domain
+from contexts._common import domain_meta, jsonable, resolve_domain
 from policies.simulation.env import DialogueEnv
 from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
@@ -127,7 +127,7 @@ def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str, hist
     the environment takes its summary action when it has one the environment knows (PyDial's
     mapping to a master act), else its act."""
     try:
-        r = answer_context(adapter, copy_belief(belief), history)
+        r = answer_context(adapter, canonical_copy(belief), history)
     except BehavsimError:
         raise
     except Exception as exc:
@@ -223,7 +223,7 @@ def collect(
                     first = len(metas)
                     done = False
                     while not done:
-                        record = copy_belief(belief)
+                        record = canonical_copy(belief)
                         history = text.turns if text is not None else None
                         summary, step = _step(env, adapter, label, belief, f"in dialogue {j}", history)
                         belief, _, terminated, truncated, info = step

@@ -45,8 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import ConfigError, ContextSet, did_you_mean
-from contexts._common import copy_belief
+from behavsim import ConfigError, ContextSet, canonical_copy, did_you_mean
 from policies.simulation.domain import shipped_domain
 from policies.simulation.tracker import inform_info
 
@@ -197,7 +196,7 @@ def _perturb_one(
     belief: dict[str, Any], i: int, noise: float, seed: int, kinds: tuple[str, ...], nbest: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The perturbed copy of one belief and a record of what was done to it."""
-    out = copy_belief(belief)
+    out = canonical_copy(belief)
     inner = out.get("beliefs")
     if not isinstance(inner, dict):
         return out, {}
@@ -263,7 +262,7 @@ def perturb(
     for i, (b, m) in enumerate(zip(cs.beliefs, cs.metas)):
         meta = dict(m)
         if noise == 0:
-            beliefs.append(copy_belief(b))
+            beliefs.append(canonical_copy(b))
             metas.append(meta)
             continue
         nb, record = _perturb_one(b, i, noise, seed, kinds, nbest)

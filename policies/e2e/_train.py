@@ -57,7 +57,7 @@ from policies.e2e._format import (
     delex_prompt,
 )
 from policies.e2e._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
-from policies.e2e._session import _encode, decision_points, history_parts
+from policies.e2e._session import decision_points, history_parts, token_ids
 from policies.e2e._tokenizer import build_tokenizer
 
 __all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE"]
@@ -311,7 +311,7 @@ def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
     """Token ids of ``texts``, each distinct text encoded once, all in one call (most repeat: a
     dialogue's segments recur in its chat row, templates' acts and responses across dialogues)."""
     distinct = list(dict.fromkeys(texts))
-    known = dict(zip(distinct, _encode(tokenizer, distinct)))
+    known = dict(zip(distinct, token_ids(tokenizer, distinct)))
     return lambda xs: [known[x] for x in xs]
 
 

@@ -177,7 +177,7 @@ def test_progress_bar_on_request(capsys):
 
 def test_builtin_policies_answer_the_fine_grid(ckpt):
     """Step 0.1 crosses the acceptance thresholds (area: 1/4.9 ≈ 0.204) — no policy may fail there."""
-    from policies.simulation.actions import parse_act
+    from behavsim import parse_act
 
     cs = generate_grid(step=0.1)
     for pol in (HandcraftedPolicy(nlg_seed=None), load_checkpoint(ckpt)):

@@ -23,7 +23,7 @@ from policies.simulation.iq._corpus import (
     write_exchange_csv,
 )
 from policies.simulation.iq._errors import IQDataError, IQError, IQInputError, IQModelError, UnknownIQEstimator
-from policies.simulation.iq._features import EXCHANGE_KEYS, FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
+from policies.simulation.iq._features import FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
 from policies.simulation.iq._parameters import ParameterIQEstimator, iq_from_parameters
 from policies.simulation.iq._registry import (
     DEFAULT_IQ_ESTIMATOR,
@@ -42,7 +42,6 @@ __all__ = [
     "exchange_features",
     "validate_exchanges",
     "iq_from_parameters",
-    "EXCHANGE_KEYS",
     "FEATURE_NAMES",
     "WINDOW",
     "CSV_COLUMNS",
