@@ -42,6 +42,16 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "checkpoint on M fixed dialogues (TSR, AIQ, ADL; greedily, or sampling with --eval-scale). Several rewards/seeds run as parallel trials. "
         "Re-running on the same folder resumes.",
     )
+    _add_run_options(p)
+    _add_monitor_options(p)
+    _add_environment_options(p)
+    add_e2e_options(p)
+    p.set_defaults(func=cmd_train)
+    return p
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The run: its folder, policy, trials, schedule, evaluation, workers and progress."""
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder (created; resumed if it exists)")
     p.add_argument(
         "--policy",
@@ -103,6 +113,10 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         default=True,
         help="progress bars on a terminal, one line per checkpoint otherwise (default on)",
     )
+
+
+def _add_monitor_options(p: argparse.ArgumentParser) -> None:
+    """What is watched while the run trains: the convergence monitor and TensorBoard."""
     p.add_argument(
         "--monitor",
         metavar="CONTEXTS",
@@ -131,6 +145,10 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "checkpoint's TSR, AIQ and ADL (behavsim/eval/...) and, with --monitor, the convergence scores "
         "(behavsim/<score>/vs_prev|vs_lag|vs_first|vs_final) and figure (needs pip install 'behavsim[tensorboard]')",
     )
+
+
+def _add_environment_options(p: argparse.ArgumentParser) -> None:
+    """GP-SARSA's hyper-parameters and the environment trained and evaluated in."""
     g = p.add_argument_group("GP-SARSA hyper-parameters (PyDial defaults)")
     g.add_argument("--gamma", type=float, default=1.0, help="discount (default 1.0)")
     g.add_argument("--sigma", type=float, default=5.0, help="noise standard deviation (default 5.0)")
@@ -156,9 +174,6 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
     )
-    add_e2e_options(p)
-    p.set_defaults(func=cmd_train)
-    return p
 
 
 def _config_from_args(args: argparse.Namespace) -> TrainConfig:
