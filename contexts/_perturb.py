@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from behavsim import ConfigError, ContextSet, canonical_copy, did_you_mean
+from contexts._common import resolve_domain
 from policies.simulation.domain import shipped_domain
 from policies.simulation.tracker import inform_info
 
@@ -97,16 +98,14 @@ def _recorded_rules(meta: Any) -> set[str]:
 
 def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     """The domain whose database recomputes ``inform_info``/``dbMatches``, and how it was chosen."""
-    from contexts._common import resolve_domain
-
     if domain is not None:
         d = resolve_domain(domain)
         return d, f"inform_info and dbMatches recomputed on domain {d.name!r} (given)"
     rules = _recorded_rules(cs.meta)
     if len(rules) == 1:
-        d = shipped_domain(next(iter(rules)))
-        if d is not None:
-            return d, f"inform_info and dbMatches recomputed on domain {d.name!r} (recorded in the set)"
+        shipped = shipped_domain(next(iter(rules)))
+        if shipped is not None:
+            return shipped, f"inform_info and dbMatches recomputed on domain {shipped.name!r} (recorded in the set)"
     return None, "kept (the set records no shipped domain; give domain= to recompute inform_info and dbMatches)"
 
 

@@ -44,6 +44,7 @@ from policies.e2e._format import (
     parse_belief,
 )
 from policies.e2e._session import Plan, PositionsExceeded, Rule, Session, plan_history, token_ids
+from policies.simulation.domain import resolve_domain
 
 __all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "special_ids"]
 
@@ -69,10 +70,8 @@ class E2EModel:
     reads = ("history",)
 
     def __init__(self, path: str | os.PathLike, *, batch_size: int = 32, threads: int | None = 1) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from policies.simulation.domain import resolve_domain
+        import torch  # optional heavy dependency, loaded on first use
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # optional heavy dependency, loaded on first use
 
         self.path = Path(path)
         info_path = self.path / MODEL_FILE

@@ -13,8 +13,7 @@ See ``docs/interaction_quality.md``.
 
 from __future__ import annotations
 
-from typing import Any
-
+from policies.simulation.iq._bilstm import BiLSTMIQEstimator
 from policies.simulation.iq._corpus import (
     CSV_COLUMNS,
     REQUIRED_COLUMNS,
@@ -55,11 +54,3 @@ __all__ = [
     "IQModelError",
     "UnknownIQEstimator",
 ]
-
-
-def __getattr__(name: str) -> Any:  # lazy: BiLSTMIQEstimator's module is light, torch is not loaded
-    if name == "BiLSTMIQEstimator":
-        from policies.simulation.iq._bilstm import BiLSTMIQEstimator
-
-        return BiLSTMIQEstimator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
