@@ -135,7 +135,7 @@ class ConvergenceMonitor:
     line per snapshot to stderr, a callable receives each :class:`SnapshotResult`.
     ``name``: label in lines and plot titles (default: the folder name). ``lag``: how many
     snapshots back ``vs_lag`` looks (default 5). ``reference``: a fixed policy (anything a
-    snapshot may be, e.g. ``"handcrafted"`` with ``respond=policies.commands.respond.respond``), answered
+    snapshot may be, e.g. ``"handcrafted"`` with ``respond=behavsim.policy.respond``), answered
     once, behind ``vs_ref``. ``tensorboard``: a TensorBoard run folder (it may be a trainer's own)
     that receives ``behavsim/<score>/<lag>`` scalars at step = training dialogues and the figure
     (needs ``pip install 'behavsim[tensorboard]'``).

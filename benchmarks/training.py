@@ -28,7 +28,7 @@ import numpy as np
 
 
 def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[float, int]:
-    from policies.training.train import run_dialogue, train_dialogue_seed
+    from policies.training.evaluation import run_dialogue, train_dialogue_seed
 
     turns = 0
     t0 = time.perf_counter()
@@ -40,7 +40,7 @@ def _train(policy, env, reward, start: int, stop: int, seed: int = 0) -> tuple[f
 
 
 def _evaluate(policy, env, n: int) -> tuple[float, int]:
-    from policies.training.train import eval_dialogue_seed, run_dialogue
+    from policies.training.evaluation import eval_dialogue_seed, run_dialogue
 
     turns = 0
     t0 = time.perf_counter()
@@ -108,7 +108,8 @@ def tables(run_dir: str) -> str:
     seed and the means; Table 1 beside the paper's values when the checkpoints exist."""
     from pathlib import Path
 
-    from policies.training.train import read_metrics, table1
+    from policies.training.evaluation import table1
+    from policies.training.files import read_metrics
 
     rows = read_metrics(Path(run_dir) / "metrics.csv")
     out = ["| dialogues | TSR R_TS per seed | mean | TSR R_IQ per seed | mean | AIQ R_TS | AIQ R_IQ | ADL R_TS | ADL R_IQ |",
@@ -157,13 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     from policies.simulation.env import DialogueEnv
     from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.rewards import get_reward
-    from policies.training.train import _new_policy, TrainConfig
+    from policies.training.train import TrainConfig, learner_kind
 
     threadpool_limits(1)
     res: dict = {}
     env = DialogueEnv()
     reward = get_reward("ts")
-    policy = _new_policy(TrainConfig(), 0)
+    policy = learner_kind("gp").build(TrainConfig(), 0)  # the trainer's fresh GP-SARSA policy
 
     dt, turns = _train(policy, env, reward, 0, args.dialogues)
     res["gp_first"] = {"dialogues": args.dialogues, "seconds": dt, "dialogues_per_s": args.dialogues / dt,

@@ -15,7 +15,6 @@ All return a :class:`behavsim.ContextSet` (file formats: see ``behavsim/_context
 
 from __future__ import annotations
 
-from behavsim import ContextSet
 from contexts._collect import ENV_OPTIONS, collect, dialogue_seed
 from contexts._dialogues import from_dialogues_jsonl, is_dialogue_log, logged_responses
 from contexts._grid import default_values, generate_grid, grid_levels
@@ -24,7 +23,6 @@ from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
 from contexts._select import select, top_belief
 
 __all__ = [
-    "ContextSet",
     "generate_grid",
     "grid_levels",
     "default_values",

@@ -15,7 +15,7 @@ answers the belief, an end-to-end source (one that reads histories) the history.
 
 Dialogue ``j`` is reset with the seed ``SeedSequence([seed, 3, j])`` — the derivation
 :mod:`policies.training.train` uses for its evaluation dialogues, so every source meets the same user
-goals and ``collect(ckpts, seed=policies.training.train.EVAL_SEED)`` records exactly the evaluation
+goals and ``collect(ckpts, seed=policies.training.evaluation.EVAL_SEED)`` records exactly the evaluation
 dialogues of a training run (the paper's C_col: 10 evaluation dialogues per trial).
 """
 
@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, did_you_mean
+from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, canonical_copy, did_you_mean
 from behavsim.policy import Adapter, answer_context, as_adapter, error_text, reads_of
-from contexts._common import copy_belief, domain_meta, jsonable, resolve_domain
+from contexts._common import domain_meta, jsonable, resolve_domain
 from policies.simulation.env import DialogueEnv
 from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
 from policies.simulation.user import DEFAULT_USER
-from policies.training.train import eval_dialogue_seed
+from policies.training.evaluation import eval_dialogue_seed
 
 __all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
 
@@ -47,7 +47,7 @@ ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "
 def dialogue_seed(seed: int, j: int) -> int:
     """The environment seed of dialogue ``j`` (0-based) of a collection seeded with ``seed``.
 
-    The training runner's evaluation seeding (:func:`policies.training.train.eval_dialogue_seed`), so a
+    The training runner's evaluation seeding (:func:`policies.training.evaluation.eval_dialogue_seed`), so a
     collection with ``seed=EVAL_SEED`` replays the evaluation dialogues of every checkpoint.
     """
     return eval_dialogue_seed(int(j), int(seed))
@@ -127,7 +127,7 @@ def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str, hist
     the environment takes its summary action when it has one the environment knows (PyDial's
     mapping to a master act), else its act."""
     try:
-        r = answer_context(adapter, copy_belief(belief), history)
+        r = answer_context(adapter, canonical_copy(belief), history)
     except BehavsimError:
         raise
     except Exception as exc:
@@ -151,7 +151,7 @@ def _progress(total: int, progress: bool | None):
         progress = total >= 100 and sys.stderr.isatty()
     if not progress:
         return None
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # start-up cost: ~0.9 s to import (measured under load); only a bar needs it
 
     return tqdm(total=total, desc="collecting", unit="dialogue", file=sys.stderr)
 
@@ -205,82 +205,111 @@ def collect(
                 )
     env = _make_env(domain, env_options)
     text = _dialogue_text(env) if histories else None
-    beliefs: list[dict] = []
-    turns: list[list | None] = []
-    metas: list[dict] = []
-    ids: list[str] = []
-    seen: set[str] = set()
-    removed = 0
+    got = _Gathered(dedupe)
     bar = _progress(len(sources) * int(dialogues), progress)
     try:
         for label, adapter, _ in sources:
             with adapter.session():  # greedy: a learner's exploration is off for the run
                 for j in range(int(dialogues)):
-                    dseed = dialogue_seed(seed, j)
-                    belief, info = env.reset(seed=dseed)
-                    if text is not None:
-                        text.reset(dseed, info)
-                    first = len(metas)
-                    done = False
-                    while not done:
-                        record = copy_belief(belief)
-                        history = text.turns if text is not None else None
-                        summary, step = _step(env, adapter, label, belief, f"in dialogue {j}", history)
-                        belief, _, terminated, truncated, info = step
-                        if text is not None:
-                            text.step(info)
-                        done = terminated or truncated
-                        turn = int(info["turns"])
-                        if dedupe:
-                            k = _key(record)
-                            if k in seen:
-                                removed += 1
-                                continue
-                            seen.add(k)
-                        beliefs.append(record)
-                        turns.append(history)
-                        metas.append(
-                            {
-                                "origin": "collected",
-                                "source_policy": label,
-                                "dialogue": j,
-                                "dialogue_seed": dseed,
-                                "turn": turn,
-                                "seed": int(seed),
-                                "summary_action": summary,
-                                "closing_turn": bool(info.get("closing_turn")),
-                            }
-                        )
-                        ids.append(f"{label}/d{j}/t{turn}")
-                    for m in metas[first:]:
-                        m["dialogue_turns"] = int(info["turns"])
-                        m["dialogue_success"] = bool(info["success"])
+                    _play(env, text, adapter, label, j, int(seed), got)
                     if bar is not None:
                         bar.update(1)
     finally:
         if bar is not None:
             bar.close()
+    meta = _set_meta(env, env_options, domain, int(seed), int(dialogues), sources, got)
+    if text is not None:
+        meta["histories"] = {"system_nlg": env.nlg.signature, "user_nlg": text.user_nlg.signature}
+    return ContextSet(got.beliefs, got.metas, got.ids, meta, histories=got.turns if text is not None else None)
+
+
+class _Gathered:
+    """The contexts recorded so far; with ``dedupe``, a belief seen before is counted, not kept."""
+
+    def __init__(self, dedupe: bool) -> None:
+        self.dedupe = dedupe
+        self.beliefs: list[dict] = []
+        self.turns: list[list | None] = []
+        self.metas: list[dict] = []
+        self.ids: list[str] = []
+        self.seen: set[str] = set()
+        self.removed = 0
+
+    def add(self, belief: dict, history: list | None, meta: dict, context_id: str) -> None:
+        if self.dedupe:
+            k = _key(belief)
+            if k in self.seen:
+                self.removed += 1
+                return
+            self.seen.add(k)
+        self.beliefs.append(belief)
+        self.turns.append(history)
+        self.metas.append(meta)
+        self.ids.append(context_id)
+
+
+def _play(env: Any, text: Any, adapter: Adapter, label: str, j: int, seed: int, got: _Gathered) -> None:
+    """Dialogue ``j`` of one source, every belief in front of it recorded (the dialogue's outcome
+    added to each at the end)."""
+    dseed = dialogue_seed(seed, j)
+    belief, info = env.reset(seed=dseed)
+    if text is not None:
+        text.reset(dseed, info)
+    first = len(got.metas)
+    done = False
+    while not done:
+        record = canonical_copy(belief)
+        history = text.turns if text is not None else None
+        summary, step = _step(env, adapter, label, belief, f"in dialogue {j}", history)
+        belief, _, terminated, truncated, info = step
+        if text is not None:
+            text.step(info)
+        done = terminated or truncated
+        turn = int(info["turns"])
+        meta = {
+            "origin": "collected",
+            "source_policy": label,
+            "dialogue": j,
+            "dialogue_seed": dseed,
+            "turn": turn,
+            "seed": seed,
+            "summary_action": summary,
+            "closing_turn": bool(info.get("closing_turn")),
+        }
+        got.add(record, history, meta, f"{label}/d{j}/t{turn}")
+    for m in got.metas[first:]:
+        m["dialogue_turns"] = int(info["turns"])
+        m["dialogue_success"] = bool(info["success"])
+
+
+def _set_meta(
+    env: Any,
+    env_options: Mapping[str, Any] | None,
+    domain: Any,
+    seed: int,
+    dialogues: int,
+    sources: list[tuple[str, Adapter, dict[str, Any]]],
+    got: _Gathered,
+) -> dict[str, Any]:
+    """The collected set's metadata (without its histories' generators)."""
     env_meta = jsonable(
         {k: getattr(env, k) for k in ("max_turns", "hello", "final_system_turn")}
         | {"error_model": env.error_model, "user_config": _user_meta(env_options)}
         | jsonable({k: v for k, v in dict(env_options or {}).items() if k != "user_config"})
     )
-    meta = {
+    return {
         "builder": "collected",
         "origin": "collected",
         **domain_meta(domain),
-        "seed": int(seed),
-        "dialogues": int(dialogues),
+        "seed": seed,
+        "dialogues": dialogues,
         "dialogue_seeds": "SeedSequence([seed, 3, j]) (as policies.training.train's evaluation dialogues)",
         "sources": [desc for _, _, desc in sources],
         "env_options": env_meta,
-        "dedupe": bool(dedupe),
-        "duplicates_removed": removed,
-        "size": len(beliefs),
+        "dedupe": bool(got.dedupe),
+        "duplicates_removed": got.removed,
+        "size": len(got.beliefs),
     }
-    if text is not None:
-        meta["histories"] = {"system_nlg": env.nlg.signature, "user_nlg": text.user_nlg.signature}
-    return ContextSet(beliefs, metas, ids, meta, histories=turns if text is not None else None)
 
 
 def _dialogue_text(env: Any) -> Any:

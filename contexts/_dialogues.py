@@ -31,9 +31,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from behavsim import ContextSet, ResponseTable, TableFormatError, check_history
-from contexts._common import copy_belief
-from contexts._logged import LogFormatError, _reject_constant, check_belief
+from behavsim import ContextSet, ResponseTable, TableFormatError, canonical_copy, check_history
+from contexts._logged import LogFormatError, check_belief, reject_constant
 
 __all__ = ["from_dialogues_jsonl", "logged_responses", "is_dialogue_log"]
 
@@ -53,7 +52,7 @@ def _lines(path: Path) -> list[tuple[int, str]]:
 
 def _parse(line: str, where: str) -> Any:
     try:
-        return json.loads(line, parse_constant=_reject_constant)
+        return json.loads(line, parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -173,7 +172,7 @@ def _read_dialogue(line: str, where: str, n: int, path: Path, seen: dict[str, in
                 "system_act": clean["act"],
             }
             history = [dict(t) for t in so_far]
-            out.append((None if belief is None else copy_belief(belief), history, meta, f"{did}/t{system_turn}"))
+            out.append((None if belief is None else canonical_copy(belief), history, meta, f"{did}/t{system_turn}"))
         so_far.append(clean)
     return did, out
 

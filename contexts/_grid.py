@@ -10,7 +10,7 @@ computed from the grid beliefs — so each context is ``make_belief(domain,
 overhead (14,641 contexts in well under a second of belief construction).
 
 Every mapping is stored with its keys in sorted order, as a saved set holds them and as
-``policies.commands.respond`` hands beliefs to policies. Key order does not change what the built-in
+``behavsim.policy.respond`` hands beliefs to policies. Key order does not change what the built-in
 policies do or the features (ties between equal probabilities follow the domain's order, see
 :mod:`policies.simulation.actions`): at an exact tie between the chosen value and ``**NONE**`` (p = 0.5,
 e.g. at step 0.1) the value wins and is an accepted constraint, as in ``make_belief``.
@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from numbers import Real
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, did_you_mean
-from contexts._common import copy_belief, domain_meta, resolve_domain
+from behavsim import ConfigError, ContextSet, canonical_copy, did_you_mean
+from contexts._common import domain_meta, resolve_domain
 from policies.simulation.tracker import inform_info, make_belief
 
 __all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
@@ -184,8 +184,8 @@ def _build(
     domain: Any, levels: list[float], slots: tuple[str, ...], method: str, chosen: dict[str, str], how: str, step: float
 ) -> ContextSet:
     # one template (a dialogue start) and, per slot and level, the slot's distribution; every
-    # mapping with its keys in sorted order, as a saved set holds them (see copy_belief)
-    base = copy_belief(make_belief(domain, {s: {chosen[s]: 0.0} for s in slots}, method={method: 0.0}))
+    # mapping with its keys in sorted order, as a saved set holds them (see behavsim.canonical_copy)
+    base = canonical_copy(make_belief(domain, {s: {chosen[s]: 0.0} for s in slots}, method={method: 0.0}))
     b0 = base["beliefs"]
     slot_dists: list[list[dict[str, float]]] = []
     for s in slots:

@@ -28,17 +28,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem
-from contexts._common import copy_belief
+from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem, canonical_copy
 
-__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief"]
+__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief", "reject_constant"]
 
 
 class LogFormatError(TableFormatError):
     """A logged belief state or a line of a JSONL log is not usable; the message names where."""
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` of :func:`json.loads` that refuses ``NaN`` and ``Infinity`` (a ``ValueError``)."""
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
@@ -103,7 +103,7 @@ class ContextRecorder:
                 json.dumps(v, allow_nan=False)
             except (TypeError, ValueError):
                 raise ConfigError(f"ContextRecorder.record: meta {k!r}: value {v!r} is not JSON-serialisable") from None
-        self._beliefs.append(copy_belief(dict(belief)))
+        self._beliefs.append(canonical_copy(dict(belief)))
         self._metas.append({**meta, "origin": "logged"})
         return len(self._beliefs) - 1
 
@@ -124,7 +124,7 @@ class ContextRecorder:
             "size": len(self._beliefs),
         }
         return ContextSet(
-            [copy_belief(b) for b in self._beliefs],
+            [canonical_copy(b) for b in self._beliefs],
             [dict(m) for m in self._metas],
             [f"log:{i}" for i in range(len(self._beliefs))],
             meta,
@@ -134,7 +134,7 @@ class ContextRecorder:
 def _read_line(line: str, where: str) -> tuple[Any, dict, Any]:
     """``(belief, meta, id)`` of one line of a log; a problem raises :class:`LogFormatError`."""
     try:
-        obj = json.loads(line, parse_constant=_reject_constant)
+        obj = json.loads(line, parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -199,7 +199,7 @@ def from_jsonl(path: str | os.PathLike, *, strict: bool = True, description: str
                 raise
             skipped.append({"line": n, "problem": str(exc)})
             continue
-        beliefs.append(copy_belief(belief))
+        beliefs.append(canonical_copy(belief))
         metas.append({**row_meta, "origin": "logged", "log_line": n})
         ids.append(str(cid) if cid is not None else f"{path.name}:{n}")
     if not beliefs:

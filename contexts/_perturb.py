@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import ConfigError, ContextSet, did_you_mean
-from contexts._common import copy_belief
+from behavsim import ConfigError, ContextSet, canonical_copy, did_you_mean
+from contexts._common import resolve_domain
 from policies.simulation.domain import shipped_domain
 from policies.simulation.tracker import inform_info
 
@@ -98,16 +98,14 @@ def _recorded_rules(meta: Any) -> set[str]:
 
 def _feature_domain(cs: ContextSet, domain: Any) -> tuple[Any, str]:
     """The domain whose database recomputes ``inform_info``/``dbMatches``, and how it was chosen."""
-    from contexts._common import resolve_domain
-
     if domain is not None:
         d = resolve_domain(domain)
         return d, f"inform_info and dbMatches recomputed on domain {d.name!r} (given)"
     rules = _recorded_rules(cs.meta)
     if len(rules) == 1:
-        d = shipped_domain(next(iter(rules)))
-        if d is not None:
-            return d, f"inform_info and dbMatches recomputed on domain {d.name!r} (recorded in the set)"
+        shipped = shipped_domain(next(iter(rules)))
+        if shipped is not None:
+            return shipped, f"inform_info and dbMatches recomputed on domain {shipped.name!r} (recorded in the set)"
     return None, "kept (the set records no shipped domain; give domain= to recompute inform_info and dbMatches)"
 
 
@@ -197,7 +195,7 @@ def _perturb_one(
     belief: dict[str, Any], i: int, noise: float, seed: int, kinds: tuple[str, ...], nbest: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The perturbed copy of one belief and a record of what was done to it."""
-    out = copy_belief(belief)
+    out = canonical_copy(belief)
     inner = out.get("beliefs")
     if not isinstance(inner, dict):
         return out, {}
@@ -263,7 +261,7 @@ def perturb(
     for i, (b, m) in enumerate(zip(cs.beliefs, cs.metas)):
         meta = dict(m)
         if noise == 0:
-            beliefs.append(copy_belief(b))
+            beliefs.append(canonical_copy(b))
             metas.append(meta)
             continue
         nb, record = _perturb_one(b, i, noise, seed, kinds, nbest)

@@ -68,6 +68,88 @@ def _names(value: Any, what: str) -> frozenset[str]:
     raise ConfigError(f"{what}: expected a name or a list of names, got {value!r}")
 
 
+#: A test of one context: ``keep(belief, meta) -> bool``.
+_Test = Callable[[dict, dict], bool]
+
+
+def _turn_test(turn: Any) -> tuple[Any, _Test]:
+    t_rng = _range(turn, "turn", integer=True)
+
+    def t_ok(b: dict, m: dict) -> bool:
+        t = m.get("turn")
+        return isinstance(t, (int, float)) and not isinstance(t, bool) and _inside(float(t), t_rng)
+
+    return [None if x is None else int(x) for x in t_rng], t_ok
+
+
+def _origin_test(origin: Any) -> tuple[Any, _Test]:
+    wanted = _names(origin, "origin")
+    for o in wanted:
+        if o not in ORIGINS:
+            raise ConfigError(f"origin: unknown origin {o!r}.{did_you_mean(o, ORIGINS)} Valid: {', '.join(ORIGINS)}")
+    return sorted(wanted), lambda b, m: m.get("origin") in wanted
+
+
+def _source_test(cs: ContextSet, source_policy: Any) -> tuple[Any, _Test]:
+    pols = _names(source_policy, "source_policy")
+    known: set[str] = {str(m["source_policy"]) for m in cs.metas if m.get("source_policy") is not None}
+    for p in pols:
+        if p not in known:
+            raise ConfigError(
+                f"source_policy: no context comes from {p!r}.{did_you_mean(p, known)} "
+                f"Sources in this set: {', '.join(sorted(known)) or 'none'}"
+            )
+    return sorted(pols), lambda b, m: m.get("source_policy") in pols
+
+
+def _slot_test(cs: ContextSet, slot_belief: Any) -> tuple[Any, _Test]:
+    if not isinstance(slot_belief, Mapping) or not slot_belief:
+        raise ConfigError(f"slot_belief: expected a mapping slot -> (low, high), got {slot_belief!r}")
+    present: set[str] = set()
+    for b in cs.beliefs:
+        present.update(k for k in (b.get("beliefs") or {}) if k not in ("method", "discourseAct", "requested"))
+    ranges = {}
+    for slot, r in slot_belief.items():
+        if slot not in present:
+            raise ConfigError(
+                f"slot_belief: slot {slot!r} appears in no context.{did_you_mean(slot, present)} "
+                f"Slots: {', '.join(sorted(present)) or 'none'}"
+            )
+        ranges[slot] = _range(r, f"slot_belief[{slot!r}]")
+    return (
+        {s: list(r) for s, r in ranges.items()},
+        lambda b, m: all(_inside(top_belief((b.get("beliefs") or {}).get(s)), r) for s, r in ranges.items()),
+    )
+
+
+def _method_test(cs: ContextSet, method_belief: Any) -> tuple[Any, _Test]:
+    if not isinstance(method_belief, Mapping) or not method_belief:
+        raise ConfigError(f"method_belief: expected a mapping method -> (low, high), got {method_belief!r}")
+    methods: set[str] = set()
+    for b in cs.beliefs:
+        methods.update((b.get("beliefs") or {}).get("method") or {})
+    m_ranges = {}
+    for name, r in method_belief.items():
+        if name not in methods:
+            raise ConfigError(
+                f"method_belief: method {name!r} appears in no context."
+                f"{did_you_mean(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}"
+            )
+        m_ranges[name] = _range(r, f"method_belief[{name!r}]")
+    return (
+        {k: list(r) for k, r in m_ranges.items()},
+        lambda b, m: all(
+            _inside(float(((b.get("beliefs") or {}).get("method") or {}).get(k, 0.0)), r) for k, r in m_ranges.items()
+        ),
+    )
+
+
+def _where_test(where: Any) -> tuple[Any, _Test]:
+    if not callable(where):
+        raise ConfigError(f"where: expected a function keep(belief, meta) -> bool, got {where!r}")
+    return getattr(where, "__name__", repr(where)), where
+
+
 def select(
     cs: ContextSet,
     *,
@@ -86,81 +168,20 @@ def select(
     """
     if not isinstance(cs, ContextSet):
         raise ConfigError(f"cs: expected a behavsim.ContextSet, got {type(cs).__name__}")
-    tests: list[Callable[[dict, dict], bool]] = []
+    given: list[tuple[str, Any, Callable[[], tuple[Any, _Test]]]] = [
+        ("turn", turn, lambda: _turn_test(turn)),
+        ("origin", origin, lambda: _origin_test(origin)),
+        ("source_policy", source_policy, lambda: _source_test(cs, source_policy)),
+        ("slot_belief", slot_belief, lambda: _slot_test(cs, slot_belief)),
+        ("method_belief", method_belief, lambda: _method_test(cs, method_belief)),
+        ("where", where, lambda: _where_test(where)),
+    ]
+    tests: list[_Test] = []
     criteria: dict[str, Any] = {}
-    if turn is not None:
-        t_rng = _range(turn, "turn", integer=True)
-        criteria["turn"] = [None if x is None else int(x) for x in t_rng]
-
-        def t_ok(b: dict, m: dict) -> bool:
-            t = m.get("turn")
-            return isinstance(t, (int, float)) and not isinstance(t, bool) and _inside(float(t), t_rng)
-
-        tests.append(t_ok)
-    if origin is not None:
-        wanted = _names(origin, "origin")
-        for o in wanted:
-            if o not in ORIGINS:
-                raise ConfigError(
-                    f"origin: unknown origin {o!r}.{did_you_mean(o, ORIGINS)} Valid: {', '.join(ORIGINS)}"
-                )
-        criteria["origin"] = sorted(wanted)
-        tests.append(lambda b, m: m.get("origin") in wanted)
-    if source_policy is not None:
-        pols = _names(source_policy, "source_policy")
-        known: set[str] = {str(m["source_policy"]) for m in cs.metas if m.get("source_policy") is not None}
-        for p in pols:
-            if p not in known:
-                raise ConfigError(
-                    f"source_policy: no context comes from {p!r}.{did_you_mean(p, known)} "
-                    f"Sources in this set: {', '.join(sorted(known)) or 'none'}"
-                )
-        criteria["source_policy"] = sorted(pols)
-        tests.append(lambda b, m: m.get("source_policy") in pols)
-    if slot_belief is not None:
-        if not isinstance(slot_belief, Mapping) or not slot_belief:
-            raise ConfigError(f"slot_belief: expected a mapping slot -> (low, high), got {slot_belief!r}")
-        present: set[str] = set()
-        for b in cs.beliefs:
-            present.update(k for k in (b.get("beliefs") or {}) if k not in ("method", "discourseAct", "requested"))
-        ranges = {}
-        for slot, r in slot_belief.items():
-            if slot not in present:
-                raise ConfigError(
-                    f"slot_belief: slot {slot!r} appears in no context.{did_you_mean(slot, present)} "
-                    f"Slots: {', '.join(sorted(present)) or 'none'}"
-                )
-            ranges[slot] = _range(r, f"slot_belief[{slot!r}]")
-        criteria["slot_belief"] = {s: list(r) for s, r in ranges.items()}
-        tests.append(
-            lambda b, m: all(_inside(top_belief((b.get("beliefs") or {}).get(s)), r) for s, r in ranges.items())
-        )
-    if method_belief is not None:
-        if not isinstance(method_belief, Mapping) or not method_belief:
-            raise ConfigError(f"method_belief: expected a mapping method -> (low, high), got {method_belief!r}")
-        methods: set[str] = set()
-        for b in cs.beliefs:
-            methods.update((b.get("beliefs") or {}).get("method") or {})
-        m_ranges = {}
-        for name, r in method_belief.items():
-            if name not in methods:
-                raise ConfigError(
-                    f"method_belief: method {name!r} appears in no context."
-                    f"{did_you_mean(name, methods)} Methods: {', '.join(sorted(methods)) or 'none'}"
-                )
-            m_ranges[name] = _range(r, f"method_belief[{name!r}]")
-        criteria["method_belief"] = {k: list(r) for k, r in m_ranges.items()}
-        tests.append(
-            lambda b, m: all(
-                _inside(float(((b.get("beliefs") or {}).get("method") or {}).get(k, 0.0)), r)
-                for k, r in m_ranges.items()
-            )
-        )
-    if where is not None:
-        if not callable(where):
-            raise ConfigError(f"where: expected a function keep(belief, meta) -> bool, got {where!r}")
-        criteria["where"] = getattr(where, "__name__", repr(where))
-        tests.append(where)
+    for name, value, make in given:
+        if value is not None:
+            criteria[name], test = make()
+            tests.append(test)
     if description is None:
         description = "; ".join(f"{k}={v}" for k, v in criteria.items()) or "all contexts"
     sub = cs.select(lambda b, m: all(t(b, m) for t in tests), description=description)

@@ -41,16 +41,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from behavsim import ConfigError, ContextSet, canonical_act, canonical_copy
 from behavsim.policy import file_sha256
+from contexts._common import domain_meta
 from policies.pydial import RUN_DIALOGUES, find_pydial_root, git_commit, read_config, resolve_config
 from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
 from policies.simulation.tracker import inform_info
 from policies.simulation.user_nlg import UserTemplateNLG, user_nlg_rng
 
 __all__ = ["collect_pydial", "behavsim_domain"]
-
-#: The script run inside PyDial's root.
 
 
 def behavsim_domain(pydial_domain: str, root: Path):
@@ -141,12 +142,7 @@ def collect_pydial(
     ``last_system_act``, ``closing_turn`` (the user has said bye: PyDial's
     ``discourseAct["bye"] > 0.8``), ``dialogue_turns``.
     """
-    if isinstance(dialogues, bool) or not isinstance(dialogues, int) or dialogues < 1:
-        raise ConfigError(f"dialogues: expected a positive integer, got {dialogues!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
-    if not 0.0 <= float(error_rate) <= 1.0:
-        raise ConfigError(f"error_rate: expected a number in [0, 1], got {error_rate!r}")
+    _check_counts(dialogues, seed, error_rate)
     r = find_pydial_root(root)
     cfg = resolve_config(config, r)
     pdomain = domain or _config_domain(cfg)
@@ -162,57 +158,28 @@ def collect_pydial(
     }
     result = _run_helper(job, r, cfg, timeout)
     label = label or f"pydial-{cfg.stem}"
-    spoken = _spoken(result.get("dialogues") or [], int(seed), bdomain) if histories else []
-    beliefs, metas, ids = [], [], []
-    turns: list = []
-    lengths: dict[int, int] = {}
-    for rec in result["records"]:
-        lengths[rec["dialogue"]] = max(lengths.get(rec["dialogue"], 0), rec["turn"])
-    for rec in result["records"]:
-        b = behavsim_belief(rec["belief"], bdomain)
-        bye = float(rec["belief"]["beliefs"].get("discourseAct", {}).get("bye", 0.0))
-        j, t = int(rec["dialogue"]), int(rec["turn"])
-        beliefs.append(b)
-        if histories:
-            turns.append(spoken[j][: int(rec["history"])])
-        metas.append(
-            {
-                "origin": "collected",
-                "source_policy": label,
-                "dialogue": j,
-                "turn": t,
-                "seed": int(seed),
-                "act": canonical_act(rec["act"]),
-                "summary_action": rec.get("summary_action"),
-                "last_system_act": None if rec.get("last_system_act") is None else str(rec["last_system_act"]),
-                "closing_turn": bye > 0.8,
-                "dialogue_turns": lengths[j],
-            }
-        )
-        ids.append(f"{label}/d{j}/t{t}")
-    from contexts._common import domain_meta
-
+    spoken = _spoken(result.get("dialogues") or [], int(seed), bdomain) if histories else None
+    beliefs, metas, ids, turns = _contexts(result["records"], bdomain, label, int(seed), spoken)
+    source = {
+        "label": label,
+        "kind": "pydial",
+        "policy": result.get("policy_type"),
+        "pydial_domain": result.get("domain"),
+        "config": str(cfg),
+        "config_sha256": file_sha256(cfg),
+        "root": str(r),
+        "pydial_commit": git_commit(r),
+        "explore": bool(explore),
+        "error_rate": float(error_rate),
+        "policy_file": None if policy_file is None else str(policy_file),
+    }
     meta = {
         "builder": "collected-pydial",
         "origin": "collected",
         **domain_meta(bdomain),
         "seed": int(seed),
         "dialogues": int(dialogues),
-        "sources": [
-            {
-                "label": label,
-                "kind": "pydial",
-                "policy": result.get("policy_type"),
-                "pydial_domain": result.get("domain"),
-                "config": str(cfg),
-                "config_sha256": file_sha256(cfg),
-                "root": str(r),
-                "pydial_commit": git_commit(r),
-                "explore": bool(explore),
-                "error_rate": float(error_rate),
-                "policy_file": None if policy_file is None else str(policy_file),
-            }
-        ],
+        "sources": [source],
         "env": "PyDial's simulation (Simulate.SimulationSystem: its simulated user and focus tracker)",
         "size": len(beliefs),
     }
@@ -224,6 +191,50 @@ def collect_pydial(
     return ContextSet(beliefs, metas, ids, meta, histories=turns if histories else None)
 
 
+def _check_counts(dialogues: Any, seed: Any, error_rate: Any) -> None:
+    if isinstance(dialogues, bool) or not isinstance(dialogues, int) or dialogues < 1:
+        raise ConfigError(f"dialogues: expected a positive integer, got {dialogues!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed: expected a non-negative integer, got {seed!r}")
+    if not 0.0 <= float(error_rate) <= 1.0:
+        raise ConfigError(f"error_rate: expected a number in [0, 1], got {error_rate!r}")
+
+
+def _contexts(
+    records: list[dict], domain: Any, label: str, seed: int, spoken: list[list[dict]] | None
+) -> tuple[list[dict], list[dict], list[str], list]:
+    """The beliefs, metas, ids and (with ``spoken``, the dialogues' turns with text) histories of
+    the records the script in PyDial's root wrote, one per system turn."""
+    beliefs, metas, ids = [], [], []
+    turns: list = []
+    lengths: dict[int, int] = {}
+    for rec in records:
+        lengths[rec["dialogue"]] = max(lengths.get(rec["dialogue"], 0), rec["turn"])
+    for rec in records:
+        b = behavsim_belief(rec["belief"], domain)
+        bye = float(rec["belief"]["beliefs"].get("discourseAct", {}).get("bye", 0.0))
+        j, t = int(rec["dialogue"]), int(rec["turn"])
+        beliefs.append(b)
+        if spoken is not None:
+            turns.append(spoken[j][: int(rec["history"])])
+        metas.append(
+            {
+                "origin": "collected",
+                "source_policy": label,
+                "dialogue": j,
+                "turn": t,
+                "seed": seed,
+                "act": canonical_act(rec["act"]),
+                "summary_action": rec.get("summary_action"),
+                "last_system_act": None if rec.get("last_system_act") is None else str(rec["last_system_act"]),
+                "closing_turn": bye > 0.8,
+                "dialogue_turns": lengths[j],
+            }
+        )
+        ids.append(f"{label}/d{j}/t{t}")
+    return beliefs, metas, ids, turns
+
+
 def _user_nlg(domain: Any):
     return UserTemplateNLG(domain.name)
 
@@ -231,8 +242,6 @@ def _user_nlg(domain: Any):
 def _spoken(dialogues: list, seed: int, domain: Any) -> list[list[dict]]:
     """Every dialogue's turns with text: the system's from PyDial, the user's from behavsim's
     user-side generator, one random stream per dialogue."""
-    import numpy as np
-
     nlg = _user_nlg(domain)
     out = []
     for j, turns in enumerate(dialogues):

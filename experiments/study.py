@@ -75,7 +75,9 @@ from experiments.runfolder import (
 )
 from experiments.study_e2e import E2E_TRAIN_RESULTS, E2ETrials, e2e_config, train_e2e_trials, write_e2e_results
 from policies.simulation.domain import resolve_domain
-from policies.training.train import METRIC_COLUMNS, TrainConfig, list_checkpoints, run_training, table1, trial_name
+from policies.training.evaluation import table1
+from policies.training.files import METRIC_COLUMNS, list_checkpoints, trial_name
+from policies.training.train import TrainConfig, run_training
 
 __all__ = ["StudyConfig", "load_config", "run_study", "CONFIG_DIR", "list_configs"]
 

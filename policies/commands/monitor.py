@@ -30,6 +30,7 @@ from typing import Any
 from behavsim import BehavsimError, ConfigError, ContextSet
 from behavsim.commands import CommandParser
 from policies.pydial import PyDialWatch, refuse_pydial_folder
+from policies.simulation.domain import add_domain_option
 from policies.training.follow import CheckpointWatch, PatternWatch, check_args, run_watch
 
 __all__ = ["register_monitor", "cmd_monitor", "main"]
@@ -45,6 +46,17 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         "and a plot. DIR is a trial folder (<reward>-seed<S>/ with ckpt-NNNNNN.npz) or a run folder holding "
         "trial folders. With --follow, new checkpoints are picked up as the trainer writes them.",
     )
+    _add_watch_options(p)
+    _add_comparison_options(p)
+    _add_trainer_options(p)
+    _add_pydial_options(p)
+    add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
+    p.set_defaults(func=cmd_monitor)
+    return p
+
+
+def _add_watch_options(p: argparse.ArgumentParser) -> None:
+    """What is watched, on which contexts, how often, and where the outputs go."""
     p.add_argument("dir", metavar="DIR", help="trial folder or run folder of `behavsim train`")
     p.add_argument("--contexts", required=True, metavar="F", help="context set (.jsonl or .parquet)")
     p.add_argument(
@@ -79,6 +91,10 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", metavar="OUT", default=None, help="output folder (default: <run folder>/monitor)")
     p.add_argument("--no-plot", dest="plot", action="store_false", help="do not draw PNGs")
+
+
+def _add_comparison_options(p: argparse.ArgumentParser) -> None:
+    """Each checkpoint's comparisons beyond the previous one, and TensorBoard."""
     p.add_argument(
         "--lag",
         type=int,
@@ -100,6 +116,10 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         help="write the scores as TensorBoard scalars behavsim/<score>/<lag> (step = training dialogues) and the "
         "figure into TBDIR/<trial>/ (needs pip install 'behavsim[tensorboard]')",
     )
+
+
+def _add_trainer_options(p: argparse.ArgumentParser) -> None:
+    """Following the checkpoint files of any trainer."""
     t = p.add_argument_group(
         "any trainer",
         "follow the checkpoints of a trainer of your own: DIR holds them, --pattern selects them, the "
@@ -127,6 +147,10 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         help="regular expression finding the training dialogues in a file's path below DIR (its first group, "
         "or the whole match; default: the last number in the name)",
     )
+
+
+def _add_pydial_options(p: argparse.ArgumentParser) -> None:
+    """Following the policies PyDial3 writes while it trains."""
     q = p.add_argument_group(
         "PyDial training",
         "follow the GP policies PyDial3's `pydial.py train` writes: DIR is its policy folder (e.g. _bspolicies/, "
@@ -147,11 +171,6 @@ def register_monitor(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH)",
     )
-    from policies.simulation.domain import add_domain_option
-
-    add_domain_option(p)  # checkpoints name their shipped domain; a rules file of one's own is given here
-    p.set_defaults(func=cmd_monitor)
-    return p
 
 
 # ----------------------------------------------------------------------------- command

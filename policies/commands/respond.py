@@ -1,8 +1,8 @@
 """``behavsim respond``: the command line over :func:`behavsim.respond_many`.
 
 Step 2 of the method — run policies deterministically on every context of a context set — lives
-in the core (:mod:`behavsim.policy`); it is re-exported here for the code that has always
-imported it from ``policies.commands.respond``. The command::
+in the core (:mod:`behavsim.policy`: ``respond``, ``respond_many``, ``check_policy``); this module
+is only its command line::
 
     behavsim respond --policy handcrafted --contexts grid.jsonl -o handcrafted.jsonl
     behavsim respond --policy runs/ts-seed0/ckpt-*.npz ... --contexts grid.jsonl -o tables/
@@ -24,28 +24,10 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet, get_executor
 from behavsim.commands import add_executor_option
-from behavsim.policy import (
-    PolicyCheckError,
-    PolicyErrorsWarning,
-    PolicyFailed,
-    check_policy,
-    list_policy_kinds,
-    parse_spec,
-    respond,
-    respond_many,
-)
+from behavsim.policy import PolicyErrorsWarning, list_policy_kinds, parse_spec, respond_many
 from policies.simulation.domain import add_domain_option, domain_spec
 
-__all__ = [
-    "respond",
-    "respond_many",
-    "check_policy",
-    "PolicyFailed",
-    "PolicyCheckError",
-    "PolicyErrorsWarning",
-    "register_respond",
-    "cmd_respond",
-]
+__all__ = ["register_respond", "cmd_respond"]
 
 
 # ----------------------------------------------------------------------------- command line

@@ -16,20 +16,24 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName
 from behavsim.commands import CommandParser, add_executor_option
 from behavsim.policy import parse_spec
 from behavsim.scores import scores as registry
+from behavsim.tensorboard import check_tensorboard_dir
+from policies.e2e import add_e2e_options, cmd_train_e2e
+from policies.gp.checkpoint import CheckpointError
+from policies.training.evaluation import EVAL_SEED
+from policies.training.train import TrainConfig, list_learners, run_training
 
 __all__ = ["register_train", "cmd_train", "main"]
 
 
 def register_train(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``train`` sub-command to an ``argparse`` sub-parser collection."""
-    from policies.training.train import EVAL_SEED, list_learners
-
     p = subparsers.add_parser(
         "train",
         help="train GP-SARSA policies (checkpoints + evaluations, paper Table 1)",
@@ -38,6 +42,16 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "checkpoint on M fixed dialogues (TSR, AIQ, ADL; greedily, or sampling with --eval-scale). Several rewards/seeds run as parallel trials. "
         "Re-running on the same folder resumes.",
     )
+    _add_run_options(p)
+    _add_monitor_options(p)
+    _add_environment_options(p)
+    add_e2e_options(p)
+    p.set_defaults(func=cmd_train)
+    return p
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The run: its folder, policy, trials, schedule, evaluation, workers and progress."""
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="run folder (created; resumed if it exists)")
     p.add_argument(
         "--policy",
@@ -99,6 +113,10 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         default=True,
         help="progress bars on a terminal, one line per checkpoint otherwise (default on)",
     )
+
+
+def _add_monitor_options(p: argparse.ArgumentParser) -> None:
+    """What is watched while the run trains: the convergence monitor and TensorBoard."""
     p.add_argument(
         "--monitor",
         metavar="CONTEXTS",
@@ -127,6 +145,10 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         "checkpoint's TSR, AIQ and ADL (behavsim/eval/...) and, with --monitor, the convergence scores "
         "(behavsim/<score>/vs_prev|vs_lag|vs_first|vs_final) and figure (needs pip install 'behavsim[tensorboard]')",
     )
+
+
+def _add_environment_options(p: argparse.ArgumentParser) -> None:
+    """GP-SARSA's hyper-parameters and the environment trained and evaluated in."""
     g = p.add_argument_group("GP-SARSA hyper-parameters (PyDial defaults)")
     g.add_argument("--gamma", type=float, default=1.0, help="discount (default 1.0)")
     g.add_argument("--sigma", type=float, default=5.0, help="noise standard deviation (default 5.0)")
@@ -152,16 +174,9 @@ def register_train(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help="evaluation of GP-SARSA: 0 greedy on the posterior mean (default), 1 sampling as PyDial's tests do",
     )
-    from policies.e2e._command import add_e2e_options
-
-    add_e2e_options(p)
-    p.set_defaults(func=cmd_train)
-    return p
 
 
-def _config_from_args(args: argparse.Namespace):
-    from policies.training.train import TrainConfig
-
+def _config_from_args(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         policy=args.policy,
         rewards=tuple(args.rewards or ("ts",)),
@@ -182,10 +197,6 @@ def _config_from_args(args: argparse.Namespace):
 
 def _start_monitor(args: argparse.Namespace) -> "subprocess.Popen":
     """``behavsim monitor OUTPUT --contexts F --follow`` in a process of its own, beside the trials."""
-    from pathlib import Path
-
-    from policies.training.train import ConfigError
-
     if not Path(args.monitor).is_file():
         raise ConfigError(
             f"--monitor: context-set file {args.monitor!r} not found "
@@ -239,14 +250,7 @@ def _check_monitor_inputs(args: argparse.Namespace) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
-    from pathlib import Path
-
-    from policies.gp.checkpoint import CheckpointError
-    from policies.training.train import ConfigError, run_training
-
     if args.policy == "e2e":
-        from policies.e2e._command import cmd_train_e2e
-
         return cmd_train_e2e(args)
     if getattr(args, "teacher", None):
         print("behavsim train: error: --teacher applies to --policy e2e only", file=sys.stderr)
@@ -256,8 +260,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = _config_from_args(args)
         tensorboard = getattr(args, "tensorboard", None)
         if tensorboard:
-            from behavsim.tensorboard import check_tensorboard_dir
-
             check_tensorboard_dir(tensorboard, "--tensorboard")
         if args.monitor:
             monitor = _start_monitor(args)

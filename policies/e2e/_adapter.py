@@ -15,6 +15,7 @@ from typing import Any
 
 from behavsim import ConfigError, Response
 from behavsim.policy import Adapter, PolicySpec, source_info
+from policies.e2e._model import E2EModel
 
 __all__ = ["E2EAdapter", "e2e_kind"]
 
@@ -46,8 +47,6 @@ class E2EAdapter(Adapter):
 
 def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
     """``e2e:DIR[:batch=N][:threads=T]``: a checkpoint folder of behavsim's end-to-end model."""
-    from policies.e2e import E2EModel
-
     spec.check_options(("batch", "threads"))
     if not spec.target:
         raise ConfigError(

@@ -19,13 +19,12 @@ import time
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError
+from policies.e2e._train import E2EConfig, train_e2e
 
 __all__ = ["add_e2e_options", "cmd_train_e2e", "e2e_config_from_args"]
 
 
 def add_e2e_options(p: argparse.ArgumentParser) -> None:
-    from policies.e2e import E2EConfig
-
     d = E2EConfig()
     g = p.add_argument_group("end-to-end model (--policy e2e)")
     g.add_argument(
@@ -83,8 +82,6 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
 
 def e2e_config_from_args(args: argparse.Namespace):
     """The :class:`~policies.e2e.E2EConfig` of a ``train --policy e2e`` command line."""
-    from policies.e2e import E2EConfig
-
     d = E2EConfig()
     if not args.teacher:
         raise ConfigError("--policy e2e needs --teacher SPEC (the policy to imitate, e.g. handcrafted)")
@@ -119,8 +116,6 @@ def e2e_config_from_args(args: argparse.Namespace):
 
 def cmd_train_e2e(args: argparse.Namespace) -> int:
     """Run ``behavsim train --policy e2e``; returns the exit code (0 ok, 2 bad input)."""
-    from policies.e2e import train_e2e
-
     t0 = time.perf_counter()
     c0 = time.process_time()
     report: Any = (lambda line: print(line, file=sys.stderr, flush=True)) if args.progress else None

@@ -31,6 +31,9 @@ from behavsim import ConfigError, ContextSet, ResponseTable, canonical_act, cano
 from behavsim.policy import answer_context, as_adapter, error_text
 from policies.simulation.actions import accepted_constraints
 from policies.simulation.domain import Domain
+from policies.simulation.env import DialogueEnv
+from policies.simulation.history import DialogueText
+from policies.training.play import dialogue_groups
 
 __all__ = ["teacher_dialogue_seed", "play_teacher", "play_corrected", "constraints_of", "TEACHER_STREAM"]
 
@@ -61,9 +64,6 @@ def play_teacher(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[ContextSet, ResponseTable]:
     """The teacher's dialogues as a context set with histories and its response table on it."""
-    from policies.simulation.env import DialogueEnv
-    from policies.simulation.history import DialogueText
-
     adapter = as_adapter(teacher, domain=domain)
     env = DialogueEnv(domain, **(env_options or {}))
     text = DialogueText(env)
@@ -143,8 +143,6 @@ def play_corrected(
     ``driver(histories)`` answers the running dialogues' histories at once (an answer, or the
     exception of a history it could not answer), e.g. :meth:`E2EModel.answer`.
     """
-    from policies.training.play import dialogue_groups
-
     adapter = as_adapter(teacher, domain=domain)
     beliefs, histories, metas, ids = [], [], [], []
     acts: list[str | None] = []

@@ -43,7 +43,8 @@ from policies.e2e._format import (
     lex_prompt,
     parse_belief,
 )
-from policies.e2e._session import Plan, PositionsExceeded, Rule, Session, _encode, plan_history
+from policies.e2e._session import Plan, PositionsExceeded, Rule, Session, plan_history, token_ids
+from policies.simulation.domain import resolve_domain
 
 __all__ = ["E2EModel", "MODEL_FILE", "MODEL_FORMAT", "MODEL_VERSION", "LIMITS", "special_ids"]
 
@@ -69,10 +70,8 @@ class E2EModel:
     reads = ("history",)
 
     def __init__(self, path: str | os.PathLike, *, batch_size: int = 32, threads: int | None = 1) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from policies.simulation.domain import resolve_domain
+        import torch  # optional heavy dependency, loaded on first use
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # optional heavy dependency, loaded on first use
 
         self.path = Path(path)
         info_path = self.path / MODEL_FILE
@@ -218,7 +217,7 @@ class E2EModel:
         result = db_query(self.domain, cons)
         r.shown = lex.recent(result.names)[:MAX_MATCHES]  # the venues the database text names, in order
         r.constraints = cons
-        db_ids = _encode(self.tokenizer, [db_text(result, lex)])[0][: LIMITS["db"]]
+        db_ids = token_ids(self.tokenizer, [db_text(result, lex)])[0][: LIMITS["db"]]
         r.lexicon, r.final = lex, True
         limit = LIMITS["act"] + LIMITS["response"]
         return [*tokens, *db_ids, sp["act"]], sp["eos"], limit, self._banned(lex, "response", "eos")

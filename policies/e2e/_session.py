@@ -22,7 +22,7 @@ from typing import Any
 
 from policies.e2e._format import Lexicon, history_text
 
-__all__ = ["Plan", "Rule", "decision_points", "history_parts", "plan_history", "Session"]
+__all__ = ["Plan", "Rule", "decision_points", "history_parts", "plan_history", "token_ids", "Session"]
 
 
 def decision_points(history: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
@@ -60,14 +60,14 @@ def history_parts(history: Sequence[Mapping[str, Any]], domain: Any) -> tuple[li
     return texts, keys, lexicons
 
 
-def _encode(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+def token_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of texts without special tokens (one call for all)."""
     return [e.ids for e in tokenizer.backend_tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
 
 def plan_history(tokenizer: Any, history: Sequence[Mapping[str, Any]], domain: Any, belief_id: int) -> Plan:
     texts, keys, lexicons = history_parts(history, domain)
-    segments = [[*ids, belief_id] for ids in _encode(tokenizer, texts)]
+    segments = [[*ids, belief_id] for ids in token_ids(tokenizer, texts)]
     return Plan(segments, keys, lexicons)
 
 

@@ -57,8 +57,8 @@ def piece_pattern(domain: Any) -> str:
 def build_tokenizer(texts: Iterable[str], domain: Any, slots: Iterable[str] = ()):
     """A :class:`transformers.PreTrainedTokenizerFast` whose vocabulary covers ``texts`` (model
     sequences without special tokens), the domain's values and ``[slot]`` placeholders."""
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers  # optional, heavy
+    from transformers import PreTrainedTokenizerFast  # optional heavy dependency, loaded on first use
 
     pattern = re.compile(piece_pattern(domain))
     pieces: set[str] = {" "}

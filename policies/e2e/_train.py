@@ -57,8 +57,9 @@ from policies.e2e._format import (
     delex_prompt,
 )
 from policies.e2e._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
-from policies.e2e._session import _encode, decision_points, history_parts
+from policies.e2e._session import decision_points, history_parts, token_ids
 from policies.e2e._tokenizer import build_tokenizer
+from policies.simulation.domain import resolve_domain
 
 __all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE"]
 
@@ -225,7 +226,7 @@ def list_e2e_checkpoints(out: str | os.PathLike) -> list[tuple[int, Path]]:
 @contextlib.contextmanager
 def _torch_settings(threads: int) -> Iterator[Any]:
     """The thread count and deterministic algorithms for a training run, restored afterwards."""
-    import torch
+    import torch  # optional heavy dependency, loaded on first use
 
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled())
     torch.set_num_threads(threads)
@@ -311,7 +312,7 @@ def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
     """Token ids of ``texts``, each distinct text encoded once, all in one call (most repeat: a
     dialogue's segments recur in its chat row, templates' acts and responses across dialogues)."""
     distinct = list(dict.fromkeys(texts))
-    known = dict(zip(distinct, _encode(tokenizer, distinct)))
+    known = dict(zip(distinct, token_ids(tokenizer, distinct)))
     return lambda xs: [known[x] for x in xs]
 
 
@@ -444,8 +445,6 @@ def train_e2e(
     ``stop_after``: stop once this many dialogues are trained on (a checkpoint count; for tests of
     resuming). ``report(line)`` receives progress lines.
     """
-    from policies.simulation.domain import resolve_domain
-
     out = Path(out)
     say = report or (lambda line: None)
     domain = resolve_domain(config.domain)
@@ -541,7 +540,7 @@ def _epoch_order(config: E2EConfig, epoch: int, extra: int) -> np.ndarray:
 
 
 def _new_model(torch: Any, config: E2EConfig, tokenizer: Any) -> Any:
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel  # optional heavy dependency, loaded on first use
 
     sp = special_ids(tokenizer)
     cfg = GPT2Config(
@@ -569,7 +568,7 @@ def _optimizer(torch: Any, model: Any, config: E2EConfig) -> Any:
 
 
 def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) -> None:
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # comes with transformers: loaded only to read or write weights
 
     model = _new_model(torch, config, tokenizer)
     opt = _optimizer(torch, model, config)
@@ -692,7 +691,7 @@ def _block_mask(torch, row: _Row, shared: int) -> Any:
 
 
 def _save_optimizer(torch, opt, path: Path) -> None:
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # comes with transformers: loaded only to read or write weights
 
     tensors = {}
     sd = opt.state_dict()
@@ -703,7 +702,7 @@ def _save_optimizer(torch, opt, path: Path) -> None:
 
 
 def _load_optimizer(torch, opt, path: Path) -> None:
-    from safetensors import safe_open
+    from safetensors import safe_open  # comes with transformers: loaded only to read or write weights
 
     state: dict[int, dict[str, Any]] = {}
     with safe_open(str(path), framework="pt") as f:

@@ -46,12 +46,17 @@ Deviations from PyDial, all of them for speed or reproducibility, none changing 
 from __future__ import annotations
 
 import math
+import os.path
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from behavsim.policy import Response
+from policies.simulation.actions import action_mask, summary_actions, to_master_act
+from policies.simulation.domain import Domain, resolve_domain, shipped_domain
+from policies.simulation.features import belief_vector, vector_length
+from policies.simulation.nlg import TemplateNLG
 
 __all__ = [
     "GPSarsa",
@@ -636,10 +641,6 @@ class GPSarsaPolicy:
         eval_seed: int | np.random.Generator | None = 0,
         **hyperparameters: float,
     ) -> None:
-        from policies.simulation.actions import summary_actions
-        from policies.simulation.domain import resolve_domain
-        from policies.simulation.features import vector_length
-
         self.domain = resolve_domain(domain)
         self.actions: tuple[str, ...] = tuple(summary_actions(self.domain))
         self.dim = vector_length(self.domain)
@@ -667,9 +668,6 @@ class GPSarsaPolicy:
     # -------------------------------------------------------------- protocol
     def decide(self, belief: dict, mask: Any = None) -> tuple[int, np.ndarray]:
         """``(summary action index, belief vector)``; ``mask`` defaults to ``action_mask``."""
-        from policies.simulation.actions import action_mask
-        from policies.simulation.features import belief_vector
-
         vec = belief_vector(belief, self.domain)
         if mask is None:
             mask = action_mask(belief, self.domain)
@@ -681,15 +679,11 @@ class GPSarsaPolicy:
         return self.actions[self.decide(belief)[0]]
 
     def act(self, belief: dict):
-        from policies.simulation.actions import to_master_act
-
         summary = self.summary_action(belief)
         act = to_master_act(summary, belief, self.domain)
         prompt = None
         if self.nlg_seed is not None:
             if self._nlg is None:
-                from policies.simulation.nlg import TemplateNLG
-
                 self._nlg = TemplateNLG(self.nlg_seed)
             prompt = self._nlg.generate(act)
         return Response(act=act, prompt=prompt, summary_action=summary)
@@ -697,8 +691,6 @@ class GPSarsaPolicy:
     # -------------------------------------------------------------- metadata
     def _domain_rules(self) -> dict[str, str]:
         """``{"domain_rules": FILE}``: what :meth:`from_checkpoint_meta` finds a shipped domain by."""
-        import os.path
-
         return {"domain_rules": os.path.basename(str(self.domain.source))}
 
     def describe(self) -> dict[str, Any]:
@@ -719,14 +711,10 @@ class GPSarsaPolicy:
     ) -> "GPSarsaPolicy":
         pol = meta["policy"]
         if domain is None and pol.get("domain_rules"):  # the shipped domain it names
-            from policies.simulation.domain import shipped_domain
-
             domain = shipped_domain(str(pol["domain_rules"]))
             if domain is None:
                 raise ValueError(f"the checkpoint is for the domain of {pol['domain_rules']!r}; give that domain")
         elif domain is None:  # checkpoints that name no rules file predate the CamRestaurants default
-            from policies.simulation.domain import Domain
-
             domain = Domain.builtin()
         obj = cls(domain, learner=learner, learning=learning, name=str(pol["name"]), nlg_seed=pol.get("nlg_seed", 0))
         if list(pol["summary_actions"]) != list(obj.actions):

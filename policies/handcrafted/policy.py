@@ -29,12 +29,12 @@ from behavsim import ConfigError
 from behavsim.policy import Adapter, PolicySpec, Response
 from policies.adapters import DomainPolicyAdapter, option_domain
 from policies.simulation.actions import (
-    _method_flags,
-    _thanks_or_ack,
     accepted_constraints,
     action_mask,
     master_act,
+    method_summary,
     summary_actions,
+    thanks_or_ack,
 )
 from policies.simulation.domain import Domain, resolve_domain
 from policies.simulation.nlg import TemplateNLG
@@ -63,7 +63,7 @@ class HandcraftedPolicy:
     def summary_action(self, belief: dict) -> str:
         mask = action_mask(belief, self.domain)
         ok = {a for a, m in zip(self.actions, mask) if m}
-        method = _method_flags(belief, self.domain)
+        method = method_summary(belief, self.domain)
         feats = belief.get("features") or {}
         offered = bool(feats.get("lastInformedVenue"))
         requested = [s for s, p in belief["beliefs"].get("requested", {}).items() if p > 0.5]
@@ -85,7 +85,7 @@ class HandcraftedPolicy:
         if offered:  # nothing asked: after thanks ask for more, else offer again
             order = (
                 ("reqmore", "inform", "inform_byname")
-                if _thanks_or_ack(belief, self.domain)
+                if thanks_or_ack(belief, self.domain)
                 else ("inform", "inform_byname", "reqmore")
             )
             for a in order:

@@ -73,6 +73,7 @@ class HFAdapter(LLMAdapter):
     def _load(self) -> tuple[Any, Any, bool]:
         if self._loaded is None:
             try:
+                # optional heavy dependency, loaded on first use
                 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
             except ImportError as exc:  # pragma: no cover - transformers is a core dependency
                 raise ModelNotAvailable(f"hf: needs transformers and torch ({INSTALL_HINT}): {exc}") from None
@@ -107,7 +108,7 @@ class HFAdapter(LLMAdapter):
         return tokenizer(texts, return_tensors="pt", padding=True)
 
     def _generate(self, jobs: Sequence[Job], on_answer: Callable[[str, str], None]) -> None:
-        import torch
+        import torch  # optional heavy dependency, loaded on first use
 
         model, tokenizer, seq2seq = self._load()
         tokenizer.padding_side = "left"

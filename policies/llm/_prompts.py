@@ -62,6 +62,7 @@ from typing import Any
 
 from behavsim import ActParseError, ConfigError, DialogueAct, did_you_mean, parse_act
 from behavsim.policy import Response
+from policies.simulation.actions import NONE_VALUE, accepted_constraints, top_value, value_rank
 
 __all__ = [
     "PromptTemplate",
@@ -161,8 +162,6 @@ def belief_summary(belief: Mapping[str, Any], domain: Any) -> dict[str, Any]:
     ``venues``: the venues matching them (the first few, database order, with every slot);
     ``last_offered``: the venue last offered, if any.
     """
-    from policies.simulation.actions import NONE_VALUE, accepted_constraints, top_value, value_rank
-
     beliefs = belief.get("beliefs") or {}
     slots = []
     for slot in domain.informable:
@@ -303,13 +302,13 @@ class PromptTemplate:
         if not isinstance(needs, bool):
             raise ConfigError(f"{where}: needs_history must be true or false")
         digest = "sha256:" + hashlib.sha256(RENDER_VERSION.encode() + b"\n" + data_bytes).hexdigest()
-        from jinja2 import StrictUndefined, TemplateSyntaxError
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
+        from jinja2 import StrictUndefined, TemplateSyntaxError  # optional dependency (the llm extra)
+        from jinja2.sandbox import ImmutableSandboxedEnvironment  # optional dependency (the llm extra)
 
         env = ImmutableSandboxedEnvironment(
             undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False
         )
-        from jinja2 import meta as jinja_meta
+        from jinja2 import meta as jinja_meta  # optional dependency (the llm extra)
 
         compiled: list[Any] = []
         used: set[str] = set()
@@ -355,7 +354,7 @@ class PromptTemplate:
         """The chat messages (``[{"role", "content"}]``) for one context: its belief state
         (``None`` for a text-only context, if the template does not read it) and its history
         (``None`` without one; required when the template ``needs_history``)."""
-        from jinja2 import TemplateError
+        from jinja2 import TemplateError  # optional dependency (the llm extra)
 
         if self.needs_history and history is None:
             raise ConfigError(f"prompt template {self.name!r} needs a dialogue history, and this context has none")

@@ -16,7 +16,9 @@ PyDial is imported only when this adapter is built. The calls relied on (PyDial3
   when the config sets ``[semo_<domain>] semotype = BasicSemO`` (template generator).
 
 PyDial opens its data files by paths relative to its root, so loading and every call run inside
-a ``chdir`` to the root. Its state is module-global (``Settings.config``/``random``/``root``,
+a ``chdir`` to the root, and imports its packages by their top-level names (``utils``, ``policy``,
+...), also from inside its functions, so the root is first on ``sys.path`` for as long: ``sys.path``
+is as it was afterwards (PyDial's modules stay in ``sys.modules``). Its state is module-global (``Settings.config``/``random``/``root``,
 ``Ontology.global_ontology``, and a count that lets ``FlatOntologyManager`` be built only once):
 each adapter builds its own config and ontology with that count reset, restores the globals it
 found after loading, and installs its own for each run (:meth:`PyDialAdapter.session`), so any
@@ -248,6 +250,37 @@ def _restore_globals(settings: Any, ontology: Any, saved: tuple) -> None:
 
 
 @contextlib.contextmanager
+def _on_sys_path(root: Path) -> Iterator[None]:
+    """PyDial's root first on ``sys.path`` while the block runs (PyDial imports its packages by their
+    top-level names, also from inside its functions while it answers); ``sys.path`` as it was after."""
+    entry = str(root)
+    if entry in sys.path:
+        yield
+        return
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def _import_pydial(root: Path) -> tuple[Any, Any, Any]:
+    """PyDial's ``utils.Settings``, ``utils.DiaAct`` and ``ontology.Ontology`` modules (imported with the
+    root on ``sys.path``; they stay in ``sys.modules``)."""
+    try:
+        return (
+            importlib.import_module("utils.Settings"),
+            importlib.import_module("utils.DiaAct"),
+            importlib.import_module("ontology.Ontology"),
+        )
+    except ImportError as exc:
+        raise ModelNotAvailable(
+            f"PyDial found in {root} but it cannot be imported ({exc}); install its requirements. {PYDIAL_HINT}"
+        ) from None
+
+
+@contextlib.contextmanager
 def _pydial_errors(policy: str, doing: str) -> Iterator[None]:
     """An exception from inside PyDial becomes a one-line, picklable :class:`ConfigError` naming the policy."""
     try:
@@ -296,130 +329,145 @@ class PyDialAdapter(Adapter):
         self.config_path = resolve_config(config, self.root)
         self.seed = int(seed)
         _check_imports(self.root)
-        if str(self.root) not in sys.path:
-            sys.path.insert(0, str(self.root))
-        with contextlib.chdir(self.root), toolkit_logging("pydial", f"pydial:{self.config_path}"):
-            try:
-                self._Settings: Any = importlib.import_module("utils.Settings")
-                self._DiaAct: Any = importlib.import_module("utils.DiaAct")
-                self._Ontology: Any = importlib.import_module("ontology.Ontology")
-            except ImportError as exc:
-                raise ModelNotAvailable(
-                    f"PyDial found in {self.root} but it cannot be imported ({exc}); install "
-                    f"its requirements. {PYDIAL_HINT}"
-                ) from None
-            S = self._Settings
-            saved = _save_globals(S, self._Ontology)
+        with (
+            contextlib.chdir(self.root),
+            _on_sys_path(self.root),
+            toolkit_logging("pydial", f"pydial:{self.config_path}"),
+        ):
+            self._Settings, self._DiaAct, self._Ontology = _import_pydial(self.root)
+            saved = _save_globals(self._Settings, self._Ontology)
             try:
                 with _pydial_errors(f"pydial:{self.config_path}", "loading the policy"):
-                    S.init(str(self.config_path), self.seed)
-                    conf = S.config
-                    self._settings_root = getattr(S, "root", "")
-                    if conf is None or not conf.sections():
-                        raise ConfigError(f"PyDial config {str(self.config_path)!r} is empty or unreadable")
-                    domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
-                    if domain is None:
-                        if not domains:
-                            raise ConfigError(
-                                f"{self.config_path}: [GENERAL] domains is not set; give the domain "
-                                "(pydial:CFG:domain=CamRestaurants)"
-                            )
-                        domain = domains[0]
-                    elif domains and domain not in domains:
-                        raise ConfigError(
-                            f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}"
-                        )
-                    self.domain = domain
-                    sections = ["policy", f"policy_{domain}"]
-                    self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
-                    if self.policy_type not in SUPPORTED_POLICY_TYPES:
-                        raise ConfigError(
-                            f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
-                            f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
-                            "elsewhere and use recorded:FILE"
-                        )
-                    # Evaluation is deterministic: no learning, greedy GP (scale <= 0), no random policy.
-                    policy_keys = {"learning": "False"}
-                    if policy_file is not None:
-                        policy_keys["inpolicyfile"] = str(policy_file)
-                    else:
-                        _check_train_cfg(self.config_path, _get(conf, sections, "inpolicyfile", "") or "")
-                    for sec in sections:
-                        if conf.has_section(sec) or sec == "policy":
-                            for key, value in policy_keys.items():
-                                _set(conf, sec, key, value)
-                    overrides = {f"policy.{key}": value for key, value in policy_keys.items()}
-                    for sec in ("gpsarsa", f"gpsarsa_{domain}"):
-                        if conf.has_section(sec) or sec == "gpsarsa":
-                            _set(conf, sec, "scale", "-1")
-                            _set(conf, sec, "random", "False")
-                    overrides.update({"gpsarsa.scale": "-1", "gpsarsa.random": "False"})
-                    # PyDial's ontology manager refuses a second instance in a process: each adapter owns one
-                    with contextlib.suppress(ImportError, AttributeError):
-                        importlib.import_module("ontology.FlatOntologyManager").FlatOntologyManager.instances = 0
-                    self._Ontology.init_global_ontology()
-                    self._ontology = self._Ontology.global_ontology
-                    self._config = conf
-                    meta: dict[str, Any] = {
-                        "id": policy_id or f"pydial-{self.config_path.stem}",
-                        "name": f"pydial-{self.policy_type}",
-                        "kind": "pydial",
-                        "policy": self.policy_type,
-                        "domain": domain,
-                        "rng_seed": self.seed,
-                        "overrides": overrides,
-                        "pydial_commit": git_commit(self.root),
-                        # everything specific to these files under "path" (see policies.adapters.source_info)
-                        "path": {"root": str(self.root), **source_info(self.config_path)},
-                    }
-                    self._expected_len: int | None = None
-                    if self.policy_type == "gp":
-                        infile = _get(conf, sections, "inpolicyfile", "") or ""
-                        if not infile:
-                            raise ConfigError(
-                                f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
-                                "the trained .dct/.prm files)"
-                            )
-                        files = [Path(infile + ext) for ext in (".dct", ".prm")]
-                        missing = [str(f) for f in files if not f.is_file()]
-                        if missing:
-                            raise ConfigError(
-                                f"{self.config_path}: policy files not found (relative paths are taken from the "
-                                f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
-                                "untrained policy"
-                            )
-                        policy_mod = importlib.import_module("policy.GPPolicy")
-                        self.policy = policy_mod.GPPolicy(domain, False)
-                        dictionary = self.policy.learner.params.get("_dictionary") or []
-                        if not dictionary:
-                            raise ConfigError(
-                                f"{self.config_path}: the GP policy {infile!r} has an empty dictionary (untrained?)"
-                            )
-                        vec = getattr(dictionary[0][0], "beliefStateVec", None)
-                        self._expected_len = None if vec is None else len(vec)
-                        meta["path"].update(
-                            policy_file=infile,
-                            policy_sha256=[file_sha256(f) for f in files],
-                            dictionary_size=len(dictionary),
-                        )
-                    else:
-                        policy_mod = importlib.import_module("policy.HDCPolicy")
-                        self.policy = policy_mod.HDCPolicy(domain)
-                    self._semo: Any = None
-                    self._prompts: dict[str, Any] = {}
-                    semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
-                    if nlg and semotype and semotype != "PassthroughSemO":
-                        semo_mod = importlib.import_module("semo.SemOManager")
-                        self._semo = semo_mod.SemOManager()
-                        meta["nlg"] = f"{semotype}:{_get(conf, [f'semo_{domain}'], 'templatefile', '')}"
-                    else:
-                        meta["nlg"] = None  # PassthroughSemO would echo the act: no prompt instead
-                    self._method_order = list(self._ontology.get_method(domain))
-                    self._dact_order = list(self._ontology.get_discourseAct(domain))
+                    meta = self._load(domain, nlg, policy_id, policy_file)
             finally:
-                _restore_globals(S, self._Ontology, saved)
+                _restore_globals(self._Settings, self._Ontology, saved)
         super().__init__(meta)
         self._active = False
+
+    # ------------------------------------------------------------------ loading
+    def _load(
+        self, domain: str | None, nlg: bool, policy_id: str | None, policy_file: str | os.PathLike | None
+    ) -> dict[str, Any]:
+        """PyDial's config, ontology, policy and generator, set up in PyDial's globals (which the
+        caller restores); returns the adapter's metadata."""
+        S = self._Settings
+        S.init(str(self.config_path), self.seed)
+        conf = S.config
+        self._settings_root = getattr(S, "root", "")
+        if conf is None or not conf.sections():
+            raise ConfigError(f"PyDial config {str(self.config_path)!r} is empty or unreadable")
+        self.domain = domain = self._config_domain(conf, domain)
+        sections = ["policy", f"policy_{domain}"]
+        self.policy_type = (_get(conf, sections, "policytype", "hdc") or "hdc").strip()
+        if self.policy_type not in SUPPORTED_POLICY_TYPES:
+            raise ConfigError(
+                f"{self.config_path}: policytype {self.policy_type!r} is not supported by the PyDial "
+                f"adapter (supported: {', '.join(SUPPORTED_POLICY_TYPES)}); record its answers "
+                "elsewhere and use recorded:FILE"
+            )
+        overrides = self._deterministic(conf, sections, domain, policy_file)
+        # PyDial's ontology manager refuses a second instance in a process: each adapter owns one
+        with contextlib.suppress(ImportError, AttributeError):
+            importlib.import_module("ontology.FlatOntologyManager").FlatOntologyManager.instances = 0
+        self._Ontology.init_global_ontology()
+        self._ontology = self._Ontology.global_ontology
+        self._config = conf
+        meta: dict[str, Any] = {
+            "id": policy_id or f"pydial-{self.config_path.stem}",
+            "name": f"pydial-{self.policy_type}",
+            "kind": "pydial",
+            "policy": self.policy_type,
+            "domain": domain,
+            "rng_seed": self.seed,
+            "overrides": overrides,
+            "pydial_commit": git_commit(self.root),
+            # everything specific to these files under "path" (see policies.adapters.source_info)
+            "path": {"root": str(self.root), **source_info(self.config_path)},
+        }
+        self._expected_len: int | None = None
+        if self.policy_type == "gp":
+            meta["path"].update(self._load_gp(conf, sections, domain))
+        else:
+            self.policy = importlib.import_module("policy.HDCPolicy").HDCPolicy(domain)
+        meta["nlg"] = self._load_nlg(conf, domain, nlg)
+        self._method_order = list(self._ontology.get_method(domain))
+        self._dact_order = list(self._ontology.get_discourseAct(domain))
+        return meta
+
+    def _config_domain(self, conf: Any, domain: str | None) -> str:
+        """``domain``, or the first of the config's ``[GENERAL] domains``; one the config does not list is refused."""
+        domains = [d.strip() for d in (_get(conf, ["GENERAL"], "domains") or "").split(",") if d.strip()]
+        if domain is None:
+            if not domains:
+                raise ConfigError(
+                    f"{self.config_path}: [GENERAL] domains is not set; give the domain "
+                    "(pydial:CFG:domain=CamRestaurants)"
+                )
+            return domains[0]
+        if domains and domain not in domains:
+            raise ConfigError(f"{self.config_path}: domain {domain!r} is not among [GENERAL] domains {domains}")
+        return domain
+
+    def _deterministic(
+        self, conf: Any, sections: list[str], domain: str, policy_file: str | os.PathLike | None
+    ) -> dict[str, str]:
+        """The config set for a deterministic evaluation — no learning, greedy GP (scale <= 0), no random
+        policy — and ``policy_file`` in place of its ``inpolicyfile``; returns the overrides."""
+        policy_keys = {"learning": "False"}
+        if policy_file is not None:
+            policy_keys["inpolicyfile"] = str(policy_file)
+        else:
+            _check_train_cfg(self.config_path, _get(conf, sections, "inpolicyfile", "") or "")
+        for sec in sections:
+            if conf.has_section(sec) or sec == "policy":
+                for key, value in policy_keys.items():
+                    _set(conf, sec, key, value)
+        overrides = {f"policy.{key}": value for key, value in policy_keys.items()}
+        for sec in ("gpsarsa", f"gpsarsa_{domain}"):
+            if conf.has_section(sec) or sec == "gpsarsa":
+                _set(conf, sec, "scale", "-1")
+                _set(conf, sec, "random", "False")
+        overrides.update({"gpsarsa.scale": "-1", "gpsarsa.random": "False"})
+        return overrides
+
+    def _load_gp(self, conf: Any, sections: list[str], domain: str) -> dict[str, Any]:
+        """The trained GP policy (its files must exist and its dictionary hold points); returns what
+        identifies its files."""
+        infile = _get(conf, sections, "inpolicyfile", "") or ""
+        if not infile:
+            raise ConfigError(
+                f"{self.config_path}: policytype gp needs [policy] inpolicyfile (the prefix of "
+                "the trained .dct/.prm files)"
+            )
+        files = [Path(infile + ext) for ext in (".dct", ".prm")]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise ConfigError(
+                f"{self.config_path}: policy files not found (relative paths are taken from the "
+                f"PyDial root {self.root}): {', '.join(missing)}; PyDial would silently run an "
+                "untrained policy"
+            )
+        self.policy = importlib.import_module("policy.GPPolicy").GPPolicy(domain, False)
+        dictionary = self.policy.learner.params.get("_dictionary") or []
+        if not dictionary:
+            raise ConfigError(f"{self.config_path}: the GP policy {infile!r} has an empty dictionary (untrained?)")
+        vec = getattr(dictionary[0][0], "beliefStateVec", None)
+        self._expected_len = None if vec is None else len(vec)
+        return {
+            "policy_file": infile,
+            "policy_sha256": [file_sha256(f) for f in files],
+            "dictionary_size": len(dictionary),
+        }
+
+    def _load_nlg(self, conf: Any, domain: str, nlg: bool) -> str | None:
+        """PyDial's template generator when asked for and the config sets one; returns its ``meta["nlg"]``."""
+        self._semo: Any = None
+        self._prompts: dict[str, Any] = {}
+        semotype = _get(conf, [f"semo_{domain}"], "semotype", "PassthroughSemO")
+        if nlg and semotype and semotype != "PassthroughSemO":
+            self._semo = importlib.import_module("semo.SemOManager").SemOManager()
+            return f"{semotype}:{_get(conf, [f'semo_{domain}'], 'templatefile', '')}"
+        return None  # PassthroughSemO would echo the act: no prompt instead
 
     # ------------------------------------------------------------------ checking
     def _ontology_values(self) -> dict[str, set[str]]:
@@ -479,6 +527,7 @@ class PyDialAdapter(Adapter):
         try:
             with (
                 contextlib.chdir(self.root),
+                _on_sys_path(self.root),
                 toolkit_logging("pydial", f"pydial:{self.config_path}"),
                 _quick_log_location(),
             ):

@@ -43,6 +43,7 @@ import copy
 import io
 import json
 import os
+import random
 import sys
 import traceback
 
@@ -66,9 +67,9 @@ def _jsonable(obj):
 
 
 def run(job: dict) -> dict:
-    sys.path.insert(0, os.getcwd())
+    sys.path.insert(0, os.getcwd())  # this script's own process, in PyDial's root
     os.environ.setdefault("MPLBACKEND", "Agg")
-    from utils import ContextLogger, Settings
+    from utils import ContextLogger, Settings  # PyDial's: importable once its root is on sys.path
 
     if not os.path.isfile(job["config"]):
         raise RuntimeError(f"PyDial config {job['config']!r} not found")
@@ -76,6 +77,29 @@ def run(job: dict) -> dict:
     conf = Settings.config
     if conf is None or not conf.sections():
         raise RuntimeError(f"PyDial config {job['config']!r} is empty or unreadable")
+    domain = _domain(job, conf)
+    policy_type = _configure(job, conf, domain)
+    ContextLogger.createLoggingHandlers(config=conf)
+    from ontology import Ontology  # PyDial's
+
+    Ontology.init_global_ontology()
+    import Simulate  # PyDial's
+
+    sim = Simulate.SimulationSystem(error_rate=float(job.get("error_rate", 0.0)))
+    records, dialogues = _play(sim, domain, int(job["dialogues"]))
+    nlg = _say_system_turns(conf, domain, dialogues, int(seed))
+    return {
+        "seed": int(seed),
+        "domain": domain,
+        "policy_type": policy_type,
+        "records": records,
+        "dialogues": dialogues,
+        "system_nlg": nlg,
+    }
+
+
+def _domain(job: dict, conf) -> str:
+    """The job's domain, or the config's only one."""
     domains = [d.strip() for d in (conf.get("GENERAL", "domains", fallback="") or "").split(",") if d.strip()]
     domain = job.get("domain") or (domains[0] if domains else None)
     if not domain:
@@ -84,6 +108,12 @@ def run(job: dict) -> dict:
         raise RuntimeError(f"{job['config']}: domain {domain!r} is not among [GENERAL] domains {domains}")
     if len(domains) > 1:
         raise RuntimeError(f"{job['config']}: several domains {domains}; collection supports one domain")
+    return domain
+
+
+def _configure(job: dict, conf, domain: str) -> str:
+    """The config set for the run (no learning, greedy unless ``explore``, the job's policy files,
+    quiet logging); returns the policy type."""
     sections = ["policy"] + ([f"policy_{domain}"] if conf.has_section(f"policy_{domain}") else [])
     policy_type = "hdc"
     for sec in sections:
@@ -117,13 +147,12 @@ def run(job: dict) -> dict:
     if conf.has_option("logging", "file"):
         conf.remove_option("logging", "file")
     _set(conf, "GENERAL", "tracedialog", "0")
-    ContextLogger.createLoggingHandlers(config=conf)
-    from ontology import Ontology
+    return policy_type
 
-    Ontology.init_global_ontology()
-    import Simulate
 
-    sim = Simulate.SimulationSystem(error_rate=float(job.get("error_rate", 0.0)))
+def _play(sim, domain: str, n: int) -> tuple[list[dict], list[list[dict]]]:
+    """``n`` dialogues of the simulation, its policy's ``nextAction`` and its user's ``act_on``
+    observed: the records of what the policy saw and every dialogue's turns."""
     (agent,) = sim.agent_factory.agents.values()
     agent.policy_manager.bootup(domain)
     policy = agent.policy_manager.domainPolicies[domain]
@@ -162,25 +191,15 @@ def run(job: dict) -> dict:
         return act
 
     policy.nextAction = observed  # an instance attribute: Policy.act_on calls self.nextAction
-    for j in range(int(job["dialogues"])):
+    for j in range(n):
         where["dialogue"], where["turn"] = j, 0
         dialogues.append([])
         sim.run(session_id=f"behavsim-{j}")
-    nlg = _say_system_turns(conf, domain, dialogues, int(seed))
-    return {
-        "seed": int(seed),
-        "domain": domain,
-        "policy_type": policy_type,
-        "records": records,
-        "dialogues": dialogues,
-        "system_nlg": nlg,
-    }
+    return records, dialogues
 
 
 def _say_system_turns(conf, domain: str, dialogues: list, seed: int) -> str:
     """Each system turn's words by PyDial's template generator (see the module doc)."""
-    import random
-
     section = f"semo_{domain}"
     if not conf.has_option(section, "templatefile"):
         default = os.path.join("semo", "templates", f"{domain}Messages.txt")
@@ -191,7 +210,7 @@ def _say_system_turns(conf, domain: str, dialogues: list, seed: int) -> str:
                         t["text"] = t["act"]
             return "none (act strings)"
         _set(conf, section, "templatefile", default)
-    from semo.RuleSemOMethods import BasicSemO
+    from semo.RuleSemOMethods import BasicSemO  # PyDial's
 
     semo = BasicSemO(domainTag=domain)
     state = random.getstate()

@@ -2,7 +2,7 @@
 
 Dialogue acts
 -------------
-Acts are parsed by the core's one parser, :func:`behavsim.parse_act` (re-exported here with
+Acts are parsed by the core's one parser, :func:`behavsim.parse_act` (a bad act string is a
 :class:`behavsim.ActParseError`), which gives the canonical :class:`behavsim.DialogueAct`:
 items sorted, values keeping their case. The environment *builds* acts as ``DiaAct(type,
 items)``, a light named tuple whose ``items`` keep PyDial's order (``inform(name=...,area=...,
@@ -63,20 +63,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from behavsim import ActParseError, DialogueAct, UnknownName, closest_name, parse_act
+from behavsim import DialogueAct, UnknownName, closest_name, parse_act
 from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = [
     "DiaAct",
-    "parse_act",
-    "ActParseError",
     "summary_actions",
     "SUMMARY_ACTIONS",
     "action_mask",
     "to_master_act",
+    "master_act",
     "accepted_constraints",
     "top_value",
     "value_rank",
+    "method_summary",
+    "thanks_or_ack",
+    "unknown_action",
     "UnknownSummaryAction",
 ]
 
@@ -261,7 +263,7 @@ def accepted_constraints(belief: dict, domain: Domain) -> list[tuple[str, str, f
     return out
 
 
-def _method_flags(belief: dict, domain: Domain) -> str:
+def method_summary(belief: dict, domain: Domain) -> str:
     """PyDial's global method summary: one of byalternatives, byname, finished, restart,
     byconstraints."""
     method = belief["beliefs"].get("method") or {"none": 1.0}
@@ -277,7 +279,8 @@ def _method_flags(belief: dict, domain: Domain) -> str:
     return "byconstraints"
 
 
-def _thanks_or_ack(belief: dict, domain: Domain) -> bool:
+def thanks_or_ack(belief: dict, domain: Domain) -> bool:
+    """Whether the user's top discourse act is ``thankyou`` or ``ack`` with belief above 0.5."""
     da = belief["beliefs"].get("discourseAct") or {}
     top, p = top_value(da, _ranks(domain)["discourseAct"]) if da else ("none", 1.0)
     return top in ("thankyou", "ack") and p > 0.5
@@ -305,7 +308,7 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
     beliefs = belief["beliefs"]
     feats = belief.get("features") or {}
     last_venue = feats.get("lastInformedVenue", "") or ""
-    method = _method_flags(belief, domain)
+    method = method_summary(belief, domain)
     tops = {}
     for slot in domain.system_requestable:
         n = _n_positive_values(beliefs.get(slot) or {})
@@ -332,7 +335,7 @@ def action_mask(belief: dict, domain: Domain, last_system_act: str | None = None
                 or top_value(beliefs.get("name") or {NONE_VALUE: 1.0}, _ranks(domain)["name"])[0] != NONE_VALUE
             )
         elif kind == "inform_alternatives":
-            ok = method == "byalternatives" and last_venue != "" and not _thanks_or_ack(belief, domain)
+            ok = method == "byalternatives" and last_venue != "" and not thanks_or_ack(belief, domain)
         elif kind == "bye":
             ok = method == "finished"
         elif kind == "reqmore":
@@ -366,7 +369,7 @@ def master_act(
     """Like :func:`to_master_act` but returns a :class:`DiaAct`. ``last_system_act`` (any act
     form) is what ``repeat`` says again; given as a ``DiaAct`` it keeps its item order."""
     if summary not in _action_set(domain.system_requestable):
-        raise _unknown_action(summary, domain)
+        raise unknown_action(summary, domain)
     beliefs = belief["beliefs"]
     feats = _features(belief)
     if summary.startswith("request_"):
@@ -431,10 +434,11 @@ def master_act(
         return DiaAct.from_act(last_system_act) if last_system_act else DiaAct("null")
     if summary == "restart":
         return DiaAct("null")
-    raise _unknown_action(summary, domain)
+    raise unknown_action(summary, domain)
 
 
-def _unknown_action(summary: str, domain: Domain) -> UnknownSummaryAction:
+def unknown_action(summary: str, domain: Domain) -> UnknownSummaryAction:
+    """The error for a summary action the domain does not have (it names the closest one)."""
     names = list(summary_actions(domain))
     return UnknownSummaryAction("summary action", summary, names, closest_name(summary, names, cutoff=0.6))
 

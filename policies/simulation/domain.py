@@ -25,6 +25,7 @@ venue), so ``count``/``matches`` cost well under a microsecond for cached constr
 from __future__ import annotations
 
 import json
+import os.path
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -442,8 +443,6 @@ def add_domain_option(parser: Any) -> None:
 def shipped_domain(rules_name: str) -> "Domain | None":
     """The shipped domain whose rules file is called ``rules_name`` (a file name, as checkpoints and
     context sets record it), or ``None``."""
-    import os.path
-
     for name in DOMAINS.names():
         domain = DOMAINS.create(name)
         if os.path.basename(str(domain.source)) == rules_name:

@@ -33,11 +33,11 @@ import numpy as np
 from behavsim import BehavsimError, ConfigError
 from policies.simulation.actions import (
     DiaAct,
-    _unknown_action,
     accepted_constraints,
     action_mask,
     master_act,
     summary_actions,
+    unknown_action,
 )
 from policies.simulation.domain import Domain, resolve_domain
 from policies.simulation.nlg import TemplateNLG
@@ -146,7 +146,7 @@ class DialogueEnv:
             raise EnvError("DialogueEnv.step() called after the dialogue ended; call reset()")
         idx = self._action_index.get(summary_action)
         if idx is None:
-            raise _unknown_action(summary_action, self.domain)
+            raise unknown_action(summary_action, self.domain)
         masked = not bool(self._mask[idx])
         self.turns += 1
         if self._closing:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from behavsim import Registry, UnknownName
+from policies.simulation.iq import get_iq_estimator
 
 __all__ = [
     "Reward",
@@ -109,8 +110,6 @@ class InteractionQualityReward:
 
     def __post_init__(self) -> None:
         if self._estimator is None:
-            from policies.simulation.iq import get_iq_estimator  # lazy: the IQ package may load torch
-
             object.__setattr__(self, "_estimator", get_iq_estimator(self.estimator_name))
 
     @property

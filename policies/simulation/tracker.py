@@ -184,6 +184,37 @@ def _as_acts(hyp, sys_act: DiaAct | None) -> tuple[DiaAct, ...]:
     return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_act) for h in hyp)
 
 
+def _merged_nbest(nbest: Iterable, sys_act: DiaAct | None) -> list[tuple[tuple, float]]:
+    """The N-best list with equal hypotheses merged and the probabilities normalised (a negative
+    score is a log probability)."""
+    merged: dict[tuple, float] = {}
+    for hyp, prob in nbest:
+        key = _as_acts(hyp, sys_act)
+        p = min(1.0, float(prob))
+        if p < 0:
+            p = float(np.exp(p))
+        merged[key] = merged.get(key, 0.0) + p
+    total = sum(merged.values())
+    return [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
+
+
+def _system_inform(sys_act: DiaAct | None) -> tuple[str, bool, set[str]]:
+    """What the system's act told: the venue it offered (``""``: none), whether it said ``name=none``,
+    and the slots it informed."""
+    offered = ""
+    inform_none = False
+    informed_slots: set[str] = set()
+    if sys_act is not None and sys_act.type == "inform":
+        name = sys_act.get("name")
+        if name == "none":
+            inform_none = True
+        else:
+            informed_slots = {s for s, _ in sys_act.items}
+            if name:
+                offered = name
+    return offered, inform_none, informed_slots
+
+
 class FocusTracker:
     """Focus belief tracker over a :class:`~policies.simulation.domain.Domain` (see module doc)."""
 
@@ -297,32 +328,32 @@ class FocusTracker:
         sys_act = system_act
         if sys_act is not None and not isinstance(sys_act, DiaAct):
             sys_act = DiaAct.from_act(sys_act)
-        # merge + normalise the N-best list
-        merged: dict[tuple, float] = {}
-        for hyp, prob in nbest:
-            key = _as_acts(hyp, sys_act)
-            p = min(1.0, float(prob))
-            if p < 0:
-                p = float(np.exp(p))
-            merged[key] = merged.get(key, 0.0) + p
-        total = sum(merged.values())
-        hyps = [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
-
+        hyps = _merged_nbest(nbest, sys_act)
         # features from the system act (PyDial updates lastInformedVenue while labelling)
-        offered = ""
-        inform_none = False
-        informed_slots: set[str] = set()
-        if sys_act is not None and sys_act.type == "inform":
-            name = sys_act.get("name")
-            if name == "none":
-                inform_none = True
-            else:
-                informed_slots = {s for s, _ in sys_act.items}
-                if name:
-                    offered = name
+        offered, inform_none, informed_slots = _system_inform(sys_act)
         if offered:
             self.last_informed_venue = offered
+        this_u, method_stats, req_stats, da_stats = self._turn_statistics(hyps, sys_act)
+        self._update_goals(this_u)
+        self._update_method(method_stats)
+        # discourse act
+        tot = sum(da_stats.values())
+        if tot > 1.0:
+            da_stats = {k: p / tot for k, p in da_stats.items()}
+        self._update_requested(req_stats, informed_slots)
+        belief = self._build(da_stats)
+        self._set_venue_features(belief["features"], sys_act, offered, inform_none)
+        flags, n = inform_info(belief, self.domain, self._info_cache)
+        belief["features"]["inform_info"] = flags
+        belief["features"]["dbMatches"] = n
+        self.turn += 1
+        self.belief = belief
+        return belief
 
+    def _turn_statistics(
+        self, hyps: list[tuple[tuple, float]], sys_act: DiaAct | None
+    ) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float], dict[str, float]]:
+        """This turn's probability mass per slot value, method, requested slot and discourse act."""
         this_u: dict[str, dict[str, float]] = {}
         method_stats: dict[str, float] = {}
         req_stats: dict[str, float] = {}
@@ -336,8 +367,10 @@ class FocusTracker:
                 d = this_u.setdefault(slot, {})
                 d[value] = d.get(value, 0.0) + score
             da_stats[da] = da_stats.get(da, 0.0) + score
+        return this_u, method_stats, req_stats, da_stats
 
-        # goals
+    def _update_goals(self, this_u: dict[str, dict[str, float]]) -> None:
+        """b_t(v) = q·b_{t−1}(v) + P_turn(v), q = 1 − Σ P_turn; renormalised when above 1."""
         for slot, turn_d in this_u.items():
             q = max(0.0, 1.0 - sum(turn_d.values()))
             prev = self.goal.get(slot, {})
@@ -348,7 +381,9 @@ class FocusTracker:
             if tot > 1.0:
                 new = {v: p / tot for v, p in new.items()}
             self.goal[slot] = new
-        # method
+
+    def _update_method(self, method_stats: dict[str, float]) -> None:
+        """The same with q = P_turn(method = none)."""
         q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
         meth = {m: (p if m == "none" else p * q) for m, p in self.method.items()}
         for m, p in method_stats.items():
@@ -360,18 +395,16 @@ class FocusTracker:
         if tot > 1.0:
             meth = {m: p / tot for m, p in meth.items()}
         self.method = meth
-        # discourse act
-        tot = sum(da_stats.values())
-        if tot > 1.0:
-            da_stats = {k: p / tot for k, p in da_stats.items()}
-        # requested
+
+    def _update_requested(self, req_stats: dict[str, float], informed_slots: set[str]) -> None:
+        """requested(r) = clip((1 − [system informed r last turn])·b_{t−1}(r) + P_turn(request r))."""
         for slot in sorted(set(req_stats) | set(self.requested)):
             p = req_stats.get(slot, 0.0)
             prev_req = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
             self.requested[slot] = min(1.0, max(0.0, prev_req + p))
 
-        belief = self._build(da_stats)
-        feats = belief["features"]
+    def _set_venue_features(self, feats: dict, sys_act: DiaAct | None, offered: str, inform_none: bool) -> None:
+        """The features that follow the venues the system offered."""
         if self.turn == 0 or sys_act is None:
             feats["lastInformedVenue"] = self.last_informed_venue
             feats["informedVenueSinceNone"] = list(self.informed_since_none)
@@ -386,12 +419,6 @@ class FocusTracker:
             feats["informedVenueSinceNone"] = list(self.informed_since_none)
             feats["lastActionInformNone"] = inform_none
             feats["offerHappened"] = bool(offered)
-        flags, n = inform_info(belief, self.domain, self._info_cache)
-        feats["inform_info"] = flags
-        feats["dbMatches"] = n
-        self.turn += 1
-        self.belief = belief
-        return belief
 
     def _build(self, da_stats: dict[str, float]) -> dict:
         beliefs: dict[str, dict] = {}

@@ -581,54 +581,10 @@ class SimulatedUser:
             self._reset_requests()
         if not self._check_values(act, from_confirm=False):
             return
-        chosen = None
-        if self.config.new_goal_scenarios:
-            change = False
-            if name_none and not listed:
-                change = True
-            elif name and not name_none:
-                if self.first_recommendation:
-                    self.first_recommendation = False
-                    f = self._r()
-                    if f < self.p["ReqAltsAfterVenRec1"]:
-                        if g.name_eq != name:
-                            g.name_neq.add(name)
-                        self._push("reqalts")
-                        return
-                    if f < self.p["ReqAltsAfterVenRec1"] + self.p["ReqAltsAfterVenRec2"]:
-                        change = True
-                    else:
-                        g.name_eq = name
-                else:
-                    g.name_eq = name
-                    g.name_neq.discard(name)
-            if change:
-                self._change_goal(act, name_none)
-                return
-        elif name_none and not listed:
-            self._change_goal(act, True)
+        if self._goal_changed_by(act, name, name_none, listed):
             return
-        if listed:
-            ok = [v for v in listed if self.venue_matches_goal(v)]
-            if not ok:
-                g.name_eq = None
-                g.name_neq = set()
-                ok = [v for v in listed if self.venue_matches_goal(v)]
-            if ok:
-                chosen = self._choice(ok)
-                said = {s for s, _ in act.items}
-                for s in list(g.constraints):
-                    if s not in said:
-                        g.constraints[s] = DONTCARE
-                        self._filter_slot(s)
-        for r in g.requests:
-            if r == "name" and chosen is not None:
-                g.requests[r] = chosen
-                continue
-            for s, v in act.items:
-                heard = _heard(s, v)
-                if s == r and heard is not None and not (r == "name" and heard == "none"):
-                    g.requests[r] = heard
+        chosen = self._choose_listed(act, listed) if listed else None
+        self._note_answers(act, chosen)
         if self._r() < self.p["InformToConfirm"]:
             for a in self.agenda:
                 if a[0] == "inform" and a[1] and a[1][0][1] != DONTCARE and a[1][0][0] != "type":
@@ -642,9 +598,78 @@ class SimulatedUser:
             return
         if len(self.agenda) > 1 and self._r() < self.p["DealWithPending"]:
             return
+        self._request_open(chosen)
+
+    def _goal_changed_by(self, act: DiaAct, name: str | None, name_none: bool, listed: list) -> bool:
+        """The user's reaction to a recommendation (or to ``name=none``) when it changes the goal or
+        asks for alternatives; ``True`` when the turn is handled."""
+        g = self.goal
+        if self.config.new_goal_scenarios:
+            change = False
+            if name_none and not listed:
+                change = True
+            elif name and not name_none:
+                if self.first_recommendation:
+                    self.first_recommendation = False
+                    f = self._r()
+                    if f < self.p["ReqAltsAfterVenRec1"]:
+                        if g.name_eq != name:
+                            g.name_neq.add(name)
+                        self._push("reqalts")
+                        return True
+                    if f < self.p["ReqAltsAfterVenRec1"] + self.p["ReqAltsAfterVenRec2"]:
+                        change = True
+                    else:
+                        g.name_eq = name
+                else:
+                    g.name_eq = name
+                    g.name_neq.discard(name)
+            if change:
+                self._change_goal(act, name_none)
+                return True
+        elif name_none and not listed:
+            self._change_goal(act, True)
+            return True
+        return False
+
+    def _choose_listed(self, act: DiaAct, listed: list) -> str | None:
+        """One of the venues a "no more venues" inform lists that meets the goal (the goal's venue
+        name forgotten when none does); the slots the act did not mention become ``dontcare``."""
+        g = self.goal
+        chosen = None
+        ok = [v for v in listed if self.venue_matches_goal(v)]
+        if not ok:
+            g.name_eq = None
+            g.name_neq = set()
+            ok = [v for v in listed if self.venue_matches_goal(v)]
+        if ok:
+            chosen = self._choice(ok)
+            said = {s for s, _ in act.items}
+            for s in list(g.constraints):
+                if s not in said:
+                    g.constraints[s] = DONTCARE
+                    self._filter_slot(s)
+        return chosen
+
+    def _note_answers(self, act: DiaAct, chosen: str | None) -> None:
+        """The goal's requests the act answers (the chosen venue's name for ``name``)."""
+        g = self.goal
+        for r in g.requests:
+            if r == "name" and chosen is not None:
+                g.requests[r] = chosen
+                continue
+            for s, v in act.items:
+                heard = _heard(s, v)
+                if s == r and heard is not None and not (r == "name" and heard == "none"):
+                    g.requests[r] = heard
+
+    def _request_open(self, chosen: str | None) -> None:
+        """Ask for the requests still open (with the chosen venue's name), adding each further one
+        with probability ``AddSlotToReq``."""
+        g = self.goal
         open_ = [r for r in self._unfilled() if r != "name"]
         if open_ and g.requests.get("name") is not None or chosen is not None and open_:
-            items = []
+            items: list[tuple[str, str | None]] = []
             if chosen is not None:
                 items.append(("name", chosen))
             items.append((open_[0], None))

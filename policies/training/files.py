@@ -22,10 +22,17 @@ from behavsim import ConfigError
 __all__ = [
     "METRIC_COLUMNS",
     "RunLocked",
+    "RunLock",
     "trial_name",
     "checkpoint_path",
+    "checkpoint_dialogues",
     "list_checkpoints",
+    "trial_files",
+    "row_from_meta",
     "read_metrics",
+    "write_metrics",
+    "write_if_changed",
+    "remove_partial_files",
 ]
 
 
@@ -60,6 +67,13 @@ def checkpoint_path(trial_dir: str | os.PathLike, dialogues: int) -> Path:
     return Path(trial_dir) / f"ckpt-{int(dialogues):06d}.npz"
 
 
+def checkpoint_dialogues(name: str) -> int | None:
+    """The training dialogues a checkpoint file name (``ckpt-NNNNNN.npz``) records, or ``None``
+    when ``name`` is not a checkpoint's."""
+    m = _CKPT_RE.match(name)
+    return int(m.group(1)) if m else None
+
+
 def list_checkpoints(trial_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     """``(dialogues, path)`` of the checkpoint files of a trial folder, in order."""
     d = Path(trial_dir)
@@ -67,13 +81,14 @@ def list_checkpoints(trial_dir: str | os.PathLike) -> list[tuple[int, Path]]:
         return []
     out = []
     for p in d.iterdir():
-        m = _CKPT_RE.match(p.name)
-        if m:
-            out.append((int(m.group(1)), p))
+        n = checkpoint_dialogues(p.name)
+        if n is not None:
+            out.append((n, p))
     return sorted(out)
 
 
-def _row_from_meta(meta: dict[str, Any], wall: float | None = None, train_s: float | None = None) -> dict[str, Any]:
+def row_from_meta(meta: dict[str, Any], wall: float | None = None, train_s: float | None = None) -> dict[str, Any]:
+    """The ``metrics.csv`` row a checkpoint's metadata records (timings given: a checkpoint keeps none)."""
     t = meta["training"]
     return {
         "policy": t["policy"],
@@ -97,16 +112,18 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
+    """``rows`` as a ``metrics.csv`` (columns :data:`METRIC_COLUMNS`, blanks for ``None``), written
+    with :func:`write_if_changed`."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(METRIC_COLUMNS)
     for r in rows:
         w.writerow([_fmt(r.get(c)) for c in METRIC_COLUMNS])
-    _write_if_changed(path, buf.getvalue())
+    write_if_changed(path, buf.getvalue())
 
 
-def _write_if_changed(path: Path, text: str) -> None:
+def write_if_changed(path: Path, text: str) -> None:
     """Write ``text`` atomically, unless the file holds it already (a resumed run rewrites nothing)."""
     data = text.encode("utf-8")
     try:
@@ -149,16 +166,16 @@ class RunLocked(ConfigError):
     """Another process is running a training in the same folder."""
 
 
-class _RunLock:
+class RunLock:
     """Advisory lock on ``DIR/.lock`` (``flock``: released by the OS when the process dies)."""
 
     def __init__(self, out: Path) -> None:
         self.path = out / ".lock"
         self.fh: IO[str] | None = None
 
-    def __enter__(self) -> "_RunLock":
+    def __enter__(self) -> "RunLock":
         try:
-            import fcntl
+            import fcntl  # POSIX only
         except ImportError:  # pragma: no cover - not POSIX: no locking
             return self
         self.fh = fh = open(self.path, "a+")
@@ -187,7 +204,7 @@ class _RunLock:
             self.fh.close()  # releases the lock
 
 
-def _remove_partial_files(out: Path, names: list[str]) -> None:
+def remove_partial_files(out: Path, names: list[str]) -> None:
     """The temporary files of trials stopped while writing (their workers are gone)."""
     for name in names:
         tdir = out / name
@@ -197,7 +214,7 @@ def _remove_partial_files(out: Path, names: list[str]) -> None:
                     p.unlink(missing_ok=True)
 
 
-def _trial_files(tdir: Path) -> dict[str, bytes]:
+def trial_files(tdir: Path) -> dict[str, bytes]:
     """The files of a trial folder a trial resumes from: its checkpoints and ``metrics.csv``."""
     if not tdir.is_dir():
         return {}

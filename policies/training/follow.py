@@ -13,17 +13,25 @@ one subclass per kind of checkpoint file:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError, ContextSet, interrupt_handled, parse_spec
 from behavsim.monitor import ConvergenceMonitor, StopRule, plot_convergence
+from behavsim.policy import PolicyErrorsWarning, respond
 from behavsim.scores import SEMANTIC_SCORES
 from behavsim.scores import scores as registry
+from behavsim.tensorboard import check_tensorboard_dir
+from policies.gp.checkpoint import CheckpointError, read_meta
+from policies.simulation.domain import domain_spec
+from policies.training.files import checkpoint_dialogues, trial_name
 
 __all__ = [
     "Watch",
@@ -39,7 +47,6 @@ __all__ = [
 ]
 
 _TRIAL_RE = re.compile(r"^[A-Za-z0-9_]+-seed\d+$")
-_CKPT_RE = re.compile(r"^ckpt-(\d{6,})\.npz$")
 #: Seconds a file must stay unchanged before it is read while following (a trainer may still write it).
 SETTLE = 1.0
 
@@ -47,7 +54,7 @@ SETTLE = 1.0
 # ----------------------------------------------------------------------------- layout
 def has_checkpoints(d: Path) -> bool:
     try:
-        return any(_CKPT_RE.match(p.name) for p in d.iterdir())
+        return any(checkpoint_dialogues(p.name) is not None for p in d.iterdir())
     except OSError:
         return False
 
@@ -69,10 +76,10 @@ def find_trials(root: Path, single: bool) -> dict[str, Path]:
 
 def _checkpoints(trial_dir: Path) -> list[tuple[int, Path]]:
     try:
-        names = [p for p in trial_dir.iterdir() if _CKPT_RE.match(p.name)]
+        entries = list(trial_dir.iterdir())
     except OSError:
         return []
-    return sorted((int(m.group(1)), p) for p in names if (m := _CKPT_RE.match(p.name)))
+    return sorted((n, p) for p in entries if (n := checkpoint_dialogues(p.name)) is not None)
 
 
 def _run_target(run_dir: Path) -> tuple[int, list[str]] | None:
@@ -81,7 +88,7 @@ def _run_target(run_dir: Path) -> tuple[int, list[str]] | None:
         cfg = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         if cfg.get("policy", "gp") != "gp":
             return None
-        trials = [f"{r}-seed{int(s)}" for r in cfg["rewards"] for s in cfg["seeds"]]
+        trials = [trial_name(r, s) for r in cfg["rewards"] for s in cfg["seeds"]]
         return int(cfg["dialogues"]), trials
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -93,7 +100,7 @@ class OutputLock:
     def __init__(self, path: Path) -> None:
         self.fh = None
         try:
-            import fcntl
+            import fcntl  # POSIX only
         except ImportError:  # pragma: no cover
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -157,8 +164,6 @@ def check_args(args: argparse.Namespace, root: Path) -> tuple[float, Any, list[s
     if lag < 1:
         raise ConfigError(f"--lag: expected a positive number of checkpoints, got {lag}")
     if getattr(args, "tensorboard", None):
-        from behavsim.tensorboard import check_tensorboard_dir
-
         check_tensorboard_dir(args.tensorboard, "--tensorboard")
     pattern_opts = [o for o in ("loader", "step_regex") if getattr(args, o, None)]
     if getattr(args, "pattern", None):
@@ -197,9 +202,6 @@ class Watch:
         spec = getattr(self.args, "reference", None)
         if spec is None or self._reference is not None:
             return self._reference
-        import warnings
-
-        from behavsim.policy import PolicyErrorsWarning, respond
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PolicyErrorsWarning)
@@ -341,8 +343,6 @@ class CheckpointWatch(Watch):
         super().__init__(
             args, contexts, score_names, stop_rule, Path(args.output) if args.output else self.run_dir / "monitor"
         )
-        from policies.simulation.domain import domain_spec
-
         domain = domain_spec(getattr(args, "domain", None))
         self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
 
@@ -360,10 +360,6 @@ class CheckpointWatch(Watch):
         return news
 
     def _poll_trial(self, trial: str, ckpts: list[tuple[int, Path]]) -> int:
-        import warnings
-
-        from behavsim.policy import PolicyErrorsWarning, respond
-        from policies.gp.checkpoint import CheckpointError, read_meta
 
         news = 0
         m = self.monitor_for(trial, respond)
@@ -405,9 +401,6 @@ _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 def load_loader(text: str) -> Any:
     """``module:function`` → the function (the module imported from the working folder or the path);
     a policy spec holding ``{}`` → the function path -> that spec with the path in place of ``{}``."""
-    import importlib
-    import os
-
     if "{}" in text:
         parse_spec(text.replace("{}", "checkpoint"))  # the kind and options are checked before any work
 
@@ -470,8 +463,6 @@ class PatternWatch(Watch):
         self.run_dir = root
         self.trial = root.resolve().name
         super().__init__(args, contexts, score_names, stop_rule, Path(args.output) if args.output else root / "monitor")
-        from policies.simulation.domain import domain_spec
-
         domain = domain_spec(getattr(args, "domain", None))
         self.options: dict[str, Any] = {} if domain is None else {"domain": domain}
         self.loader = load_loader(args.loader)
@@ -513,8 +504,6 @@ class PatternWatch(Watch):
         return self._poll_files(files)
 
     def _poll_files(self, files: list[tuple[int, Path]]) -> int:
-        import time as _time
-
         news = 0
         m = self.monitor_for(self.trial)
         for d, path in files:
@@ -523,7 +512,7 @@ class PatternWatch(Watch):
                 continue
             if self.args.follow:
                 try:
-                    if _time.time() - path.stat().st_mtime < SETTLE:
+                    if time.time() - path.stat().st_mtime < SETTLE:
                         break  # the trainer may still be writing it: next poll
                 except OSError:
                     break
@@ -551,9 +540,6 @@ class PatternWatch(Watch):
         return news
 
     def _respond(self, policy: Any) -> Any:
-        import warnings
-
-        from behavsim.policy import PolicyErrorsWarning, respond
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PolicyErrorsWarning)

@@ -2,7 +2,7 @@
 task success, measured alike for both.
 
 :func:`play_dialogues` plays ``dialogues`` seeded dialogues of :class:`policies.simulation.env.DialogueEnv`
-(dialogue ``j`` reset with the evaluation seed of :func:`policies.training.train.eval_dialogue_seed`, so
+(dialogue ``j`` reset with the evaluation seed of :func:`policies.training.evaluation.eval_dialogue_seed`, so
 every policy meets the same users and goals). At every system turn the policy is asked with what
 it reads — the belief state, or the history with its text (:class:`~.history.DialogueText`) —
 and its summary action drives the environment when it has one the environment knows, else its
@@ -19,6 +19,10 @@ from typing import Any
 
 from behavsim import ConfigError, canonical_copy
 from behavsim.policy import answer_context, as_adapter, reads_of
+from policies.simulation.domain import resolve_domain
+from policies.simulation.env import DialogueEnv
+from policies.simulation.history import DialogueText
+from policies.training.evaluation import EVAL_SEED, eval_dialogue_seed
 
 __all__ = ["PlayResult", "play_dialogues", "dialogue_groups"]
 
@@ -65,9 +69,6 @@ def play_dialogues(
 ) -> PlayResult:
     """Play ``dialogues`` evaluation dialogues with ``policy`` (a spec string, an adapter, a policy
     object or a callable); see the module doc."""
-    from policies.simulation.domain import resolve_domain
-    from policies.training.train import EVAL_SEED, eval_dialogue_seed
-
     domain = resolve_domain(domain)
     adapter = as_adapter(policy, domain=domain)
     reads = reads_of(adapter)
@@ -105,9 +106,6 @@ def dialogue_groups(
 ) -> Iterator[list[_Dialogue]]:
     """Dialogues ``0 .. dialogues-1`` in groups of ``width`` to play side by side, dialogue ``j``
     reset with ``seed_of(j)``; one environment per place in a group, reused by the next group."""
-    from policies.simulation.env import DialogueEnv
-    from policies.simulation.history import DialogueText
-
     envs: list[tuple[Any, Any]] = []
     for start in range(0, dialogues, width):
         group = []

@@ -39,7 +39,7 @@ import dataclasses
 import json
 import math
 import os
-import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,63 +47,44 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from behavsim import ConfigError as _BehavsimConfigError
-from behavsim import Registry, did_you_mean, raise_if_interrupted
+from behavsim import ConfigError, Registry, did_you_mean, get_executor, raise_if_interrupted
+from behavsim.tensorboard import check_tensorboard_dir
+from policies.gp.checkpoint import CheckpointError, read_checkpoint, read_meta, save_checkpoint
+from policies.gp.sarsa import GPSarsaPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
+from policies.simulation.domain import DEFAULT_DOMAIN, load_domain
+from policies.simulation.env import DialogueEnv
+from policies.simulation.iq import get_iq_estimator
+from policies.simulation.rewards import get_reward, list_rewards
+from policies.simulation.user import DEFAULT_USER, USER_CONFIGS
+from policies.training.evaluation import EVAL_SEED, evaluate_policy, run_dialogue, train_dialogue_seed
+from policies.training.files import (
+    RunLock,
+    checkpoint_dialogues,
+    checkpoint_path,
+    list_checkpoints,
+    read_metrics,
+    remove_partial_files,
+    row_from_meta,
+    trial_files,
+    trial_name,
+    write_if_changed,
+    write_metrics,
+)
+from policies.training.progress import TensorBoardReport, TrainingProgress
 
 __all__ = [
     "TrainConfig",
-    "ConfigError",
     "ConfigMismatch",
-    "RunLocked",
-    "EvalResult",
-    "EVAL_SEED",
-    "METRIC_COLUMNS",
     "LEARNERS",
     "LearnerKind",
     "learner_kind",
     "list_learners",
     "run_training",
     "run_trial",
-    "evaluate_policy",
-    "run_dialogue",
-    "eval_dialogue_seed",
-    "train_dialogue_seed",
-    "read_metrics",
-    "table1",
-    "trial_name",
-    "checkpoint_path",
-    "list_checkpoints",
-    "load_checkpoint",
 ]
-
-from behavsim import get_executor
-from policies.gp.checkpoint import CheckpointError, load_checkpoint, read_checkpoint, read_meta, save_checkpoint
-from policies.training.evaluation import (
-    EVAL_SEED,
-    EvalResult,
-    eval_dialogue_seed,
-    evaluate_policy,
-    run_dialogue,
-    table1,
-    train_dialogue_seed,
-)
-from policies.training.files import (
-    _CKPT_RE,
-    _TMP_RE,
-    METRIC_COLUMNS,
-    RunLocked,
-    _remove_partial_files,
-    _row_from_meta,
-    _RunLock,
-    _trial_files,
-    _write_csv,
-    _write_if_changed,
-    checkpoint_path,
-    list_checkpoints,
-    read_metrics,
-    trial_name,
-)
 
 # configuration keys that change the numbers of a trial (others may change between invocations)
 _FIXED_KEYS = (
@@ -125,10 +106,6 @@ _FIXED_KEYS = (
 #: The environment of training configurations written before ``version`` 2, which did not name
 #: it: behavsim 0.1's example domain and user.
 _V1_ENVIRONMENT = {"domain": "example-restaurants", "user": "legacy"}
-
-
-#: Invalid training configurations raise the core's ConfigError (a ``ValueError``), named here too.
-ConfigError = _BehavsimConfigError
 
 
 class ConfigMismatch(ConfigError):
@@ -163,9 +140,6 @@ class TrainConfig:
     version: int = field(default=2)
 
     def __post_init__(self) -> None:
-        from policies.simulation.domain import DEFAULT_DOMAIN
-        from policies.simulation.user import DEFAULT_USER
-
         if self.domain is None:
             object.__setattr__(self, "domain", DEFAULT_DOMAIN)
         if self.user is None:
@@ -175,8 +149,6 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        from policies.simulation.rewards import list_rewards
-
         learner_kind(self.policy)
         if not self.rewards:
             raise ConfigError("rewards: expected at least one reward name, got none")
@@ -221,8 +193,6 @@ class TrainConfig:
                 raise ConfigError(f"domain: expected a domain name or a rules file, got {self.domain!r}")
             _domain_of(self)  # it must load
         if self.user is not None:
-            from policies.simulation.user import USER_CONFIGS
-
             if not isinstance(self.user, str) or self.user not in USER_CONFIGS:
                 raise ConfigError(
                     f"user: unknown user configuration {self.user!r}.{did_you_mean(self.user, USER_CONFIGS.names())} "
@@ -278,25 +248,13 @@ class TrainConfig:
         return pts
 
 
-# ---------------------------------------------------------------------- dialogues
-
-
 # ---------------------------------------------------------------------- one trial
-
-
 def _domain_of(config: TrainConfig) -> Any:
-    """The run's domain."""
-    from policies.simulation.domain import DomainError, resolve_domain
-
-    try:
-        return resolve_domain(config.domain)
-    except (DomainError, KeyError) as exc:
-        raise ConfigError(f"domain: {exc}") from None
+    """The run's domain (one that does not load is a :class:`behavsim.ConfigError` naming ``domain``)."""
+    return load_domain(config.domain)
 
 
 def _new_policy(config: TrainConfig, seed: int):
-    from policies.gp.sarsa import GPSarsaPolicy
-
     return GPSarsaPolicy(
         _domain_of(config),
         seed=np.random.default_rng(np.random.SeedSequence([int(seed), 1])),
@@ -311,8 +269,6 @@ def _new_policy(config: TrainConfig, seed: int):
 
 def _restore_gp(path: Path):
     """The GP-SARSA policy of a checkpoint file and the file's metadata."""
-    from policies.gp.sarsa import GPSarsaPolicy
-
     learner, meta = read_checkpoint(path)
     try:
         return GPSarsaPolicy.from_checkpoint_meta(learner, meta), meta
@@ -321,8 +277,6 @@ def _restore_gp(path: Path):
 
 
 def _new_handcrafted(config: TrainConfig, seed: int):
-    from policies.handcrafted.policy import HandcraftedPolicy
-
     return HandcraftedPolicy(_domain_of(config), nlg_seed=None)
 
 
@@ -411,8 +365,6 @@ def run_trial(
     Resumes from the trial folder's last checkpoint; writes ``ckpt-*.npz`` and ``metrics.csv``.
     ``report`` receives ``("progress", trial, dialogues)`` and ``("checkpoint", trial, row)``.
     """
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=1):
         return _run_trial(config, reward_name, int(seed), Path(out_dir), report)
 
@@ -445,7 +397,7 @@ class _Trial:
 def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, report) -> list[dict[str, Any]]:
     trial = _open_trial(config, reward_name, seed, out_dir)
     start, policy, acc, rows = _resume_trial(trial)
-    _write_csv(trial.metrics_path, rows)
+    write_metrics(trial.metrics_path, rows)
     done = start
     for point in trial.schedule:
         if point <= start:
@@ -459,7 +411,7 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
         row.update(train_seconds=t_train, wall_seconds=time.perf_counter() - t0)
         rows.append(row)
         rows.sort(key=lambda x: x["dialogues"])
-        _write_csv(trial.metrics_path, rows)
+        write_metrics(trial.metrics_path, rows)
         done = point
         if report is not None:
             report(("progress", trial.name, point))
@@ -470,16 +422,10 @@ def _run_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path, 
 def _open_trial(config: TrainConfig, reward_name: str, seed: int, out_dir: Path) -> _Trial:
     """The trial's folder (created; temporary files of a run killed while writing removed) and
     everything its dialogues need."""
-    from policies.simulation.env import DialogueEnv
-    from policies.simulation.iq import get_iq_estimator
-    from policies.simulation.rewards import get_reward
-
     name = trial_name(reward_name, seed)
     tdir = out_dir / name
     tdir.mkdir(parents=True, exist_ok=True)
-    for stale in tdir.iterdir():
-        if _TMP_RE.match(stale.name):
-            stale.unlink()
+    remove_partial_files(out_dir, [name])
     kind = learner_kind(config.policy)
     return _Trial(
         config=config,
@@ -528,7 +474,7 @@ def _resume_trial(trial: _Trial) -> tuple[int, Any, dict[str, Any], list[dict[st
         m = meta if n == start else read_meta(path)
         _check_training(path, m, config, trial.reward_name, trial.seed, n)
         old = old_rows.get(n) or {}
-        rows.append(_row_from_meta(m, old.get("wall_seconds"), old.get("train_seconds")))
+        rows.append(row_from_meta(m, old.get("wall_seconds"), old.get("train_seconds")))
     return start, policy, acc, rows
 
 
@@ -627,7 +573,7 @@ def _prepare_dir(config: TrainConfig, out_dir: Path) -> TrainConfig:
         )
     elif any(p.name != ".lock" for p in out_dir.iterdir()):
         raise ConfigMismatch(f"{out_dir} is not empty and holds no config.json; refusing to write a run there")
-    _write_if_changed(cpath, stored.to_json() + "\n")
+    write_if_changed(cpath, stored.to_json() + "\n")
     return stored
 
 
@@ -636,94 +582,6 @@ def _local_trial_task(job: tuple[dict, str, int, str], report: Callable[[tuple],
     its progress goes to the driver through ``report``."""
     config_dict, reward, seed, out_dir = job
     return run_trial(TrainConfig.from_dict(config_dict), reward, seed, out_dir, report)
-
-
-class _Progress:
-    """tqdm bars on a terminal; one line per checkpoint otherwise; nothing when quiet."""
-
-    def __init__(self, config: TrainConfig, trials: list[str], enabled: bool) -> None:
-        self.enabled = enabled
-        self.tty = enabled and sys.stderr.isatty()
-        self.total = learner_kind(config.policy).schedule(config)[-1]
-        self.bars: dict[str, Any] = {}
-        self.t0 = time.perf_counter()
-        if self.tty:
-            import shutil
-
-            from tqdm import tqdm
-
-            size = shutil.get_terminal_size((100, 24))  # falls back when a pty reports 0 x 0
-            rows = max(size.lines, len(trials) + 1)
-            for i, t in enumerate(trials):
-                self.bars[t] = tqdm(
-                    total=self.total,
-                    desc=t,
-                    position=i,
-                    unit="dlg",
-                    leave=True,
-                    ncols=size.columns,
-                    nrows=rows,
-                    mininterval=0.5,
-                )
-
-    def __call__(self, msg: tuple) -> None:
-        if not self.enabled:
-            return
-        kind, trial, payload = msg
-        if kind == "progress" and self.tty:
-            bar = self.bars[trial]
-            bar.update(max(0, payload - bar.n))
-        elif kind == "checkpoint":
-            r = payload
-            if self.tty:
-                self.bars[trial].set_postfix(
-                    tsr=f"{r['tsr']:.2f}", aiq=f"{r['aiq']:.2f}", adl=f"{r['adl']:.2f}", refresh=False
-                )
-            else:
-                size = "" if r["dictionary_size"] is None else f" dict {r['dictionary_size']}"
-                print(
-                    f"{trial}: {r['dialogues']}/{self.total} dialogues  TSR {r['tsr']:.2f}  AIQ {r['aiq']:.2f}  "
-                    f"ADL {r['adl']:.2f}{size}  ({time.perf_counter() - self.t0:.0f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-
-
-class _TensorBoardReport:
-    """Passes every report on and logs each checkpoint's TSR, AIQ and ADL as TensorBoard scalars
-    ``behavsim/eval/TSR|AIQ|ADL`` (step = training dialogues) into ``DIR/<trial>/``, in an event
-    file of its own (suffix ``.behavsim-train``) beside the monitor's and any other writer's."""
-
-    TAGS = {"TSR": "tsr", "AIQ": "aiq", "ADL": "adl"}
-
-    def __init__(self, inner: Callable[[tuple], None], logdir: Path) -> None:
-        self.inner = inner
-        self.logdir = logdir
-        self.writers: dict[str, Any] = {}
-
-    def __call__(self, msg: tuple) -> None:
-        self.inner(msg)
-        kind, trial, row = msg
-        if kind != "checkpoint":
-            return
-        from behavsim.tensorboard import TensorBoardWriter
-
-        if trial not in self.writers:
-            self.writers[trial] = TensorBoardWriter(
-                self.logdir / trial, suffix=".behavsim-train", option="--tensorboard"
-            )
-        w = self.writers[trial]
-        vals = {f"behavsim/eval/{tag}": float(row[key]) for tag, key in self.TAGS.items() if row.get(key) is not None}
-        w.scalars(vals, int(row["dialogues"]))
-        w.flush()
-
-    def close(self) -> None:
-        for w in self.writers.values():
-            w.close()
 
 
 def run_training(
@@ -761,11 +619,9 @@ def run_training(
         raise ConfigMismatch(f"{out} is not empty and holds no config.json; refusing to write a run there")
     tb = None
     if tensorboard is not None:
-        from behavsim.tensorboard import check_tensorboard_dir
-
         tb = check_tensorboard_dir(tensorboard, "tensorboard")
     out.mkdir(parents=True, exist_ok=True)
-    with _RunLock(out):
+    with RunLock(out):
         return _run_training(config, out, workers, progress, tb, None if ex.is_local else ex)
 
 
@@ -781,8 +637,8 @@ def _run_training(
     trials = config.trials()
     names = [trial_name(r, s) for r, s in trials]
     n_workers = min(len(trials), os.cpu_count() or 1) if workers is None else int(workers)
-    bar = _Progress(config, names, progress)
-    report: Any = bar if tensorboard is None else _TensorBoardReport(bar, tensorboard)
+    bar = TrainingProgress(learner_kind(config.policy).schedule(config)[-1], names, progress)
+    report: Any = bar if tensorboard is None else TensorBoardReport(bar, tensorboard)
     results: dict[str, list[dict[str, Any]]] = {}
     try:
         if executor is not None:
@@ -807,7 +663,7 @@ def _run_local(config, out, trials, names, n_workers, report) -> dict[str, list[
     try:
         rows = get_executor(f"local:{n_workers}").map(_local_trial_task, jobs, on_progress=lambda i, msg: report(msg))
     except BaseException:
-        _remove_partial_files(out, names)
+        remove_partial_files(out, names)
         raise
     return dict(zip(names, rows))
 
@@ -815,8 +671,6 @@ def _run_local(config, out, trials, names, n_workers, report) -> dict[str, list[
 def _trial_task(job: tuple[dict, str, int, dict[str, bytes]]) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
     """One trial as a task on any node: resumed from the files it is given, run in a private
     temporary folder; returns its metric rows and its files."""
-    import tempfile
-
     config_dict, reward, seed, files = job
     with tempfile.TemporaryDirectory(prefix="behavsim-trial-") as tmp:
         tdir = Path(tmp) / trial_name(reward, seed)
@@ -824,15 +678,16 @@ def _trial_task(job: tuple[dict, str, int, dict[str, bytes]]) -> tuple[list[dict
         for name, data in files.items():
             (tdir / name).write_bytes(data)
         rows = run_trial(TrainConfig.from_dict(config_dict), reward, seed, tmp)
-        return rows, _trial_files(tdir)
+        return rows, trial_files(tdir)
 
 
 def _run_on_executor(config, out, trials, names, executor, report) -> dict[str, list[dict[str, Any]]]:
     """Every trial as one task of ``executor``; this process writes what each returns (checkpoints
     first, ``metrics.csv`` last, each atomically) as soon as it finishes."""
-    before = {name: _trial_files(out / name) for name in names}
+    before = {name: trial_files(out / name) for name in names}
     done_before = {
-        name: max([int(m.group(1)) for n in files if (m := _CKPT_RE.match(n))] or [0]) for name, files in before.items()
+        name: max([n for f in files if (n := checkpoint_dialogues(f)) is not None] or [0])
+        for name, files in before.items()
     }
     results: dict[str, list[dict[str, Any]]] = {}
 
@@ -866,5 +721,5 @@ def _write_all_metrics(out: Path) -> Path:
         if p.is_file():
             rows += [row for row in read_metrics(p) if row["dialogues"] <= config.dialogues]
     rows.sort(key=lambda x: (x["reward"], x["seed"], x["dialogues"]))
-    _write_csv(out / "metrics.csv", rows)
+    write_metrics(out / "metrics.csv", rows)
     return out / "metrics.csv"

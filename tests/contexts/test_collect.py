@@ -8,7 +8,8 @@ from behavsim.policy import check_policy
 from policies.gp.checkpoint import load_checkpoint
 from policies.gp.sarsa import GPSarsaPolicy
 from policies.handcrafted.policy import HandcraftedPolicy
-from policies.training.train import EVAL_SEED, TrainConfig, evaluate_policy, run_training
+from policies.training.evaluation import EVAL_SEED, evaluate_policy
+from policies.training.train import TrainConfig, run_training
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +177,7 @@ def test_progress_bar_on_request(capsys):
 
 def test_builtin_policies_answer_the_fine_grid(ckpt):
     """Step 0.1 crosses the acceptance thresholds (area: 1/4.9 ≈ 0.204) — no policy may fail there."""
-    from policies.simulation.actions import parse_act
+    from behavsim import parse_act
 
     cs = generate_grid(step=0.1)
     for pol in (HandcraftedPolicy(nlg_seed=None), load_checkpoint(ckpt)):

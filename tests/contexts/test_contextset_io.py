@@ -6,7 +6,7 @@ import pytest
 
 from behavsim import ContextSet, TableFormatError
 from contexts import collect, generate_grid
-from contexts._common import copy_belief
+from behavsim import canonical_copy
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +27,11 @@ def test_round_trip(sets, kind, suffix, tmp_path):
 
 def test_fingerprint_changes_when_one_context_changes(sets):
     cs = sets["gen"]
-    beliefs = [copy_belief(b) for b in cs.beliefs]
+    beliefs = [canonical_copy(b) for b in cs.beliefs]
     assert ContextSet(beliefs).fingerprint == cs.fingerprint
     beliefs[3]["beliefs"]["area"]["centre"] += 1e-9
     assert ContextSet(beliefs).fingerprint != cs.fingerprint
-    beliefs = [copy_belief(b) for b in cs.beliefs]
+    beliefs = [canonical_copy(b) for b in cs.beliefs]
     beliefs[0]["features"]["dbMatches"] += 1
     assert ContextSet(beliefs).fingerprint != cs.fingerprint
     # metadata is not part of the fingerprint

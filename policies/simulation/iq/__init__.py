@@ -13,8 +13,7 @@ See ``docs/interaction_quality.md``.
 
 from __future__ import annotations
 
-from typing import Any
-
+from policies.simulation.iq._bilstm import BiLSTMIQEstimator
 from policies.simulation.iq._corpus import (
     CSV_COLUMNS,
     REQUIRED_COLUMNS,
@@ -23,7 +22,7 @@ from policies.simulation.iq._corpus import (
     write_exchange_csv,
 )
 from policies.simulation.iq._errors import IQDataError, IQError, IQInputError, IQModelError, UnknownIQEstimator
-from policies.simulation.iq._features import EXCHANGE_KEYS, FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
+from policies.simulation.iq._features import FEATURE_NAMES, WINDOW, exchange_features, validate_exchanges
 from policies.simulation.iq._parameters import ParameterIQEstimator, iq_from_parameters
 from policies.simulation.iq._registry import (
     DEFAULT_IQ_ESTIMATOR,
@@ -42,7 +41,6 @@ __all__ = [
     "exchange_features",
     "validate_exchanges",
     "iq_from_parameters",
-    "EXCHANGE_KEYS",
     "FEATURE_NAMES",
     "WINDOW",
     "CSV_COLUMNS",
@@ -56,11 +54,3 @@ __all__ = [
     "IQModelError",
     "UnknownIQEstimator",
 ]
-
-
-def __getattr__(name: str) -> Any:  # lazy: BiLSTMIQEstimator's module is light, torch is not loaded
-    if name == "BiLSTMIQEstimator":
-        from policies.simulation.iq._bilstm import BiLSTMIQEstimator
-
-        return BiLSTMIQEstimator
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ _N_CLASSES = 5
 
 def _torch():
     try:
-        import torch
+        import torch  # optional heavy dependency, loaded on first use
     except ImportError as err:  # pragma: no cover - torch is a declared dependency
         raise IQModelError("the 'bilstm' IQ estimator needs PyTorch: pip install torch (CPU build is enough)") from err
     return torch

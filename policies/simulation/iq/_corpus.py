@@ -20,8 +20,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from policies.simulation.env import EXCHANGE_KEYS
 from policies.simulation.iq._errors import IQDataError
-from policies.simulation.iq._features import EXCHANGE_KEYS
 
 __all__ = ["CSV_COLUMNS", "REQUIRED_COLUMNS", "LabelledDialogue", "read_exchange_csv", "write_exchange_csv"]
 

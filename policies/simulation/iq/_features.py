@@ -26,7 +26,7 @@ import numpy as np
 from policies.simulation.env import EXCHANGE_KEYS
 from policies.simulation.iq._errors import IQInputError
 
-__all__ = ["EXCHANGE_KEYS", "FEATURE_NAMES", "WINDOW", "exchange_features", "validate_exchanges"]
+__all__ = ["FEATURE_NAMES", "WINDOW", "exchange_features", "validate_exchanges"]
 
 # EXCHANGE_KEYS: the keys every exchange dict carries (the environment's contract, policies.simulation.env).
 

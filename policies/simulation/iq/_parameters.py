@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from policies.simulation.iq._errors import IQInputError
-from policies.simulation.iq._features import FEATURE_NAMES
+from policies.simulation.iq._features import FEATURE_NAMES, exchange_features
 
 __all__ = ["ParameterIQEstimator", "iq_from_parameters"]
 
@@ -179,8 +179,6 @@ class ParameterIQEstimator:
 
     def explain(self, exchanges: list[dict]) -> dict[str, float]:
         """The terms of the formula for ``exchanges``: each penalty, the score and the IQ."""
-        from policies.simulation.iq._features import exchange_features
-
         row = exchange_features(exchanges)[-1]
         f = {name: float(row[i]) for i, name in enumerate(FEATURE_NAMES)}
         offered_or_closed = bool(f["venue_offered"]) or bool(f["closed"])

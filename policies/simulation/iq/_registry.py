@@ -6,7 +6,9 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from behavsim import Registry
+from policies.simulation.iq._bilstm import BiLSTMIQEstimator
 from policies.simulation.iq._errors import IQModelError, UnknownIQEstimator
+from policies.simulation.iq._parameters import ParameterIQEstimator
 
 __all__ = ["InteractionQualityEstimator", "get_iq_estimator", "list_iq_estimators", "DEFAULT_IQ_ESTIMATOR"]
 
@@ -37,8 +39,6 @@ def _register(name: str, description: str):
 
 @_register("parameters", "rule-based formula over LEGO-style interaction parameters (default)")
 def _make_parameters(**kw: Any):
-    from policies.simulation.iq._parameters import ParameterIQEstimator
-
     if kw:
         raise TypeError(f"get_iq_estimator('parameters') takes no options, got {', '.join(sorted(kw))}")
     return ParameterIQEstimator()
@@ -46,8 +46,6 @@ def _make_parameters(**kw: Any):
 
 @_register("bilstm", "BiLSTM with self-attention after Ultes (2019); needs path= of a saved model")
 def _make_bilstm(path: Any = None, **kw: Any):
-    from policies.simulation.iq._bilstm import BiLSTMIQEstimator
-
     if kw:
         raise TypeError(f"get_iq_estimator('bilstm') takes only path=..., got {', '.join(sorted(kw))}")
     if path is None:

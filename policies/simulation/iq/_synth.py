@@ -23,6 +23,7 @@ The output is byte-for-byte determined by the arguments (a test checks this).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -49,8 +50,23 @@ def _act(act_type: str, items: list[tuple[str, str]] = ()) -> str:  # type: igno
     return f"{act_type}({inner})"
 
 
-def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
-    """One synthetic dialogue as a list of exchange dicts (the environment's format)."""
+@dataclass
+class _Dialogue:
+    """What one synthetic dialogue knows: the user's goal and requests, the system's style and
+    error rate, and how far the search got."""
+
+    slots: list[str]
+    goal: dict[str, str]
+    error: float
+    style: dict[str, float]
+    pending_requests: list[str]
+    accepted: dict[str, str] = field(default_factory=dict)
+    venue_ok: bool = False
+    user_bye: bool = False
+
+
+def _new_dialogue(rng: np.random.Generator) -> _Dialogue:
+    """The goal (1-3 constraints, 0-2 requests), the semantic error rate and the system's style."""
     n_constraints = int(rng.choice([1, 2, 3], p=[0.1, 0.2, 0.7]))
     slots = list(rng.permutation(_SLOTS)[:n_constraints])
     goal = {s: str(rng.choice(_VALUES[s])) for s in slots}
@@ -62,74 +78,88 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
         "wrong_offer": float(rng.choice([0.0, 0.3, 0.7], p=[0.7, 0.2, 0.1])),
         "early_bye": float(rng.choice([0.0, 0.05, 0.2], p=[0.7, 0.2, 0.1])),
     }
-    accepted: dict[str, str] = {}
-    venue_ok = False
-    pending_requests = list(requests)
-    success = False
+    return _Dialogue(slots, goal, error, style, list(requests))
+
+
+def _system_act(
+    rng: np.random.Generator, d: _Dialogue, turn: int, prev_sys: str, prev_offer: dict[str, str] | None
+) -> tuple[str, dict[str, str] | None]:
+    """The system's act of ``turn`` and the constraints of the venue it offers (``None``: no offer)."""
+    missing = [s for s in d.slots if s not in d.accepted]
+    offer: dict[str, str] | None = None  # the constraints of an offered venue
+    if prev_sys and rng.random() < d.style["repeat"]:
+        sys_act = prev_sys  # a needless repetition of the previous act
+        offer = prev_offer
+    elif (turn > 1 and rng.random() < d.style["early_bye"]) or d.user_bye:
+        sys_act = "bye()"
+    elif missing:
+        if d.accepted and rng.random() < d.style["confirm"]:
+            s = sorted(d.accepted)[int(rng.integers(len(d.accepted)))]
+            sys_act = _act("confirm", [(s, d.accepted[s])])
+        else:
+            sys_act = _act("request", [(missing[0], "")])
+    elif not d.venue_ok:
+        offer = dict(d.accepted)
+        if rng.random() < d.style["wrong_offer"]:
+            s = d.slots[int(rng.integers(len(d.slots)))]
+            offer[s] = str(rng.choice([v for v in _VALUES[s] if v != d.goal[s]]))
+        name = str(rng.choice(_VENUES))
+        sys_act = _act("inform", [("name", name)] + [(s, offer[s]) for s in d.slots])
+    elif d.pending_requests:
+        sys_act = _act("inform", [("name", "the venue"), (d.pending_requests[0], "x")])
+    else:
+        sys_act = "reqmore()"
+    return sys_act, offer
+
+
+def _user_act(
+    rng: np.random.Generator, d: _Dialogue, sys_act: str, sys_type: str, offer: dict[str, str] | None
+) -> tuple[str, float]:
+    """The user's answer to ``sys_act`` and its ASR confidence; updates what the search got."""
+    understood = rng.random() >= d.error
+    asr = 1.0 if d.error == 0.0 else float(np.clip(rng.normal(1.0 - d.error / 2, 0.05), 0.0, 1.0))
+    if not understood:
+        asr = float(np.clip(rng.normal(0.35, 0.1), 0.0, 1.0))
+    pending = d.pending_requests
+    if sys_type == "bye":
+        user_act = "bye()"
+    elif sys_type == "request":
+        s = sys_act[len("request(") : -1]
+        user_act = _act("inform", [(s, d.goal[s])])
+        if understood:
+            d.accepted[s] = d.goal[s]
+    elif sys_type == "confirm":
+        user_act = "affirm()"
+    elif offer is not None:
+        if offer == d.goal:
+            d.venue_ok = True
+            user_act = _act("request", [(pending[0], "")]) if pending else "thankyou()"
+        else:
+            user_act = "negate()" if rng.random() < 0.5 else "reqalts()"
+    elif sys_type == "inform":
+        if understood and pending:
+            pending.pop(0)
+        user_act = _act("request", [(pending[0], "")]) if pending else "thankyou()"
+    else:  # reqmore
+        user_act = "bye()"
+        d.user_bye = True
+    return user_act, asr
+
+
+def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
+    """One synthetic dialogue as a list of exchange dicts (the environment's format)."""
+    d = _new_dialogue(rng)
     prev_sys = ""
     prev_offer: dict[str, str] | None = None
     exchanges: list[dict] = []
-    user_bye = False
-
     for turn in range(1, MAX_TURNS + 1):
-        missing = [s for s in slots if s not in accepted]
-        # --- system act -------------------------------------------------------------------
-        offer: dict[str, str] | None = None  # the constraints of an offered venue
-        if prev_sys and rng.random() < style["repeat"]:
-            sys_act = prev_sys  # a needless repetition of the previous act
-            offer = prev_offer
-        elif (turn > 1 and rng.random() < style["early_bye"]) or user_bye:
-            sys_act = "bye()"
-        elif missing:
-            if accepted and rng.random() < style["confirm"]:
-                s = sorted(accepted)[int(rng.integers(len(accepted)))]
-                sys_act = _act("confirm", [(s, accepted[s])])
-            else:
-                sys_act = _act("request", [(missing[0], "")])
-        elif not venue_ok:
-            offer = dict(accepted)
-            if rng.random() < style["wrong_offer"]:
-                s = slots[int(rng.integers(len(slots)))]
-                offer[s] = str(rng.choice([v for v in _VALUES[s] if v != goal[s]]))
-            name = str(rng.choice(_VENUES))
-            sys_act = _act("inform", [("name", name)] + [(s, offer[s]) for s in slots])
-        elif pending_requests:
-            sys_act = _act("inform", [("name", "the venue"), (pending_requests[0], "x")])
-        else:
-            sys_act = "reqmore()"
+        sys_act, offer = _system_act(rng, d, turn, prev_sys, prev_offer)
         sys_type = sys_act.split("(", 1)[0]
         reprompt = sys_act == prev_sys
-
-        # --- user answer ------------------------------------------------------------------
-        understood = rng.random() >= error
-        asr = 1.0 if error == 0.0 else float(np.clip(rng.normal(1.0 - error / 2, 0.05), 0.0, 1.0))
-        if not understood:
-            asr = float(np.clip(rng.normal(0.35, 0.1), 0.0, 1.0))
-        if sys_type == "bye":
-            user_act = "bye()"
-        elif sys_type == "request":
-            s = sys_act[len("request(") : -1]
-            user_act = _act("inform", [(s, goal[s])])
-            if understood:
-                accepted[s] = goal[s]
-        elif sys_type == "confirm":
-            user_act = "affirm()"
-        elif offer is not None:
-            if offer == goal:
-                venue_ok = True
-                user_act = _act("request", [(pending_requests[0], "")]) if pending_requests else "thankyou()"
-            else:
-                user_act = "negate()" if rng.random() < 0.5 else "reqalts()"
-        elif sys_type == "inform":
-            if understood and pending_requests:
-                pending_requests.pop(0)
-            user_act = _act("request", [(pending_requests[0], "")]) if pending_requests else "thankyou()"
-        else:  # reqmore
-            user_act = "bye()"
-            user_bye = True
-        success = venue_ok and not pending_requests
+        user_act, asr = _user_act(rng, d, sys_act, sys_type, offer)
+        success = d.venue_ok and not d.pending_requests
         if user_act == "thankyou()" and success:
-            user_bye = True
+            d.user_bye = True
         exchanges.append(
             {
                 "turn": turn,
@@ -140,8 +170,8 @@ def simulate_dialogue(rng: np.random.Generator) -> list[dict]:
                 "reprompt": reprompt,
                 "confirmation": sys_type == "confirm",
                 "asr_confidence": round(asr, 4),
-                "constraints_filled": len(accepted),
-                "user_goal_constraints": len(slots),
+                "constraints_filled": len(d.accepted),
+                "user_goal_constraints": len(d.slots),
                 "informed_venue": sys_type == "inform",  # every inform here names a venue
                 "success_so_far": success,
             }

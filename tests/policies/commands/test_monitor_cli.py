@@ -22,7 +22,8 @@ from contexts import generate_grid
 from policies.training.follow import OutputLock
 from policies.commands.monitor import main
 from behavsim.policy import PolicyErrorsWarning, respond
-from policies.training.train import TrainConfig, list_checkpoints, run_training
+from policies.training.files import list_checkpoints
+from policies.training.train import TrainConfig, run_training
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
 ROOT = Path(__file__).resolve().parents[3]

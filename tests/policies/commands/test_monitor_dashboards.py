@@ -353,7 +353,7 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
     assert behavsim_main(["train", "--rewards", "ts", "--seeds", "0", "--dialogues", "300", "--checkpoint-every",
                           "100", "--eval-dialogues", "3", "--no-progress", "--monitor", str(cgen), "--monitor-lag", "1",
                           "--monitor-reference", "handcrafted", "--tensorboard", str(tb), "-o", str(out)]) == 0
-    from policies.training.train import read_metrics
+    from policies.training.files import read_metrics
 
     metrics = read_metrics(out / "metrics.csv")
     got = _scalars(tb / "ts-seed0")

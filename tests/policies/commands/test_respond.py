@@ -14,7 +14,7 @@ from policies.adapters import write_recorded
 from behavsim.policy import Response
 from behavsim.policy import PolicyErrorsWarning, PolicyFailed, respond, respond_many
 
-pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::behavsim.policy.PolicyErrorsWarning")
 
 
 @pytest.fixture(scope="module")

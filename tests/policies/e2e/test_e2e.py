@@ -352,7 +352,7 @@ def test_a_packed_row_computes_what_transformers_computes_for_each_block_alone()
 def test_play_dialogues_measures_any_policy_alike(e2e_run):
     from policies.handcrafted.policy import HandcraftedPolicy
     from policies.training.play import play_dialogues
-    from policies.training.train import evaluate_policy
+    from policies.training.evaluation import evaluate_policy
 
     _, _, last = e2e_run
     hc = play_dialogues("handcrafted", 12)

@@ -21,7 +21,7 @@ from policies.gp.sarsa import GPSarsaPolicy
 @pytest.fixture(scope="module")
 def trained():
     from policies.simulation.env import DialogueEnv
-    from policies.training.train import run_dialogue
+    from policies.training.evaluation import run_dialogue
 
     env = DialogueEnv()
     pol = GPSarsaPolicy(seed=3)
@@ -36,7 +36,7 @@ def trained():
 def beliefs():
     from policies.simulation.env import DialogueEnv
     from policies.handcrafted.policy import HandcraftedPolicy
-    from policies.training.train import run_dialogue
+    from policies.training.evaluation import run_dialogue
 
     env = DialogueEnv()
     out = []

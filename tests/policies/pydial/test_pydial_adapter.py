@@ -17,7 +17,7 @@ from behavsim import load_policy
 from policies.pydial import PyDialAdapter, StateVectorMismatch
 from behavsim.policy import respond, respond_many
 
-pytestmark = pytest.mark.filterwarnings("ignore::policies.commands.respond.PolicyErrorsWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::behavsim.policy.PolicyErrorsWarning")
 
 FAKE = Path(__file__).parent / "fake_pydial"
 DOMAIN = "CamRestaurants"
@@ -96,6 +96,21 @@ def test_gp_policy_from_config(root, contexts, tmp_path, monkeypatch):
     assert informs and all(t.prompts[i].startswith("there is a place with") for i in informs)
     assert t.acts[-1].startswith('inform(area="centre",food="italian",name=')
     assert Path.cwd() == tmp_path
+
+
+def test_sys_path_is_restored_after_pydial_loads_and_answers(root, contexts, tmp_path, monkeypatch):
+    """PyDial's root is on sys.path only while PyDial loads or answers; its modules stay loaded,
+    so a second adapter (and the first, asked again) finds them."""
+    monkeypatch.chdir(tmp_path)
+    before = list(sys.path)
+    gp = load_policy("pydial:config/gp.cfg", pydial_root=root)
+    assert sys.path == before and str(root) not in sys.path
+    assert Path(sys.modules["utils.Settings"].__file__).is_relative_to(root)
+    first = respond(gp, contexts)
+    assert first.n_errors == 0 and sys.path == before
+    hdc = load_policy("pydial:config/hdc.cfg", pydial_root=root)
+    assert respond(hdc, contexts).n_errors == 0 and sys.path == before
+    assert respond(gp, contexts).acts == first.acts and sys.path == before
 
 
 def test_answers_do_not_depend_on_context_order(on_path, contexts):

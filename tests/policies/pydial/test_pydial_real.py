@@ -141,6 +141,31 @@ def test_several_pydial_policies_in_one_run_answer_as_alone(work, alone, workers
         assert together[pid] == table, pid
 
 
+_SYS_PATH = """
+import sys
+from behavsim import ContextSet, respond
+from policies.pydial import PyDialAdapter
+
+cs = ContextSet.load("grid-cr-05.jsonl")
+before = list(sys.path)
+for name in ("adapter-gp.cfg", "adapter-hdc.cfg"):
+    a = PyDialAdapter("root/env1-configs/" + name, root="root")
+    assert sys.path == before, (name, sys.path[:2])
+    t = respond(a, cs)
+    assert t.n_errors == 0, t.errors[:3]
+    assert sys.path == before, (name, sys.path[:2])
+print(sorted(m for m in ("utils.Settings", "policy.GPPolicy", "policy.HDCPolicy", "semo.RuleSemOMethods") if m in sys.modules))
+"""
+
+
+def test_sys_path_is_restored_after_the_real_pydial_loads_and_answers(work):
+    """The adapter puts PyDial's root on sys.path only while PyDial loads or answers (its template
+    generator imports semo.RuleSemOMethods while answering); PyDial's modules stay loaded."""
+    r = python(_SYS_PATH, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['policy.GPPolicy', 'policy.HDCPolicy', 'semo.RuleSemOMethods', 'utils.Settings']"
+
+
 _INTERLEAVED = """
 from behavsim import ContextSet
 from policies.pydial import PyDialAdapter

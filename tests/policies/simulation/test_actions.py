@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 
 import behavsim
-from behavsim import DialogueAct
-from policies.simulation.actions import (SUMMARY_ACTIONS, ActParseError, DiaAct, UnknownSummaryAction,
-                              action_mask, master_act, parse_act, summary_actions, to_master_act)
+from behavsim import ActParseError, DialogueAct, parse_act
+from policies.simulation.actions import (SUMMARY_ACTIONS, DiaAct, UnknownSummaryAction,
+                              action_mask, master_act, summary_actions, to_master_act)
 from policies.simulation.domain import Domain
 from policies.simulation.tracker import FocusTracker
 

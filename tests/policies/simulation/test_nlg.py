@@ -1,4 +1,4 @@
-from policies.simulation.actions import parse_act
+from behavsim import parse_act
 from policies.simulation.nlg import TemplateNLG
 
 ACTS = ['inform(name="shiraz",area="centre",pricerange="expensive",food="mediterranean")',

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from policies.simulation.actions import DiaAct, parse_act
+from behavsim import parse_act
+from policies.simulation.actions import DiaAct
 from policies.simulation.domain import DONTCARE, Domain
 from policies.simulation.user import DEFAULT_PROBS, SimulatedUser, UserConfig, UserConfigError
 

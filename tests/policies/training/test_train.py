@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 
 from policies.gp.checkpoint import CheckpointError, load_checkpoint
-from policies.training.train import (
-    METRIC_COLUMNS,
-    ConfigError,
-    ConfigMismatch,
-    TrainConfig,
-    evaluate_policy,
-    list_checkpoints,
-    read_metrics,
-    run_training,
-)
+from behavsim import ConfigError
+from policies.training.evaluation import evaluate_policy
+from policies.training.files import METRIC_COLUMNS, list_checkpoints, read_metrics
+from policies.training.train import ConfigMismatch, TrainConfig, run_training
 
 TINY = dict(dialogues=60, checkpoint_every=20, eval_dialogues=5)
 TIMING = {"train_seconds", "wall_seconds"}
@@ -175,7 +169,7 @@ def test_config_mismatch_is_refused(reference, tmp_path):
 def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
     import fcntl
 
-    from policies.training.train import RunLocked
+    from policies.training.files import RunLocked
 
     tmp_path.joinpath(".lock").touch()
     with open(tmp_path / ".lock", "a+") as fh:
@@ -282,7 +276,7 @@ def test_cli_entry_point_through_behavsim(tmp_path):
 
 def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
     from policies.simulation.env import DialogueEnv
-    from policies.training.train import eval_dialogue_seed, run_dialogue, train_dialogue_seed
+    from policies.training.evaluation import eval_dialogue_seed, run_dialogue, train_dialogue_seed
 
     d, _ = reference
     pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
@@ -295,7 +289,7 @@ def test_run_dialogue_collects_beliefs_and_seeds_are_stable(reference):
 
 
 def test_table1():
-    from policies.training.train import table1
+    from policies.training.evaluation import table1
 
     rows = [
         {"dialogues": 10, "reward": "ts", "seed": 0, "tsr": 1.0, "aiq": 4.0, "adl": 5.0},
