@@ -11,8 +11,10 @@ Two kinds:
   Hugging Face model directory, or a model name already in the local Hugging Face cache, such as
   the paper's ``roberta-large``).
 
-Nothing is ever downloaded: Hugging Face and TF Hub are used offline; a model that is not on
-the machine raises :class:`ModelNotAvailable` saying how to get it.
+Nothing is ever downloaded, whatever the process's environment says: a model is read from a local
+folder (a Hugging Face name is looked up in the local cache only, ``local_files_only=True``, and
+bert-score's loader is handed that folder; a TF Hub handle must be a folder or in the TF Hub
+cache); a model that is not on the machine raises :class:`ModelNotAvailable` saying how to get it.
 
 Determinism: a text's embedding never depends on which other texts are encoded in the same call
 or on the state of the on-disk cache. Batched matrix products give results that differ in the

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -391,11 +392,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _command(argv, restore=True)
 
 
+#: The environment of the ``behavsim`` program's own process: the Hugging Face hub off (its
+#: libraries read these once, when first imported) and no telemetry. The library sets none of them
+#: in its host's process; its model loads ask for local files only.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
 def console_main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``behavsim`` program (its console script, ``python -m behavsim.cli``): :func:`main`,
     then the process exits with its status. A signal that arrives once the command has returned,
     while Python finalises, ends the process at once with that status: a second Ctrl-C turns
-    neither 130 nor any other status into a death by signal."""
+    neither 130 nor any other status into a death by signal.
+
+    The process is the program's, so it switches the model hubs off for itself
+    (:data:`OFFLINE_ENVIRONMENT`) before any command can import a model library, and with it the
+    worker processes it starts; :func:`main`, called by a host program, leaves the environment
+    alone."""
+    os.environ.update(OFFLINE_ENVIRONMENT)
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     sys.exit(_command(argv, restore=False))
 
 
@@ -441,8 +455,6 @@ def _failure(cmd: str, exc: BaseException, req: InterruptRequest) -> int:
     """The exit status of a command that raised ``exc``, its one line printed. After an
     interrupt every exception counts as the interrupt (a library may have turned the
     KeyboardInterrupt into an error of its own, e.g. matplotlib's "Invalid bounding box")."""
-    import os
-
     if req.requested or isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED
     if isinstance(exc, BehavsimError):
