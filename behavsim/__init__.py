@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
 from ._cache import default_cache_dir
+from ._comparison import Comparison, ComparisonFiles
 from ._contexts import ContextSet, belief_problem, check_history
-from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
+from ._engine import PAIR_MODES, compare, plan_pairs
 from ._errors import (
     ActParseError,
     BehavsimError,
@@ -105,6 +106,7 @@ __all__ = [
     "default_cache_dir",
     "compare",
     "Comparison",
+    "ComparisonFiles",
     "behaviour_map",
     "BehaviourMap",
     "write_map",

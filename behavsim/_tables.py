@@ -273,13 +273,15 @@ class ResponseTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ResponseTable":
-        """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`."""
+        """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`.
+        The table's ``source`` is ``path`` as given (``./x.jsonl`` stays ``./x.jsonl``)."""
+        source = os.fspath(path)
         path = Path(path)
         built: list[ResponseTable] = []
 
         def precheck(header: Any, rows: list) -> None:  # every row's own problem is named first
             header = cls._check_header(header, f"{path}:1" if path.suffix != ".parquet" else str(path))
-            built.append(cls._from_rows(header, rows, path))
+            built.append(cls._from_rows(header, rows, path, source))
 
         read_rows(path, "response table", precheck)  # then the checksum
         return built[0]
@@ -299,7 +301,7 @@ class ResponseTable:
         return header
 
     @classmethod
-    def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path) -> "ResponseTable":
+    def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path, source: str) -> "ResponseTable":
         size = header["context_set"]["size"]
         if len(rows) != size:
             raise TableFormatError(
@@ -327,7 +329,7 @@ class ResponseTable:
             prompts=prompts,
             errors=errors,
             context_ids=ids,
-            source=str(path),
+            source=source,
             raws=raws,
             repeats=repeats,
         )

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ConfigError
+from ._io import atomic_path
 from .scores import list_scores, score_info
 
 __all__ = [
@@ -121,8 +122,6 @@ def save_figure(fig, path: str | os.PathLike, *, svg: bool = True) -> tuple[Path
     """Write ``fig`` to ``<path>.png`` and ``<path>.svg`` deterministically; return both paths.
     ``svg=False``: the PNG only (the SVG path returned is then not written)."""
     import matplotlib
-
-    from ._io import atomic_path
 
     png, svg_path = _paths(path)
     with matplotlib.rc_context(RC):
