@@ -152,7 +152,7 @@ class SentenceEncoder:
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         it = texts
         if self.progress and len(texts) > 50:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # a measured start-up cost: loaded when a progress bar is shown
 
             it = tqdm(texts, desc=f"embedding ({self.name})", unit="text")
         return [np.asarray(self._encode_one(t), dtype=np.float32).reshape(-1) for t in it]

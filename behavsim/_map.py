@@ -82,7 +82,7 @@ def classical_mds(distances: Any, dims: int = 2) -> tuple[np.ndarray, np.ndarray
 def average_linkage(distances: Any) -> np.ndarray:
     """Average-linkage (UPGMA) clustering of a square distance matrix, in SciPy's linkage format
     (rows ``[cluster a, cluster b, distance, size]``)."""
-    from scipy.cluster.hierarchy import linkage
+    from scipy.cluster.hierarchy import linkage  # a measured start-up cost (seconds): loaded for a dendrogram
     from scipy.spatial.distance import squareform
 
     d = np.asarray(distances, dtype=float)

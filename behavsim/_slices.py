@@ -314,7 +314,7 @@ _READ_ROWS = 1_000_000  # per-context rows read back at a time by write_slices
 def _rows_of(path: Path) -> Iterable[pd.DataFrame]:
     """The per-context rows written by ``compare -o``, in pieces (CSV or Parquet)."""
     if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # a measured start-up cost: loaded when a Parquet file is read or written
 
         for batch in pq.ParquetFile(path).iter_batches(batch_size=_READ_ROWS):
             yield batch.to_pandas()

@@ -33,11 +33,14 @@ Optional columns, present only when the table has them (tables without them are 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
@@ -217,8 +220,6 @@ class ResponseTable:
         """Write as JSONL or Parquet (by suffix), atomically."""
         path = Path(path)
         if path.suffix == ".parquet":
-            import pyarrow as pa
-
             rows = self.rows()
             cols = ["i", "context_id", "act", "prompt", "error"]
             fields = [("i", pa.int64())] + [(c, pa.string()) for c in cols[1:]]
@@ -337,8 +338,6 @@ class ResponseTable:
     @staticmethod
     def _optional_columns(rows: Sequence[tuple[str, dict]], path: Path) -> tuple[list, list | None]:
         """The ``raw`` and ``repeats`` columns of a table that has them (see the module's notes)."""
-        import json
-
         raws: list[str | None] = []
         if any("raw" in r for _, r in rows):
             for line, r in rows:

@@ -36,6 +36,7 @@ a ``respond`` hook of your own accepts.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -114,8 +115,6 @@ def _empty_lags(scores: Sequence[str]) -> dict[str, Any]:
 
 def _table_digest(table: ResponseTable) -> str:
     """What identifies a reference: its answers (acts and prompts), not its file."""
-    import hashlib
-
     text = json.dumps([list(table.acts), list(table.prompts)], sort_keys=True, ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
