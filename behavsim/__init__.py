@@ -8,19 +8,11 @@ scores, response tables, the comparison engine, analysis and the CLI.
 
 from __future__ import annotations
 
-import os as _os
-
-# Offline by construction: switch the model hubs off before anything can import
-# huggingface_hub/transformers (they read these once, at import). behavsim never downloads.
-for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    _os.environ[_var] = "1"
-del _var
-_os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-
 from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
 from ._cache import default_cache_dir
+from ._comparison import Comparison, ComparisonFiles
 from ._contexts import ContextSet, belief_problem, check_history
-from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
+from ._engine import PAIR_MODES, compare, plan_pairs
 from ._errors import (
     ActParseError,
     BehavsimError,
@@ -114,6 +106,7 @@ __all__ = [
     "default_cache_dir",
     "compare",
     "Comparison",
+    "ComparisonFiles",
     "behaviour_map",
     "BehaviourMap",
     "write_map",

@@ -17,19 +17,30 @@ import pandas as pd
 
 from ._errors import ConfigError
 
-__all__ = ["bootstrap_ci", "with_intervals", "means_with_intervals"]
+__all__ = [
+    "bootstrap_ci",
+    "with_intervals",
+    "means_with_intervals",
+    "group_means",
+    "means_from_per_context",
+    "check_int",
+    "check_confidence",
+    "check_seed",
+    "CHUNK",
+]
 
-_CHUNK = 4_000_000  # floats per resampling block (memory bound, not a statistical setting)
+#: Floats per resampling block (a memory bound, not a statistical setting).
+CHUNK = 4_000_000
 
 
 # ---------------------------------------------------------------------------- validation
-def _check_int(value: Any, name: str, minimum: int) -> int:
+def check_int(value: Any, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
 
 
-def _check_confidence(confidence: Any) -> float:
+def check_confidence(confidence: Any) -> float:
     if (
         isinstance(confidence, bool)
         or not isinstance(confidence, (int, float, np.floating))
@@ -39,7 +50,7 @@ def _check_confidence(confidence: Any) -> float:
     return float(confidence)
 
 
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
@@ -78,9 +89,9 @@ def bootstrap_ci(
     ``(1 + confidence) / 2`` quantiles of their means. No value left -> ``(nan, nan)``; one value
     (or all equal) -> a zero-width interval.
     """
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
-    confidence = _check_confidence(confidence)
-    seed = _check_seed(seed)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    confidence = check_confidence(confidence)
+    seed = check_seed(seed)
     try:
         v = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -98,7 +109,7 @@ def _n_missing(values: pd.Series) -> int:
     return int(values.isna().sum())
 
 
-def _group_means(rows: pd.DataFrame, keys: list[str], scores: list[str], *, dropna: bool = True) -> pd.DataFrame:
+def group_means(rows: pd.DataFrame, keys: list[str], scores: list[str], *, dropna: bool = True) -> pd.DataFrame:
     """Per group of ``keys`` (sorted): ``n`` (rows), the mean of each score (NaN ignored) and
     ``n_missing_<score>``."""
     g = rows.groupby(keys, sort=True, dropna=dropna)
@@ -109,8 +120,8 @@ def _group_means(rows: pd.DataFrame, keys: list[str], scores: list[str], *, drop
     return pd.concat([out, means, missing], axis=1)
 
 
-def _means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
-    return _group_means(per, [c for c in ("pair", "a", "b") if c in per.columns], scores, dropna=False)
+def means_from_per_context(per: pd.DataFrame, scores: list[str]) -> pd.DataFrame:
+    return group_means(per, [c for c in ("pair", "a", "b") if c in per.columns], scores, dropna=False)
 
 
 def with_intervals(
@@ -137,7 +148,7 @@ def with_intervals(
             if v.size:
                 by_len.setdefault(v.size, []).append((r, c, v))
     for items in by_len.values():
-        block = max(1, _CHUNK // max(1, n_resamples))
+        block = max(1, CHUNK // max(1, n_resamples))
         for start in range(0, len(items), block):
             part = items[start : start + block]
             ci = _bootstrap_rows(np.stack([v for _, _, v in part]), n_resamples, confidence, seed)
@@ -161,8 +172,8 @@ def means_with_intervals(
     per: pd.DataFrame, names: list[str], *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
     """The means of per-context rows (``pair`` and score columns) per pair, with intervals."""
-    n_resamples = _check_int(n_resamples, "n_resamples", 1)
-    confidence = _check_confidence(confidence)
-    seed = _check_seed(seed)
-    base = _means_from_per_context(per, names)
+    n_resamples = check_int(n_resamples, "n_resamples", 1)
+    confidence = check_confidence(confidence)
+    seed = check_seed(seed)
+    base = means_from_per_context(per, names)
     return with_intervals(base, per, names, n_resamples=n_resamples, confidence=confidence, seed=seed)

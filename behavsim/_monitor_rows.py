@@ -23,7 +23,7 @@ from .scores import scores as score_registry
 #: first, a fixed reference policy, and (once the run is finished) the last.
 LAGS = ("vs_prev", "vs_lag", "vs_first", "vs_ref", "vs_final")
 #: The column naming the snapshot a lag compared with (``vs_ref`` has none: it is one table).
-_LAG_DIALOGUES = {"vs_lag": "lag_dialogues", "vs_first": "first_dialogues", "vs_final": "final_dialogues"}
+LAG_DIALOGUES = {"vs_lag": "lag_dialogues", "vs_first": "first_dialogues", "vs_final": "final_dialogues"}
 
 
 def lag_column(score: str, lag: str) -> str:
@@ -34,18 +34,18 @@ def lag_column(score: str, lag: str) -> str:
     return score if lag == "vs_prev" else f"{score}_{lag}"
 
 
-def _columns(scores: Sequence[str]) -> list[str]:
+def csv_columns(scores: Sequence[str]) -> list[str]:
     """Every column of ``convergence.csv``: the original ones (vs_prev, ``n`` last of them), then
     each further lag's block, its snapshot column first."""
     cols = ["dialogues", "prev_dialogues", *scores, "n"]
     for lag in LAGS[1:]:
-        if lag in _LAG_DIALOGUES:
-            cols.append(_LAG_DIALOGUES[lag])
+        if lag in LAG_DIALOGUES:
+            cols.append(LAG_DIALOGUES[lag])
         cols += [lag_column(s, lag) for s in scores]
     return cols
 
 
-def _is_int(x: Any) -> bool:
+def is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
@@ -84,7 +84,7 @@ class StopRule:
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 <= float(t) <= 1.0:
             raise ConfigError(f"stop_rule.threshold: expected a number in [0, 1], got {t!r}")
         object.__setattr__(self, "threshold", float(t))
-        if not _is_int(self.patience) or self.patience < 1:
+        if not is_int(self.patience) or self.patience < 1:
             raise ConfigError(f"stop_rule.patience: expected a positive integer, got {self.patience!r}")
 
     @classmethod
@@ -200,10 +200,10 @@ def read_convergence(path: str | os.PathLike) -> list[dict[str, Any]]:
     return rows
 
 
-def _csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
+def csv_text(rows: Sequence[Mapping[str, Any]], scores: Sequence[str]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = _columns(scores)
+    cols = csv_columns(scores)
     w.writerow(cols)
     for r in rows:
         out = []

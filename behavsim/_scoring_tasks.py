@@ -10,15 +10,16 @@ computed from the batch itself, which is scored as one task.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ._errors import ConfigError
-from .scores import Score
+from .scores import Score, get_score
 
-__all__ = ["COMBINATIONS_PER_TASK", "score_recipes"]
+__all__ = ["COMBINATIONS_PER_TASK", "score_recipes", "splittable", "score_pairwise"]
 
 #: Distinct combinations per task when an executor other than plain ``local`` scores them.
 COMBINATIONS_PER_TASK = 20_000
@@ -27,7 +28,7 @@ COMBINATIONS_PER_TASK = 20_000
 _WORKER_SCORES: dict[str, Score] = {}
 
 
-def _splittable(score: Score) -> bool:
+def splittable(score: Score) -> bool:
     """Whether a score's values are the same when its batch is split (BERTScore's idf computed
     from the batch itself is not)."""
     return not (getattr(score, "idf", False) and getattr(score, "idf_corpus", None) is None)
@@ -36,10 +37,6 @@ def _splittable(score: Score) -> bool:
 def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> np.ndarray:
     """One chunk of distinct combinations scored on a worker, by a score built there from its
     name and options, once per worker process."""
-    import json
-
-    from .scores import get_score
-
     name, options, signature, first, second = job
     key = json.dumps([name, options], sort_keys=True, default=str)
     if key not in _WORKER_SCORES:
@@ -53,14 +50,14 @@ def _score_task(job: tuple[str, dict[str, Any], str, list[str], list[str]]) -> n
     return np.asarray(score.pairwise(first, second), dtype=np.float64)
 
 
-def _pairwise(
+def score_pairwise(
     score: Score, recipe: tuple[str, dict[str, Any]] | None, first: list[str], second: list[str], executor: Any
 ) -> np.ndarray:
     """``score.pairwise(first, second)`` here (plain ``local``, or a score given as an object,
     which a worker could not rebuild) or as tasks of ``executor``, in order."""
     if recipe is None or (executor.is_local and getattr(executor, "workers", None) is None):
         return np.asarray(score.pairwise(first, second), dtype=np.float64)
-    step = COMBINATIONS_PER_TASK if _splittable(score) else max(len(first), 1)
+    step = COMBINATIONS_PER_TASK if splittable(score) else max(len(first), 1)
     jobs = [(*recipe, score.signature, first[k : k + step], second[k : k + step]) for k in range(0, len(first), step)]
     return np.concatenate(executor.map(_score_task, jobs))
 

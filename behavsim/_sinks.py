@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ._bootstrap import means_with_intervals
 from ._errors import ConfigError
@@ -337,8 +338,7 @@ class PerContextWriter:
         if self.fmt == "csv":
             rows.to_csv(self._fh, index=False, header=self.rows == 0, float_format="%.10g")
         else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # a measured start-up cost: loaded when a Parquet file is read or written
 
             if self._schema is None:  # text columns are strings even where a first piece has only nulls
                 schema = pa.Schema.from_pandas(rows, preserve_index=False)

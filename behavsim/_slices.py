@@ -34,10 +34,11 @@ import numpy as np
 import pandas as pd
 
 from ._acts import parse_act
+from ._comparison import Comparison
 from ._contexts import ContextSet
-from ._engine import Comparison
 from ._errors import ConfigError, ContextSetMismatch
 from ._inputs import PathLike, as_contexts, as_table_map
+from ._per_context import as_per_context, resolve_scores
 from ._tables import ResponseTable
 from ._util import did_you_mean
 from .scores import score_info
@@ -193,12 +194,10 @@ def slice_scores(
     edges of the certainty bins. Rows are sorted by pair, then kind (in the order asked), then
     value (act types and slots alphabetically, bins and turns in order, the "none" value last).
     """
-    from .analysis import _as_per_context, _resolve_scores
-
-    per = _as_per_context(comparison, "comparison")
+    per = as_per_context(comparison, "comparison")
     kind_list = _check_kinds(kinds)
     edges = _check_bins(bins)
-    names = _resolve_scores(per, scores)
+    names = resolve_scores(per, scores)
     if per.empty:
         raise ConfigError("the comparison has no rows (no pair, or no context): nothing to slice")
     for col in ("a", "b"):
@@ -315,7 +314,7 @@ _READ_ROWS = 1_000_000  # per-context rows read back at a time by write_slices
 def _rows_of(path: Path) -> Iterable[pd.DataFrame]:
     """The per-context rows written by ``compare -o``, in pieces (CSV or Parquet)."""
     if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # a measured start-up cost: loaded when a Parquet file is read or written
 
         for batch in pq.ParquetFile(path).iter_batches(batch_size=_READ_ROWS):
             yield batch.to_pandas()
@@ -338,8 +337,6 @@ def write_slices(
     ``comparison`` is a :class:`~behavsim.Comparison`: its rows are used when it kept them, else
     they are read back in pieces from ``rows``, the file :func:`behavsim.compare` streamed them to
     (memory stays bounded); None: they were not written."""
-    from .analysis import _resolve_scores
-
     kind_list = _check_kinds(kinds)
     cs = as_contexts(contexts, "--contexts") if contexts is not None else None
     needs = [k for k in kind_list if k != "acttype"]
@@ -366,7 +363,7 @@ def write_slices(
     n_read = 0
     for piece in pieces:
         if acc is None:
-            acc = _Accumulator(kind_list, _resolve_scores(piece, names), cs, tables, DEFAULT_CERTAINTY_BINS)
+            acc = _Accumulator(kind_list, resolve_scores(piece, names), cs, tables, DEFAULT_CERTAINTY_BINS)
         acc.add(piece)
         n_read += len(piece)
     if acc is None:

@@ -33,11 +33,14 @@ Optional columns, present only when the table has them (tables without them are 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
@@ -217,8 +220,6 @@ class ResponseTable:
         """Write as JSONL or Parquet (by suffix), atomically."""
         path = Path(path)
         if path.suffix == ".parquet":
-            import pyarrow as pa
-
             rows = self.rows()
             cols = ["i", "context_id", "act", "prompt", "error"]
             fields = [("i", pa.int64())] + [(c, pa.string()) for c in cols[1:]]
@@ -273,13 +274,15 @@ class ResponseTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "ResponseTable":
-        """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`."""
+        """Read a table written by :meth:`save`; any problem raises :class:`TableFormatError`.
+        The table's ``source`` is ``path`` as given (``./x.jsonl`` stays ``./x.jsonl``)."""
+        source = os.fspath(path)
         path = Path(path)
         built: list[ResponseTable] = []
 
         def precheck(header: Any, rows: list) -> None:  # every row's own problem is named first
             header = cls._check_header(header, f"{path}:1" if path.suffix != ".parquet" else str(path))
-            built.append(cls._from_rows(header, rows, path))
+            built.append(cls._from_rows(header, rows, path, source))
 
         read_rows(path, "response table", precheck)  # then the checksum
         return built[0]
@@ -299,7 +302,7 @@ class ResponseTable:
         return header
 
     @classmethod
-    def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path) -> "ResponseTable":
+    def _from_rows(cls, header: dict, rows: Sequence[tuple[str, dict]], path: Path, source: str) -> "ResponseTable":
         size = header["context_set"]["size"]
         if len(rows) != size:
             raise TableFormatError(
@@ -327,7 +330,7 @@ class ResponseTable:
             prompts=prompts,
             errors=errors,
             context_ids=ids,
-            source=str(path),
+            source=source,
             raws=raws,
             repeats=repeats,
         )
@@ -335,8 +338,6 @@ class ResponseTable:
     @staticmethod
     def _optional_columns(rows: Sequence[tuple[str, dict]], path: Path) -> tuple[list, list | None]:
         """The ``raw`` and ``repeats`` columns of a table that has them (see the module's notes)."""
-        import json
-
         raws: list[str | None] = []
         if any("raw" in r for _, r in rows):
             for line, r in rows:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import difflib
+import os
+import signal
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
+
+from ._interrupt import ignore_interrupts
 
 __all__ = ["closest_name", "did_you_mean", "suggestion_hint", "package_version"]
 
@@ -41,13 +47,6 @@ def die_with_parent() -> None:
     If the parent is already gone, exit at once. SIGINT and SIGTERM are ignored: the parent
     stops its workers (a Ctrl-C reaches the whole process group; the command's handlers,
     inherited through fork, are for the parent)."""
-    import ctypes
-    import os
-    import signal
-    import sys
-
-    from ._interrupt import ignore_interrupts
-
     ignore_interrupts()
     if not sys.platform.startswith("linux"):
         return

@@ -12,19 +12,30 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pandas as pd
+
+from ._acts import canonical_act
+from ._comparison import MATRIX_FORMATS, Comparison, ComparisonFiles
+from ._engine import PAIR_MODES, compare, resolve_pairs
 from ._errors import BehavsimError, ConfigError
 from ._executor import add_executor_option, get_executor
 from ._interrupt import InterruptRequest, command_signals, raise_if_interrupted
-from ._io import atomic_path
+from ._map import register_map
+from ._scores_cli import register_scores
+from ._sinks import PER_CONTEXT_FORMATS, PerContextWriter
+from ._slices import write_slices
+from ._tables import ResponseTable
 from ._util import package_version
 from .commands import CommandParser, add_model_options, missing_command, score_names, score_options
-from .scores import get_score, list_scores, score_info
+from .scores import get_score, list_scores
 
 __all__ = ["main", "console_main", "build_parser"]
 
@@ -35,8 +46,6 @@ def _fmt(v: float) -> str:
 
 # ------------------------------------------------------------------------------- pair
 def _cmd_pair(args: argparse.Namespace) -> int:
-    from ._acts import canonical_act
-
     names = score_names(args.scores)
     opts = score_options(args)
     a, b = canonical_act(args.act_a), canonical_act(args.act_b)
@@ -67,11 +76,19 @@ def _cmd_pair(args: argparse.Namespace) -> int:
 MANY_ROWS = 5_000_000
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    from ._engine import _plan, compare
-    from ._sinks import PerContextWriter
-    from ._tables import ResponseTable
+@dataclass(frozen=True)
+class _Outputs:
+    """Where ``compare`` writes: the per-context file ``out`` (the means and signatures beside
+    it; None: none), the matrices' folder (None: no matrices) and the rows' format (``none``,
+    ``csv``, ``parquet``)."""
 
+    out: Path | None
+    matrix_dir: Path | None
+    rows: str = "none"
+
+
+def _output_paths(args: argparse.Namespace) -> _Outputs:
+    """``-o`` and ``--matrix [DIR]``, checked against each other and ``--per-context``."""
     out = Path(args.output) if args.output is not None else None
     matrix_dir: Path | None = None
     if args.matrix == "":
@@ -86,9 +103,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("compare needs -o/--output (per-context values) or --matrix DIR (all-pairs matrices)")
     if args.chunk_contexts is not None and matrix_dir is None:
         raise ConfigError("--chunk-contexts applies to --matrix only")
-    executor = get_executor(args.executor)
-    fmt = args.per_context
-    if fmt is None:  # the per-context CSV (Parquet by suffix); a bare --matrix, whose folder -o names: the means
+    return _Outputs(out, matrix_dir)
+
+
+def _rows_format(args: argparse.Namespace, where: _Outputs) -> _Outputs:
+    """``where`` with the per-context rows' format: ``--per-context``, else by ``-o``'s suffix (a
+    bare ``--matrix``, whose folder ``-o`` names: none, only the means)."""
+    out, fmt = where.out, args.per_context
+    if fmt is None:
         fmt = "none" if args.matrix == "" else ("parquet" if out and out.suffix.lower() == ".parquet" else "csv")
     if getattr(args, "slice", None) and fmt == "none":
         raise ConfigError(
@@ -99,26 +121,46 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         kind = "parquet" if out.suffix.lower() == ".parquet" else "csv" if out.suffix.lower() == ".csv" else None
         if kind is not None and kind != fmt:
             raise ConfigError(f"-o {out} names a .{kind} file but --per-context says {fmt}; make them agree")
-    tables = [ResponseTable.load(p) for p in args.tables]
+    return _Outputs(out, where.matrix_dir, "none" if out is None else fmt)
+
+
+def _load_tables(paths: Sequence[str]) -> list[ResponseTable]:
+    """The response tables, with a note for each that failed on some contexts."""
+    tables = [ResponseTable.load(p) for p in paths]
     for t in tables:
         if t.n_errors:
             print(
                 f"note: {t.id!r} failed on {t.n_errors} of {len(t)} contexts; their semantic scores are n/a",
                 file=sys.stderr,
             )
-    pairs: Any = None
-    if out is not None:
-        pairs = args.pairs
-        if args.pair:
-            pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
-        n_rows = len(_plan(tables, pairs, args.by)) * len(tables[0])
-        if args.per_context is None and fmt != "none" and n_rows > MANY_ROWS:
-            print(
-                f"note: this job writes {n_rows:,} per-context rows to {out}; --per-context none writes only the "
-                "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
-                file=sys.stderr,
-            )
-    if matrix_dir is not None and (args.pair or args.pairs != "all"):
+    return tables
+
+
+def _pairs_option(args: argparse.Namespace, where: _Outputs, tables: list[ResponseTable]) -> Any:
+    """The pairs to compare (None with no ``-o``: the matrices alone), with a note when the rows
+    written would be very many."""
+    if where.out is None:
+        return None
+    pairs: Any = args.pairs
+    if args.pair:
+        pairs = [tuple(p.split(",", 1)) if "," in p else (p,) for p in args.pair]
+    n_rows = len(resolve_pairs(tables, pairs, args.by)) * len(tables[0])
+    if args.per_context is None and where.rows != "none" and n_rows > MANY_ROWS:
+        print(
+            f"note: this job writes {n_rows:,} per-context rows to {where.out}; --per-context none writes only the "
+            "pair means, --per-context parquet a compact file, --matrix DIR the all-pairs matrices",
+            file=sys.stderr,
+        )
+    return pairs
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    where = _output_paths(args)
+    executor = get_executor(args.executor)
+    where = _rows_format(args, where)
+    tables = _load_tables(args.tables)
+    pairs = _pairs_option(args, where, tables)
+    if where.matrix_dir is not None and (args.pair or args.pairs != "all"):
         print("note: --matrix covers all pairs (and self-pairs); --pairs/--pair apply to -o only", file=sys.stderr)
     run = {
         "scores": score_names(args.scores),
@@ -126,135 +168,60 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "by": args.by,
         "progress": args.progress,
         "executor": executor,
-        "matrix": matrix_dir is not None,
+        "matrix": where.matrix_dir is not None,
         "chunk_contexts": args.chunk_contexts,
     }
-    if out is None or fmt == "none":
+    if where.rows == "none":
         comp = compare(tables, pairs, per_context=False, **run)
     else:
-        with PerContextWriter(out, fmt) as writer:
+        assert where.out is not None
+        with PerContextWriter(where.out, where.rows) as writer:  # streamed: the rows are never all in memory
             comp = compare(tables, pairs, per_context=writer, **run)
-    if matrix_dir is not None:
-        _write_matrices(comp, args, matrix_dir)
-    if out is None:
+    files = comp.save(where.out, matrix_dir=where.matrix_dir, matrix_format=args.matrix_format)
+    if files.matrix_dir is not None:
+        _print_matrices(comp, files)
+    if where.out is None:
         return 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    means_path = out.with_name(out.stem + ".means.csv")
-    with atomic_path(means_path) as tmp:
-        comp.means.to_csv(tmp, index=False, float_format="%.10g")
-    meta_path = out.with_name(out.stem + ".meta.json")
-    with atomic_path(meta_path) as tmp:
-        tmp.write_text(
-            json.dumps(
-                {
-                    "context_fingerprint": comp.context_fingerprint,
-                    "signatures": comp.signatures,
-                    "policies": comp.policies,
-                    "pairs": args.pairs if not args.pair else args.pair,
-                    "tables": [str(p) for p in args.tables],
-                },
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n"
-        )
     if args.slice:
-        from ._slices import write_slices
-
-        rows = out if fmt != "none" else None
-        for path in write_slices(comp, args.slice, out, tables=tables, contexts=args.contexts, rows=rows):
+        rows = where.out if where.rows != "none" else None
+        for path in write_slices(comp, args.slice, where.out, tables=tables, contexts=args.contexts, rows=rows):
             print(f"slices: {path}", file=sys.stderr)
-    if args.json:
-        print(comp.means.to_json(orient="records", indent=2))
-    else:
-        names = comp.score_names
-        show = comp.means[["a", "b", *names]].copy()
-        with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
-            print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
-        if fmt != "none":
-            where = f"{out}"
-        elif args.per_context is None:
-            where = "not written (with a bare --matrix: --per-context csv|parquet writes them)"
-        else:
-            where = "not written (--per-context none)"
-        print(
-            f"\n{len(comp.means)} pairs x {len(tables[0])} contexts; per-context values: {where}; "
-            f"means: {means_path}; signatures: {meta_path}"
-        )
+    _print_means(args, comp, where, files)
     return 0
 
 
-def _write_counts(counts: dict[str, Any], stem: Path, fmt: str) -> Path:
-    """Count matrices (``{score: P×P frame}``) as one long table ``a, b, <score>...`` at ``stem``.csv/.parquet."""
-    table = __import__("pandas").DataFrame({name: df.stack() for name, df in counts.items()}).reset_index()
-    path = stem.with_suffix(".parquet" if fmt == "parquet" else ".csv")
-    with atomic_path(path) as tmp:
-        if fmt == "parquet":
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False)
-    return path
-
-
-def _write_matrices(comp: Any, args: argparse.Namespace, out: Path) -> None:
-    """``compare --matrix [DIR]``: every ordered pair and self-pair, whatever ``--pairs`` says."""
-    from .plots import heatmap
-
-    assert comp.matrices is not None and comp.n_missing is not None
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+def _print_matrices(comp: Comparison, files: ComparisonFiles) -> None:
     n_pol = len(comp.policies)
-    for name in comp.score_names:
-        if args.matrix_format == "parquet":
-            path = out / f"{name}.parquet"
-            with atomic_path(path) as tmp:
-                comp.matrices[name].to_parquet(tmp)
-        else:
-            path = out / f"{name}.csv"
-            with atomic_path(path) as tmp:
-                comp.matrices[name].to_csv(tmp)  # shortest round-trip repr: the exact double
-        info = score_info(name)
-        lo = info.lower if math.isfinite(info.lower) else None
-        hi = info.upper if math.isfinite(info.upper) else None
-        title = f"{name}, mean over {comp.n_contexts} contexts"
-        png, _ = heatmap(comp.matrices[name], out / name, title, vmin=lo, vmax=hi, annotate=n_pol <= 12)
-        written.append((name, path, png))
-    # the contexts left out of each mean, every score in one long table (a, b, <score>...)
-    missing_path = _write_counts(comp.n_missing, out / "n_missing", args.matrix_format)
-    # beside text-only answers: the contexts where each semantic score does not apply (a, b, <score>...)
-    na_path = None if comp.n_na is None else _write_counts(comp.n_na, out / "n_na", args.matrix_format)
-    meta = out / "matrix.meta.json"
-    with atomic_path(meta) as tmp:
-        tmp.write_text(
-            json.dumps(
-                {
-                    "context_fingerprint": comp.context_fingerprint,
-                    "n_contexts": comp.n_contexts,
-                    "signatures": comp.signatures,
-                    "policies": comp.policies,
-                    "pairs": "all ordered pairs and self-pairs; entry [a, b] = score(a's answer, b's answer)",
-                    "tables": [str(p) for p in args.tables],
-                },
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n"
-        )
-    print(f"{n_pol} x {n_pol} matrices over {comp.n_contexts} contexts written to {out}/:")
-    for name, path, png in written:
-        print(f"  {name:<10} {path.name}, {png.name}")
-    print(f"  contexts left out of each mean: {missing_path.name}")
-    if na_path is not None:
-        print(f"  contexts where the semantic scores do not apply (text-only answers): {na_path.name}")
-    print(f"  signatures: {meta.name}")
+    print(f"{n_pol} x {n_pol} matrices over {comp.n_contexts} contexts written to {files.matrix_dir}/:")
+    for name, path in files.matrices.items():
+        print(f"  {name:<10} {path.name}, {files.figures[name].name}")
+    assert files.n_missing is not None and files.matrix_meta is not None
+    print(f"  contexts left out of each mean: {files.n_missing.name}")
+    if files.n_na is not None:
+        print(f"  contexts where the semantic scores do not apply (text-only answers): {files.n_na.name}")
+    print(f"  signatures: {files.matrix_meta.name}")
+
+
+def _print_means(args: argparse.Namespace, comp: Comparison, where: _Outputs, files: ComparisonFiles) -> None:
+    if args.json:
+        print(comp.means.to_json(orient="records", indent=2))
+        return
+    show = comp.means[["a", "b", *comp.score_names]].copy()
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(show.to_string(index=False, float_format=lambda v: _fmt(v)))
+    if where.rows != "none":
+        rows = f"{where.out}"
+    elif args.per_context is None:
+        rows = "not written (with a bare --matrix: --per-context csv|parquet writes them)"
+    else:
+        rows = "not written (--per-context none)"
+    print(
+        f"\n{len(comp.means)} pairs x {comp.n_contexts} contexts; per-context values: {rows}; "
+        f"means: {files.means}; signatures: {files.meta}"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ._engine import PAIR_MODES
-    from ._map import register_map
-    from ._scores_cli import register_scores
-    from ._sinks import PER_CONTEXT_FORMATS
-
     _scores_help = (
         "scores to compute, case-insensitive, comma or space separated (default: the paper's eight); registered: "
         f"{', '.join(list_scores())}"
@@ -273,6 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(p)
     p.set_defaults(func=_cmd_pair)
 
+    _add_compare_parser(sub, _scores_help)
+
+    register_scores(sub)  # the core's 'scores' group: list, train-sts, validate (behavsim/_scores_cli.py)
+    register_map(sub)  # the core's 'map' command (behavsim/_map.py)
+    _add_plugin_commands(sub)
+    return parser
+
+
+def _add_compare_parser(sub: Any, scores_help: str) -> None:
+    """The ``compare`` command's parser: inputs and pairs, then outputs."""
     c = sub.add_parser("compare", help="compare saved response tables (JSONL/Parquet) context by context")
     c.add_argument("tables", nargs="+", metavar="TABLE", help="response tables of one context set")
     c.add_argument(
@@ -288,7 +265,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="for --pairs cross (required there): the policy metadata key that splits "
         "the tables into two groups, e.g. reward or seed",
     )
-    c.add_argument("--scores", nargs="+", metavar="NAME", help=_scores_help)
+    c.add_argument("--scores", nargs="+", metavar="NAME", help=scores_help)
+    _add_compare_outputs(c)
+    c.add_argument("--json", action="store_true", help="print the means as JSON")
+    c.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
+    )
+    add_executor_option(c)
+    add_model_options(c)
+    c.set_defaults(func=_cmd_compare)
+
+
+def _add_compare_outputs(c: argparse.ArgumentParser) -> None:
+    """``compare``'s outputs: -o, --per-context, --matrix (and its format and chunks), --slice."""
     c.add_argument(
         "-o",
         "--output",
@@ -312,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         "whatever --pairs says; without DIR: <output stem>.matrix/ beside -o",
     )
     c.add_argument(
-        "--matrix-format", choices=("csv", "parquet"), default="csv", help="file format of the matrices (default csv)"
+        "--matrix-format", choices=MATRIX_FORMATS, default="csv", help="file format of the matrices (default csv)"
     )
     c.add_argument(
         "--chunk-contexts", type=int, metavar="N", help="for --matrix: contexts per chunk (default: automatic)"
@@ -326,17 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
         "policy's act type), slot (each slot the belief mentions), uncertainty (bins of belief certainty), turn",
     )
     c.add_argument("--contexts", metavar="FILE", help="for --slice slot/uncertainty/turn: the context set compared")
-    c.add_argument("--json", action="store_true", help="print the means as JSON")
-    c.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: for big jobs)"
-    )
-    add_executor_option(c)
-    add_model_options(c)
-    c.set_defaults(func=_cmd_compare)
 
-    register_scores(sub)  # the core's 'scores' group: list, train-sts, validate (behavsim/_scores_cli.py)
-    register_map(sub)  # the core's 'map' command (behavsim/_map.py)
 
+def _add_plugin_commands(sub: Any) -> None:
+    """The sub-commands of the packages building on behavsim (entry points ``behavsim.commands``);
+    one that cannot be loaded is listed, and says why when run."""
     for ep in sorted(metadata.entry_points(group="behavsim.commands"), key=lambda e: e.name):
         try:
             register = ep.load()
@@ -346,7 +329,6 @@ def build_parser() -> argparse.ArgumentParser:
             )
             continue
         register(sub)
-    return parser
 
 
 def _unavailable(name: str, exc: Exception) -> int:
@@ -386,11 +368,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _command(argv, restore=True)
 
 
+#: The environment of the ``behavsim`` program's own process: the Hugging Face hub off (its
+#: libraries read these once, when first imported) and no telemetry. The library sets none of them
+#: in its host's process; its model loads ask for local files only.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
 def console_main(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``behavsim`` program (its console script, ``python -m behavsim.cli``): :func:`main`,
     then the process exits with its status. A signal that arrives once the command has returned,
     while Python finalises, ends the process at once with that status: a second Ctrl-C turns
-    neither 130 nor any other status into a death by signal."""
+    neither 130 nor any other status into a death by signal.
+
+    The process is the program's, so it switches the model hubs off for itself
+    (:data:`OFFLINE_ENVIRONMENT`) before any command can import a model library, and with it the
+    worker processes it starts; :func:`main`, called by a host program, leaves the environment
+    alone."""
+    os.environ.update(OFFLINE_ENVIRONMENT)
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     sys.exit(_command(argv, restore=False))
 
 
@@ -436,8 +431,6 @@ def _failure(cmd: str, exc: BaseException, req: InterruptRequest) -> int:
     """The exit status of a command that raised ``exc``, its one line printed. After an
     interrupt every exception counts as the interrupt (a library may have turned the
     KeyboardInterrupt into an error of its own, e.g. matplotlib's "Invalid bounding box")."""
-    import os
-
     if req.requested or isinstance(exc, KeyboardInterrupt):
         return INTERRUPTED
     if isinstance(exc, BehavsimError):

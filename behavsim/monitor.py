@@ -36,6 +36,7 @@ a ``respond`` hook of your own accepts.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -53,14 +54,14 @@ from ._engine import compare
 from ._errors import ConfigError, ContextSetMismatch, TableFormatError
 from ._monitor_plots import plot_convergence, plot_lags
 from ._monitor_rows import (
-    _LAG_DIALOGUES,
+    LAG_DIALOGUES,
     LAGS,
     SnapshotResult,
     StopRule,
-    _columns,
-    _csv_text,
-    _is_int,
     atomic_write,
+    csv_columns,
+    csv_text,
+    is_int,
     lag_column,
     read_convergence,
 )
@@ -69,6 +70,7 @@ from .policy import PolicyErrorsWarning
 from .policy import respond as respond_table
 from .scores import SEMANTIC_SCORES, get_score
 from .scores import scores as score_registry
+from .tensorboard import SUFFIX, TensorBoardWriter, check_tensorboard_dir
 
 __all__ = [
     "ConvergenceMonitor",
@@ -105,16 +107,14 @@ class _State:
 def _empty_lags(scores: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for lag in LAGS[1:]:
-        if lag in _LAG_DIALOGUES:
-            out[_LAG_DIALOGUES[lag]] = None
+        if lag in LAG_DIALOGUES:
+            out[LAG_DIALOGUES[lag]] = None
         out.update({lag_column(s, lag): math.nan for s in scores})
     return out
 
 
 def _table_digest(table: ResponseTable) -> str:
     """What identifies a reference: its answers (acts and prompts), not its file."""
-    import hashlib
-
     text = json.dumps([list(table.acts), list(table.prompts)], sort_keys=True, ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
@@ -162,9 +162,9 @@ class ConvergenceMonitor:
             raise ConfigError(f"contexts: expected a behavsim.ContextSet, got {type(contexts).__name__}")
         if len(contexts) == 0:
             raise ConfigError("contexts: the context set is empty")
-        if not _is_int(every) or every < 1:
+        if not is_int(every) or every < 1:
             raise ConfigError(f"every: expected a positive integer (training dialogues), got {every!r}")
-        if not _is_int(lag) or lag < 1:
+        if not is_int(lag) or lag < 1:
             raise ConfigError(f"lag: expected a positive integer (snapshots back), got {lag!r}")
         if isinstance(scores, str):
             scores = [scores]
@@ -200,8 +200,6 @@ class ConvergenceMonitor:
         self.tensorboard = None
         self._tb: Any = None
         if tensorboard is not None:
-            from .tensorboard import check_tensorboard_dir
-
             self.tensorboard = check_tensorboard_dir(tensorboard, "tensorboard")
         self.reference = self._reference_table(reference)
         self._state = _State()
@@ -312,7 +310,7 @@ class ConvergenceMonitor:
                 "use the same scores or another out_dir"
             )
         rows = read_convergence(self.csv_path) if self.csv_path.is_file() else []
-        cols = _columns(self.scores)
+        cols = csv_columns(self.scores)
         before_lags = ["dialogues", "prev_dialogues", *self.scores, "n"]
         if rows and list(rows[0]) not in (cols, before_lags):
             raise TableFormatError(f"{self.csv_path}: columns {list(rows[0])}, expected {cols}")
@@ -349,7 +347,7 @@ class ConvergenceMonitor:
             st.prev = self._table(st.snaps[-1])
         self._prune()
         if relog or added:
-            atomic_write(self.csv_path, _csv_text(rows, self.scores))
+            atomic_write(self.csv_path, csv_text(rows, self.scores))
         if relog or old.get("lag") != self.lag or old.get("reference") != self._reference_settings():
             atomic_write(meta_path, json.dumps(self._settings(), indent=1, sort_keys=True) + "\n")
         return relog or added
@@ -461,7 +459,7 @@ class ConvergenceMonitor:
             for r in st.rows:  # a new snapshot: the last one is no longer final
                 r.update({k: v for k, v in _empty_lags(self.scores).items() if "final" in k})
             st.rows.append(row)
-            atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+            atomic_write(self.csv_path, csv_text(st.rows, self.scores))
             scores = {s: row[s] for s in self.scores}
             for lag in LAGS[1:4]:
                 vals = {s: row[lag_column(s, lag)] for s in self.scores}
@@ -528,7 +526,7 @@ class ConvergenceMonitor:
             r["final_dialogues"] = final
             r.update({lag_column(s, "vs_final"): means[key][s] for s in self.scores})
         self._prune()
-        atomic_write(self.csv_path, _csv_text(st.rows, self.scores))
+        atomic_write(self.csv_path, csv_text(st.rows, self.scores))
         if self.plot:
             self.redraw()
         if self.tensorboard is not None:
@@ -604,15 +602,11 @@ class ConvergenceMonitor:
         )
 
     def _tb_files(self) -> list[Path]:
-        from .tensorboard import SUFFIX
-
         assert self.tensorboard is not None
         return sorted(self.tensorboard.glob(f"events.out.tfevents.*{SUFFIX}"))
 
     def _writer(self) -> Any:
         if self._tb is None:
-            from .tensorboard import TensorBoardWriter
-
             self._tb = TensorBoardWriter(self.tensorboard, option="tensorboard")  # type: ignore[arg-type]
         return self._tb
 

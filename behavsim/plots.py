@@ -27,6 +27,7 @@ panel titles are wrapped to their panel's width.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import textwrap
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import ConfigError
+from ._io import atomic_path
 from .scores import list_scores, score_info
 
 __all__ = [
@@ -122,8 +124,6 @@ def save_figure(fig, path: str | os.PathLike, *, svg: bool = True) -> tuple[Path
     ``svg=False``: the PNG only (the SVG path returned is then not written)."""
     import matplotlib
 
-    from ._io import atomic_path
-
     png, svg_path = _paths(path)
     with matplotlib.rc_context(RC):
         with atomic_path(png) as tmp:
@@ -136,7 +136,6 @@ def save_figure(fig, path: str | os.PathLike, *, svg: bool = True) -> tuple[Path
 
 def drawn(fn):
     """Run a drawing function under the figure settings (fonts etc. are read while drawing)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -586,7 +585,7 @@ def dendrogram_plot(
 ) -> tuple[Path, Path]:
     """A dendrogram of a SciPy-format ``linkage`` (e.g. :func:`behavsim._map.average_linkage`),
     leaves labelled with ``labels``; the distance axis horizontal."""
-    from scipy.cluster.hierarchy import dendrogram
+    from scipy.cluster.hierarchy import dendrogram  # a measured start-up cost (seconds): loaded for a dendrogram
 
     z = np.asarray(linkage, dtype=float)
     if z.ndim != 2 or z.shape[1] != 4 or len(labels) != len(z) + 1:

@@ -27,15 +27,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
+from ._comparison import Comparison
 from ._errors import ConfigError, TableFormatError
+from .analysis import score_agreement
 from .scores import list_scores, score_info
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ._engine import Comparison
 
 __all__ = [
     "comparison_report",
@@ -443,7 +442,7 @@ def write_html(text: str, out: str | os.PathLike) -> Path:
 
 
 # ------------------------------------------------------------------------ one comparison
-def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, title: str = "behavsim comparison") -> Path:
+def comparison_report(comparison: Comparison, path: str | os.PathLike, *, title: str = "behavsim comparison") -> Path:
     """Write the HTML report of ``comparison`` to ``path``; return the path.
 
     Sections: the mean of every score per compared pair (with its 95% interval when the means
@@ -451,9 +450,6 @@ def comparison_report(comparison: "Comparison", path: str | os.PathLike, *, titl
     Pearson correlation and mean squared error between the scores over every compared
     (pair, context), and the score signatures.
     """
-    from ._engine import Comparison
-    from .analysis import score_agreement
-
     if not isinstance(comparison, Comparison):
         raise ConfigError(f"comparison: expected a behavsim.Comparison, got {type(comparison).__name__}")
     names = comparison.score_names

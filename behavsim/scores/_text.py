@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._encoders import HFTokenEncoder, SentenceEncoder, get_sentence_encoder, get_token_encoder
 from .._errors import ConfigError
@@ -305,8 +306,6 @@ class BERTScore(TextScore):
                 f"no BERTScore rescaling baseline at {baseline_path!r}: pass baseline_path=<tsv file> "
                 "(columns LAYER,P,R,F as bert-score ships them) or rescale_with_baseline=False"
             )
-        import pandas as pd
-
         table = pd.read_csv(baseline_path)
         row = table[table["LAYER"] == self.encoder.num_layers]
         if row.empty:

@@ -91,14 +91,16 @@ class E2EModel:
                 f"is not {MODEL_FORMAT!r} version {MODEL_VERSION}"
             )
         self.domain = resolve_domain(self.info.get("domain_spec") or None)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)  # never a hub
         # built on the answering thread count too: in a process forked from one whose thread pool
         # ran, building it on more threads waits forever (the pool's threads were not forked)
         before = torch.get_num_threads()
         if threads:
             torch.set_num_threads(threads)
         try:
-            self.model = AutoModelForCausalLM.from_pretrained(self.path, attn_implementation="eager")
+            self.model = AutoModelForCausalLM.from_pretrained(
+                self.path, attn_implementation="eager", local_files_only=True
+            )
         finally:
             torch.set_num_threads(before)
         self.model.eval()

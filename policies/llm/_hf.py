@@ -78,13 +78,13 @@ class HFAdapter(LLMAdapter):
             except ImportError as exc:  # pragma: no cover - transformers is a core dependency
                 raise ModelNotAvailable(f"hf: needs transformers and torch ({INSTALL_HINT}): {exc}") from None
             path = str(self.model_dir)
-            try:
-                config = AutoConfig.from_pretrained(path)
+            try:  # the folder's files only: nothing is ever fetched from a hub
+                config = AutoConfig.from_pretrained(path, local_files_only=True)
                 seq2seq = bool(getattr(config, "is_encoder_decoder", False))
                 cls = AutoModelForSeq2SeqLM if seq2seq else AutoModelForCausalLM
-                model: Any = cls.from_pretrained(path, dtype="auto")
+                model: Any = cls.from_pretrained(path, dtype="auto", local_files_only=True)
                 model = model.to(self.device)
-                tokenizer = AutoTokenizer.from_pretrained(path)
+                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
             except (OSError, ValueError, KeyError) as exc:
                 raise ModelNotAvailable(
                     f"hf:{path}: cannot load the model: {' '.join(str(exc).split())[:300]}"

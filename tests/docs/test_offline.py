@@ -46,13 +46,74 @@ def test_network_is_blocked_in_subprocesses():
     assert "network access blocked in tests" in run.stderr
 
 
-def test_hub_is_offline_from_import_on():
-    code = ("import behavsim, huggingface_hub.constants as c, os; "
-            "print(c.HF_HUB_OFFLINE, os.environ['TRANSFORMERS_OFFLINE'])")
-    env = dict(os.environ, HF_HUB_OFFLINE="0", TRANSFORMERS_OFFLINE="0")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+#: The environment variables behavsim once set in every process that imported it.
+HUB_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY")
+
+#: Python code recording every connect and name lookup (refused) in ``seen``.
+RECORD_NETWORK = """
+import socket
+seen = []
+def connect(self, address):
+    seen.append(("connect", address)); raise OSError("refused by the test")
+def lookup(host, *args, **kwargs):
+    seen.append(("getaddrinfo", host)); raise OSError("refused by the test")
+socket.socket.connect = connect
+socket.socket.connect_ex = connect
+socket.getaddrinfo = lookup
+"""
+
+
+def _without_hub_variables(tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in HUB_VARIABLES}
+    env["HF_HUB_CACHE"] = str(tmp_path / "hf-empty")
+    return env
+
+
+def _python(code: str, env: dict) -> list[str]:
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["True", "1"]
+    return run.stdout.splitlines()
+
+
+def test_importing_the_packages_leaves_the_environment_alone(tmp_path):
+    code = ("import os, behavsim, behavsim.cli, policies, contexts, experiments; "
+            f"print([os.environ.get(k) for k in {HUB_VARIABLES!r}])")
+    assert _python(code, _without_hub_variables(tmp_path)) == ["[None, None, None, None]"]
+
+
+def test_the_program_switches_the_hub_off_in_its_own_process(tmp_path):
+    """``behavsim`` (the console script) sets the variables before any model library is imported,
+    so the libraries read them: ``huggingface_hub`` is not yet imported when the command starts."""
+    code = ("import atexit, os, sys\n"
+            "from behavsim.cli import console_main\n"
+            "assert 'huggingface_hub' not in sys.modules and 'transformers' not in sys.modules\n"
+            "def report():\n"
+            "    import huggingface_hub.constants as c\n"
+            f"    print(c.HF_HUB_OFFLINE, [os.environ.get(k) for k in {HUB_VARIABLES!r}])\n"
+            "atexit.register(report)\n"
+            "console_main(['scores'])\n")
+    out = _python(code, _without_hub_variables(tmp_path))
+    assert out[-1] == "True ['1', '1', '1', '1']"
+
+
+def test_a_model_load_reads_the_disk_only(tmp_path):
+    """With the hub variables unset (a notebook that imported behavsim), BERTScore's default model
+    loads from its local folder without a single connect or name lookup, and a model name that is
+    not on the machine fails in one line, also without one."""
+    code = RECORD_NETWORK + (
+        "from behavsim import ModelNotAvailable\n"
+        "from behavsim.scores import get_score\n"
+        "value = get_score('BERTScore', cache=False).score('what food would you like', 'which area')\n"
+        "print(round(value, 4), seen)\n"
+        "try:\n"
+        "    get_score('BERTScore', model='hf', model_path='roberta-large', num_layers=17, cache=False)"
+        ".score('a', 'b')\n"
+        "except ModelNotAvailable as exc:\n"
+        "    print(len(str(exc).splitlines()), 'huggingface-cli download roberta-large' in str(exc), seen)\n"
+    )
+    value, failure = _python(code, _without_hub_variables(tmp_path))
+    assert value.endswith(" []") and 0 < float(value.split()[0]) < 1
+    assert failure == "1 True []"
 
 
 def _fails_fast(make, match):
