@@ -17,7 +17,7 @@ for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
 del _var
 _os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
+from ._acts import ActLike, ActsLike, DialogueAct, canonical_act, format_act, format_acts, parse_act, parse_acts
 from ._cache import default_cache_dir
 from ._contexts import ContextSet, belief_problem, check_history
 from ._engine import PAIR_MODES, Comparison, compare, plan_pairs
@@ -68,8 +68,11 @@ __all__ = [
     "__version__",
     "DialogueAct",
     "ActLike",
+    "ActsLike",
     "parse_act",
+    "parse_acts",
     "format_act",
+    "format_acts",
     "canonical_act",
     "BehavsimError",
     "ActParseError",
