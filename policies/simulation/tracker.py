@@ -2,8 +2,9 @@
 
 ``FocusTracker(domain).update(nbest, system_act)`` takes the user's N-best list of semantic
 hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.simulation.actions.DiaAct`, a
-:class:`behavsim.DialogueAct`, an act string, or a sequence of acts for one hypothesis) and the
-system act that preceded it (the same forms), and
+:class:`behavsim.DialogueAct`, an act string — an act set ``a(...)|b(...)`` too —, or a sequence of
+acts for one hypothesis) and the system act that preceded it (the same forms: a logged system turn
+may hold several acts), and
 returns a belief dict in PyDial's layout::
 
     {"beliefs": {<informable slot>: {value: p, ..., "dontcare": p, "**NONE**": p},
@@ -38,7 +39,10 @@ method = byalternatives (reqalts) > finished (bye) > byconstraints / byname (an 
 ``name``) > restart > byname (only requests after a venue was offered) > none.
 
 ``features`` follow PyDial's ``BeliefTracker._updateMactFeat`` (computed from the *system* act
-of the turn) plus ``dbMatches``: venues matching all accepted constraints.
+of the turn) plus ``dbMatches``: venues matching all accepted constraints. A system turn of several
+acts (a logged human's "there is no such place; X is in the east") counts each: an ``inform`` with
+``name=none`` says no venue matched, an ``inform`` naming a venue offers it, and the first
+``request``, ``select`` or ``confirm`` with a slot is what ``this`` refers to.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import ConfigError, DialogueAct
+from behavsim import ConfigError, DialogueAct, parse_acts
 from policies.simulation.actions import DiaAct, accepted_constraints
 from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
@@ -161,13 +165,13 @@ def make_belief(
     return belief
 
 
-def _convert(act, sys_act: DiaAct | None) -> DiaAct:
+def _convert(act, sys_acts: tuple[DiaAct, ...]) -> DiaAct:
     """An act string or :class:`behavsim.DialogueAct` as a :class:`DiaAct` (canonical item
     order). PyDial's ``deny(s=wrong,s=right)`` names the denied item first; canonical order may
     not, so the item the system act stated is moved to the front."""
     a = DiaAct.from_act(act)
-    if a.type == "deny" and len(a.items) > 1 and sys_act is not None:
-        said = set(sys_act.items)
+    if a.type == "deny" and len(a.items) > 1 and sys_acts:
+        said = {item for sys_act in sys_acts for item in sys_act.items}
         for i, item in enumerate(a.items):
             if item in said:
                 if i:
@@ -176,12 +180,28 @@ def _convert(act, sys_act: DiaAct | None) -> DiaAct:
     return a
 
 
-def _as_acts(hyp, sys_act: DiaAct | None) -> tuple[DiaAct, ...]:
+def _as_acts(hyp, sys_acts: tuple[DiaAct, ...]) -> tuple[DiaAct, ...]:
     if isinstance(hyp, DiaAct):
         return (hyp,)
-    if isinstance(hyp, (str, DialogueAct)):
-        return (_convert(hyp, sys_act),)
-    return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_act) for h in hyp)
+    if isinstance(hyp, str):
+        return tuple(_convert(a, sys_acts) for a in parse_acts(hyp))
+    if isinstance(hyp, DialogueAct):
+        return (_convert(hyp, sys_acts),)
+    return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_acts) for h in hyp)
+
+
+def _system_acts(system_act: Any) -> tuple[DiaAct, ...]:
+    """The acts of the system turn before the user's: none, one, or several (an act set string
+    ``a(...)|b(...)`` or a sequence of acts)."""
+    if system_act is None:
+        return ()
+    if isinstance(system_act, DiaAct):
+        return (system_act,)
+    if isinstance(system_act, str):
+        return tuple(DiaAct.from_act(a) for a in parse_acts(system_act))
+    if isinstance(system_act, DialogueAct):
+        return (DiaAct.from_act(system_act),)
+    return tuple(a if isinstance(a, DiaAct) else DiaAct.from_act(a) for a in system_act)
 
 
 class FocusTracker:
@@ -220,18 +240,16 @@ class FocusTracker:
         self.belief: dict | None = None
 
     # ------------------------------------------------------------------ labels
-    def _labels(self, acts: Sequence[DiaAct], sys_act: DiaAct | None):
+    def _labels(self, acts: Sequence[DiaAct], sys_acts: tuple[DiaAct, ...]):
         this_slot = None
         confirmed: list[tuple[str, str]] = []
-        if sys_act is not None:
+        for sys_act in sys_acts:  # the first request, select or confirm with a slot: what 'this' is
             t = sys_act.type
-            if t == "request" and sys_act.items:
+            if t in ("request", "select", "confirm") and sys_act.items:
                 this_slot = sys_act.items[0][0]
-            elif t == "select" and sys_act.items:
-                this_slot = sys_act.items[0][0]
-            elif t == "confirm" and sys_act.items:
-                confirmed = [(s, v) for s, v in sys_act.items if v is not None]
-                this_slot = sys_act.items[0][0]
+                if t == "confirm":
+                    confirmed = [(s, v) for s, v in sys_act.items if v is not None]
+                break
         informed: dict[str, str] = {}
         requested: list[str] = []
         types = set()
@@ -289,18 +307,17 @@ class FocusTracker:
         return informed, requested, method, da
 
     # ------------------------------------------------------------------ update
-    def update(self, nbest: Iterable, system_act: DiaAct | DialogueAct | str | None = None) -> dict:
+    def update(self, nbest: Iterable, system_act: Any = None) -> dict:
         """Fold one user turn into the belief and return the new belief dict (a fresh dict
         each call, safe to mutate). Acts may be :class:`DiaAct` objects (the environment's,
         used as they are), :class:`behavsim.DialogueAct` objects or strings (parsed by
-        :func:`behavsim.parse_act`; a malformed one raises :class:`behavsim.ActParseError`)."""
-        sys_act = system_act
-        if sys_act is not None and not isinstance(sys_act, DiaAct):
-            sys_act = DiaAct.from_act(sys_act)
+        :func:`behavsim.parse_acts`; a malformed one raises :class:`behavsim.ActParseError`);
+        ``system_act`` may also be several acts (an act set string or a sequence)."""
+        sys_acts = _system_acts(system_act)
         # merge + normalise the N-best list
         merged: dict[tuple, float] = {}
         for hyp, prob in nbest:
-            key = _as_acts(hyp, sys_act)
+            key = _as_acts(hyp, sys_acts)
             p = min(1.0, float(prob))
             if p < 0:
                 p = float(np.exp(p))
@@ -312,12 +329,14 @@ class FocusTracker:
         offered = ""
         inform_none = False
         informed_slots: set[str] = set()
-        if sys_act is not None and sys_act.type == "inform":
+        for sys_act in sys_acts:
+            if sys_act.type != "inform":
+                continue
             name = sys_act.get("name")
             if name == "none":
                 inform_none = True
             else:
-                informed_slots = {s for s, _ in sys_act.items}
+                informed_slots |= {s for s, _ in sys_act.items}
                 if name:
                     offered = name
         if offered:
@@ -328,7 +347,7 @@ class FocusTracker:
         req_stats: dict[str, float] = {}
         da_stats: dict[str, float] = {}
         for acts, score in hyps:
-            informed, requested, method, da = self._labels(acts, sys_act)
+            informed, requested, method, da = self._labels(acts, sys_acts)
             method_stats[method] = method_stats.get(method, 0.0) + score
             for r in requested:
                 req_stats[r] = req_stats.get(r, 0.0) + score
@@ -372,7 +391,7 @@ class FocusTracker:
 
         belief = self._build(da_stats)
         feats = belief["features"]
-        if self.turn == 0 or sys_act is None:
+        if self.turn == 0 or not sys_acts:
             feats["lastInformedVenue"] = self.last_informed_venue
             feats["informedVenueSinceNone"] = list(self.informed_since_none)
             feats["lastActionInformNone"] = False
