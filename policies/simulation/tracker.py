@@ -204,6 +204,37 @@ def _system_acts(system_act: Any) -> tuple[DiaAct, ...]:
     return tuple(a if isinstance(a, DiaAct) else DiaAct.from_act(a) for a in system_act)
 
 
+def _merged(nbest: Iterable, sys_acts: tuple[DiaAct, ...]) -> list[tuple[tuple[DiaAct, ...], float]]:
+    """The N-best list merged (equal hypotheses add up, each clipped at 1) and normalised to 1."""
+    merged: dict[tuple, float] = {}
+    for hyp, prob in nbest:
+        key = _as_acts(hyp, sys_acts)
+        p = min(1.0, float(prob))
+        if p < 0:
+            p = float(np.exp(p))
+        merged[key] = merged.get(key, 0.0) + p
+    total = sum(merged.values())
+    return [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
+
+
+def _system_informs(sys_acts: tuple[DiaAct, ...]) -> tuple[str, bool, set[str]]:
+    """``(the venue offered, whether no venue matched, the slots informed)`` by the system's acts."""
+    offered = ""
+    inform_none = False
+    informed_slots: set[str] = set()
+    for sys_act in sys_acts:
+        if sys_act.type != "inform":
+            continue
+        name = sys_act.get("name")
+        if name == "none":
+            inform_none = True
+        else:
+            informed_slots |= {s for s, _ in sys_act.items}
+            if name:
+                offered = name
+    return offered, inform_none, informed_slots
+
+
 class FocusTracker:
     """Focus belief tracker over a :class:`~policies.simulation.domain.Domain` (see module doc)."""
 
@@ -314,71 +345,14 @@ class FocusTracker:
         :func:`behavsim.parse_acts`; a malformed one raises :class:`behavsim.ActParseError`);
         ``system_act`` may also be several acts (an act set string or a sequence)."""
         sys_acts = _system_acts(system_act)
-        # merge + normalise the N-best list
-        merged: dict[tuple, float] = {}
-        for hyp, prob in nbest:
-            key = _as_acts(hyp, sys_acts)
-            p = min(1.0, float(prob))
-            if p < 0:
-                p = float(np.exp(p))
-            merged[key] = merged.get(key, 0.0) + p
-        total = sum(merged.values())
-        hyps = [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
-
+        hyps = _merged(nbest, sys_acts)
         # features from the system act (PyDial updates lastInformedVenue while labelling)
-        offered = ""
-        inform_none = False
-        informed_slots: set[str] = set()
-        for sys_act in sys_acts:
-            if sys_act.type != "inform":
-                continue
-            name = sys_act.get("name")
-            if name == "none":
-                inform_none = True
-            else:
-                informed_slots |= {s for s, _ in sys_act.items}
-                if name:
-                    offered = name
+        offered, inform_none, informed_slots = _system_informs(sys_acts)
         if offered:
             self.last_informed_venue = offered
-
-        this_u: dict[str, dict[str, float]] = {}
-        method_stats: dict[str, float] = {}
-        req_stats: dict[str, float] = {}
-        da_stats: dict[str, float] = {}
-        for acts, score in hyps:
-            informed, requested, method, da = self._labels(acts, sys_acts)
-            method_stats[method] = method_stats.get(method, 0.0) + score
-            for r in requested:
-                req_stats[r] = req_stats.get(r, 0.0) + score
-            for slot, value in informed.items():
-                d = this_u.setdefault(slot, {})
-                d[value] = d.get(value, 0.0) + score
-            da_stats[da] = da_stats.get(da, 0.0) + score
-
-        # goals
-        for slot, turn_d in this_u.items():
-            q = max(0.0, 1.0 - sum(turn_d.values()))
-            prev = self.goal.get(slot, {})
-            new = {v: p * q for v, p in prev.items()}
-            for v, p in turn_d.items():
-                new[v] = new.get(v, 0.0) + p
-            tot = sum(new.values())
-            if tot > 1.0:
-                new = {v: p / tot for v, p in new.items()}
-            self.goal[slot] = new
-        # method
-        q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
-        meth = {m: (p if m == "none" else p * q) for m, p in self.method.items()}
-        for m, p in method_stats.items():
-            if m != "none":
-                meth[m] = meth.get(m, 0.0) + p
-        if "none" not in meth and not self.domain.legacy_state:
-            meth["none"] = max(0.0, 1.0 - sum(meth.values()))  # PyDial's stale entry, see doc
-        tot = sum(meth.values())
-        if tot > 1.0:
-            meth = {m: p / tot for m, p in meth.items()}
-        self.method = meth
+        this_u, method_stats, req_stats, da_stats = self._turn_stats(hyps, sys_acts)
+        self._update_goals(this_u)
+        self._update_method(method_stats)
         # discourse act
         tot = sum(da_stats.values())
         if tot > 1.0:
@@ -392,25 +366,64 @@ class FocusTracker:
         belief = self._build(da_stats)
         feats = belief["features"]
         if self.turn == 0 or not sys_acts:
-            feats["lastInformedVenue"] = self.last_informed_venue
-            feats["informedVenueSinceNone"] = list(self.informed_since_none)
-            feats["lastActionInformNone"] = False
-            feats["offerHappened"] = False
+            inform_none, offered = False, ""
         else:
             if inform_none:
                 self.informed_since_none = []
             if offered:
                 self.informed_since_none.append(offered)
-            feats["lastInformedVenue"] = self.last_informed_venue
-            feats["informedVenueSinceNone"] = list(self.informed_since_none)
-            feats["lastActionInformNone"] = inform_none
-            feats["offerHappened"] = bool(offered)
+        feats["lastInformedVenue"] = self.last_informed_venue
+        feats["informedVenueSinceNone"] = list(self.informed_since_none)
+        feats["lastActionInformNone"] = inform_none
+        feats["offerHappened"] = bool(offered)
         flags, n = inform_info(belief, self.domain, self._info_cache)
         feats["inform_info"] = flags
         feats["dbMatches"] = n
         self.turn += 1
         self.belief = belief
         return belief
+
+    def _turn_stats(self, hyps: list[tuple[tuple[DiaAct, ...], float]], sys_acts: tuple[DiaAct, ...]) -> tuple:
+        """This turn's ``(goal values per slot, method, requested, discourse act)`` probabilities."""
+        this_u: dict[str, dict[str, float]] = {}
+        method_stats: dict[str, float] = {}
+        req_stats: dict[str, float] = {}
+        da_stats: dict[str, float] = {}
+        for acts, score in hyps:
+            informed, requested, method, da = self._labels(acts, sys_acts)
+            method_stats[method] = method_stats.get(method, 0.0) + score
+            for r in requested:
+                req_stats[r] = req_stats.get(r, 0.0) + score
+            for slot, value in informed.items():
+                d = this_u.setdefault(slot, {})
+                d[value] = d.get(value, 0.0) + score
+            da_stats[da] = da_stats.get(da, 0.0) + score
+        return this_u, method_stats, req_stats, da_stats
+
+    def _update_goals(self, this_u: dict[str, dict[str, float]]) -> None:
+        for slot, turn_d in this_u.items():
+            q = max(0.0, 1.0 - sum(turn_d.values()))
+            prev = self.goal.get(slot, {})
+            new = {v: p * q for v, p in prev.items()}
+            for v, p in turn_d.items():
+                new[v] = new.get(v, 0.0) + p
+            tot = sum(new.values())
+            if tot > 1.0:
+                new = {v: p / tot for v, p in new.items()}
+            self.goal[slot] = new
+
+    def _update_method(self, method_stats: dict[str, float]) -> None:
+        q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
+        meth = {m: (p if m == "none" else p * q) for m, p in self.method.items()}
+        for m, p in method_stats.items():
+            if m != "none":
+                meth[m] = meth.get(m, 0.0) + p
+        if "none" not in meth and not self.domain.legacy_state:
+            meth["none"] = max(0.0, 1.0 - sum(meth.values()))  # PyDial's stale entry, see doc
+        tot = sum(meth.values())
+        if tot > 1.0:
+            meth = {m: p / tot for m, p in meth.items()}
+        self.method = meth
 
     def _build(self, da_stats: dict[str, float]) -> dict:
         beliefs: dict[str, dict] = {}
