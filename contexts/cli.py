@@ -4,11 +4,11 @@ Registered through the entry-point group ``behavsim.commands`` (``contexts =
 contexts.cli:register_contexts``). Its sub-commands are the context builders': each declares its
 own beside its code and registers it through the entry-point group ``behavsim.context_builders``
 (:data:`contexts.commands.BUILDERS_GROUP`; ``setup.cfg`` lists behavsim's own: ``generate`` in
-``contexts/_grid.py``, ``collect``, ``collect-pydial`` in ``contexts/pydial.py``, ``import`` and
-``wizard`` in ``contexts/corpus.py``, ``select``, ``union``, ``perturb``), so a package of yours adds
-a builder without touching behavsim: one entry ``NAME = yourpackage.module:register`` whose
-function ``register(subparsers)`` adds a sub-command (the helpers of :mod:`contexts.commands` give
-it the same options). ``info`` is this module's own. Every sub-command is one library call::
+``contexts/_grid.py``, ``collect``, ``collect-pydial`` in ``contexts/pydial.py``, ``import`` in
+``contexts/corpus.py``, ``wizard`` beside ``logged_responses``, ``select``, ``union``,
+``perturb``), so a package of yours adds a builder without touching behavsim: one entry ``NAME =
+yourpackage.module:register`` whose function ``register(subparsers)`` adds a sub-command (the
+helpers of :mod:`contexts.commands` give it the same options). ``info`` is this module's own. Every sub-command is one library call::
 
     behavsim contexts generate --step 0.2 --value area=centre -o cgen.jsonl
     behavsim contexts collect --policy handcrafted --policy runs/ts-seed0/ckpt-040000.npz \\

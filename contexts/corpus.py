@@ -14,12 +14,12 @@ split of such a corpus (``path``: the ``data.zip``, the corpus's folder or its `
   wizard, :func:`contexts.logged_responses` makes them a response table) and the corpus's
   annotated constraints at that moment (``corpus_state``: the state of the last user turn before
   it, PyDial's slot names, ``""`` where not mentioned);
-* **acts map to PyDial's** by one table (:data:`INTENTS`, :data:`NO_VENUE_INTENTS`,
-  :data:`SLOT_NAMES`; ``docs/contexts.md`` prints it): ``price range`` is ``pricerange``,
+* **acts map to PyDial's** by one table (:mod:`contexts.convlab`: ``INTENTS``, ``NO_VENUE_INTENTS``,
+  ``SLOT_NAMES``; ``docs/contexts.md`` prints it): ``price range`` is ``pricerange``,
   ``address`` is ``addr``, ``nooffer`` is ``inform(name=none, …)`` with the constraints. A turn of
   several intents is kept whole as an act set (``inform(…)|request(…)``,
   :func:`behavsim.parse_acts`). What the table cannot keep — an intent PyDial has no act for, a
-  slot outside the PyDial domain, an act of another domain — is counted (:class:`ImportCounts`,
+  slot outside the PyDial domain, an act of another domain — is counted (:class:`contexts.convlab.ImportCounts`,
   printed by ``behavsim contexts import`` and kept in the set's ``meta["import"]``), and so are
   values outside the domain's ontology (kept in the acts, left out of the beliefs);
 * **each context gets a belief** in PyDial's layout for the PyDial domain (``domain``, default
@@ -45,16 +45,17 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, DialogueAct, did_you_mean, format_acts, parse_acts
+from behavsim import ConfigError, ContextSet, did_you_mean, parse_acts
 from contexts._common import copy_belief, domain_meta, resolve_domain
 from contexts._dialogues import from_dialogues_jsonl, is_dialogue_log
 from contexts._logged import LogFormatError, from_jsonl, reject_non_finite
 from contexts.commands import add_output_option, option_domain, output_path, save_set
-from policies.simulation.domain import DONTCARE, Domain, add_domain_option
+from contexts.convlab import GENERAL_DOMAIN, ActMapper, ImportCounts
+from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain, add_domain_option
 from policies.simulation.tracker import FocusTracker, inform_info, make_belief
 
 __all__ = [
@@ -62,66 +63,15 @@ __all__ = [
     "read_unified",
     "is_unified",
     "UnifiedCorpus",
-    "ImportCounts",
-    "INTENTS",
-    "NO_VENUE_INTENTS",
-    "SLOT_NAMES",
-    "GENERAL_DOMAIN",
     "BELIEF_SOURCES",
     "summary_lines",
+    "state_agreement",
     "register_import",
 ]
-
-#: ConvLab-3 intents (of the corpora in the unified format) → PyDial's act types. An intent not
-#: listed has no PyDial act (MultiWOZ's ``book``, SGD's ``notify_success``, ...): counted, not kept.
-INTENTS: dict[str, str] = {
-    "inform": "inform",
-    "request": "request",
-    "nooffer": "inform",
-    "canthelp": "inform",
-    "recommend": "inform",
-    "offer": "inform",
-    "select": "select",
-    "confirm": "confirm",
-    "expl-conf": "confirm",
-    "reqmore": "reqmore",
-    "req_more": "reqmore",
-    "reqalts": "reqalts",
-    "request_alts": "reqalts",
-    "affirm": "affirm",
-    "negate": "negate",
-    "deny": "deny",
-    "ack": "ack",
-    "repeat": "repeat",
-    "restart": "restart",
-    "hello": "hello",
-    "greet": "hello",
-    "welcomemsg": "hello",
-    "thank": "thankyou",
-    "thankyou": "thankyou",
-    "thank_you": "thankyou",
-    "bye": "bye",
-    "goodbye": "bye",
-}
-
-#: Intents that say no venue matches: PyDial's ``inform(name=none, …)`` with the act's own
-#: slot-values, or — when it has none (CamRest676's ``nooffer`` is bare) — the user's
-#: constraints in the corpus's annotated state at that moment (not ``dontcare``), as PyDial's
-#: no-venue act carries the constraints its query used.
-NO_VENUE_INTENTS = frozenset({"nooffer", "canthelp"})
-
-#: ConvLab slot names PyDial spells otherwise; any other slot name is lower-cased with its spaces
-#: removed, and kept only if the PyDial domain has the slot (informable or requestable).
-SLOT_NAMES: dict[str, str] = {"price range": "pricerange", "price": "pricerange", "address": "addr"}
-
-#: ConvLab's domain of acts that belong to no domain (MultiWOZ's greetings, thanks, goodbyes).
-GENERAL_DOMAIN = "general"
 
 #: Where a context's belief comes from: the user acts replayed through the focus tracker, the
 #: corpus's annotated state, or nowhere (text-only contexts).
 BELIEF_SOURCES = ("tracker", "state", "none")
-
-_ACT_LISTS = ("binary", "categorical", "non-categorical")
 
 
 # ------------------------------------------------------------------------------ reading
@@ -271,205 +221,6 @@ def _select(
     return kept, corpus_domain, others
 
 
-# ------------------------------------------------------------------------------ acts
-@dataclass
-class ImportCounts:
-    """What an import kept, mapped and could not keep.
-
-    Act *entries* are the corpus's ``{intent, domain, slot[, value]}`` objects: ``kept`` as they are,
-    ``mapped`` under PyDial's names (``renamed``: which renaming, how often), or not kept
-    (``dropped``: why — ``intent X``, ``slot X``, ``domain X``). Per speaker: turns with several
-    intents (kept whole, as act sets), turns without an act, turns whose acts were all dropped.
-    ``off_ontology``: informable slot values of the acts that the PyDial domain does not have
-    (kept in the acts, not in the beliefs); ``off_ontology_state`` likewise in the annotated
-    states (per user turn), ``state_dropped`` their slots the PyDial domain does not have;
-    ``no_venue_from_state``: no-venue acts given the annotated constraints."""
-
-    entries: int = 0
-    kept: int = 0
-    mapped: int = 0
-    renamed: Counter = field(default_factory=Counter)
-    dropped: Counter = field(default_factory=Counter)
-    several_intents: Counter = field(default_factory=Counter)
-    no_act: Counter = field(default_factory=Counter)
-    nothing_kept: Counter = field(default_factory=Counter)
-    off_ontology: Counter = field(default_factory=Counter)
-    off_ontology_state: Counter = field(default_factory=Counter)
-    state_dropped: Counter = field(default_factory=Counter)
-    no_venue_from_state: int = 0
-
-    @classmethod
-    def from_meta(cls, meta: Mapping[str, Any]) -> "ImportCounts":
-        """The counts a set's ``meta["import"]`` holds."""
-        values: dict[str, Any] = {k: Counter(v) if isinstance(v, dict) else v for k, v in meta.items()}
-        return cls(**values)
-
-    def to_meta(self) -> dict[str, Any]:
-        """The counts as JSON (a set's ``meta["import"]``)."""
-        out: dict[str, Any] = {}
-        for name, value in vars(self).items():
-            out[name] = dict(sorted(value.items())) if isinstance(value, Counter) else value
-        return out
-
-    def lines(self) -> list[str]:
-        """The counts in a few printable lines."""
-
-        def some(c: Counter, limit: int = 8) -> str:
-            top = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
-            text = ", ".join(f"{k} {v}" for k, v in top[:limit])
-            return text + (f", ... ({len(top)} kinds)" if len(top) > limit else "")
-
-        def by_speaker(c: Counter) -> str:
-            return f"{c['system']} system, {c['user']} user"
-
-        lines = [
-            f"act entries: {self.entries}: {self.kept} kept as they are, {self.mapped} mapped"
-            + (f" ({some(self.renamed)})" if self.renamed else "")
-            + f", {sum(self.dropped.values())} not kept"
-            + (f" ({some(self.dropped)})" if self.dropped else ""),
-            f"turns with several intents, kept whole as act sets: {by_speaker(self.several_intents)}; "
-            f"without an act: {by_speaker(self.no_act)}; acts all not kept: {by_speaker(self.nothing_kept)}",
-        ]
-        if self.no_venue_from_state:
-            lines.append(f"no-venue acts given the annotated constraints: {self.no_venue_from_state}")
-        lines.append(
-            "values off the ontology (in the acts, not in the beliefs): "
-            + (some(self.off_ontology) if self.off_ontology else "none")
-            + "; in the annotated states: "
-            + (some(self.off_ontology_state) if self.off_ontology_state else "none")
-            + (f"; state slots not in the domain: {some(self.state_dropped)}" if self.state_dropped else "")
-        )
-        return lines
-
-
-def _norm(value: Any) -> str:
-    return " ".join(str(value).split()).lower()
-
-
-def _entries(acts: Any, where: str) -> list[tuple[str, str, str, str | None]]:
-    """A turn's act entries ``(intent, domain, slot, value)`` (``value`` None: a binary act)."""
-    if acts is None:
-        return []
-    if not isinstance(acts, Mapping):
-        raise LogFormatError(f"{where}: 'dialogue_acts' must be an object with {', '.join(_ACT_LISTS)}")
-    out = []
-    for kind in _ACT_LISTS:
-        items = acts.get(kind) or []
-        if not isinstance(items, list):
-            raise LogFormatError(f"{where}: dialogue_acts.{kind} must be a list")
-        for e in items:
-            keys = ("intent", "domain", "slot") + (() if kind == "binary" else ("value",))
-            if not isinstance(e, Mapping) or not all(isinstance(e.get(k), str) for k in keys):
-                raise LogFormatError(
-                    f"{where}: dialogue_acts.{kind}: expected {{{', '.join(keys)}}} strings, got {e!r:.80}"
-                )
-            out.append((e["intent"], e["domain"], e["slot"], None if kind == "binary" else e["value"]))
-    return out
-
-
-class _ActMapper:
-    """The corpus's acts and states in PyDial's terms, on one PyDial domain, counted in ``counts``."""
-
-    def __init__(self, domain: Domain, corpus_domain: str | None, counts: ImportCounts) -> None:
-        self.domain = domain
-        self.corpus_domain = corpus_domain
-        self.counts = counts
-        self.slots = set(domain.informable) | set(domain.requestable)
-
-    def slot(self, name: str) -> str | None:
-        """PyDial's name of a ConvLab slot, or None if the domain has no such slot."""
-        low = " ".join(name.split()).lower()
-        slot = SLOT_NAMES.get(low, low.replace(" ", ""))
-        return slot if slot in self.slots else None
-
-    def _off_ontology(self, slot: str, value: str) -> bool:
-        values = self.domain.informable.get(slot)
-        return values is not None and value not in values and value not in (DONTCARE, "none", "")
-
-    def turn(self, acts: Any, speaker: str, state: Mapping[str, str], where: str) -> str | None:
-        """One turn's acts as a canonical PyDial act (set), or None (no act, or none kept)."""
-        entries = _entries(acts, where)
-        if not entries:
-            self.counts.no_act[speaker] += 1
-            return None
-        if len({e[0] for e in entries}) > 1:
-            self.counts.several_intents[speaker] += 1
-        groups: dict[str, list[tuple[str, str]]] = {}
-        for intent, dom, slot_name, value in entries:
-            self.counts.entries += 1
-            item = self._entry(intent, dom, slot_name, value)
-            if item is not None:
-                groups.setdefault(intent, []).extend(item)
-        if not groups:
-            self.counts.nothing_kept[speaker] += 1
-            return None
-        return format_acts([self._act(intent, items, state) for intent, items in groups.items()])
-
-    def _entry(self, intent: str, dom: str, slot_name: str, value: str | None) -> list[tuple[str, str]] | None:
-        """The items of one entry (none, or one), or None when it cannot be kept (counted)."""
-        slot = self.slot(slot_name) if slot_name.strip() and slot_name.strip().lower() != "none" else ""
-        if self.corpus_domain is not None and dom not in (self.corpus_domain, GENERAL_DOMAIN):
-            reason = f"domain {dom}"
-        elif intent not in INTENTS:
-            reason = f"intent {intent}"
-        elif slot is None:
-            reason = f"slot {slot_name}"
-        else:
-            reason = ""
-        if reason:
-            self.counts.dropped[reason] += 1
-            return None
-        renames = []
-        if intent in NO_VENUE_INTENTS:
-            renames.append(f"{intent} -> inform(name=none)")
-        elif INTENTS[intent] != intent:
-            renames.append(f"{intent} -> {INTENTS[intent]}")
-        if slot and slot != slot_name:
-            renames.append(f"{slot_name} -> {slot}")
-        if renames:
-            self.counts.mapped += 1
-            self.counts.renamed.update(renames)
-        else:
-            self.counts.kept += 1
-        if not slot:
-            return []
-        v = "" if value is None else _norm(value)
-        if self._off_ontology(slot, v):
-            self.counts.off_ontology[f"{slot}={v}"] += 1
-        return [(slot, v)]
-
-    def _act(self, intent: str, items: list[tuple[str, str]], state: Mapping[str, str]) -> DialogueAct:
-        if intent in NO_VENUE_INTENTS:
-            if not items:
-                items = [
-                    (s, v) for s, v in sorted(state.items()) if v not in ("", DONTCARE) and s in self.domain.informable
-                ]
-                self.counts.no_venue_from_state += bool(items)
-            items = [("name", "none"), *items]
-        return DialogueAct.create(INTENTS[intent], items)
-
-    def state(self, state: Any, where: str) -> dict[str, str] | None:
-        """A user turn's annotated state of the corpus domain, PyDial's slot names (None: the turn
-        has no state); a value with alternatives (``a|b``) gives its first in the ontology."""
-        if state is None:
-            return None
-        dom_state = state.get(self.corpus_domain, {}) if isinstance(state, Mapping) else None
-        if not isinstance(dom_state, Mapping) or not all(isinstance(v, str) for v in dom_state.values()):
-            raise LogFormatError(f"{where}: 'state' must map each domain to {{slot: value string}}")
-        out: dict[str, str] = {}
-        for name, raw in dom_state.items():
-            slot = self.slot(name)
-            if slot is None:
-                self.counts.state_dropped[f"slot {name}"] += 1
-                continue
-            options = [_norm(v) for v in raw.split("|")]
-            value = next((v for v in options if not self._off_ontology(slot, v)), options[0])
-            if self._off_ontology(slot, value):
-                self.counts.off_ontology_state[f"{slot}={value}"] += 1
-            out[slot] = value
-        return out
-
-
 # ------------------------------------------------------------------------------ beliefs
 class _Beliefs:
     """The belief at each moment of one dialogue (see the module doc for the sources)."""
@@ -522,7 +273,7 @@ def _check_turn(turn: Any, where: str) -> tuple[str, str]:
     return speaker, text
 
 
-def _dialogue_contexts(d: dict, where: str, mapper: _ActMapper, beliefs: _Beliefs, base: dict) -> list[tuple]:
+def _dialogue_contexts(d: dict, where: str, mapper: ActMapper, beliefs: _Beliefs, base: dict) -> list[tuple]:
     """One dialogue's contexts ``(belief, history, meta, id)``, one per system turn."""
     did = str(d["dialogue_id"])
     history: list[dict[str, Any]] = []
@@ -581,7 +332,7 @@ def from_unified(
     dialogues, cdomain, others = _select(corpus, split, corpus_domain)
     dom = resolve_domain(domain)
     counts = ImportCounts()
-    mapper = _ActMapper(dom, cdomain, counts)
+    mapper = ActMapper(dom, cdomain, counts)
     templates: dict[tuple[str, str], dict] = {}
     base = {"origin": "logged", "corpus": corpus.name, "split": split}
     index = {id(d): i for i, d in enumerate(corpus.dialogues)}
@@ -612,6 +363,30 @@ def from_unified(
     }
     beliefs, histories, metas, ids = (list(x) for x in zip(*rows))
     return ContextSet(beliefs, metas, ids, meta, source=str(path), histories=histories)
+
+
+def state_agreement(cs: ContextSet) -> dict[str, Any]:
+    """How often the beliefs of a set from :func:`from_unified` say what the corpus annotated: a
+    context agrees when, for every informable slot of its ``corpus_state``, the belief's most
+    probable value (the first in the belief's key order among equals) is the annotated one
+    (``**NONE**`` for ``""``). Returns ``{"agree": n, "contexts": N, "by_slot": {slot: contexts
+    that differ there}, "differ": [ids]}`` over the contexts with a belief."""
+    agree, differ = 0, []
+    by_slot: Counter = Counter()
+    for cid, belief, meta in zip(cs.ids, cs.beliefs, cs.metas):
+        if belief is None or "corpus_state" not in meta:
+            continue
+        bad = [
+            slot
+            for slot, value in meta["corpus_state"].items()
+            if slot in belief["beliefs"]
+            and max(belief["beliefs"][slot].items(), key=lambda kv: kv[1])[0] != (value or NONE_VALUE)
+        ]
+        by_slot.update(bad)
+        agree += not bad
+        if bad:
+            differ.append(cid)
+    return {"agree": agree, "contexts": agree + len(differ), "by_slot": dict(sorted(by_slot.items())), "differ": differ}
 
 
 # ------------------------------------------------------------------------------ command

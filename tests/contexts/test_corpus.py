@@ -16,7 +16,7 @@ import pytest
 
 from behavsim import ContextSet, ResponseTable, compare, parse_acts
 from contexts import LogFormatError, logged_responses
-from contexts.corpus import BELIEF_SOURCES, from_unified, read_unified
+from contexts.corpus import BELIEF_SOURCES, from_unified, read_unified, state_agreement
 from policies.simulation.domain import resolve_domain
 
 REPO = Path(__file__).resolve().parents[2]
@@ -111,6 +111,10 @@ def test_beliefs_top_values_equal_the_annotated_state(camrest, raw, split):
         assert len(differ) == n and {(c.split("/")[0], s, top, w) for c, s, top, w in differ} == {
             (dialogue, slot, "dontcare", "**NONE**")}
     assert all(top_values(b) == want[cid] for cid, b in zip(by_state.ids, by_state.beliefs))
+    agreement = state_agreement(by_tracker)
+    assert agreement["contexts"] == len(want) and agreement["agree"] == len(want) - len(differ)
+    assert agreement["differ"] == [cid for cid, *_ in differ]
+    assert state_agreement(by_state)["agree"] == len(want)
     assert sum(top_values(b) == want[cid] for cid, b in zip(by_tracker.ids, by_tracker.beliefs)) >= 0.9 * len(want)
     # the same moments otherwise: the state replaces only the informable slots (and what depends on them)
     same = [a["beliefs"]["requested"] == b["beliefs"]["requested"] and a["beliefs"]["method"] == b["beliefs"]["method"]
