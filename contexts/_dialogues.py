@@ -189,7 +189,11 @@ def logged_responses(cs: ContextSet, *, policy_id: str = "logged-system", name: 
     errors: list[str | None] = []
     for i, m in enumerate(cs.metas):
         if "system_text" not in m:
-            raise LogFormatError(f"context {cs.ids[i]!r}: not from a dialogue log (no system_text in its meta)")
+            where = f"{cs.source}: " if cs.source else ""
+            raise LogFormatError(
+                f"{where}context {cs.ids[i]!r} is not from logged dialogues (no system_text in its meta; "
+                "'behavsim contexts import' makes such sets from a log of dialogues or a corpus)"
+            )
         acts.append(m.get("system_act"))
         prompts.append(m["system_text"])
         errors.append(None)

@@ -448,3 +448,10 @@ def test_read_unified_checks_every_dialogue(tmp_path):
 def test_default_domain_is_camrestaurants(test_set):
     assert test_set.meta["domain_rules"] == "CamRestaurants-rules.json"
     assert test_set.meta["domain_venues"] == len(resolve_domain(None).venues)
+
+
+def test_wizard_of_a_set_not_from_dialogues_refused(tmp_path, make_grid):
+    make_grid((0.0, 1.0)).save(tmp_path / "grid.jsonl")
+    line = one_error_line(behavsim("contexts", "wizard", "grid.jsonl", "-o", "w.jsonl", cwd=tmp_path))
+    assert "grid.jsonl: context 'c0' is not from logged dialogues (no system_text in its meta;" in line
+    assert not (tmp_path / "w.jsonl").exists()
