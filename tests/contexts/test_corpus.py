@@ -217,8 +217,12 @@ def test_pydial_answers_every_context(test_set, pydial_root, tmp_path):
 
     root = tmp_path / "root"
     shutil.copytree(pydial_root, root, ignore=shutil.ignore_patterns(".git", "_bslogs"))
-    table = respond(PyDialAdapter(str(root / "env1-configs" / "adapter-gp.cfg"), root=str(root), nlg=False), test_set)
+    table = respond(PyDialAdapter(str(root / "env1-configs" / "adapter-gp.cfg"), root=str(root), nlg=False), test_set,
+                    policy_id="pydial-gp")
     assert len(table) == 535 and table.n_errors == 0 and all(table.acts)
+    wizard = logged_responses(test_set, policy_id="wizard", name="human wizard")
+    means = compare([wizard, table], scores=["TMR", "DMR"]).means
+    assert means.loc[0, "n_na_TMR"] == 150 and 0 <= means.loc[0, "TMR"] <= means.loc[0, "DMR"] <= 1
 
 
 def test_e2e_writes_one_row_per_context(test_set, e2e_run, tmp_path):
@@ -230,6 +234,9 @@ def test_e2e_writes_one_row_per_context(test_set, e2e_run, tmp_path):
     failed = [e for e in table.errors if e is not None]
     assert all(a is None for a, e in zip(table.acts, table.errors) if e is not None)
     assert len(failed) == table.n_errors and all(a is not None for a, e in zip(table.acts, table.errors) if e is None)
+    wizard = logged_responses(test_set, policy_id="wizard", name="human wizard")
+    means = compare([wizard, table], scores=["TMR", "DMR"]).means
+    assert means.loc[0, "n"] == 535 and means.loc[0, "n_na_TMR"] >= 150 and 0 <= means.loc[0, "TMR"] <= 1
 
 
 # ---------------------------------------------------------------------------------------- command line
