@@ -21,8 +21,9 @@ def register_demo(subparsers):
     p = subparsers.add_parser("demo", help="N copies of one belief (a builder of a package of yours)")
     p.add_argument("--n", type=int, default=2)
     add_output_option(p)
-    p.set_defaults(func=lambda a: save_set(ContextSet([{"beliefs": {"area": {"north": 1.0}}}] * a.n),
-                                           output_path(a.output)))
+    p.set_defaults(
+        func=lambda a: save_set(ContextSet([{"beliefs": {"area": {"north": 1.0}}}] * a.n), output_path(a.output))
+    )
     return p
 
 
@@ -62,7 +63,9 @@ def test_a_builder_that_cannot_load_says_why(with_builders, capsys):
     with_builders(("broken", "no_such_package_of_yours.builders:register"))
     assert main(["contexts", "broken"]) == 2
     err = capsys.readouterr().err
-    assert "behavsim contexts broken: this builder could not be loaded: No module named 'no_such_package_of_yours'" in err
+    assert (
+        "behavsim contexts broken: this builder could not be loaded: No module named 'no_such_package_of_yours'" in err
+    )
     with pytest.raises(SystemExit):
         main(["contexts", "--help"])
     assert "(unavailable: No module named 'no_such_package_of_yours')" in capsys.readouterr().out
@@ -72,11 +75,25 @@ def test_union_command(tmp_path, make_grid):
     a, b = make_grid((0.0, 1.0)), make_grid((0.0, 0.5, 1.0))
     a.save(tmp_path / "a.jsonl")
     b.save(tmp_path / "b.jsonl")
-    assert main(["contexts", "union", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "-o",
-                 str(tmp_path / "u.parquet")]) == 0
+    assert (
+        main(
+            [
+                "contexts",
+                "union",
+                str(tmp_path / "a.jsonl"),
+                str(tmp_path / "b.jsonl"),
+                "-o",
+                str(tmp_path / "u.parquet"),
+            ]
+        )
+        == 0
+    )
     u = ContextSet.load(tmp_path / "u.parquet")
     assert len(u) == 16 + 81 and u.fingerprint == ContextSet.concat([a, b]).fingerprint
-    assert u.meta["builder"] == "union" and [p["fingerprint"] for p in u.meta["parts"]] == [a.fingerprint, b.fingerprint]
+    assert u.meta["builder"] == "union" and [p["fingerprint"] for p in u.meta["parts"]] == [
+        a.fingerprint,
+        b.fingerprint,
+    ]
 
 
 def test_register_functions_add_one_parser_each():

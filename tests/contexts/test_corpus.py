@@ -43,8 +43,9 @@ def test_set(camrest) -> ContextSet:
 def behavsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     code = "import sys; from behavsim.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def one_error_line(r: subprocess.CompletedProcess) -> str:
@@ -93,8 +94,11 @@ def test_each_split_imports_with_the_corpus_text(camrest, raw, split):
 
 #: The contexts whose belief (acts replayed through the tracker) differs from the annotated state:
 #: the user's act says dontcare, the annotation left the slot empty (both dialogues, from the turn on).
-DIFFER = {"train": ("camrest-train-45", "pricerange", 3), "validation": ("camrest-validation-103", "area", 3),
-          "test": None}
+DIFFER = {
+    "train": ("camrest-train-45", "pricerange", 3),
+    "validation": ("camrest-validation-103", "area", 3),
+    "test": None,
+}
 
 
 @pytest.mark.parametrize("split", list(SPLITS))
@@ -102,14 +106,19 @@ def test_beliefs_top_values_equal_the_annotated_state(camrest, raw, split):
     want = {cid: state for cid, _, state in expected_contexts(raw, split)}
     by_tracker = from_unified(camrest, split=split)
     by_state = from_unified(camrest, split=split, belief="state")
-    differ = [(cid, s, top, want[cid][s]) for cid, b in zip(by_tracker.ids, by_tracker.beliefs)
-              for s, top in top_values(b).items() if top != want[cid][s]]
+    differ = [
+        (cid, s, top, want[cid][s])
+        for cid, b in zip(by_tracker.ids, by_tracker.beliefs)
+        for s, top in top_values(b).items()
+        if top != want[cid][s]
+    ]
     if DIFFER[split] is None:
         assert differ == []
     else:
         dialogue, slot, n = DIFFER[split]
         assert len(differ) == n and {(c.split("/")[0], s, top, w) for c, s, top, w in differ} == {
-            (dialogue, slot, "dontcare", "**NONE**")}
+            (dialogue, slot, "dontcare", "**NONE**")
+        }
     assert all(top_values(b) == want[cid] for cid, b in zip(by_state.ids, by_state.beliefs))
     agreement = state_agreement(by_tracker)
     assert agreement["contexts"] == len(want) and agreement["agree"] == len(want) - len(differ)
@@ -117,8 +126,10 @@ def test_beliefs_top_values_equal_the_annotated_state(camrest, raw, split):
     assert state_agreement(by_state)["agree"] == len(want)
     assert sum(top_values(b) == want[cid] for cid, b in zip(by_tracker.ids, by_tracker.beliefs)) >= 0.9 * len(want)
     # the same moments otherwise: the state replaces only the informable slots (and what depends on them)
-    same = [a["beliefs"]["requested"] == b["beliefs"]["requested"] and a["beliefs"]["method"] == b["beliefs"]["method"]
-            for a, b in zip(by_tracker.beliefs, by_state.beliefs)]
+    same = [
+        a["beliefs"]["requested"] == b["beliefs"]["requested"] and a["beliefs"]["method"] == b["beliefs"]["method"]
+        for a, b in zip(by_tracker.beliefs, by_state.beliefs)
+    ]
     assert all(same)
 
 
@@ -138,9 +149,15 @@ def test_act_mapping_counted_against_the_corpus(test_set, raw):
             no_act[t["speaker"]] += not acts
     got = test_set.meta["import"]
     assert got["entries"] == entries["all"] == 1664
-    assert got["renamed"] == {"price range -> pricerange": entries["price range"], "address -> addr": entries["address"],
-                              "nooffer -> inform(name=none)": entries["nooffer"]} == {
-        "price range -> pricerange": 249, "address -> addr": 224, "nooffer -> inform(name=none)": 53}
+    assert (
+        got["renamed"]
+        == {
+            "price range -> pricerange": entries["price range"],
+            "address -> addr": entries["address"],
+            "nooffer -> inform(name=none)": entries["nooffer"],
+        }
+        == {"price range -> pricerange": 249, "address -> addr": 224, "nooffer -> inform(name=none)": 53}
+    )
     assert got["mapped"] == 526 and got["kept"] == 1664 - 526 and got["dropped"] == {}
     assert got["several_intents"] == dict(several) == {"system": 75, "user": 32}
     assert got["no_act"] == dict(no_act) == {"system": 150, "user": 165}
@@ -163,8 +180,14 @@ def test_acts_by_hand(test_set, raw):
         None,
     ]
     assert [t["act"] for t in cs.history(3)] == [
-        'inform(food="russian")', "request(food)", 'inform(food="european")', 'inform(food="european")',
-        "request(addr,phone)", cs.metas[2]["system_act"], None]
+        'inform(food="russian")',
+        "request(food)",
+        'inform(food="european")',
+        'inform(food="european")',
+        "request(addr,phone)",
+        cs.metas[2]["system_act"],
+        None,
+    ]
     # the human's no-venue act: PyDial's inform(name=none, ...) with the annotated constraints
     for m in test_set.metas:
         for act in parse_acts(m["system_act"] or "bye()"):
@@ -217,8 +240,11 @@ def test_pydial_answers_every_context(test_set, pydial_root, tmp_path):
 
     root = tmp_path / "root"
     shutil.copytree(pydial_root, root, ignore=shutil.ignore_patterns(".git", "_bslogs"))
-    table = respond(PyDialAdapter(str(root / "env1-configs" / "adapter-gp.cfg"), root=str(root), nlg=False), test_set,
-                    policy_id="pydial-gp")
+    table = respond(
+        PyDialAdapter(str(root / "env1-configs" / "adapter-gp.cfg"), root=str(root), nlg=False),
+        test_set,
+        policy_id="pydial-gp",
+    )
     assert len(table) == 535 and table.n_errors == 0 and all(table.acts)
     wizard = logged_responses(test_set, policy_id="wizard", name="human wizard")
     means = compare([wizard, table], scores=["TMR", "DMR"]).means
@@ -244,24 +270,32 @@ def test_cli_import_prints_counts_and_respond_answers(camrest, tmp_path):
     r = behavsim("contexts", "import", str(camrest), "--split", "test", "-o", "ct.jsonl", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
-    assert out[0] == ("camrest split test, domain restaurant: 135 dialogues, 535 contexts (one per system turn); "
-                      "beliefs: tracker")
-    assert out[1] == ("act entries: 1664: 1138 kept as they are, 526 mapped (price range -> pricerange 249, address -> "
-                      "addr 224, nooffer -> inform(name=none) 53), 0 not kept")
-    assert out[2].startswith("turns with several intents, kept whole as act sets: 75 system, 32 user; "
-                             "without an act: 150 system, 165 user")
+    assert out[0] == (
+        "camrest split test, domain restaurant: 135 dialogues, 535 contexts (one per system turn); beliefs: tracker"
+    )
+    assert out[1] == (
+        "act entries: 1664: 1138 kept as they are, 526 mapped (price range -> pricerange 249, address -> "
+        "addr 224, nooffer -> inform(name=none) 53), 0 not kept"
+    )
+    assert out[2].startswith(
+        "turns with several intents, kept whole as act sets: 75 system, 32 user; without an act: 150 system, 165 user"
+    )
     assert out[-1].startswith("wrote 535 contexts to ct.jsonl")
-    r = behavsim("respond", "--policy", "handcrafted", "--contexts", "ct.jsonl", "-o", "hc.jsonl", "--no-progress",
-                 cwd=tmp_path)
+    r = behavsim(
+        "respond", "--policy", "handcrafted", "--contexts", "ct.jsonl", "-o", "hc.jsonl", "--no-progress", cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     assert ResponseTable.load(tmp_path / "hc.jsonl").n_errors == 0
     r = behavsim("contexts", "wizard", "ct.jsonl", "-o", "wizard.jsonl", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == ("wrote the answers of 'human wizard' to 535 contexts (385 with an act, 150 text only) "
-                                "to wizard.jsonl")
+    assert r.stdout.strip() == (
+        "wrote the answers of 'human wizard' to 535 contexts (385 with an act, 150 text only) to wizard.jsonl"
+    )
     wizard = ResponseTable.load(tmp_path / "wizard.jsonl")
-    assert wizard.policy["name"] == "human wizard" and wizard.context_fingerprint == ContextSet.load(
-        tmp_path / "ct.jsonl").fingerprint
+    assert (
+        wizard.policy["name"] == "human wizard"
+        and wizard.context_fingerprint == ContextSet.load(tmp_path / "ct.jsonl").fingerprint
+    )
     r = behavsim("compare", "wizard.jsonl", "hc.jsonl", "--scores", "TMR", "DMR", "-o", "cmp.csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
 
@@ -295,25 +329,53 @@ def _ontology(camrest: Path, tmp: Path) -> Path:
 
 def _bad_speaker(camrest: Path, tmp: Path) -> Path:
     p = tmp / "bad.json"
-    p.write_text(json.dumps([{"dialogue_id": "x-0", "data_split": "test", "domains": ["restaurant"],
-                              "turns": [{"speaker": "wizard", "utterance": "hi"}]}]))
+    p.write_text(
+        json.dumps(
+            [
+                {
+                    "dialogue_id": "x-0",
+                    "data_split": "test",
+                    "domains": ["restaurant"],
+                    "turns": [{"speaker": "wizard", "utterance": "hi"}],
+                }
+            ]
+        )
+    )
     return p
 
 
-@pytest.mark.parametrize("make, extra, needle", [
-    (_damaged_zip, ["--split", "test"], "damaged.zip: not a readable zip file"),
-    (_zip_without_dialogues, ["--split", "test"], "foreign.zip: not a unified-format corpus: no dialogues.json in the zip"),
-    (_truncated_json, ["--split", "test"], "dialogues.json: invalid JSON at line"),
-    (_ontology, ["--split", "test"], "ontology.json: not a unified-format corpus: expected a non-empty list of dialogues"),
-    (_bad_speaker, ["--split", "test"], "bad.json: dialogue 0 ('x-0'): turn 0: speaker must be 'user' or 'system'"),
-    (lambda c, t: c, ["--split", "dev"], "data.zip:data/dialogues.json: no split 'dev' (--split; splits: test 135, "
-                                          "train 406, validation 135 dialogues)"),
-    (lambda c, t: c, [], "data.zip:data/dialogues.json: choose a split (--split;"),
-    (lambda c, t: c, ["--split", "test", "--corpus-domain", "restaurants"],
-     "no domain 'restaurants' in split 'test' (domains: restaurant 135 dialogues). Did you mean 'restaurant'?"),
-    (lambda c, t: t, ["--split", "test"], "no unified-format corpus in this folder"),
-    (lambda c, t: t / "missing.zip", ["--split", "test"], "missing.zip: no such corpus"),
-])
+@pytest.mark.parametrize(
+    "make, extra, needle",
+    [
+        (_damaged_zip, ["--split", "test"], "damaged.zip: not a readable zip file"),
+        (
+            _zip_without_dialogues,
+            ["--split", "test"],
+            "foreign.zip: not a unified-format corpus: no dialogues.json in the zip",
+        ),
+        (_truncated_json, ["--split", "test"], "dialogues.json: invalid JSON at line"),
+        (
+            _ontology,
+            ["--split", "test"],
+            "ontology.json: not a unified-format corpus: expected a non-empty list of dialogues",
+        ),
+        (_bad_speaker, ["--split", "test"], "bad.json: dialogue 0 ('x-0'): turn 0: speaker must be 'user' or 'system'"),
+        (
+            lambda c, t: c,
+            ["--split", "dev"],
+            "data.zip:data/dialogues.json: no split 'dev' (--split; splits: test 135, "
+            "train 406, validation 135 dialogues)",
+        ),
+        (lambda c, t: c, [], "data.zip:data/dialogues.json: choose a split (--split;"),
+        (
+            lambda c, t: c,
+            ["--split", "test", "--corpus-domain", "restaurants"],
+            "no domain 'restaurants' in split 'test' (domains: restaurant 135 dialogues). Did you mean 'restaurant'?",
+        ),
+        (lambda c, t: t, ["--split", "test"], "no unified-format corpus in this folder"),
+        (lambda c, t: t / "missing.zip", ["--split", "test"], "missing.zip: no such corpus"),
+    ],
+)
 def test_bad_corpora_one_line_naming_the_file(camrest, tmp_path, make, extra, needle):
     path = make(camrest, tmp_path)
     line = one_error_line(behavsim("contexts", "import", str(path), *extra, "-o", "out.jsonl", cwd=tmp_path))
@@ -325,8 +387,9 @@ def test_options_of_the_other_kind_refused(camrest, tmp_path):
     (tmp_path / "log.jsonl").write_text('{"beliefs": {"area": {"north": 1.0}}}\n')
     line = one_error_line(behavsim("contexts", "import", "log.jsonl", "--split", "test", "-o", "o.jsonl", cwd=tmp_path))
     assert "--split: for a corpus in the unified format" in line and "log.jsonl" in line
-    line = one_error_line(behavsim("contexts", "import", str(camrest), "--split", "test", "--lenient", "-o", "o.jsonl",
-                                   cwd=tmp_path))
+    line = one_error_line(
+        behavsim("contexts", "import", str(camrest), "--split", "test", "--lenient", "-o", "o.jsonl", cwd=tmp_path)
+    )
     assert "--lenient: applies to JSONL logs" in line
     with pytest.raises(Exception, match="belief: expected one of tracker, state, none"):
         from_unified(camrest, split="test", belief="trackr")
@@ -335,42 +398,96 @@ def test_options_of_the_other_kind_refused(camrest, tmp_path):
 
 # ---------------------------------------------------------------------------------------- another shape
 def _acts(binary=(), categorical=(), noncat=()):
-    return {"binary": [dict(zip(("intent", "domain", "slot"), b)) for b in binary],
-            "categorical": [dict(zip(("intent", "domain", "slot", "value"), c)) for c in categorical],
-            "non-categorical": [dict(zip(("intent", "domain", "slot", "value"), c)) for c in noncat]}
+    return {
+        "binary": [dict(zip(("intent", "domain", "slot"), b)) for b in binary],
+        "categorical": [dict(zip(("intent", "domain", "slot", "value"), c)) for c in categorical],
+        "non-categorical": [dict(zip(("intent", "domain", "slot", "value"), c)) for c in noncat],
+    }
 
 
 R = "restaurant"
 STATE_1 = {R: {"area": "north", "food": "klingon", "price range": ""}}
 STATE_2 = {R: {"area": "north", "food": "thai|chinese", "price range": "dontcare", "book people": "2"}}
 OTHER = [
-    {"dataset": "lab", "data_split": "test", "dialogue_id": "lab-test-0", "domains": [R, "general"], "turns": [
-        {"speaker": "system", "utterance": "Hello, welcome!", "utt_idx": 0,
-         "dialogue_acts": _acts(binary=[("greet", "general", "")])},
-        {"speaker": "user", "utterance": "Klingon food  in the north, and the phone please.", "utt_idx": 1,
-         "dialogue_acts": _acts(binary=[("request", R, "phone")], categorical=[("inform", R, "area", "North")],
-                                noncat=[("inform", R, "food", "Klingon")]), "state": STATE_1},
-        {"speaker": "system", "utterance": "There is no Klingon place in the north.",
-         "dialogue_acts": _acts(noncat=[("nooffer", R, "food", "klingon")])},
-        {"speaker": "user", "utterance": "Then Thai, any price, and book a table for two.",
-         "dialogue_acts": _acts(binary=[("book", R, "")], categorical=[("inform", R, "price range", "dontcare")],
-                                noncat=[("inform", R, "food", "thai"), ("inform", R, "book people", "2")]),
-         "state": STATE_2},
-        {"speaker": "system", "utterance": "Bangkok City is a Thai place. Shall I book it?"},
-        {"speaker": "user", "utterance": "No thanks, bye.",
-         "dialogue_acts": _acts(binary=[("thank", "general", ""), ("bye", "general", "")]), "state": STATE_2},
-        {"speaker": "system", "utterance": "Goodbye.",
-         "dialogue_acts": _acts(binary=[("bye", "general", ""), ("welcome", "general", "")])},
-    ]},
-    {"dataset": "lab", "data_split": "test", "dialogue_id": "lab-test-1", "domains": [R, "hotel"], "turns": [
-        {"speaker": "user", "utterance": "A hotel and a restaurant.", "dialogue_acts": _acts()},
-        {"speaker": "system", "utterance": "Sure."}]},
-    {"dataset": "lab", "data_split": "train", "dialogue_id": "lab-train-0", "domains": [R], "turns": [
-        {"speaker": "user", "utterance": "cheap food please", "state": {R: {"price range": "cheap"}},
-         "dialogue_acts": _acts(categorical=[("inform", R, "price range", "cheap")])},
-        {"speaker": "system", "utterance": "What kind of food?", "dialogue_acts": _acts()},
-        {"speaker": "user", "utterance": "italian", "state": {R: {"price range": "cheap", "food": "italian"}}},
-        {"speaker": "system", "utterance": "Pizza Hut City Centre is cheap and Italian."}]},
+    {
+        "dataset": "lab",
+        "data_split": "test",
+        "dialogue_id": "lab-test-0",
+        "domains": [R, "general"],
+        "turns": [
+            {
+                "speaker": "system",
+                "utterance": "Hello, welcome!",
+                "utt_idx": 0,
+                "dialogue_acts": _acts(binary=[("greet", "general", "")]),
+            },
+            {
+                "speaker": "user",
+                "utterance": "Klingon food  in the north, and the phone please.",
+                "utt_idx": 1,
+                "dialogue_acts": _acts(
+                    binary=[("request", R, "phone")],
+                    categorical=[("inform", R, "area", "North")],
+                    noncat=[("inform", R, "food", "Klingon")],
+                ),
+                "state": STATE_1,
+            },
+            {
+                "speaker": "system",
+                "utterance": "There is no Klingon place in the north.",
+                "dialogue_acts": _acts(noncat=[("nooffer", R, "food", "klingon")]),
+            },
+            {
+                "speaker": "user",
+                "utterance": "Then Thai, any price, and book a table for two.",
+                "dialogue_acts": _acts(
+                    binary=[("book", R, "")],
+                    categorical=[("inform", R, "price range", "dontcare")],
+                    noncat=[("inform", R, "food", "thai"), ("inform", R, "book people", "2")],
+                ),
+                "state": STATE_2,
+            },
+            {"speaker": "system", "utterance": "Bangkok City is a Thai place. Shall I book it?"},
+            {
+                "speaker": "user",
+                "utterance": "No thanks, bye.",
+                "dialogue_acts": _acts(binary=[("thank", "general", ""), ("bye", "general", "")]),
+                "state": STATE_2,
+            },
+            {
+                "speaker": "system",
+                "utterance": "Goodbye.",
+                "dialogue_acts": _acts(binary=[("bye", "general", ""), ("welcome", "general", "")]),
+            },
+        ],
+    },
+    {
+        "dataset": "lab",
+        "data_split": "test",
+        "dialogue_id": "lab-test-1",
+        "domains": [R, "hotel"],
+        "turns": [
+            {"speaker": "user", "utterance": "A hotel and a restaurant.", "dialogue_acts": _acts()},
+            {"speaker": "system", "utterance": "Sure."},
+        ],
+    },
+    {
+        "dataset": "lab",
+        "data_split": "train",
+        "dialogue_id": "lab-train-0",
+        "domains": [R],
+        "turns": [
+            {
+                "speaker": "user",
+                "utterance": "cheap food please",
+                "state": {R: {"price range": "cheap"}},
+                "dialogue_acts": _acts(categorical=[("inform", R, "price range", "cheap")]),
+            },
+            {"speaker": "system", "utterance": "What kind of food?", "dialogue_acts": _acts()},
+            {"speaker": "user", "utterance": "italian", "state": {R: {"price range": "cheap", "food": "italian"}}},
+            {"speaker": "system", "utterance": "Pizza Hut City Centre is cheap and Italian."},
+        ],
+    },
 ]
 
 
@@ -397,17 +514,21 @@ def test_other_shape_acts_beliefs_and_counts(other):
     assert [t["text"] for t in history] == [t["utterance"] for t in OTHER[0]["turns"][:6]]
     assert [t["act"] for t in history] == [
         "hello()",
-        'inform(area="north",food="klingon")|request(phone)',   # several intents: one act set; case folded
-        'inform(food="klingon",name="none")',                   # nooffer with its own slot-value
-        'inform(food="thai",pricerange="dontcare")',            # book, book people: not kept (counted)
-        None,                                                   # a system turn without acts
+        'inform(area="north",food="klingon")|request(phone)',  # several intents: one act set; case folded
+        'inform(food="klingon",name="none")',  # nooffer with its own slot-value
+        'inform(food="thai",pricerange="dontcare")',  # book, book people: not kept (counted)
+        None,  # a system turn without acts
         "bye()|thankyou()",
     ]
     assert [m["system_act"] for m in cs.metas] == ["hello()", 'inform(food="klingon",name="none")', None, "bye()"]
     got = cs.meta["import"]
     assert got["entries"] == 13 and got["kept"] == 6 and got["mapped"] == 4
-    assert got["renamed"] == {"greet -> hello": 1, "nooffer -> inform(name=none)": 1, "price range -> pricerange": 1,
-                              "thank -> thankyou": 1}
+    assert got["renamed"] == {
+        "greet -> hello": 1,
+        "nooffer -> inform(name=none)": 1,
+        "price range -> pricerange": 1,
+        "thank -> thankyou": 1,
+    }
     assert got["dropped"] == {"intent book": 1, "intent welcome": 1, "slot book people": 1}
     assert got["several_intents"] == {"system": 1, "user": 3} and got["no_act"] == {"system": 1}
     assert got["off_ontology"] == {"food=klingon": 2} and got["off_ontology_state"] == {"food=klingon": 1}
@@ -433,8 +554,15 @@ def test_other_shape_acts_beliefs_and_counts(other):
 def test_system_turns_without_acts_give_text_only_wizard_answers(other, tmp_path):
     cs = from_unified(other / "data" / "dialogues.json", split="train")
     wizard = logged_responses(cs, policy_id="wizard", name="human wizard")
-    assert wizard.acts == [None, None] and wizard.prompts == ["What kind of food?", "Pizza Hut City Centre is cheap and Italian."]
-    assert top_values(cs.beliefs[1]) == {"area": "**NONE**", "food": "**NONE**", "pricerange": "cheap"}  # no act: no food
+    assert wizard.acts == [None, None] and wizard.prompts == [
+        "What kind of food?",
+        "Pizza Hut City Centre is cheap and Italian.",
+    ]
+    assert top_values(cs.beliefs[1]) == {
+        "area": "**NONE**",
+        "food": "**NONE**",
+        "pricerange": "cheap",
+    }  # no act: no food
     assert from_unified(other, split="train", belief="state").beliefs[1]["beliefs"]["food"]["italian"] == 1.0
     assert cs.meta["import"]["no_act"] == {"system": 2, "user": 1}
 
@@ -442,13 +570,31 @@ def test_system_turns_without_acts_give_text_only_wizard_answers(other, tmp_path
 def test_read_unified_checks_every_dialogue(tmp_path):
     p = tmp_path / "d.json"
     p.write_text(json.dumps([{"dialogue_id": "a", "data_split": "test", "turns": []}, {"turns": []}]))
-    with pytest.raises(LogFormatError, match=r"d.json: dialogue 1: not a unified-format corpus: a dialogue has no "
-                                             r"'dialogue_id', 'data_split'"):
+    with pytest.raises(
+        LogFormatError,
+        match=r"d.json: dialogue 1: not a unified-format corpus: a dialogue has no "
+        r"'dialogue_id', 'data_split'",
+    ):
         read_unified(p)
-    p.write_text(json.dumps([{"dialogue_id": "a", "data_split": "test", "domains": [R], "turns": [
-        {"speaker": "user", "utterance": "x", "dialogue_acts": {"binary": [{"intent": "inform"}]}}]}]))
-    with pytest.raises(LogFormatError, match=r"dialogue 0 \('a'\): turn 0: dialogue_acts.binary: expected "
-                                             r"\{intent, domain, slot\} strings"):
+    p.write_text(
+        json.dumps(
+            [
+                {
+                    "dialogue_id": "a",
+                    "data_split": "test",
+                    "domains": [R],
+                    "turns": [
+                        {"speaker": "user", "utterance": "x", "dialogue_acts": {"binary": [{"intent": "inform"}]}}
+                    ],
+                }
+            ]
+        )
+    )
+    with pytest.raises(
+        LogFormatError,
+        match=r"dialogue 0 \('a'\): turn 0: dialogue_acts.binary: expected "
+        r"\{intent, domain, slot\} strings",
+    ):
         from_unified(p, split="test")
 
 
