@@ -8,7 +8,7 @@ scores, response tables, the comparison engine, analysis and the CLI.
 
 from __future__ import annotations
 
-from ._acts import ActLike, DialogueAct, canonical_act, format_act, parse_act
+from ._acts import ActLike, ActsLike, DialogueAct, canonical_act, format_act, format_acts, parse_act, parse_acts
 from ._cache import default_cache_dir
 from ._comparison import Comparison, ComparisonFiles
 from ._contexts import ContextSet, belief_problem, check_history
@@ -60,8 +60,11 @@ __all__ = [
     "__version__",
     "DialogueAct",
     "ActLike",
+    "ActsLike",
     "parse_act",
+    "parse_acts",
     "format_act",
+    "format_acts",
     "canonical_act",
     "BehavsimError",
     "ActParseError",

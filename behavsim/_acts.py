@@ -19,6 +19,19 @@ Grammar (whitespace allowed around every token)::
 A slot without a value (``request(food)``) has the empty value ``""``; ``food=""`` is the same
 item. PyDial's negated items (``inform(name=none,name!="x")``: "no venue other than x") keep the
 operator in the slot, ``("name!", "x")``, so they never equal a plain ``name`` item. Printing always quotes non-empty values, so ``parse_act(str(act)) == act``.
+
+**Act sets.** A turn of a logged corpus may hold several acts at once ("There are three in the
+south. What food would you like?"): an *act set*, its acts joined by ``|``::
+
+    acts   := act ("|" act)*
+
+e.g. ``inform(area=south)|request(food)``. A ``|`` separates acts only after an act's closing
+parenthesis, so every string that was one act before is still that act (a bare value may hold a
+``|``). An act set is a *set*: :func:`parse_acts` gives its distinct acts in canonical order
+(sorted by type, then items), and its canonical form prints them so joined; an act set of one
+act is that act. :func:`parse_act` reads one act and refuses a set; :func:`parse_acts` reads both
+(a single act is a set of one). The act scores compare act sets (``behavsim/scores/_semantic.py``):
+a set of one act scores exactly as the act.
 """
 
 from __future__ import annotations
@@ -29,7 +42,16 @@ from functools import lru_cache
 
 from ._errors import ActParseError
 
-__all__ = ["DialogueAct", "parse_act", "format_act", "canonical_act", "ActLike"]
+__all__ = [
+    "DialogueAct",
+    "parse_act",
+    "parse_acts",
+    "format_act",
+    "format_acts",
+    "canonical_act",
+    "ActLike",
+    "ActsLike",
+]
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _BARE_STOP = frozenset(',()="')
@@ -80,6 +102,11 @@ class DialogueAct:
 
 
 ActLike = str | DialogueAct
+#: An act or an act set: a string (acts joined by ``|``), one act, or the acts of a set.
+ActsLike = str | DialogueAct | tuple[DialogueAct, ...]
+
+#: The separator of the acts of an act set.
+ACT_SEPARATOR = "|"
 
 
 def _check_name(name: str, what: str) -> str:
@@ -104,34 +131,67 @@ def format_act(act: DialogueAct) -> str:
     return f"{act.act_type}({inner})"
 
 
+def format_acts(acts: Iterable[DialogueAct]) -> str:
+    """Print an act set in canonical form: its distinct acts in canonical order, joined by ``|``."""
+    return ACT_SEPARATOR.join(format_act(a) for a in _canonical_set(acts))
+
+
+def _canonical_set(acts: Iterable[DialogueAct]) -> tuple[DialogueAct, ...]:
+    return tuple(sorted(set(acts), key=lambda a: (a.act_type, a.items)))
+
+
 def parse_act(text: ActLike) -> DialogueAct:
     """Parse a PyDial-style act string into its canonical :class:`DialogueAct`.
 
     A :class:`DialogueAct` is returned unchanged. Raises :class:`ActParseError` naming the string
-    and the position of the first problem.
+    and the position of the first problem; an act set of several acts (``a(...)|b(...)``) is
+    refused (:func:`parse_acts` reads act sets).
     """
     if isinstance(text, DialogueAct):
         return text
     if not isinstance(text, str):
         raise TypeError(f"a dialogue act must be a string or DialogueAct, got {type(text).__name__}")
-    return _parse_cached(text)
+    acts = _parse_cached(text)
+    if len(acts) > 1:
+        first = _Parser(text)
+        first.act()
+        first.skip_ws()
+        problem = f"an act set of {len(acts)} acts where one act was expected (parse_acts reads act sets)"
+        raise ActParseError(text, first.pos, problem)
+    return acts[0]
+
+
+def parse_acts(text: ActsLike) -> tuple[DialogueAct, ...]:
+    """The acts of an act or act set (acts joined by ``|``), distinct and in canonical order.
+
+    A :class:`DialogueAct` gives a set of one; a tuple of acts is returned in canonical order.
+    Raises :class:`ActParseError` naming the string and the position of the first problem.
+    """
+    if isinstance(text, str):
+        return _parse_cached(text)
+    if isinstance(text, DialogueAct):
+        return (text,)
+    if isinstance(text, tuple) and text and all(isinstance(a, DialogueAct) for a in text):
+        return _canonical_set(text)
+    raise TypeError(f"dialogue acts must be a string, a DialogueAct or a tuple of them, got {type(text).__name__}")
 
 
 @lru_cache(maxsize=65536)
-def _parse_cached(text: str) -> DialogueAct:
-    return _Parser(text).parse()
+def _parse_cached(text: str) -> tuple[DialogueAct, ...]:
+    acts = _Parser(text).parse_set()
+    return acts if len(acts) == 1 else _canonical_set(acts)
 
 
-def canonical_act(text: ActLike) -> str:
-    """The canonical string of an act (parse, then print)."""
+def canonical_act(text: ActsLike) -> str:
+    """The canonical string of an act or act set (parse, then print)."""
     if isinstance(text, str):
         return _canonical_cached(text)
-    return format_act(parse_act(text))
+    return format_acts(parse_acts(text))
 
 
 @lru_cache(maxsize=65536)
 def _canonical_cached(text: str) -> str:
-    return format_act(_parse_cached(text))
+    return format_acts(_parse_cached(text))
 
 
 class _Parser:
@@ -203,9 +263,21 @@ class _Parser:
             return self.quoted()
         return self.bare()
 
-    def parse(self) -> DialogueAct:
+    def parse_set(self) -> tuple[DialogueAct, ...]:
+        """The acts of the whole string: one act, or several joined by ``|``."""
         if not self.text.strip():
             raise self.error("empty string is not a dialogue act", 0)
+        acts = [self.act()]
+        while True:
+            self.skip_ws()
+            if self.pos == self.n:
+                return tuple(acts)
+            if self.peek() != ACT_SEPARATOR:
+                raise self.error(f"unexpected text after ')': {self.text[self.pos :]!r}")
+            self.pos += 1
+            acts.append(self.act())
+
+    def act(self) -> DialogueAct:
         act_type = self.name("a dialogue-act type")
         self.expect("(")
         items: list[tuple[str, str]] = []
@@ -235,7 +307,4 @@ class _Parser:
                     break
                 found = repr(c) if c else "end of string"
                 raise self.error(f"expected ',' or ')', found {found}")
-        self.skip_ws()
-        if self.pos != self.n:
-            raise self.error(f"unexpected text after ')': {self.text[self.pos :]!r}")
         return DialogueAct(act_type, tuple(sorted(items)))

@@ -3,7 +3,8 @@
 Kinds (:data:`SLICE_KINDS`):
 
 * ``acttype`` — the act type of the first policy's answer (``a``) on the context (``(no act)``
-  where it failed); a partition of the contexts, per pair.
+  where it failed; an act set's types joined by ``|``, e.g. ``inform|request``); a partition of
+  the contexts, per pair.
 * ``slot`` — each informable slot the context's belief mentions: some value other than
   ``**NONE**`` (``dontcare`` included) has a probability above 0. A context mentioning two slots
   counts in both, one mentioning none in ``(no slot)``: **not** a partition.
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._acts import parse_act
+from ._acts import parse_acts
 from ._comparison import Comparison
 from ._contexts import ContextSet
 from ._errors import ConfigError, ContextSetMismatch
@@ -162,6 +163,11 @@ def _value_order(kind: str, values: Iterable[str], bins: tuple[float, ...]) -> d
     return {v: i for i, v in enumerate(vals)}
 
 
+def _act_type(act: str) -> str:
+    """An act's type; an act set's types joined by ``|`` (``inform|request``)."""
+    return "|".join(sorted({a.act_type for a in parse_acts(act)}))
+
+
 def _act_types(per: pd.DataFrame, tables: Any) -> list[list[str]]:
     if tables is None:
         raise ConfigError("slice 'acttype' needs the response tables (the first policy's acts)")
@@ -172,7 +178,7 @@ def _act_types(per: pd.DataFrame, tables: Any) -> list[list[str]]:
         if a not in cache:
             if a not in by_id:
                 raise ConfigError(f"tables has no response table of policy {a!r}; got {sorted(by_id)}")
-            cache[a] = [NO_ACT if act is None else parse_act(act).act_type for act in by_id[a].acts]
+            cache[a] = [NO_ACT if act is None else _act_type(act) for act in by_id[a].acts]
         out.append([cache[a][int(c)]])
     return out
 

@@ -6,7 +6,9 @@
   the simulated user;
 * :class:`ContextRecorder` and :func:`from_jsonl` — contexts logged from any system;
   :func:`from_dialogues_jsonl` — logged dialogues with utterances (every system turn a context
-  with its history), :func:`logged_responses` — the logged system's own answers;
+  with its history), :func:`from_unified` — a corpus in ConvLab-3's unified data format (the same,
+  with beliefs from the corpus), :func:`logged_responses` — the logged system's own answers (a
+  corpus's human wizard);
 * :func:`select` — subsets by turn, origin, slot or method belief;
 * :func:`perturb` — the same contexts through a noisy recogniser (robustness probes).
 
@@ -21,6 +23,7 @@ from contexts._grid import default_values, generate_grid, grid_levels
 from contexts._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
 from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
 from contexts._select import select, top_belief
+from contexts.corpus import from_unified, read_unified
 
 __all__ = [
     "generate_grid",
@@ -34,6 +37,8 @@ __all__ = [
     "from_dialogues_jsonl",
     "is_dialogue_log",
     "logged_responses",
+    "from_unified",
+    "read_unified",
     "LogFormatError",
     "check_belief",
     "select",

@@ -21,8 +21,10 @@ dialogues of a training run (the paper's C_col: 10 evaluation dialogues per tria
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,13 +34,15 @@ import numpy as np
 from behavsim import BehavsimError, ConfigError, ContextSet, UnknownName, canonical_copy, did_you_mean
 from behavsim.policy import Adapter, answer_context, as_adapter, error_text, reads_of
 from contexts._common import domain_meta, jsonable, resolve_domain
+from contexts.commands import add_output_option, check_options, option_domain, output_path, save_set
+from policies.simulation.domain import add_domain_option
 from policies.simulation.env import DialogueEnv
 from policies.simulation.history import DialogueText
 from policies.simulation.tracker import ErrorModel
 from policies.simulation.user import DEFAULT_USER
 from policies.training.evaluation import eval_dialogue_seed
 
-__all__ = ["collect", "dialogue_seed", "ENV_OPTIONS"]
+__all__ = ["collect", "dialogue_seed", "ENV_OPTIONS", "register_collect"]
 
 #: Keys of ``env_options`` (keyword arguments of :class:`policies.simulation.env.DialogueEnv`).
 ENV_OPTIONS = ("max_turns", "error_model", "hello", "user_config", "nlg_seed", "final_system_turn")
@@ -314,3 +318,88 @@ def _set_meta(
 
 def _dialogue_text(env: Any) -> Any:
     return DialogueText(env)
+
+
+# ------------------------------------------------------------------------------ command
+def register_collect(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts collect``: C_col on the command line (entry point ``collect``)."""
+    c = subparsers.add_parser(
+        "collect",
+        help="C_col: belief states met by policies in seeded dialogues",
+        description="Collected contexts: each policy plays N seeded dialogues greedily with the "
+        "simulated user; the belief at every system turn is recorded.",
+    )
+    c.add_argument(
+        "--policy",
+        action="extend",
+        nargs="+",
+        required=True,
+        metavar="[LABEL=]SPEC",
+        help="policy spec(s) as for 'behavsim respond' (handcrafted, a checkpoint .npz, module:function, "
+        "pydial:CFG, ...); repeatable, and several may follow one --policy; LABEL= names the source",
+    )
+    c.add_argument("--dialogues", type=int, default=10, help="dialogues per policy (default 10)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the dialogues (default 0)")
+    c.add_argument("--dedupe", action="store_true", help="drop exact duplicate beliefs (kept by default)")
+    c.add_argument("--max-turns", type=int, default=25, help="dialogue length limit (default 25)")
+    c.add_argument("--error-rate", type=float, default=0.0, help="semantic error rate (default 0, Environment 1)")
+    c.add_argument("--nbest", type=int, default=1, help="N-best list size with --error-rate (default 1)")
+    c.add_argument(
+        "--user",
+        metavar="NAME",
+        help="simulated-user configuration: env1 (the default, Environment 1) or legacy (behavsim 0.1's user)",
+    )
+    c.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: for 100 dialogues or more on a terminal)",
+    )
+    add_domain_option(c)
+    add_output_option(c)
+    c.set_defaults(func=_cmd_collect)
+    return c
+
+
+#: ``LABEL=SPEC`` in ``--policy``; a spec's own options (``kind:key=value``) have a colon before the ``=``.
+_LABEL_RE = re.compile(r"^[A-Za-z0-9_.#-]+$")
+
+
+def _labelled(items: list[str]) -> dict[str, str] | list[str]:
+    """``--policy`` values: ``{label: spec}`` when every one has a ``LABEL=``, else the specs."""
+    specs: dict[str, str] = {}
+    plain: list[str] = []
+    for item in items:
+        label, sep, spec = item.partition("=")
+        if sep and not os.path.exists(item) and _LABEL_RE.match(label) and spec.strip():
+            if label in specs:
+                raise ConfigError(f"--policy: label {label!r} given twice")
+            specs[label.strip()] = spec.strip()
+        else:
+            plain.append(item)
+    if specs and plain:
+        raise ConfigError("--policy: give every policy a LABEL=... or none of them")
+    return specs or plain
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    check_options(
+        args, positive=("dialogues", "max_turns", "nbest"), non_negative=("seed",), probability=("error_rate",)
+    )
+    sources = _labelled(args.policy)
+    env_options: dict[str, Any] = {"max_turns": args.max_turns}
+    if args.user is not None:
+        env_options["user_config"] = args.user
+    if args.error_rate:
+        env_options["error_model"] = {"error_rate": args.error_rate, "nbest": args.nbest}
+    cs = collect(
+        sources,
+        dialogues=args.dialogues,
+        seed=args.seed,
+        domain=option_domain(args),
+        env_options=env_options,
+        dedupe=args.dedupe,
+        progress=args.progress,
+    )
+    return save_set(cs, out)

@@ -26,15 +26,17 @@ the set's ``meta["skipped"]``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from behavsim import ContextSet, ResponseTable, TableFormatError, canonical_copy, check_history
-from contexts._logged import LogFormatError, check_belief, reject_constant
+from contexts._logged import LogFormatError, check_belief, reject_non_finite
+from contexts.commands import output_path
 
-__all__ = ["from_dialogues_jsonl", "logged_responses", "is_dialogue_log"]
+__all__ = ["from_dialogues_jsonl", "logged_responses", "is_dialogue_log", "register_wizard"]
 
 _DIALOGUE_KEYS = ("id", "meta", "turns")
 _TURN_KEYS = ("speaker", "text", "act", "belief")
@@ -52,7 +54,7 @@ def _lines(path: Path) -> list[tuple[int, str]]:
 
 def _parse(line: str, where: str) -> Any:
     try:
-        return json.loads(line, parse_constant=reject_constant)
+        return json.loads(line, parse_constant=reject_non_finite)
     except json.JSONDecodeError as exc:
         raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -177,17 +179,52 @@ def _read_dialogue(line: str, where: str, n: int, path: Path, seen: dict[str, in
     return did, out
 
 
-def logged_responses(cs: ContextSet, *, policy_id: str = "logged-system") -> ResponseTable:
-    """The logged system's own answers on a set from :func:`from_dialogues_jsonl`: its act and
-    text at each system turn (a turn logged without an act: a text-only answer)."""
+def logged_responses(cs: ContextSet, *, policy_id: str = "logged-system", name: str | None = None) -> ResponseTable:
+    """The logged system's own answers on a set of logged dialogues (:func:`from_dialogues_jsonl`,
+    :func:`contexts.corpus.from_unified`): its act and text at each system turn (a turn logged
+    without an act: a text-only answer). ``name``: how reports name it (default: ``policy_id``)."""
     acts: list[str | None] = []
     prompts: list[str | None] = []
     errors: list[str | None] = []
     for i, m in enumerate(cs.metas):
         if "system_text" not in m:
-            raise LogFormatError(f"context {cs.ids[i]!r}: not from a dialogue log (no system_text in its meta)")
+            where = f"{cs.source}: " if cs.source else ""
+            raise LogFormatError(
+                f"{where}context {cs.ids[i]!r} is not from logged dialogues (no system_text in its meta; "
+                "'behavsim contexts import' makes such sets from a log of dialogues or a corpus)"
+            )
         acts.append(m.get("system_act"))
         prompts.append(m["system_text"])
         errors.append(None)
-    meta = {"id": policy_id, "name": policy_id, "kind": "logged", "source": cs.meta.get("source")}
+    meta = {"id": policy_id, "name": name or policy_id, "kind": "logged", "source": cs.meta.get("source")}
     return ResponseTable(meta, cs.fingerprint, acts, prompts, errors, list(cs.ids))
+
+
+# ------------------------------------------------------------------------------ command
+def register_wizard(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts wizard``: :func:`logged_responses` on the command line (entry point ``wizard``)."""
+    w = subparsers.add_parser(
+        "wizard",
+        help="the logged system's own answers (a corpus's human wizard) as a response table",
+        description="What the system of a logged dialogue — in a corpus, the person in the system's seat — did "
+        "at each context of a set imported from dialogues (contexts import): its act and text, as a response "
+        "table any policy's table is compared with (a turn logged without an act: a text-only answer).",
+    )
+    w.add_argument("input", metavar="SET", help="a context set imported from logged dialogues")
+    w.add_argument("--id", default="wizard", help="the table's policy id (default: wizard)")
+    w.add_argument("--name", default="human wizard", help="its name in reports (default: 'human wizard')")
+    w.add_argument("-o", "--output", required=True, help="response table (.jsonl or .parquet)")
+    w.set_defaults(func=_cmd_wizard)
+    return w
+
+
+def _cmd_wizard(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    table = logged_responses(ContextSet.load(args.input), policy_id=args.id, name=args.name)
+    table.save(out)
+    with_act = sum(a is not None for a in table.acts)
+    print(
+        f"wrote the answers of {args.name!r} to {len(table)} contexts ({with_act} with an act, "
+        f"{len(table) - with_act} text only) to {out}"
+    )
+    return 0

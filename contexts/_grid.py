@@ -18,6 +18,7 @@ e.g. at step 0.1) the value wins and is an accepted constraint, as in ``make_bel
 
 from __future__ import annotations
 
+import argparse
 import gc
 import itertools
 import math
@@ -29,9 +30,11 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet, canonical_copy, did_you_mean
 from contexts._common import domain_meta, resolve_domain
+from contexts.commands import add_output_option, key_values, option_domain, output_path, save_set
+from policies.simulation.domain import add_domain_option
 from policies.simulation.tracker import inform_info, make_belief
 
-__all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT"]
+__all__ = ["generate_grid", "grid_levels", "default_values", "BYTES_PER_CONTEXT", "register_generate"]
 
 #: Measured size in memory of one generated context of the built-in domain (belief dicts,
 #: features, metadata, id), rounded up; used to refuse grids that would not fit in memory.
@@ -246,3 +249,40 @@ def _build(
         "size": len(beliefs),
     }
     return ContextSet(beliefs, metas, ids, meta)
+
+
+# ------------------------------------------------------------------------------ command
+def register_generate(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts generate``: C_gen on the command line (entry point ``generate``)."""
+    g = subparsers.add_parser(
+        "generate",
+        help="C_gen: a grid over slot and method beliefs",
+        description="Generated contexts: one value per slot and the method get probability "
+        "0, step, ..., 1 each, the rest goes to **NONE** / none (6^4 = 1,296 at step 0.2).",
+    )
+    g.add_argument("--step", type=float, default=0.2, help="grid step, must divide 1 (default 0.2)")
+    g.add_argument(
+        "--slots",
+        nargs="+",
+        default=["area", "pricerange", "food"],
+        metavar="SLOT",
+        help="grid slots (default: area pricerange food)",
+    )
+    g.add_argument(
+        "--value",
+        action="append",
+        metavar="SLOT=VALUE",
+        help="the value of SLOT that gets the mass (repeatable; default: the most frequent in the database)",
+    )
+    g.add_argument("--method", default="byconstraints", help="the method that gets the mass (default byconstraints)")
+    add_domain_option(g)
+    add_output_option(g)
+    g.set_defaults(func=_cmd_generate)
+    return g
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    values = key_values(args.value, "--value", "area=centre") or None
+    cs = generate_grid(option_domain(args), step=args.step, slots=tuple(args.slots), method=args.method, values=values)
+    return save_set(cs, out)

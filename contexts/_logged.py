@@ -30,15 +30,15 @@ from typing import Any
 
 from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem, canonical_copy
 
-__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief", "reject_constant"]
+__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief", "reject_non_finite"]
 
 
 class LogFormatError(TableFormatError):
     """A logged belief state or a line of a JSONL log is not usable; the message names where."""
 
 
-def reject_constant(name: str) -> Any:
-    """``parse_constant`` of :func:`json.loads` that refuses ``NaN`` and ``Infinity`` (a ``ValueError``)."""
+def reject_non_finite(name: str) -> Any:
+    """``json.loads(..., parse_constant=reject_non_finite)``: NaN and infinities are refused."""
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
@@ -134,7 +134,7 @@ class ContextRecorder:
 def _read_line(line: str, where: str) -> tuple[Any, dict, Any]:
     """``(belief, meta, id)`` of one line of a log; a problem raises :class:`LogFormatError`."""
     try:
-        obj = json.loads(line, parse_constant=reject_constant)
+        obj = json.loads(line, parse_constant=reject_non_finite)
     except json.JSONDecodeError as exc:
         raise LogFormatError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:

@@ -13,18 +13,23 @@ Criteria combine with AND; ranges are inclusive with a tolerance of 1e-9 (so the
 * ``method_belief``: ``{"byconstraints": (0.5, 1.0)}`` — that method's probability lies in the
   range;
 * ``where``: any ``keep(belief, meta) -> bool``.
+
+The commands ``behavsim contexts select`` (a subset) and ``behavsim contexts union`` (several sets
+in order, :meth:`behavsim.ContextSet.concat`) are declared here.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping
 from numbers import Real
 from typing import Any
 
 from behavsim import ConfigError, ContextSet, did_you_mean
 from contexts._common import ORIGINS
+from contexts.commands import add_output_option, key_values, output_path, parse_range, save_set
 
-__all__ = ["select", "top_belief"]
+__all__ = ["select", "top_belief", "register_select", "register_union"]
 
 _TOL = 1e-9
 
@@ -187,3 +192,82 @@ def select(
     sub = cs.select(lambda b, m: all(t(b, m) for t in tests), description=description)
     sub.meta["criteria"] = criteria
     return sub
+
+
+# ------------------------------------------------------------------------------ commands
+def register_select(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts select`` (entry point ``select``)."""
+    s = subparsers.add_parser(
+        "select",
+        help="a subset by turn, origin, source or belief ranges",
+        description="All criteria must hold; ranges LOW:HIGH are inclusive, either end may be empty.",
+    )
+    s.add_argument("input", metavar="FILE")
+    s.add_argument("--turn", metavar="T|LOW:HIGH", help="system turn (collected/logged contexts), e.g. 1 or 2:4")
+    s.add_argument("--origin", nargs="+", metavar="ORIGIN", help="collected, generated and/or logged")
+    s.add_argument("--source-policy", nargs="+", metavar="LABEL", help="source policies of collected contexts")
+    s.add_argument(
+        "--slot-belief",
+        action="append",
+        metavar="SLOT=LOW:HIGH",
+        help="top non-NONE value's belief of SLOT in range, e.g. food=0.5:1.0 (repeatable)",
+    )
+    s.add_argument(
+        "--method-belief",
+        action="append",
+        metavar="METHOD=LOW:HIGH",
+        help="the method's probability in range, e.g. byconstraints=0.5:1 (repeatable)",
+    )
+    s.add_argument("--allow-empty", action="store_true", help="write the set even if no context matches")
+    add_output_option(s)
+    s.set_defaults(func=_cmd_select)
+    return s
+
+
+def _ranges(items: list[str] | None, what: str, example: str) -> dict[str, Any] | None:
+    return {k: parse_range(v, f"{what} {k}") for k, v in key_values(items, what, example).items()} or None
+
+
+def _cmd_select(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    cs = ContextSet.load(args.input)
+    turn = None
+    if args.turn is not None:
+        turn = parse_range(args.turn, "--turn")
+        vals = [turn] if isinstance(turn, float) else [v for v in turn if v is not None]
+        if any(not float(v).is_integer() for v in vals):
+            raise ConfigError(f"--turn: expected a turn number or a range such as 2:4, got {args.turn!r}")
+    sub = select(
+        cs,
+        turn=turn,
+        origin=args.origin,
+        source_policy=args.source_policy,
+        slot_belief=_ranges(args.slot_belief, "--slot-belief", "food=0.5:1.0"),
+        method_belief=_ranges(args.method_belief, "--method-belief", "byconstraints=0.5:1.0"),
+    )
+    if not len(sub) and not args.allow_empty:
+        raise ConfigError(
+            f"no context of {args.input} matches ({sub.meta['description']}); "
+            "nothing written (--allow-empty writes an empty set)"
+        )
+    return save_set(sub, out)
+
+
+def register_union(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts union`` (entry point ``union``)."""
+    u = subparsers.add_parser(
+        "union",
+        help="several context sets as one, in order (duplicates kept)",
+        description="The contexts of every FILE in the order given (ContextSet.concat): duplicates are kept, "
+        "ids made unique by the file's index when two files share one; the set's meta records each part.",
+    )
+    u.add_argument("inputs", nargs="+", metavar="FILE")
+    u.add_argument("--description", help="a description recorded in the set's meta")
+    add_output_option(u)
+    u.set_defaults(func=_cmd_union)
+    return u
+
+
+def _cmd_union(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    return save_set(ContextSet.concat([ContextSet.load(f) for f in args.inputs], args.description), out)

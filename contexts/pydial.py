@@ -31,6 +31,7 @@ greedy: ``scale = -1``) unless ``explore=True`` (the config's own settings, lear
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 import os
@@ -46,12 +47,13 @@ import numpy as np
 from behavsim import ConfigError, ContextSet, canonical_act, canonical_copy
 from behavsim.policy import file_sha256
 from contexts._common import domain_meta
+from contexts.commands import add_output_option, check_options, output_path, save_set
 from policies.pydial import RUN_DIALOGUES, find_pydial_root, git_commit, read_config, resolve_config
 from policies.simulation.domain import DOMAINS, Domain, DomainError, resolve_domain
 from policies.simulation.tracker import inform_info
 from policies.simulation.user_nlg import UserTemplateNLG, user_nlg_rng
 
-__all__ = ["collect_pydial", "behavsim_domain"]
+__all__ = ["collect_pydial", "behavsim_domain", "register_collect_pydial"]
 
 
 def behavsim_domain(pydial_domain: str, root: Path):
@@ -253,3 +255,62 @@ def _spoken(dialogues: list, seed: int, domain: Any) -> list[list[dict]]:
             spoken.append({"speaker": t["speaker"], "text": str(text or ""), "act": act})
         out.append(spoken)
     return out
+
+
+# ------------------------------------------------------------------------------ command
+def register_collect_pydial(subparsers: Any) -> argparse.ArgumentParser:
+    """``behavsim contexts collect-pydial`` (entry point ``collect-pydial``)."""
+    cp = subparsers.add_parser(
+        "collect-pydial",
+        help="C_col from PyDial's own dialogues (its simulated user, tracker and a policy config)",
+        description="Runs N dialogues of PyDial3's simulation (its simulated user and focus tracker) with the "
+        "policy of a PyDial config, in a subprocess inside the PyDial root, and records the belief state the "
+        "policy saw at every system turn, in behavsim's layout, with the act it took (meta 'act'). The policy "
+        "runs as the pydial: adapter runs it (no learning, GP greedy) unless --explore. Same seed, same set.",
+    )
+    cp.add_argument("--config", required=True, metavar="CFG", help="PyDial config (as for pydial:CFG)")
+    cp.add_argument(
+        "--root",
+        "--pydial-root",
+        dest="root",
+        metavar="DIR",
+        default=None,
+        help="PyDial3's root folder (default: $PYDIAL_ROOT or found on PYTHONPATH); PyDial runs there",
+    )
+    cp.add_argument("--dialogues", type=int, default=10, help="number of dialogues (default 10)")
+    cp.add_argument("--seed", type=int, default=0, help="PyDial's seed (Settings.init(config, seed); default 0)")
+    cp.add_argument(
+        "--pydial-domain", metavar="DOMAIN", default=None, help="PyDial domain (default: the config's first)"
+    )
+    cp.add_argument("--error-rate", type=float, default=0.0, help="PyDial's semantic error rate, 0..1 (default 0)")
+    cp.add_argument(
+        "--explore",
+        action="store_true",
+        help="keep the config's exploration (GP scale, random) instead of greedy; learning stays off",
+    )
+    cp.add_argument(
+        "--policy-file",
+        metavar="PREFIX",
+        default=None,
+        help="GP policy .dct/.prm prefix replacing the config's inpolicyfile, relative to the root "
+        "(e.g. _bspolicies/env1-gp-CR-seed1-00.4 with the training config env1-configs/env1-gp-CR.cfg)",
+    )
+    add_output_option(cp)
+    cp.set_defaults(func=_cmd_collect_pydial)
+    return cp
+
+
+def _cmd_collect_pydial(args: argparse.Namespace) -> int:
+    out = output_path(args.output)
+    check_options(args, positive=("dialogues",), non_negative=("seed",), probability=("error_rate",))
+    cs = collect_pydial(
+        args.config,
+        root=args.root,
+        dialogues=args.dialogues,
+        seed=args.seed,
+        domain=args.pydial_domain,
+        error_rate=args.error_rate,
+        explore=args.explore,
+        policy_file=args.policy_file,
+    )
+    return save_set(cs, out)

@@ -121,7 +121,7 @@ class Score:
 
 
 class SemanticScore(Score):
-    """A score of two dialogue acts (strings or :class:`~behavsim.DialogueAct`)."""
+    """A score of two dialogue acts or act sets (strings, :class:`~behavsim.DialogueAct` or tuples of them)."""
 
 
 class TextScore(Score):

@@ -3,6 +3,17 @@
 Functional forms (``total_match``, ``act_match``, ``concept_error``, ``symmetric_concept_error``,
 ``concept_match``) and score classes share the same core. The classes compute each distinct
 (act, act') pair once.
+
+**Act sets** (``inform(area=south)|request(food)``, :func:`behavsim.parse_acts`) are scored as
+wholes, by the same formulas over the set's parts; a set of one act is that act, so every single
+act scores exactly as before:
+
+* TMR: 1 if the two sets hold the same canonical acts;
+* DMR: 1 if the two sets hold the same act *types* (as sets: ``inform(a=1)|inform(name=none)``
+  and ``inform(b=2)`` both inform);
+* CER: δ over the type sets, and CE on the *item sequences* of the sets — each act's
+  ``[s1, v1, ...]`` concatenated in the set's canonical order (acts sorted by type, then items);
+* CMR: δ over the type sets, concepts of a set = the union of its acts' concepts.
 """
 
 from __future__ import annotations
@@ -11,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._acts import ActLike, DialogueAct, parse_act
+from .._acts import ActsLike, DialogueAct, parse_acts
 from ._base import ScoreInfo, SemanticScore, intern, unique_pairs
 
 __all__ = [
@@ -58,42 +69,60 @@ def _levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
     return score
 
 
-def total_match(a: ActLike, b: ActLike) -> float:
-    """1.0 if the canonical acts are equal, else 0.0."""
-    return float(parse_act(a) == parse_act(b))
+def _types(acts: tuple[DialogueAct, ...]) -> frozenset[str]:
+    return frozenset(a.act_type for a in acts)
 
 
-def act_match(a: ActLike, b: ActLike) -> float:
-    """1.0 if the dialogue-act types are equal, else 0.0."""
-    return float(parse_act(a).act_type == parse_act(b).act_type)
+def _item_sequence(acts: tuple[DialogueAct, ...]) -> list[str]:
+    if len(acts) == 1:
+        return acts[0].item_sequence()
+    return [x for a in acts for x in a.item_sequence()]
 
 
-def concept_error(h: ActLike, r: ActLike) -> float:
-    """CE(h, r) = max(0, (|r| - dist(h, r)) / |r|) on the item sequences ``[s1, v1, ...]``.
+def _concepts(acts: tuple[DialogueAct, ...]) -> frozenset:
+    if len(acts) == 1:
+        return acts[0].concepts()
+    return frozenset().union(*(a.concepts() for a in acts))
+
+
+def total_match(a: ActsLike, b: ActsLike) -> float:
+    """1.0 if the canonical acts (act sets) are equal, else 0.0."""
+    return float(parse_acts(a) == parse_acts(b))
+
+
+def act_match(a: ActsLike, b: ActsLike) -> float:
+    """1.0 if the dialogue-act types (of an act set: the set of its types) are equal, else 0.0."""
+    return float(_types(parse_acts(a)) == _types(parse_acts(b)))
+
+
+def concept_error(h: ActsLike, r: ActsLike) -> float:
+    """CE(h, r) = max(0, (|r| - dist(h, r)) / |r|) on the item sequences ``[s1, v1, ...]`` (of an
+    act set: its acts' sequences concatenated in canonical order).
 
     When ``r`` has no items: 1.0 if ``h`` has none, else 0.0. The clip at 0 (not in the paper's
     formula, which goes negative when ``h`` is much longer than ``r``) keeps it a similarity.
     """
-    hs = parse_act(h).item_sequence()
-    rs = parse_act(r).item_sequence()
+    hs = _item_sequence(parse_acts(h))
+    rs = _item_sequence(parse_acts(r))
     if not rs:
         return 1.0 if not hs else 0.0
     return max(0.0, (len(rs) - _levenshtein(hs, rs)) / len(rs))
 
 
-def symmetric_concept_error(a: ActLike, b: ActLike) -> float:
-    """The per-context CER value: δ(t, t') · (CE(a, a') + CE(a', a)) / 2."""
-    pa, pb = parse_act(a), parse_act(b)
-    if pa.act_type != pb.act_type:
+def symmetric_concept_error(a: ActsLike, b: ActsLike) -> float:
+    """The per-context CER value: δ(t, t') · (CE(a, a') + CE(a', a)) / 2 (t: the set of act types)."""
+    pa, pb = parse_acts(a), parse_acts(b)
+    if _types(pa) != _types(pb):
         return 0.0
     return (concept_error(pa, pb) + concept_error(pb, pa)) / 2.0
 
 
-def concept_match(a: ActLike, b: ActLike) -> float:
-    """CM = (δ(t, t') + |M|) / (1 + |U|) over slots and (slot, value) pairs as concepts."""
-    pa, pb = parse_act(a), parse_act(b)
-    ca, cb = pa.concepts(), pb.concepts()
-    return (float(pa.act_type == pb.act_type) + len(ca & cb)) / (1 + len(ca | cb))
+def concept_match(a: ActsLike, b: ActsLike) -> float:
+    """CM = (δ(t, t') + |M|) / (1 + |U|) over slots and (slot, value) pairs as concepts (of an act
+    set: the union of its acts' concepts; t: the set of act types)."""
+    pa, pb = parse_acts(a), parse_acts(b)
+    ca, cb = _concepts(pa), _concepts(pb)
+    return (float(_types(pa) == _types(pb)) + len(ca & cb)) / (1 + len(ca | cb))
 
 
 class _ActPairScore(SemanticScore):
@@ -104,9 +133,9 @@ class _ActPairScore(SemanticScore):
         valid = [i for i, (x, y) in enumerate(zip(a, b)) if x is not None and y is not None]
         if not valid:
             return out
-        index: dict[DialogueAct, int] = {}
-        codes_a = intern((parse_act(a[i]) for i in valid), index)
-        codes_b = intern((parse_act(b[i]) for i in valid), index)
+        index: dict[tuple[DialogueAct, ...], int] = {}
+        codes_a = intern((parse_acts(a[i]) for i in valid), index)
+        codes_b = intern((parse_acts(b[i]) for i in valid), index)
         acts = list(index)
         first, second, where = unique_pairs(codes_a, codes_b, symmetric=self.info.symmetric)
         fn = type(self)._fn

@@ -2,8 +2,9 @@
 
 ``FocusTracker(domain).update(nbest, system_act)`` takes the user's N-best list of semantic
 hypotheses ``[(act, confidence), ...]`` (``act``: a :class:`~policies.simulation.actions.DiaAct`, a
-:class:`behavsim.DialogueAct`, an act string, or a sequence of acts for one hypothesis) and the
-system act that preceded it (the same forms), and
+:class:`behavsim.DialogueAct`, an act string — an act set ``a(...)|b(...)`` too —, or a sequence of
+acts for one hypothesis) and the system act that preceded it (the same forms: a logged system turn
+may hold several acts), and
 returns a belief dict in PyDial's layout::
 
     {"beliefs": {<informable slot>: {value: p, ..., "dontcare": p, "**NONE**": p},
@@ -38,7 +39,10 @@ method = byalternatives (reqalts) > finished (bye) > byconstraints / byname (an 
 ``name``) > restart > byname (only requests after a venue was offered) > none.
 
 ``features`` follow PyDial's ``BeliefTracker._updateMactFeat`` (computed from the *system* act
-of the turn) plus ``dbMatches``: venues matching all accepted constraints.
+of the turn) plus ``dbMatches``: venues matching all accepted constraints. A system turn of several
+acts (a logged human's "there is no such place; X is in the east") counts each: an ``inform`` with
+``name=none`` says no venue matched, an ``inform`` naming a venue offers it, and the first
+``request``, ``select`` or ``confirm`` with a slot is what ``this`` refers to.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from behavsim import ConfigError, DialogueAct
+from behavsim import ConfigError, DialogueAct, parse_acts
 from policies.simulation.actions import DiaAct, accepted_constraints
 from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
@@ -161,13 +165,13 @@ def make_belief(
     return belief
 
 
-def _convert(act, sys_act: DiaAct | None) -> DiaAct:
+def _convert(act, sys_acts: tuple[DiaAct, ...]) -> DiaAct:
     """An act string or :class:`behavsim.DialogueAct` as a :class:`DiaAct` (canonical item
     order). PyDial's ``deny(s=wrong,s=right)`` names the denied item first; canonical order may
     not, so the item the system act stated is moved to the front."""
     a = DiaAct.from_act(act)
-    if a.type == "deny" and len(a.items) > 1 and sys_act is not None:
-        said = set(sys_act.items)
+    if a.type == "deny" and len(a.items) > 1 and sys_acts:
+        said = {item for sys_act in sys_acts for item in sys_act.items}
         for i, item in enumerate(a.items):
             if item in said:
                 if i:
@@ -176,20 +180,35 @@ def _convert(act, sys_act: DiaAct | None) -> DiaAct:
     return a
 
 
-def _as_acts(hyp, sys_act: DiaAct | None) -> tuple[DiaAct, ...]:
+def _as_acts(hyp, sys_acts: tuple[DiaAct, ...]) -> tuple[DiaAct, ...]:
     if isinstance(hyp, DiaAct):
         return (hyp,)
-    if isinstance(hyp, (str, DialogueAct)):
-        return (_convert(hyp, sys_act),)
-    return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_act) for h in hyp)
+    if isinstance(hyp, str):
+        return tuple(_convert(a, sys_acts) for a in parse_acts(hyp))
+    if isinstance(hyp, DialogueAct):
+        return (_convert(hyp, sys_acts),)
+    return tuple(h if isinstance(h, DiaAct) else _convert(h, sys_acts) for h in hyp)
 
 
-def _merged_nbest(nbest: Iterable, sys_act: DiaAct | None) -> list[tuple[tuple, float]]:
-    """The N-best list with equal hypotheses merged and the probabilities normalised (a negative
-    score is a log probability)."""
+def _system_acts(system_act: Any) -> tuple[DiaAct, ...]:
+    """The acts of the system turn before the user's: none, one, or several (an act set string
+    ``a(...)|b(...)`` or a sequence of acts)."""
+    if system_act is None:
+        return ()
+    if isinstance(system_act, DiaAct):
+        return (system_act,)
+    if isinstance(system_act, str):
+        return tuple(DiaAct.from_act(a) for a in parse_acts(system_act))
+    if isinstance(system_act, DialogueAct):
+        return (DiaAct.from_act(system_act),)
+    return tuple(a if isinstance(a, DiaAct) else DiaAct.from_act(a) for a in system_act)
+
+
+def _merged(nbest: Iterable, sys_acts: tuple[DiaAct, ...]) -> list[tuple[tuple[DiaAct, ...], float]]:
+    """The N-best list merged (equal hypotheses add up, each clipped at 1) and normalised to 1."""
     merged: dict[tuple, float] = {}
     for hyp, prob in nbest:
-        key = _as_acts(hyp, sys_act)
+        key = _as_acts(hyp, sys_acts)
         p = min(1.0, float(prob))
         if p < 0:
             p = float(np.exp(p))
@@ -198,18 +217,19 @@ def _merged_nbest(nbest: Iterable, sys_act: DiaAct | None) -> list[tuple[tuple, 
     return [(k, (min(1.0, p / total) if total > 0 else 0.0)) for k, p in merged.items()]
 
 
-def _system_inform(sys_act: DiaAct | None) -> tuple[str, bool, set[str]]:
-    """What the system's act told: the venue it offered (``""``: none), whether it said ``name=none``,
-    and the slots it informed."""
+def _system_informs(sys_acts: tuple[DiaAct, ...]) -> tuple[str, bool, set[str]]:
+    """``(the venue offered, whether no venue matched, the slots informed)`` by the system's acts."""
     offered = ""
     inform_none = False
     informed_slots: set[str] = set()
-    if sys_act is not None and sys_act.type == "inform":
+    for sys_act in sys_acts:
+        if sys_act.type != "inform":
+            continue
         name = sys_act.get("name")
         if name == "none":
             inform_none = True
         else:
-            informed_slots = {s for s, _ in sys_act.items}
+            informed_slots |= {s for s, _ in sys_act.items}
             if name:
                 offered = name
     return offered, inform_none, informed_slots
@@ -251,18 +271,16 @@ class FocusTracker:
         self.belief: dict | None = None
 
     # ------------------------------------------------------------------ labels
-    def _labels(self, acts: Sequence[DiaAct], sys_act: DiaAct | None):
+    def _labels(self, acts: Sequence[DiaAct], sys_acts: tuple[DiaAct, ...]):
         this_slot = None
         confirmed: list[tuple[str, str]] = []
-        if sys_act is not None:
+        for sys_act in sys_acts:  # the first request, select or confirm with a slot: what 'this' is
             t = sys_act.type
-            if t == "request" and sys_act.items:
+            if t in ("request", "select", "confirm") and sys_act.items:
                 this_slot = sys_act.items[0][0]
-            elif t == "select" and sys_act.items:
-                this_slot = sys_act.items[0][0]
-            elif t == "confirm" and sys_act.items:
-                confirmed = [(s, v) for s, v in sys_act.items if v is not None]
-                this_slot = sys_act.items[0][0]
+                if t == "confirm":
+                    confirmed = [(s, v) for s, v in sys_act.items if v is not None]
+                break
         informed: dict[str, str] = {}
         requested: list[str] = []
         types = set()
@@ -320,46 +338,59 @@ class FocusTracker:
         return informed, requested, method, da
 
     # ------------------------------------------------------------------ update
-    def update(self, nbest: Iterable, system_act: DiaAct | DialogueAct | str | None = None) -> dict:
+    def update(self, nbest: Iterable, system_act: Any = None) -> dict:
         """Fold one user turn into the belief and return the new belief dict (a fresh dict
         each call, safe to mutate). Acts may be :class:`DiaAct` objects (the environment's,
         used as they are), :class:`behavsim.DialogueAct` objects or strings (parsed by
-        :func:`behavsim.parse_act`; a malformed one raises :class:`behavsim.ActParseError`)."""
-        sys_act = system_act
-        if sys_act is not None and not isinstance(sys_act, DiaAct):
-            sys_act = DiaAct.from_act(sys_act)
-        hyps = _merged_nbest(nbest, sys_act)
+        :func:`behavsim.parse_acts`; a malformed one raises :class:`behavsim.ActParseError`);
+        ``system_act`` may also be several acts (an act set string or a sequence)."""
+        sys_acts = _system_acts(system_act)
+        hyps = _merged(nbest, sys_acts)
         # features from the system act (PyDial updates lastInformedVenue while labelling)
-        offered, inform_none, informed_slots = _system_inform(sys_act)
+        offered, inform_none, informed_slots = _system_informs(sys_acts)
         if offered:
             self.last_informed_venue = offered
-        this_u, method_stats, req_stats, da_stats = self._turn_statistics(hyps, sys_act)
+        this_u, method_stats, req_stats, da_stats = self._turn_stats(hyps, sys_acts)
         self._update_goals(this_u)
         self._update_method(method_stats)
         # discourse act
         tot = sum(da_stats.values())
         if tot > 1.0:
             da_stats = {k: p / tot for k, p in da_stats.items()}
-        self._update_requested(req_stats, informed_slots)
+        # requested
+        for slot in sorted(set(req_stats) | set(self.requested)):
+            p = req_stats.get(slot, 0.0)
+            prev_req = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
+            self.requested[slot] = min(1.0, max(0.0, prev_req + p))
+
         belief = self._build(da_stats)
-        self._set_venue_features(belief["features"], sys_act, offered, inform_none)
+        feats = belief["features"]
+        if self.turn == 0 or not sys_acts:
+            inform_none, offered = False, ""
+        else:
+            if inform_none:
+                self.informed_since_none = []
+            if offered:
+                self.informed_since_none.append(offered)
+        feats["lastInformedVenue"] = self.last_informed_venue
+        feats["informedVenueSinceNone"] = list(self.informed_since_none)
+        feats["lastActionInformNone"] = inform_none
+        feats["offerHappened"] = bool(offered)
         flags, n = inform_info(belief, self.domain, self._info_cache)
-        belief["features"]["inform_info"] = flags
-        belief["features"]["dbMatches"] = n
+        feats["inform_info"] = flags
+        feats["dbMatches"] = n
         self.turn += 1
         self.belief = belief
         return belief
 
-    def _turn_statistics(
-        self, hyps: list[tuple[tuple, float]], sys_act: DiaAct | None
-    ) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[str, float], dict[str, float]]:
-        """This turn's probability mass per slot value, method, requested slot and discourse act."""
+    def _turn_stats(self, hyps: list[tuple[tuple[DiaAct, ...], float]], sys_acts: tuple[DiaAct, ...]) -> tuple:
+        """This turn's ``(goal values per slot, method, requested, discourse act)`` probabilities."""
         this_u: dict[str, dict[str, float]] = {}
         method_stats: dict[str, float] = {}
         req_stats: dict[str, float] = {}
         da_stats: dict[str, float] = {}
         for acts, score in hyps:
-            informed, requested, method, da = self._labels(acts, sys_act)
+            informed, requested, method, da = self._labels(acts, sys_acts)
             method_stats[method] = method_stats.get(method, 0.0) + score
             for r in requested:
                 req_stats[r] = req_stats.get(r, 0.0) + score
@@ -370,7 +401,6 @@ class FocusTracker:
         return this_u, method_stats, req_stats, da_stats
 
     def _update_goals(self, this_u: dict[str, dict[str, float]]) -> None:
-        """b_t(v) = q·b_{t−1}(v) + P_turn(v), q = 1 − Σ P_turn; renormalised when above 1."""
         for slot, turn_d in this_u.items():
             q = max(0.0, 1.0 - sum(turn_d.values()))
             prev = self.goal.get(slot, {})
@@ -383,7 +413,6 @@ class FocusTracker:
             self.goal[slot] = new
 
     def _update_method(self, method_stats: dict[str, float]) -> None:
-        """The same with q = P_turn(method = none)."""
         q = min(1.0, max(0.0, method_stats.get("none", 0.0)))
         meth = {m: (p if m == "none" else p * q) for m, p in self.method.items()}
         for m, p in method_stats.items():
@@ -395,30 +424,6 @@ class FocusTracker:
         if tot > 1.0:
             meth = {m: p / tot for m, p in meth.items()}
         self.method = meth
-
-    def _update_requested(self, req_stats: dict[str, float], informed_slots: set[str]) -> None:
-        """requested(r) = clip((1 − [system informed r last turn])·b_{t−1}(r) + P_turn(request r))."""
-        for slot in sorted(set(req_stats) | set(self.requested)):
-            p = req_stats.get(slot, 0.0)
-            prev_req = 0.0 if slot in informed_slots else self.requested.get(slot, 0.0)
-            self.requested[slot] = min(1.0, max(0.0, prev_req + p))
-
-    def _set_venue_features(self, feats: dict, sys_act: DiaAct | None, offered: str, inform_none: bool) -> None:
-        """The features that follow the venues the system offered."""
-        if self.turn == 0 or sys_act is None:
-            feats["lastInformedVenue"] = self.last_informed_venue
-            feats["informedVenueSinceNone"] = list(self.informed_since_none)
-            feats["lastActionInformNone"] = False
-            feats["offerHappened"] = False
-        else:
-            if inform_none:
-                self.informed_since_none = []
-            if offered:
-                self.informed_since_none.append(offered)
-            feats["lastInformedVenue"] = self.last_informed_venue
-            feats["informedVenueSinceNone"] = list(self.informed_since_none)
-            feats["lastActionInformNone"] = inform_none
-            feats["offerHappened"] = bool(offered)
 
     def _build(self, da_stats: dict[str, float]) -> dict:
         beliefs: dict[str, dict] = {}

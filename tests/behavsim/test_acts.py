@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from behavsim import ActParseError, DialogueAct, canonical_act, format_act, parse_act
+from behavsim import ActParseError, DialogueAct, canonical_act, format_act, format_acts, parse_act, parse_acts
 
 
 def test_parse_simple_forms():
@@ -102,3 +102,72 @@ def test_negated_items_pydial_inform_alternatives():
     assert a != parse_act('inform(name=none,name="pizza palace",area=centre)')
     with pytest.raises(ActParseError, match="expected ',' or '\\)'"):
         parse_act("inform(name!x)")
+
+
+# ---------------------------------------------------------------------------- act sets
+def test_act_set_parses_to_its_distinct_acts_in_canonical_order():
+    acts = parse_acts(" request(food) | inform(area = south,pricerange=cheap)")
+    assert acts == (parse_act("inform(area=south,pricerange=cheap)"), parse_act("request(food)"))
+    assert canonical_act("request(food)|inform(pricerange=cheap,area=south)") == (
+        'inform(area="south",pricerange="cheap")|request(food)'
+    )
+    # a set: order and repetition do not matter; a set of one act is that act
+    assert parse_acts("bye()|hello()|bye()") == parse_acts("hello()|bye()")
+    assert canonical_act("bye()|bye()") == "bye()"
+    assert parse_act("bye() | bye()") == parse_act("bye()")
+    # two acts of one type stay two acts (PyDial's no-venue act beside an offer)
+    assert len(parse_acts("inform(name=none)|inform(name=x,area=east)")) == 2
+
+
+def test_a_single_act_is_a_set_of_one():
+    for text in ("request(food)", 'inform(name="la mimosa",area=centre)', "bye()", "inform(food=a|b)"):
+        assert parse_acts(text) == (parse_act(text),)
+        assert canonical_act(text) == format_act(parse_act(text))
+    # a '|' inside the parentheses is part of a bare value, as it always was
+    assert parse_act("inform(food=a|b)").items == (("food", "a|b"),)
+    assert parse_acts(parse_act("bye()")) == (parse_act("bye()"),)
+    assert parse_acts((parse_act("request(food)"), parse_act("bye()"))) == parse_acts("bye()|request(food)")
+
+
+def test_parse_act_refuses_a_set_and_names_where():
+    with pytest.raises(ActParseError) as err:
+        parse_act("inform(food=a|b) |request(area)")
+    assert err.value.position == 17
+    assert "an act set of 2 acts" in str(err.value) and "parse_acts" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, position, problem",
+    [
+        ("inform()|", 9, "expected a dialogue-act type"),
+        ("inform()||bye()", 9, "expected a dialogue-act type"),
+        ("|bye()", 0, "expected a dialogue-act type"),
+        ("inform() bye()", 9, "unexpected text after ')'"),
+        ("inform()|bye", 12, "expected '('"),
+    ],
+)
+def test_malformed_act_sets_name_the_string_and_position(text, position, problem):
+    with pytest.raises(ActParseError) as err:
+        parse_acts(text)
+    assert err.value.position == position
+    assert problem in str(err.value)
+
+
+def test_parse_acts_type_error():
+    with pytest.raises(TypeError, match="must be a string"):
+        parse_acts(42)
+    with pytest.raises(TypeError, match="must be a string"):
+        parse_acts(())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(names, items), min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_act_set_print_parse_and_order(parts, rnd):
+    acts = [DialogueAct.create(t, its) for t, its in parts]
+    text = "|".join(format_act(a) for a in acts)
+    shuffled = list(acts)
+    rnd.shuffle(shuffled)
+    assert parse_acts(text) == parse_acts("|".join(format_act(a) for a in shuffled))
+    assert set(parse_acts(text)) == set(acts) and len(parse_acts(text)) == len(set(acts))
+    assert parse_acts(format_acts(acts)) == parse_acts(text)
+    assert canonical_act(canonical_act(text)) == canonical_act(text) == format_acts(acts)

@@ -1,5 +1,8 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from behavsim import DialogueAct, format_act, parse_act
 from behavsim.scores import (CER, CMR, DMR, TMR, act_match, concept_error, concept_match, get_score,
                              symmetric_concept_error, total_match)
 
@@ -72,3 +75,78 @@ def test_tfhub_cache_key_names_the_models_content(tmp_path):
         sigs.append(TFHubEncoder(handle=str(d)).signature)
     assert sigs[0] != sigs[1] and sigs[0] == sigs[2]
     assert sigs[0].startswith("tfhub:use@")
+
+
+# ---------------------------------------------------------------------------- act sets
+def _levenshtein_dp(a, b):
+    """The textbook dynamic programme (the reference for the bit-parallel distance)."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def _reference(a, b):
+    """TMR, DMR, CER, CMR of two single acts as SPEC.md defines them, from DialogueAct alone."""
+    pa, pb = parse_act(a), parse_act(b)
+
+    def ce(h, r):
+        hs, rs = h.item_sequence(), r.item_sequence()
+        if not rs:
+            return 1.0 if not hs else 0.0
+        return max(0.0, (len(rs) - _levenshtein_dp(hs, rs)) / len(rs))
+
+    same = pa.act_type == pb.act_type
+    cer = (ce(pa, pb) + ce(pb, pa)) / 2 if same else 0.0
+    ca, cb = pa.concepts(), pb.concepts()
+    return float(pa == pb), float(same), cer, (float(same) + len(ca & cb)) / (1 + len(ca | cb))
+
+
+_names = st.sampled_from(["inform", "request", "confirm", "bye", "select"])
+_slots = st.sampled_from(["area", "food", "name", "pricerange", "name!"])
+_values = st.sampled_from(["", "north", "south", "thai", "none", "la mimosa"])
+_acts = st.builds(lambda t, its: DialogueAct.create(t, its), _names, st.lists(st.tuples(_slots, _values), max_size=5))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_acts, _acts)
+def test_single_acts_score_as_the_spec_defines(a, b):
+    """The act-set forms leave every single act's value as it was (SPEC.md's formulas)."""
+    sa, sb = format_act(a), format_act(b)
+    got = (total_match(sa, sb), act_match(sa, sb), symmetric_concept_error(sa, sb), concept_match(sa, sb))
+    assert got == pytest.approx(_reference(sa, sb), abs=1e-15)
+    for score, want in zip((TMR(), DMR(), CER(), CMR()), _reference(sa, sb)):
+        assert score.pairwise([sa, a], [sb, b]).tolist() == pytest.approx([want, want], abs=1e-15)
+
+
+SET = "inform(area=south)|request(food)"
+
+
+@pytest.mark.parametrize(
+    "a, b, tm, dm, ce, cm",
+    [
+        # the same set in another order: every score 1
+        (SET, "request(food)|inform(area=south)", 1, 1, 1, 1),
+        # types {inform, request} vs {inform}: DMR and CER 0; concepts {area, (area,south), food, (food,"")}
+        # vs {area, (area,south)}: M = 2, U = 4 -> (0 + 2) / (1 + 4)
+        (SET, "inform(area=south)", 0, 0, 0, 0.4),
+        # same types; item sequences [area, south, food, ""] vs [area, north, food, ""]: dist 1 -> 3/4 both ways;
+        # concepts: M = {area, food, (food,"")} = 3, U = 5 -> (1 + 3) / (1 + 5)
+        (SET, "inform(area=north)|request(food)", 0, 1, 0.75, 4 / 6),
+        # two informs against one: one type each ({inform}); sequences [area, east, name, x] + [name, none]
+        # vs [name, none]: dist 4, |r| = 2 -> CE(a, b) = 0, CE(b, a) = (6 - 4) / 6 = 1/3 -> 1/6;
+        # concepts {area, (area,east), name, (name,x), (name,none)} vs {name, (name,none)}: (1 + 2) / (1 + 5)
+        ("inform(name=none)|inform(area=east,name=x)", "inform(name=none)", 0, 1, 1 / 6, 0.5),
+    ],
+)
+def test_act_sets_by_hand(a, b, tm, dm, ce, cm):
+    for x, y in ((a, b), (b, a)):
+        assert total_match(x, y) == tm
+        assert act_match(x, y) == dm
+        assert symmetric_concept_error(x, y) == pytest.approx(ce, abs=1e-12)
+        assert concept_match(x, y) == pytest.approx(cm, abs=1e-12)
+    for score, want in zip((TMR(), DMR(), CER(), CMR()), (tm, dm, ce, cm)):
+        assert score.pairwise([a, b, None], [b, a, a]).tolist()[:2] == pytest.approx([want, want], abs=1e-12)

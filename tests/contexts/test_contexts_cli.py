@@ -11,7 +11,7 @@ import pytest
 from behavsim import ContextSet
 from behavsim.cli import main
 from contexts import collect, generate_grid
-from contexts.cli import parse_range
+from contexts.commands import parse_range
 
 
 def run(capsys, *argv):

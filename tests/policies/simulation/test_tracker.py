@@ -235,3 +235,35 @@ def test_act_strings_and_core_acts_canonical_order():
     assert b["beliefs"]["area"][a_late] == 1.0
     b = FocusTracker(D).update([('inform(food="Indian")', 0.5), (parse_act('inform( FOOD = indian )'), 0.5)])
     assert b["beliefs"]["food"]["indian"] == 1.0
+
+
+def test_system_turn_of_several_acts():
+    """A logged system turn of several acts (an act set): each counts — the no-venue inform says no
+    venue matched, the inform naming a venue offers it, the request is what 'this' refers to."""
+    v = D.venues[0]
+    t = FocusTracker(D)
+    food = v["food"]
+    t.update([(f'inform(food="{food}")', 1.0)])
+    b = t.update([("inform(this=north)", 1.0)], f'request(area)|inform(name=none,food="{food}")')
+    f = b["features"]
+    assert b["beliefs"]["area"]["north"] == 1.0
+    assert f["lastActionInformNone"] is True and f["offerHappened"] is False and f["informedVenueSinceNone"] == []
+    offer = f'inform(name="{v["name"]}",phone="{v["phone"]}")'
+    b = t.update([("request(addr)", 1.0)], ('inform(name="none")', offer))  # a sequence of acts: the same
+    f = b["features"]
+    assert f["lastActionInformNone"] is True and f["offerHappened"] is True
+    assert f["informedVenueSinceNone"] == [v["name"]] and f["lastInformedVenue"] == v["name"]
+    # the user's act set is one hypothesis: its acts together
+    b = t.update([(f'inform(food="{food}")|request(phone)', 1.0)], "reqmore()")
+    assert b["beliefs"]["requested"]["phone"] == 1.0 and b["beliefs"]["food"][food] == 1.0
+
+
+def test_one_act_as_a_set_of_one_is_the_act():
+    food = D.venues[0]["food"]
+    for sys_act in (f'inform(name=none,food="{food}")', "request(area)", "confirm(pricerange=cheap)"):
+        beliefs = []
+        for given in (sys_act, (sys_act,), f"{sys_act}|{sys_act}"):
+            t = FocusTracker(D)
+            t.update([(f'inform(food="{food}")', 1.0)])
+            beliefs.append(t.update([("inform(this=north)", 1.0), ("affirm()", 0.5)], given))
+        assert beliefs[0] == beliefs[1] == beliefs[2]
