@@ -33,6 +33,7 @@ Optional columns, present only when the table has them (tables without them are 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,11 +42,14 @@ from typing import Any
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
-from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._io import canonical_json, check_header, read_rows, write_jsonl, write_jsonl_body, write_parquet
 from ._repeats import agreement, answer_key, self_agreement
 from ._repr import table_repr
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
+
+#: A string as :func:`canonical_json` writes it (``ensure_ascii=False``: json's own encoder).
+_encode_string = json.encoder.encode_basestring
 
 FORMAT_NAME = "behavsim-responses"
 FORMAT_VERSION = 1
@@ -231,7 +235,35 @@ class ResponseTable:
                 cols += ["repeats", "agreement"]
                 fields += [("repeats", pa.string()), ("agreement", pa.float64())]
             return write_parquet(path, self.header(), {k: [r[k] for r in rows] for k in cols}, pa.schema(fields))
+        body = self._jsonl_body()
+        if body is not None:
+            return write_jsonl_body(path, self.header(), body)
         return write_jsonl(path, self.header(), self.rows())
+
+    def _jsonl_body(self) -> bytes | None:
+        """The JSONL rows as :func:`canonical_json` writes them, made without a dict per row: each
+        distinct act, prompt and error encoded once (a table of many contexts repeats a few
+        thousand answers). ``None`` for a table with raw texts or repeats, or values that are not
+        plain strings (the general path writes those)."""
+        if self.raws or self.repeats is not None:
+            return None
+        enc = _encode_string
+        memo: dict[Any, str] = {None: "null"}
+        lines = []
+        for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors)):
+            try:
+                ja, jp, je = memo[a], memo[p], memo[e]
+            except KeyError:
+                for v in (a, p, e):
+                    if v not in memo:
+                        if type(v) is not str:
+                            return None
+                        memo[v] = enc(v)
+                ja, jp, je = memo[a], memo[p], memo[e]
+            if type(c) is not str:
+                return None
+            lines.append(f'{{"act":{ja},"context_id":{enc(c)},"error":{je},"i":{i},"prompt":{jp}}}\n')
+        return "".join(lines).encode("utf-8")
 
     # ------------------------------------------------------------------ loading
     @staticmethod

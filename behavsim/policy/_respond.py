@@ -133,13 +133,23 @@ def answer_context(
     """One context answered by ``adapter`` with what it reads: the belief state, the history
     (``history=``) or both. A context without what the adapter needs raises :class:`MissingInput`."""
     reads = reads_of(adapter)
+    missing = _missing_input(reads, belief, history)
+    if missing is not None:
+        raise missing
+    if "history" in reads:
+        return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
+    return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
+
+
+def _missing_input(reads: tuple[str, ...], belief: Any, history: Any) -> MissingInput | None:
+    """The :class:`MissingInput` of a context that lacks what a model reading ``reads`` needs, or None."""
     if "history" in reads:
         if history is None and (belief is None or "belief" not in reads):
-            raise MissingInput("the context has no dialogue history (this policy reads histories)")
-        return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
+            return MissingInput("the context has no dialogue history (this policy reads histories)")
+        return None
     if belief is None:
-        raise MissingInput("the context has no belief state (this policy reads belief states)")
-    return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
+        return MissingInput("the context has no belief state (this policy reads belief states)")
+    return None
 
 
 def _progress_bar(total: int, desc: str, progress: bool | None):
@@ -170,6 +180,7 @@ def respond(
     policy_id: str | None = None,
     progress: bool | None = None,
     repeat: int = 1,
+    per_context: bool = False,
     **options: Any,
 ) -> ResponseTable:
     """Run one policy on every context of ``contexts`` (a :class:`~behavsim.ContextSet` or the path
@@ -185,10 +196,20 @@ def respond(
     (default: for long runs on a terminal). ``repeat``: ask every context ``K`` times
     (:meth:`~behavsim.Adapter.for_repeat`); the table keeps every answer and each context's
     self-agreement (``table.agreement``, ``table.self_agreement_tmr``; :mod:`behavsim._repeats`).
+    A policy that answers many contexts at once (:meth:`~behavsim.Adapter.respond_batch`: the
+    built-in GP-SARSA and handcrafted policies, end-to-end models) is asked block by block;
+    ``per_context``: one context at a time instead, the reference path (the same table).
     ``options`` go to the policy kind's factory (e.g. ``pydial_root``, ``domain``).
     """
     table = _respond(
-        policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options, repeat=repeat
+        policy,
+        contexts,
+        strict=strict,
+        policy_id=policy_id,
+        progress=progress,
+        options=options,
+        repeat=repeat,
+        per_context=per_context,
     )
     _warn_errors(table)
     return table
@@ -209,6 +230,7 @@ def _respond(
     progress: bool | None,
     options: dict[str, Any],
     repeat: int = 1,
+    per_context: bool = False,
 ) -> ResponseTable:
     contexts = as_contexts(contexts)
     repeat = _check_repeat(repeat)
@@ -222,7 +244,9 @@ def _respond(
     adapter.check_contexts(contexts)
     bar = _progress_bar(len(contexts) * repeat, meta["id"], progress)
     try:
-        runs = [_answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar) for r in range(repeat)]
+        runs = [
+            _answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar, per_context) for r in range(repeat)
+        ]
     finally:
         if bar is not None:
             bar.close()
@@ -245,14 +269,22 @@ def _respond(
     )
 
 
-def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...]:
-    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts."""
-    adapter.prepare(contexts)
+#: Contexts per call of :meth:`Adapter.respond_batch` (between two, an interrupt is taken and
+#: the progress bar moves).
+BLOCK = 4096
+
+
+def _answer_all(
+    adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any, per_context: bool = False
+) -> tuple[list, ...]:
+    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts —
+    block by block through :meth:`Adapter.respond_batch` when the adapter answers many at once
+    (unless ``per_context``), else one context at a time (the reference)."""
     n = len(contexts)
-    acts: list[str | None] = [None] * n
-    prompts: list[str | None] = [None] * n
-    errors: list[str | None] = [None] * n
-    raws: list[str | None] = [None] * n
+    out: tuple[list, ...] = ([None] * n, [None] * n, [None] * n, [None] * n)  # acts, prompts, errors, raws
+    if not per_context and _answer_batched(adapter, contexts, pid, strict, bar, out):
+        return out
+    adapter.prepare(contexts)
     with adapter.session():
         for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
             raise_if_interrupted()
@@ -265,31 +297,89 @@ def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar:
                     context_id=cid,
                     context_meta=dict(cmeta),
                 )
-                raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
-                act = None if r.act is None else canonical_act(r.act)
-                prompt = r.prompt
-                if prompt is not None and not isinstance(prompt, str):
-                    raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
-                if act is None and prompt is None:
-                    raise TypeError("the answer has neither an act nor a prompt")
             except Exception as exc:  # a failing policy is recorded per context
-                if strict:
-                    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
-                errors[i] = error_text(exc)
-                raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
-                raws[i] = raw if isinstance(raw, str) else None
+                _record(out, i, exc, pid, contexts, strict)
             else:
-                acts[i], prompts[i] = act, prompt
+                _record(out, i, r, pid, contexts, strict)
             if bar is not None:
                 bar.update(1)
-    return acts, prompts, errors, raws
+    return out
+
+
+def _answer_batched(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any, out: tuple) -> bool:
+    """The contexts answered block by block with :meth:`Adapter.respond_batch`, then recorded into
+    ``out`` in context order; False (nothing done) when the adapter answers one context at a time."""
+    reads = reads_of(adapter)
+    answers: list[Any] = [None] * len(contexts)
+    todo = []
+    for i, belief in enumerate(contexts.beliefs):
+        missing = _missing_input(reads, belief, contexts.history(i))
+        if missing is None:
+            todo.append(i)
+        else:
+            answers[i] = missing
+    with adapter.session():
+        for start in range(0, len(todo), BLOCK):
+            raise_if_interrupted()
+            block = todo[start : start + BLOCK]
+            got = adapter.respond_batch(contexts, block)
+            if got is None:
+                if start:
+                    raise PolicyCheckError(f"{adapter!r}: respond_batch answered some blocks and declined another")
+                return False
+            got = list(got)
+            if len(got) != len(block):
+                raise PolicyCheckError(f"{adapter!r}: respond_batch gave {len(got)} answers for {len(block)} contexts")
+            for i, r in zip(block, got):
+                answers[i] = r
+            if bar is not None:
+                bar.update(len(block))
+    acts, prompts, errors, raws = out
+    done: dict[int, tuple] = {}  # an answer object given for many contexts is read once
+    for i, r in enumerate(answers):
+        got = done.get(id(r))
+        if got is not None:
+            acts[i], prompts[i], raws[i] = got
+            continue
+        _record(out, i, r, pid, contexts, strict)
+        if errors[i] is None:
+            done[id(r)] = (acts[i], prompts[i], raws[i])
+    if bar is not None:
+        bar.update(len(contexts) - len(todo))
+    return True
+
+
+def _record(out: tuple, i: int, r: Any, pid: str, contexts: ContextSet, strict: bool) -> None:
+    """Context ``i``'s answer ``r`` (a :class:`Response`, or the exception raised in its place) into
+    the columns ``out`` (acts, prompts, errors, raws): the act in canonical form, or the error."""
+    acts, prompts, errors, raws = out
+    try:
+        if isinstance(r, Exception):
+            raise r
+        raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
+        act = None if r.act is None else canonical_act(r.act)
+        prompt = r.prompt
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+        if act is None and prompt is None:
+            raise TypeError("the answer has neither an act nor a prompt")
+    except Exception as exc:  # a failing policy is recorded per context
+        if strict:
+            cid = contexts.ids[i]
+            raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
+        errors[i] = error_text(exc)
+        raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
+        raws[i] = raw if isinstance(raw, str) else None
+    else:
+        acts[i], prompts[i] = act, prompt
 
 
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:
     """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
     :class:`~behavsim.ContextSet`, its path, or belief states) the policy answers every context with a
     parseable act or a prompt (else :class:`PolicyFailed`; a set without what it reads:
-    :class:`UnanswerableContexts`), two runs give identical tables, the contexts (beliefs and
+    :class:`UnanswerableContexts`), two runs give identical tables — the second one context at a
+    time, so a policy that answers many at once gives the answers of its per-context path — the contexts (beliefs and
     histories) are left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
     :class:`PolicyCheckError`). Returns the number of contexts checked."""
     if isinstance(contexts, (str, os.PathLike)):
@@ -302,11 +392,16 @@ def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.P
             raise PolicyCheckError(f"{adapter!r}: metadata {key!r} must be a non-empty string")
     before = json.dumps([contexts.beliefs, contexts.histories], sort_keys=True)
     runs = []
-    for _ in range(2):
-        t = _respond(adapter, contexts, strict=True, policy_id=None, progress=False, options={})
+    for per_context in (False, True):
+        t = _respond(
+            adapter, contexts, strict=True, policy_id=None, progress=False, options={}, per_context=per_context
+        )
         runs.append(json.dumps([t.header(), t.rows()], sort_keys=True))
     if runs[0] != runs[1]:
-        raise PolicyCheckError(f"{adapter.id}: two runs on the same contexts gave different tables")
+        raise PolicyCheckError(
+            f"{adapter.id}: two runs on the same contexts gave different tables (the first as the policy answers "
+            "many contexts at once, the second one at a time)"
+        )
     if json.dumps([contexts.beliefs, contexts.histories], sort_keys=True) != before:
         raise PolicyCheckError(f"{adapter.id}: the contexts were modified")
     return len(contexts)
@@ -326,6 +421,8 @@ def _picklable(obj: Any) -> bool:
 #: The key under which respond_many hands ``repeat`` to its tasks (inside the factory options, so
 #: that the task tuples of every executor keep their shape); taken out before the factory sees them.
 _REPEAT_OPTION = "__behavsim_repeat__"
+#: The same for ``per_context``.
+_PER_CONTEXT_OPTION = "__behavsim_per_context__"
 
 
 def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> ResponseTable:
@@ -333,8 +430,16 @@ def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, A
     policy, strict, policy_id, options = job
     options = dict(options)
     repeat = options.pop(_REPEAT_OPTION, 1)
+    per_context = options.pop(_PER_CONTEXT_OPTION, False)
     return _respond(
-        policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options, repeat=repeat
+        policy,
+        contexts,
+        strict=strict,
+        policy_id=policy_id,
+        progress=False,
+        options=options,
+        repeat=repeat,
+        per_context=per_context,
     )
 
 
@@ -361,6 +466,8 @@ def respond_many(
     executor: Any = None,
     on_result: Any = None,
     repeat: int = 1,
+    per_context: bool = False,
+    keep: bool = True,
     **options: Any,
 ) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set (or its path), in parallel processes.
@@ -374,8 +481,10 @@ def respond_many(
     ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
     the context set put once into its object store; files named by specs must be readable at the
     same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
-    process as each policy's table is ready (e.g. to save it at once). ``repeat``: as in
-    :func:`respond`, for every policy.
+    process as each policy's table is ready (e.g. to save it at once); ``keep=False``: the tables
+    are only handed to ``on_result``, none is kept (an empty list is returned), so that many large
+    tables need not fit in memory at once. ``repeat``, ``per_context``: as in :func:`respond`, for
+    every policy.
     """
     where = get_executor(executor)
     if not where.is_local and workers is not None:
@@ -386,6 +495,8 @@ def respond_many(
     repeat = _check_repeat(repeat)
     if repeat > 1:
         options = {**options, _REPEAT_OPTION: repeat}
+    if per_context:
+        options = {**options, _PER_CONTEXT_OPTION: True}
     specs = list(policies)
     if not specs:
         raise ConfigError("policies: expected at least one policy")
@@ -403,23 +514,27 @@ def respond_many(
     def one(i: int) -> ResponseTable:
         return _run_job(contexts, (specs[i], strict, ids[i], options))
 
-    def done(i: int, table: ResponseTable | None) -> None:
+    results: list[ResponseTable | None] = [None] * len(specs)
+
+    def done(i: int, table: ResponseTable) -> None:
         if bar is not None:
             bar.update(len(contexts))
-        if on_result is not None and table is not None:
+        if keep:
+            results[i] = table
+        else:
+            _warn_errors(table)
+        if on_result is not None:
             on_result(i, table)
 
     try:
-        results: list[ResponseTable | None] = [None] * len(specs)
         if where.is_local and (n_workers == 1 or len(specs) == 1):
             for i in range(len(specs)):
                 raise_if_interrupted()
-                results[i] = one(i)
-                done(i, results[i])
+                done(i, one(i))
         else:
             if where.is_local:
                 where = LocalExecutor(n_workers)
-            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
+            _respond_on(where, specs, ids, contexts, strict, options, one, done)
         tables = [t for t in results if t is not None]
         for t in tables:
             _warn_errors(t)
@@ -429,20 +544,17 @@ def respond_many(
             bar.close()
 
 
-def _respond_on(executor, specs, ids, contexts, strict, options, results, one, done) -> None:
-    """The policies as tasks of a (non-local) executor, the context set shared; policies that
-    cannot be pickled run here. ``results`` is filled in input order."""
+def _respond_on(executor, specs, ids, contexts, strict, options, one, done) -> None:
+    """The policies as tasks of an executor, the context set shared; policies that cannot be
+    pickled run here. ``done(i, table)`` receives each table."""
     remote = [i for i, s in enumerate(specs) if _picklable(s)]
-    for i in range(len(specs)):
-        if i not in remote:
-            results[i] = one(i)
-            done(i, results[i])
+    for i in sorted(set(range(len(specs))) - set(remote)):
+        done(i, one(i))
 
     def finished(k: int, out: tuple[str, Any]) -> None:
         status, value = out
         if status == "error":
             raise value
-        results[remote[k]] = value
         done(remote[k], value)
 
     cwd = os.getcwd()  # relative paths in specs are the driver's
@@ -451,6 +563,7 @@ def _respond_on(executor, specs, ids, contexts, strict, options, results, one, d
         [(cwd, (specs[i], strict, ids[i], options)) for i in remote],
         shared=contexts,
         on_result=finished,
+        keep=False,
     )
 
 
