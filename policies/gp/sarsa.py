@@ -417,6 +417,9 @@ class GPSarsa:
                 Q, bound = B @ W[:A].T, np.abs(B) @ W[A:].T
             tol = bound * (4.0 * (self.dim + m + 2) * 2.0**-53)
             tol[:, np.bincount(act, minlength=A) == 0] = 0.0  # exactly 0 in both
+        else:
+            Q = np.zeros((n, A))
+            tol = np.zeros((n, A))
         rows = np.arange(n)
         choice = np.where(masks, Q, -np.inf).argmax(axis=1)
         top, top_tol = Q[rows, choice], tol[rows, choice]
