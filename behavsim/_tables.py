@@ -103,23 +103,30 @@ class ResponseTable:
             self.errors = [None] * n
         if not self.context_ids:
             self.context_ids = [str(i) for i in range(n)]
-        if not any(r is not None for r in self.raws):
+        if self.raws.count(None) == len(self.raws):
             self.raws = []
         for name in ("prompts", "errors", "context_ids") + (("raws",) if self.raws else ()):
             if len(getattr(self, name)) != n:
                 raise TableFormatError(f"{where}: {name} has {len(getattr(self, name))} entries, acts has {n}")
         if self.repeats is not None:
             self.repeats = _check_repeats(self.repeats, n, where)
-        canon: list[str | None] = []
+        try:  # each distinct act once (a table of many contexts repeats a few thousand)
+            canon = {a: canonical_act(a) for a in dict.fromkeys(self.acts) if a is not None}
+        except (ActParseError, TypeError):
+            canon = None
+        if canon is not None:
+            self.acts = [None if a is None else canon[a] for a in self.acts]
+            return
+        acts: list[str | None] = []  # unhashable acts, or one that does not parse: named by its context
         for i, a in enumerate(self.acts):
             if a is None:
-                canon.append(None)
+                acts.append(None)
                 continue
             try:
-                canon.append(canonical_act(a))
+                acts.append(canonical_act(a))
             except ActParseError as exc:
                 raise TableFormatError(f"{where}: context {i}: {exc}") from None
-        self.acts = canon
+        self.acts = acts
 
     @property
     def id(self) -> str:

@@ -256,7 +256,11 @@ class PolicyAdapter(Adapter):
         out = batch(contexts, indices)
         if out is None:
             return None
-        return [x if type(x) is Response and (x.act is not None or x.prompt is not None) else _coerced(x) for x in out]
+        out = list(out)
+        distinct = {id(x): x for x in out}.values()  # a policy may give one answer object for many contexts
+        if all(type(x) is Response and (x.act is not None or x.prompt is not None) for x in distinct):
+            return out
+        return [_coerced(x) for x in out]
 
 
 def _coerced(out: Any) -> Response | Exception:

@@ -114,7 +114,7 @@ def check_inputs(adapter: Any, contexts: ContextSet) -> None:
             f"policy {adapter.id!r} reads dialogue histories, but context set {_set_name(contexts)} has none "
             f"(belief states only, as the generated grid); {HISTORY_HINT}"
         )
-    if "belief" in reads and "history" not in reads and len(contexts) and contexts.n_beliefs == 0:
+    if "belief" in reads and "history" not in reads and len(contexts) and contexts.beliefs.count(None) == len(contexts):
         raise UnanswerableContexts(
             f"policy {adapter.id!r} reads belief states, but context set {_set_name(contexts)} is text only "
             "(dialogue histories without beliefs); give it a set with belief states (e.g. the same contexts "
@@ -280,17 +280,22 @@ def _answer_all(
     """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts —
     block by block through :meth:`Adapter.respond_batch` when the adapter answers many at once
     (unless ``per_context``), else one context at a time (the reference)."""
+    if not per_context:
+        out = _answer_batched(adapter, contexts, pid, strict, bar)
+        if out is not None:
+            return out
     n = len(contexts)
-    out: tuple[list, ...] = ([None] * n, [None] * n, [None] * n, [None] * n)  # acts, prompts, errors, raws
-    if not per_context and _answer_batched(adapter, contexts, pid, strict, bar, out):
-        return out
+    acts: list[str | None] = [None] * n
+    prompts: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    raws: list[str | None] = [None] * n
     adapter.prepare(contexts)
     with adapter.session():
         for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
             raise_if_interrupted()
             try:
                 history = contexts.history(i)
-                r = answer_context(
+                r: Any = answer_context(
                     adapter,
                     canonical_copy(belief),
                     None if history is None else canonical_copy(history),
@@ -298,26 +303,25 @@ def _answer_all(
                     context_meta=dict(cmeta),
                 )
             except Exception as exc:  # a failing policy is recorded per context
-                _record(out, i, exc, pid, contexts, strict)
-            else:
-                _record(out, i, r, pid, contexts, strict)
+                r = exc
+            acts[i], prompts[i], errors[i], raws[i], failure = _read_answer(r)
+            if strict and failure is not None:
+                _fail(pid, contexts, i, failure)
             if bar is not None:
                 bar.update(1)
-    return out
+    return acts, prompts, errors, raws
 
 
-def _answer_batched(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any, out: tuple) -> bool:
-    """The contexts answered block by block with :meth:`Adapter.respond_batch`, then recorded into
-    ``out`` in context order; False (nothing done) when the adapter answers one context at a time."""
-    reads = reads_of(adapter)
-    answers: list[Any] = [None] * len(contexts)
-    todo = []
-    for i, belief in enumerate(contexts.beliefs):
-        missing = _missing_input(reads, belief, contexts.history(i))
-        if missing is None:
-            todo.append(i)
-        else:
-            answers[i] = missing
+def _answer_batched(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...] | None:
+    """The acts, prompts, errors and raw texts of every context, answered block by block with
+    :meth:`Adapter.respond_batch`; None (nothing done) when the adapter answers one context at a
+    time. An answer object given for many contexts is read once."""
+    n = len(contexts)
+    answers: list[Any] = [None] * n
+    missing = _missing_inputs(reads_of(adapter), contexts)
+    for i, exc in missing.items():
+        answers[i] = exc
+    todo = [i for i in range(n) if i not in missing] if missing else range(n)
     with adapter.session():
         for start in range(0, len(todo), BLOCK):
             raise_if_interrupted()
@@ -326,37 +330,57 @@ def _answer_batched(adapter: Any, contexts: ContextSet, pid: str, strict: bool, 
             if got is None:
                 if start:
                     raise PolicyCheckError(f"{adapter!r}: respond_batch answered some blocks and declined another")
-                return False
+                return None
             got = list(got)
             if len(got) != len(block):
                 raise PolicyCheckError(f"{adapter!r}: respond_batch gave {len(got)} answers for {len(block)} contexts")
-            for i, r in zip(block, got):
-                answers[i] = r
+            if isinstance(block, range):
+                answers[block.start : block.stop] = got
+            else:
+                for i, r in zip(block, got):
+                    answers[i] = r
             if bar is not None:
                 bar.update(len(block))
-    acts, prompts, errors, raws = out
-    done: dict[int, tuple] = {}  # an answer object given for many contexts is read once
-    for i, r in enumerate(answers):
-        got = done.get(id(r))
-        if got is not None:
-            acts[i], prompts[i], raws[i] = got
-            continue
-        _record(out, i, r, pid, contexts, strict)
-        if errors[i] is None:
-            done[id(r)] = (acts[i], prompts[i], raws[i])
     if bar is not None:
-        bar.update(len(contexts) - len(todo))
-    return True
+        bar.update(n - len(todo))
+    keys = list(map(id, answers))
+    read = {k: _read_answer(r) for k, r in dict(zip(keys, answers)).items()}
+    if strict:
+        for i, k in enumerate(keys):
+            failure = read[k][4]
+            if failure is not None:
+                _fail(pid, contexts, i, failure)
+    rows = list(map(read.__getitem__, keys))
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
 
 
-def _record(out: tuple, i: int, r: Any, pid: str, contexts: ContextSet, strict: bool) -> None:
-    """Context ``i``'s answer ``r`` (a :class:`Response`, or the exception raised in its place) into
-    the columns ``out`` (acts, prompts, errors, raws): the act in canonical form, or the error."""
-    acts, prompts, errors, raws = out
+def _missing_inputs(reads: tuple[str, ...], contexts: ContextSet) -> dict[int, MissingInput]:
+    """The contexts that lack what a model reading ``reads`` needs, with their :class:`MissingInput`."""
+    beliefs = contexts.beliefs
+    histories = contexts.histories if contexts.histories is not None else [None] * len(beliefs)
+    if "history" in reads:
+        if "belief" in reads:
+            lack = [i for i, (b, h) in enumerate(zip(beliefs, histories)) if h is None and b is None]
+        else:
+            lack = [i for i, h in enumerate(histories) if h is None]
+    else:
+        lack = [i for i, b in enumerate(beliefs) if b is None]
+    out = {}
+    for i in lack:
+        exc = _missing_input(reads, beliefs[i], histories[i])
+        assert exc is not None
+        out[i] = exc
+    return out
+
+
+def _read_answer(r: Any) -> tuple[str | None, str | None, str | None, str | None, Exception | None]:
+    """``(act, prompt, error, raw, failure)`` of an answer ``r`` (a :class:`Response`, or the exception
+    raised in its place): the act in canonical form, or the error text and the exception."""
+    raw = None
     try:
         if isinstance(r, Exception):
             raise r
-        raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
+        raw = r.raw if isinstance(getattr(r, "raw", None), str) else None
         act = None if r.act is None else canonical_act(r.act)
         prompt = r.prompt
         if prompt is not None and not isinstance(prompt, str):
@@ -364,14 +388,14 @@ def _record(out: tuple, i: int, r: Any, pid: str, contexts: ContextSet, strict: 
         if act is None and prompt is None:
             raise TypeError("the answer has neither an act nor a prompt")
     except Exception as exc:  # a failing policy is recorded per context
-        if strict:
-            cid = contexts.ids[i]
-            raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
-        errors[i] = error_text(exc)
-        raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
-        raws[i] = raw if isinstance(raw, str) else None
-    else:
-        acts[i], prompts[i] = act, prompt
+        kept = getattr(exc, "raw", raw)  # an answer that could not be used keeps its text
+        return None, None, error_text(exc), kept if isinstance(kept, str) else None, exc
+    return act, prompt, None, raw, None
+
+
+def _fail(pid: str, contexts: ContextSet, i: int, exc: Exception) -> None:
+    """``strict``: the first context a policy failed on ends the run."""
+    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {contexts.ids[i]!r}): {error_text(exc)}") from exc
 
 
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from behavsim.policy import Response
-from policies.simulation.batch import context_batch, one_blas_thread
+from policies.simulation.batch import context_batch, index_array, one_blas_thread
 
 __all__ = [
     "GPSarsa",
@@ -421,13 +421,18 @@ class GPSarsa:
             Q = np.zeros((n, A))
             tol = np.zeros((n, A))
         rows = np.arange(n)
-        choice = np.where(masks, Q, -np.inf).argmax(axis=1)
-        top, top_tol = Q[rows, choice], tol[rows, choice]
-        margin = np.maximum(top_tol[:, None] + tol, 1e-9 * np.maximum(1.0, np.abs(top))[:, None])
-        margin[(top_tol[:, None] == 0.0) & (tol == 0.0)] = -1.0  # both exact: the same order in both
-        close = masks & ~(top[:, None] - Q > margin)
-        close[rows, choice] = False
-        certain = ~close.any(axis=1) & masks.any(axis=1) & np.isfinite(Q).all(axis=1) & np.isfinite(tol).all(axis=1)
+        V = np.where(masks, Q, -np.inf)
+        choice = V.argmax(axis=1)
+        top, top_tol = V[rows, choice], tol[rows, choice]
+        V[rows, choice] = -np.inf  # the other allowed actions
+        exact = top_tol == 0.0
+        if exact.any():  # both exact: the same order in both, whatever the margin
+            V[exact[:, None] & (tol == 0.0)] = -np.inf
+        with np.errstate(invalid="ignore", over="ignore"):  # rows without an allowed action: -inf - -inf
+            # (rounding is monotone: a computed Q_j - tol_j > Q_a + tol_a holds exactly too)
+            lead = top - top_tol > (V + tol).max(axis=1)
+            certain = lead & (top - V.max(axis=1) > 1e-9 * np.maximum(1.0, np.abs(top)))
+        certain &= masks.any(axis=1) & np.isfinite(Q).all(axis=1) & np.isfinite(tol).all(axis=1)
         return choice, certain
 
     # ------------------------------------------------------------------ learning
@@ -755,26 +760,31 @@ class GPSarsaPolicy:
         if self.learning or self.eval_scale > 0.0:
             return None
         batch = context_batch(contexts, self.domain)
-        rows = np.asarray(indices, dtype=np.intp)
+        rows = index_array(indices)
         vec, mask, ok = batch.vectors(rows)
-        choice = np.zeros(len(rows), dtype=np.intp)
-        certain = ok.copy()
-        if ok.any():
-            with one_blas_thread():
-                choice[ok], certain[ok] = self.learner.greedy_many(vec[ok], mask[ok])
-        out: list[Response | Exception | None] = [None] * len(rows)
+        with one_blas_thread():
+            if ok.all():
+                choice, certain = self.learner.greedy_many(vec, mask)
+            else:
+                choice, certain = np.zeros(len(rows), dtype=np.intp), ok.copy()
+                if ok.any():
+                    choice[ok], certain[ok] = self.learner.greedy_many(vec[ok], mask[ok])
+        answered: dict[int, Response | Exception] = {}  # by the per-context path
         for j in np.flatnonzero(~certain).tolist():
             try:
                 if ok[j]:  # the vector and mask are the per-context path's: decide as it does
                     choice[j] = self.learner.select(vec[j], mask[j], explore=False)
                 else:
-                    out[j] = self.act(batch.belief(int(rows[j])))
+                    answered[j] = self.act(batch.belief(int(rows[j])))
             except Exception as exc:
-                out[j] = exc
-        todo = [j for j in range(len(rows)) if out[j] is None]
-        for j, r in zip(todo, batch.responses(rows[todo], choice[todo], self.nlg_seed, parsed=True)):
+                answered[j] = exc
+        if not answered:
+            return batch.responses(rows, choice, self.nlg_seed, parsed=True)
+        chosen = [j for j in range(len(rows)) if j not in answered]
+        out: list[Response | Exception] = [answered.get(j) for j in range(len(rows))]  # type: ignore[misc]
+        for j, r in zip(chosen, batch.responses(rows[chosen], choice[chosen], self.nlg_seed, parsed=True)):
             out[j] = r
-        return out  # type: ignore[return-value]
+        return out
 
     # -------------------------------------------------------------- metadata
     def _domain_rules(self) -> dict[str, str]:

@@ -39,7 +39,7 @@ from policies.simulation.actions import (
     master_act,
     summary_actions,
 )
-from policies.simulation.batch import context_batch
+from policies.simulation.batch import context_batch, index_array
 from policies.simulation.domain import Domain, resolve_domain
 from policies.simulation.nlg import TemplateNLG
 
@@ -124,24 +124,27 @@ class HandcraftedPolicy:
         whose mask it could not make is answered by :meth:`act`); the same answers as
         :meth:`act`, an exception in the place of a context it raises on."""
         batch = context_batch(contexts, self.domain)
-        rows = np.asarray(indices, dtype=np.intp)
+        rows = index_array(indices)
         masks, ok = batch.masks(rows)
         index = {a: k for k, a in enumerate(self.actions)}
-        out: list[Response | Exception | None] = [None] * len(rows)
+        answered: dict[int, Response | Exception] = {}  # by the per-context path
         choice = np.zeros(len(rows), dtype=np.intp)
         for j, i in enumerate(rows.tolist()):
             try:
                 if ok[j]:
                     choice[j] = index[self.summary_action(batch.belief(i), masks[j])]
                 else:
-                    out[j] = self.act(batch.belief(i))
+                    answered[j] = self.act(batch.belief(i))
             except Exception as exc:
-                out[j] = exc
-        todo = [j for j in range(len(rows)) if out[j] is None]
+                answered[j] = exc
         seed = None if self.nlg is None else self.nlg.nlg_seed
-        for j, r in zip(todo, batch.responses(rows[todo], choice[todo], seed, parsed=False)):
+        if not answered:
+            return batch.responses(rows, choice, seed, parsed=False)
+        chosen = [j for j in range(len(rows)) if j not in answered]
+        out: list[Response | Exception] = [answered.get(j) for j in range(len(rows))]  # type: ignore[misc]
+        for j, r in zip(chosen, batch.responses(rows[chosen], choice[chosen], seed, parsed=False)):
             out[j] = r
-        return out  # type: ignore[return-value]
+        return out
 
 
 def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:

@@ -36,7 +36,7 @@ from policies.simulation.domain import Domain
 from policies.simulation.features import belief_vector, vector_length
 from policies.simulation.nlg import TemplateNLG
 
-__all__ = ["ContextBatch", "context_batch", "one_blas_thread"]
+__all__ = ["ContextBatch", "context_batch", "index_array", "one_blas_thread"]
 
 #: How many (context set, domain) batches a process keeps (the most recently used).
 KEEP = 4
@@ -100,7 +100,8 @@ class ContextBatch:
             if mstate[i] == _TODO:
                 mstate[i] = self._fill(self._mask, i, action_mask, b)
         ok = (vstate[rows] == _OK) & (mstate[rows] == _OK)
-        return self._vec[rows], self._mask[rows], ok
+        at = _as_slice(rows)
+        return self._vec[at], self._mask[at], ok
 
     def masks(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(masks, ok)`` of the contexts ``rows``: the action masks and whether they could be made."""
@@ -112,7 +113,7 @@ class ContextBatch:
                 mstate[i] = _FAILED
                 continue
             mstate[i] = self._fill(self._mask, i, action_mask, b)
-        return self._mask[rows], mstate[rows] == _OK
+        return self._mask[_as_slice(rows)], mstate[rows] == _OK
 
     def _fill(self, out: np.ndarray, i: int, fn: Any, belief: Any) -> int:
         """``out[i] = fn(belief, domain)``: _OK, or _FAILED when it raises (the per-context path
@@ -123,29 +124,32 @@ class ContextBatch:
             return _FAILED
         return _OK
 
-    def master_acts(self, rows: Any, actions: Any) -> list[int | Exception]:
+    def master_acts(self, rows: Any, actions: Any) -> tuple[np.ndarray, dict[int, Exception]]:
         """The master act of summary action ``actions[j]`` (an index into :attr:`actions`) in
         context ``rows[j]``, for every ``j``, as an id (:meth:`act_text`, :meth:`act`): each
-        (context, action) made once with :func:`~policies.simulation.actions.master_act`; an act
-        that cannot be made gives its exception in its place (raised again each time it is asked)."""
-        ids = self._act_id[np.asarray(rows, dtype=np.intp), np.asarray(actions, dtype=np.intp)].tolist()
-        for j, k in enumerate(ids):
-            if k >= 0:
-                continue
+        (context, action) made once with :func:`~policies.simulation.actions.master_act`. Also
+        ``{j: exception}`` for the acts that cannot be made (id -1; raised again each time)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        actions = np.asarray(actions, dtype=np.intp)
+        ids = self._act_id[rows, actions]
+        failed: dict[int, Exception] = {}
+        for j in np.flatnonzero(ids < 0).tolist():
             i, a = int(rows[j]), int(actions[j])
-            try:
-                dia = master_act(self.actions[a], self.belief(i), self.domain)
-            except Exception as exc:  # the per-context path raises it too
-                ids[j] = exc
-                continue
-            text = str(dia)
-            k = self._act_index.get(text)
-            if k is None:
-                k = self._act_index[text] = len(self._acts)
-                self._acts.append(dia)
-                self._texts.append(text)
-            self._act_id[i, a] = ids[j] = k
-        return ids
+            k = int(self._act_id[i, a])
+            if k < 0:
+                try:
+                    dia = master_act(self.actions[a], self.belief(i), self.domain)
+                except Exception as exc:  # the per-context path raises it too
+                    failed[j] = exc
+                    continue
+                text = str(dia)
+                k = self._act_index.setdefault(text, len(self._acts))
+                if k == len(self._acts):
+                    self._acts.append(dia)
+                    self._texts.append(text)
+                self._act_id[i, a] = k
+            ids[j] = k
+        return ids, failed
 
     def act_text(self, k: int) -> str:
         """Master act ``k``'s string (:func:`~policies.simulation.actions.to_master_act`'s)."""
@@ -186,24 +190,39 @@ class ContextBatch:
         prompt; ``parsed`` as in :meth:`prompts`) and the summary action, as the policy's ``act``
         makes them; an exception in the place of an answer that cannot be made. Equal answers are
         one object."""
-        actions = [int(a) for a in actions]
-        ids = self.master_acts(rows, actions)
-        made: dict[tuple[int, int], Response | Exception] = {}
-        out: list[Response | Exception] = []
-        for k, a in zip(ids, actions):
-            if isinstance(k, Exception):
-                out.append(k)
+        actions = np.asarray(actions, dtype=np.intp)
+        ids, failed = self.master_acts(rows, actions)
+        A = len(self.actions)
+        distinct, where = np.unique(ids * A + actions, return_inverse=True)
+        made: list[Response | Exception | None] = []
+        for code in distinct.tolist():
+            k, a = divmod(code, A)
+            if k < 0:  # an act that could not be made (its exception: below)
+                made.append(None)
                 continue
-            r = made.get((k, a))
-            if r is None:
-                prompt = None if nlg_seed is None else self.prompts(nlg_seed, [k], parsed=parsed)[0]
-                if isinstance(prompt, Exception):
-                    r = prompt
-                else:
-                    r = Response(act=self._texts[k], prompt=prompt, summary_action=self.actions[a])
-                made[(k, a)] = r
-            out.append(r)
+            prompt = None if nlg_seed is None else self.prompts(nlg_seed, [k], parsed=parsed)[0]
+            if isinstance(prompt, Exception):
+                made.append(prompt)
+            else:
+                made.append(Response(act=self._texts[k], prompt=prompt, summary_action=self.actions[a]))
+        out = [made[w] for w in where.tolist()]
+        for j, exc in failed.items():
+            out[j] = exc
         return out
+
+
+def index_array(indices: Any) -> np.ndarray:
+    """Context indices (a sequence, a ``range`` or an array) as an index array."""
+    if isinstance(indices, range):
+        return np.arange(indices.start, indices.stop, indices.step, dtype=np.intp)
+    return np.asarray(indices, dtype=np.intp)
+
+
+def _as_slice(rows: np.ndarray) -> Any:
+    """``rows`` as a slice when they are consecutive (a view instead of a copy)."""
+    if len(rows) and np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+        return slice(int(rows[0]), int(rows[0]) + len(rows))
+    return rows
 
 
 _LEAVES = (str, float, int, bool, type(None))

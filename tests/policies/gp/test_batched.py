@@ -140,7 +140,8 @@ def test_shared_work_is_the_per_context_paths(mixed_contexts, domain):
     for i, b in enumerate(sorted_copies):
         assert np.array_equal(vec[i], belief_vector(b, domain)) and np.array_equal(masks[i], action_mask(b, domain))
     acts = rows % len(batch.actions)
-    ids = batch.master_acts(rows, acts)
+    ids, failed = batch.master_acts(rows, acts)
+    assert not failed
     assert [batch.act_text(k) for k in ids] == [
         to_master_act(batch.actions[a], b, domain) for a, b in zip(acts, sorted_copies)
     ]
