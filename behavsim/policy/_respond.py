@@ -502,9 +502,9 @@ def respond_many(
     policy. Items that are not spec strings (adapters, policy objects, callables) run in other
     processes when they can be pickled, else in this one. ``options`` go to every kind's factory.
     ``executor``: where the policies run (:func:`behavsim.get_executor`: ``"local"``, the default,
-    ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
-    the context set put once into its object store; files named by specs must be readable at the
-    same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
+    ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: tasks of consecutive policies (at most
+    :data:`MAX_TASKS`) on a Ray cluster, the context set put once into its object store; files
+    named by specs must be readable at the same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
     process as each policy's table is ready (e.g. to save it at once); ``keep=False``: the tables
     are only handed to ``on_result``, none is kept (an empty list is returned), so that many large
     tables need not fit in memory at once. ``repeat``, ``per_context``: as in :func:`respond`, for
@@ -568,33 +568,48 @@ def respond_many(
             bar.close()
 
 
+#: A non-local executor's tasks answer this many policies' tables at most in all (consecutive
+#: policies share a task: a node reads the context set once per task, not once per policy).
+MAX_TASKS = 64
+
+
 def _respond_on(executor, specs, ids, contexts, strict, options, one, done) -> None:
     """The policies as tasks of an executor, the context set shared; policies that cannot be
-    pickled run here. ``done(i, table)`` receives each table."""
+    pickled run here. ``done(i, table)`` receives each table. A local pool's task answers one
+    policy (its workers read the shared set once); another executor's answers a group of
+    consecutive policies."""
     remote = [i for i, s in enumerate(specs) if _picklable(s)]
     for i in sorted(set(range(len(specs))) - set(remote)):
         done(i, one(i))
+    size = 1 if executor.is_local else -(-len(remote) // MAX_TASKS)
+    groups = [remote[k : k + size] for k in range(0, len(remote), size)]
 
-    def finished(k: int, out: tuple[str, Any]) -> None:
-        status, value = out
-        if status == "error":
-            raise value
-        done(remote[k], value)
+    def finished(k: int, outs: list[tuple[str, Any]]) -> None:
+        for i, (status, value) in zip(groups[k], outs):
+            if status == "error":
+                raise value
+            done(i, value)
 
     cwd = os.getcwd()  # relative paths in specs are the driver's
     executor.map(
         _remote_respond_task,
-        [(cwd, (specs[i], strict, ids[i], options)) for i in remote],
+        [(cwd, [(specs[i], strict, ids[i], options) for i in group]) for group in groups],
         shared=contexts,
         on_result=finished,
         keep=False,
     )
 
 
-def _remote_respond_task(contexts: ContextSet, job: tuple[str, tuple]) -> tuple[str, Any]:
-    """:func:`_respond_task` on another machine: paths in specs resolve against the driver's
-    working directory when this node has it (a shared file system)."""
-    cwd, inner = job
+def _remote_respond_task(contexts: ContextSet, job: tuple[str, list[tuple]]) -> list[tuple[str, Any]]:
+    """:func:`_respond_task` of a group of policies, possibly on another machine: paths in specs
+    resolve against the driver's working directory when this node has it (a shared file system).
+    The policies of a group share the context set's per-context work (a process's cache)."""
+    cwd, jobs = job
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)
-    return _respond_task(contexts, inner)
+    out = []
+    for inner in jobs:
+        out.append(_respond_task(contexts, inner))
+        if out[-1][0] == "error":
+            break
+    return out

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from behavsim import ContextSet, ResponseTable
+from behavsim import ContextSet, Executor, ResponseTable
 from behavsim.io import canonical_json
 from behavsim.policy import (
     Adapter,
@@ -192,3 +192,37 @@ def test_jsonl_rows_are_written_as_canonical_json_writes_them(tmp_path):
     assert lines[1:] == [canonical_json(r) for r in t.rows()] + [""]
     back = ResponseTable.load(tmp_path / "t.jsonl")
     assert (back.acts, back.prompts, back.errors, back.context_ids) == (t.acts, t.prompts, t.errors, t.context_ids)
+
+
+class Recording(Executor):
+    """An executor (not a local pool) that runs its tasks here, in order, and counts them."""
+
+    kind = "recording"
+    spec = "recording"
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def map(self, fn, items, *, shared=None, on_result=None, on_progress=None, keep=True):
+        out = []
+        for i, item in enumerate(items):
+            self.items.append(item)
+            r = fn(shared, item)
+            if on_result is not None:
+                on_result(i, r)
+            out.append(r if keep else None)
+        return out
+
+
+def test_other_executors_answer_groups_of_policies_per_task(monkeypatch):
+    import behavsim.policy._respond as r
+
+    monkeypatch.setattr(r, "MAX_TASKS", 4)
+    cs = ContextSet([{"beliefs": {}, "k": 2 * i} for i in range(5)])
+    specs = [Toy() for _ in range(10)]
+    ids = [f"p{i}" for i in range(10)]
+    ex = Recording()
+    got = respond_many(specs, cs, executor=ex, policy_ids=ids)
+    assert [len(jobs) for _cwd, jobs in ex.items] == [3, 3, 3, 1]  # consecutive policies, at most 4 tasks
+    assert [t.id for t in got] == ids
+    assert all(_same(t, respond(Toy(), cs, per_context=True)) for t in got)
