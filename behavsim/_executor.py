@@ -89,12 +89,14 @@ class Executor:
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
+        keep: bool = True,
     ) -> list[Any]:
         """``[fn(shared, item) for item in items]`` (``fn(item)`` without ``shared``), run as
         tasks; results in input order; ``on_result(i, result)`` as each task finishes. With
         ``on_progress`` each task is called with ``report=``, a function of one picklable
         message: ``report(msg)`` in task ``i`` calls ``on_progress(i, msg)`` here, before
-        ``on_result(i, ...)``."""
+        ``on_result(i, ...)``. ``keep=False``: each result is only handed to ``on_result`` (then
+        dropped: the list returned holds ``None``), for results too many to hold at once."""
         raise NotImplementedError
 
     @property
@@ -191,6 +193,7 @@ class LocalExecutor(Executor):
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
+        keep: bool = True,
     ) -> list[Any]:
         items = list(items)
         has_shared = shared is not None
@@ -200,9 +203,11 @@ class LocalExecutor(Executor):
             for i, item in enumerate(items):
                 raise_if_interrupted()
                 report = None if on_progress is None else functools.partial(on_progress, i)
-                results[i] = _call(fn, shared, has_shared, item, report)
+                out = _call(fn, shared, has_shared, item, report)
                 if on_result is not None:
-                    on_result(i, results[i])
+                    on_result(i, out)
+                if keep:
+                    results[i] = out
             return results
         ctx = _mp_context()
         queue = ctx.SimpleQueue() if on_progress is not None else None
@@ -224,9 +229,11 @@ class LocalExecutor(Executor):
                 drain()
                 for f in sorted(done, key=futures.__getitem__):
                     i = futures[f]
-                    results[i] = f.result()  # a task's error, raised here
+                    out = f.result()  # a task's error, raised here
                     if on_result is not None:
-                        on_result(i, results[i])
+                        on_result(i, out)
+                    if keep:
+                        results[i] = out
                 raise_if_interrupted()
             pool.shutdown(wait=True)  # (an interrupt here too stops the pool)
         except BaseException:
@@ -357,12 +364,13 @@ class RayExecutor(Executor):
         shared: Any = None,
         on_result: Callable[[int, Any], None] | None = None,
         on_progress: Callable[[int, Any], None] | None = None,
+        keep: bool = True,
     ) -> list[Any]:
         items = list(items)
         if not items:
             return []
         try:
-            return self._tasks(fn, items, shared, on_result, on_progress)
+            return self._tasks(fn, items, shared, on_result, on_progress, keep)
         except BaseException as exc:
             if self.started and (interrupt_requested() or isinstance(exc, KeyboardInterrupt)):
                 # a Ray started here stops when the work is interrupted (its tasks cancelled by
@@ -379,6 +387,7 @@ class RayExecutor(Executor):
         shared: Any,
         on_result: Callable[[int, Any], None] | None,
         on_progress: Callable[[int, Any], None] | None,
+        keep: bool = True,
     ) -> list[Any]:
         ray = self.connect()
         from ray import exceptions as rex
@@ -414,9 +423,10 @@ class RayExecutor(Executor):
                         out, messages = out
                         for msg in messages:
                             on_progress(i, msg)
-                    results[i] = out
                     if on_result is not None:
-                        on_result(i, results[i])
+                        on_result(i, out)
+                    if keep:
+                        results[i] = out
                 raise_if_interrupted()
         except BaseException:
             with interrupts_deferred():

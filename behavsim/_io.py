@@ -18,7 +18,15 @@ import pyarrow as pa
 
 from ._errors import TableFormatError
 
-__all__ = ["canonical_json", "canonical_copy", "write_jsonl", "write_parquet", "read_rows", "check_header"]
+__all__ = [
+    "canonical_json",
+    "canonical_copy",
+    "write_jsonl",
+    "write_jsonl_body",
+    "write_parquet",
+    "read_rows",
+    "check_header",
+]
 
 
 def canonical_json(obj: Any) -> str:
@@ -60,7 +68,12 @@ def _digest(header: dict, body: bytes) -> str:
 def write_jsonl(path: Path, header: dict, rows: Iterable[dict]) -> Path:
     """Header line (with the checksum of the whole file), then one line per row, atomically
     (a temporary file renamed into place). NaN/inf raise ``ValueError`` (not JSON)."""
-    body = "".join(canonical_json(r) + "\n" for r in rows).encode("utf-8")
+    return write_jsonl_body(path, header, "".join(canonical_json(r) + "\n" for r in rows).encode("utf-8"))
+
+
+def write_jsonl_body(path: Path, header: dict, body: bytes) -> Path:
+    """:func:`write_jsonl` with the rows' lines already made (``body``: each row's
+    :func:`canonical_json` and a newline, UTF-8)."""
     header = {**header, CHECKSUM_KEY: _digest(header, body)}
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         f.write((canonical_json(header) + "\n").encode("utf-8"))

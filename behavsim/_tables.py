@@ -44,11 +44,14 @@ import pyarrow as pa
 
 from ._acts import canonical_act
 from ._errors import ActParseError, TableFormatError
-from ._io import canonical_json, check_header, read_rows, write_jsonl, write_parquet
+from ._io import canonical_json, check_header, read_rows, write_jsonl, write_jsonl_body, write_parquet
 from ._repeats import agreement, answer_key, self_agreement
 from ._repr import table_repr
 
 __all__ = ["ResponseTable", "context_fingerprint", "FORMAT_NAME", "FORMAT_VERSION"]
+
+#: A string as :func:`canonical_json` writes it (``ensure_ascii=False``: json's own encoder).
+_encode_string = json.encoder.encode_basestring
 
 FORMAT_NAME = "behavsim-responses"
 FORMAT_VERSION = 1
@@ -102,23 +105,30 @@ class ResponseTable:
             self.errors = [None] * n
         if not self.context_ids:
             self.context_ids = [str(i) for i in range(n)]
-        if not any(r is not None for r in self.raws):
+        if self.raws.count(None) == len(self.raws):
             self.raws = []
         for name in ("prompts", "errors", "context_ids") + (("raws",) if self.raws else ()):
             if len(getattr(self, name)) != n:
                 raise TableFormatError(f"{where}: {name} has {len(getattr(self, name))} entries, acts has {n}")
         if self.repeats is not None:
             self.repeats = _check_repeats(self.repeats, n, where)
-        canon: list[str | None] = []
+        try:  # each distinct act once (a table of many contexts repeats a few thousand)
+            canon = {a: canonical_act(a) for a in dict.fromkeys(self.acts) if a is not None}
+        except (ActParseError, TypeError):
+            canon = None
+        if canon is not None:
+            self.acts = [None if a is None else canon[a] for a in self.acts]
+            return
+        acts: list[str | None] = []  # unhashable acts, or one that does not parse: named by its context
         for i, a in enumerate(self.acts):
             if a is None:
-                canon.append(None)
+                acts.append(None)
                 continue
             try:
-                canon.append(canonical_act(a))
+                acts.append(canonical_act(a))
             except ActParseError as exc:
                 raise TableFormatError(f"{where}: context {i}: {exc}") from None
-        self.acts = canon
+        self.acts = acts
 
     @property
     def id(self) -> str:
@@ -232,7 +242,35 @@ class ResponseTable:
                 cols += ["repeats", "agreement"]
                 fields += [("repeats", pa.string()), ("agreement", pa.float64())]
             return write_parquet(path, self.header(), {k: [r[k] for r in rows] for k in cols}, pa.schema(fields))
+        body = self._jsonl_body()
+        if body is not None:
+            return write_jsonl_body(path, self.header(), body)
         return write_jsonl(path, self.header(), self.rows())
+
+    def _jsonl_body(self) -> bytes | None:
+        """The JSONL rows as :func:`canonical_json` writes them, made without a dict per row: each
+        distinct act, prompt and error encoded once (a table of many contexts repeats a few
+        thousand answers). ``None`` for a table with raw texts or repeats, or values that are not
+        plain strings (the general path writes those)."""
+        if self.raws or self.repeats is not None:
+            return None
+        enc = _encode_string
+        memo: dict[Any, str] = {None: "null"}
+        lines = []
+        for i, (c, a, p, e) in enumerate(zip(self.context_ids, self.acts, self.prompts, self.errors)):
+            try:
+                ja, jp, je = memo[a], memo[p], memo[e]
+            except KeyError:
+                for v in (a, p, e):
+                    if v not in memo:
+                        if type(v) is not str:
+                            return None
+                        memo[v] = enc(v)
+                ja, jp, je = memo[a], memo[p], memo[e]
+            if type(c) is not str:
+                return None
+            lines.append(f'{{"act":{ja},"context_id":{enc(c)},"error":{je},"i":{i},"prompt":{jp}}}\n')
+        return "".join(lines).encode("utf-8")
 
     # ------------------------------------------------------------------ loading
     @staticmethod

@@ -13,7 +13,10 @@ Two levels, one contract:
 * an :class:`Adapter` wraps any behaviour model (a policy object, a callable, a checkpoint file,
   a toolkit's policy, recorded answers, an end-to-end model) with the metadata that goes into its
   response table (``meta``: at least ``id``, ``name``, ``kind``) and answers one context at a time
-  with :meth:`Adapter.respond_one` (an adapter reading histories gets ``history=`` too).
+  with :meth:`Adapter.respond_one` (an adapter reading histories gets ``history=`` too), or many
+  at once with :meth:`Adapter.respond_batch` when it can (the same answers: the per-context path
+  is the reference). A policy object may offer ``respond_batch(contexts, indices)`` too
+  (:class:`PolicyAdapter` uses it), as the built-in GP-SARSA and handcrafted policies do.
 
 An answer has an act, a prompt, or both: an end-to-end model may answer with text only
 (``Response(act=None, prompt=...)``), which is not a failure. Answers must be deterministic:
@@ -25,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -199,6 +202,16 @@ class Adapter:
     ) -> Response:
         raise NotImplementedError
 
+    def respond_batch(self, contexts: Any, indices: Sequence[int]) -> Sequence[Response | Exception] | None:
+        """Many contexts at once: the answers to contexts ``indices`` of ``contexts`` (a
+        :class:`behavsim.ContextSet`), in order, an exception in the place of a context it fails
+        on — the same answers and errors :meth:`respond_one` gives one at a time, which stays the
+        reference (``respond(..., per_context=True)``). :func:`behavsim.respond` calls it, in
+        :meth:`session`, block by block instead of :meth:`prepare` and :meth:`respond_one`, with
+        the contexts that have what the model reads; it must not modify them. ``None`` (the
+        default): this adapter answers one context at a time."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(id={self.id!r}, kind={self.kind!r})"
 
@@ -233,6 +246,32 @@ class PolicyAdapter(Adapter):
 
     def respond_one(self, belief, *, context_id=None, context_meta=None, history=None) -> Response:
         return coerce_response(_call(self.policy.act, self.reads, belief, history))
+
+    def respond_batch(self, contexts: Any, indices: Sequence[int]) -> Sequence[Response | Exception] | None:
+        """The policy's own ``respond_batch(contexts, indices)`` when it has one (answers or
+        exceptions, each answer coerced like ``act``'s; ``None``: one at a time), else ``None``."""
+        batch = getattr(self.policy, "respond_batch", None)
+        if not callable(batch):
+            return None
+        out = batch(contexts, indices)
+        if out is None:
+            return None
+        out = list(out)
+        distinct = {id(x): x for x in out}.values()  # a policy may give one answer object for many contexts
+        if all(type(x) is Response and (x.act is not None or x.prompt is not None) for x in distinct):
+            return out
+        return [_coerced(x) for x in out]
+
+
+def _coerced(out: Any) -> Response | Exception:
+    """:func:`coerce_response` (an exception stays as it is), its ``TypeError`` returned in place
+    of the answer."""
+    if isinstance(out, Exception):
+        return out
+    try:
+        return coerce_response(out)
+    except TypeError as exc:
+        return exc
 
 
 class CallableAdapter(Adapter):

@@ -114,7 +114,7 @@ def check_inputs(adapter: Any, contexts: ContextSet) -> None:
             f"policy {adapter.id!r} reads dialogue histories, but context set {_set_name(contexts)} has none "
             f"(belief states only, as the generated grid); {HISTORY_HINT}"
         )
-    if "belief" in reads and "history" not in reads and len(contexts) and contexts.n_beliefs == 0:
+    if "belief" in reads and "history" not in reads and len(contexts) and contexts.beliefs.count(None) == len(contexts):
         raise UnanswerableContexts(
             f"policy {adapter.id!r} reads belief states, but context set {_set_name(contexts)} is text only "
             "(dialogue histories without beliefs); give it a set with belief states (e.g. the same contexts "
@@ -133,13 +133,23 @@ def answer_context(
     """One context answered by ``adapter`` with what it reads: the belief state, the history
     (``history=``) or both. A context without what the adapter needs raises :class:`MissingInput`."""
     reads = reads_of(adapter)
+    missing = _missing_input(reads, belief, history)
+    if missing is not None:
+        raise missing
+    if "history" in reads:
+        return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
+    return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
+
+
+def _missing_input(reads: tuple[str, ...], belief: Any, history: Any) -> MissingInput | None:
+    """The :class:`MissingInput` of a context that lacks what a model reading ``reads`` needs, or None."""
     if "history" in reads:
         if history is None and (belief is None or "belief" not in reads):
-            raise MissingInput("the context has no dialogue history (this policy reads histories)")
-        return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta, history=history)
+            return MissingInput("the context has no dialogue history (this policy reads histories)")
+        return None
     if belief is None:
-        raise MissingInput("the context has no belief state (this policy reads belief states)")
-    return adapter.respond_one(belief, context_id=context_id, context_meta=context_meta)
+        return MissingInput("the context has no belief state (this policy reads belief states)")
+    return None
 
 
 def _progress_bar(total: int, desc: str, progress: bool | None):
@@ -170,6 +180,7 @@ def respond(
     policy_id: str | None = None,
     progress: bool | None = None,
     repeat: int = 1,
+    per_context: bool = False,
     **options: Any,
 ) -> ResponseTable:
     """Run one policy on every context of ``contexts`` (a :class:`~behavsim.ContextSet` or the path
@@ -185,10 +196,20 @@ def respond(
     (default: for long runs on a terminal). ``repeat``: ask every context ``K`` times
     (:meth:`~behavsim.Adapter.for_repeat`); the table keeps every answer and each context's
     self-agreement (``table.agreement``, ``table.self_agreement_tmr``; :mod:`behavsim._repeats`).
+    A policy that answers many contexts at once (:meth:`~behavsim.Adapter.respond_batch`: the
+    built-in GP-SARSA and handcrafted policies, end-to-end models) is asked block by block;
+    ``per_context``: one context at a time instead, the reference path (the same table).
     ``options`` go to the policy kind's factory (e.g. ``pydial_root``, ``domain``).
     """
     table = _respond(
-        policy, contexts, strict=strict, policy_id=policy_id, progress=progress, options=options, repeat=repeat
+        policy,
+        contexts,
+        strict=strict,
+        policy_id=policy_id,
+        progress=progress,
+        options=options,
+        repeat=repeat,
+        per_context=per_context,
     )
     _warn_errors(table)
     return table
@@ -209,6 +230,7 @@ def _respond(
     progress: bool | None,
     options: dict[str, Any],
     repeat: int = 1,
+    per_context: bool = False,
 ) -> ResponseTable:
     contexts = as_contexts(contexts)
     repeat = _check_repeat(repeat)
@@ -222,7 +244,9 @@ def _respond(
     adapter.check_contexts(contexts)
     bar = _progress_bar(len(contexts) * repeat, meta["id"], progress)
     try:
-        runs = [_answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar) for r in range(repeat)]
+        runs = [
+            _answer_all(adapter.for_repeat(r), contexts, meta["id"], strict, bar, per_context) for r in range(repeat)
+        ]
     finally:
         if bar is not None:
             bar.close()
@@ -245,51 +269,141 @@ def _respond(
     )
 
 
-def _answer_all(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...]:
-    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts."""
-    adapter.prepare(contexts)
+#: Contexts per call of :meth:`Adapter.respond_batch` (between two, an interrupt is taken and
+#: the progress bar moves).
+BLOCK = 4096
+
+
+def _answer_all(
+    adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any, per_context: bool = False
+) -> tuple[list, ...]:
+    """One pass of ``adapter`` over every context: the acts, prompts, errors and raw texts —
+    block by block through :meth:`Adapter.respond_batch` when the adapter answers many at once
+    (unless ``per_context``), else one context at a time (the reference)."""
+    if not per_context:
+        out = _answer_batched(adapter, contexts, pid, strict, bar)
+        if out is not None:
+            return out
     n = len(contexts)
     acts: list[str | None] = [None] * n
     prompts: list[str | None] = [None] * n
     errors: list[str | None] = [None] * n
     raws: list[str | None] = [None] * n
+    adapter.prepare(contexts)
     with adapter.session():
         for i, (belief, cid, cmeta) in enumerate(zip(contexts.beliefs, contexts.ids, contexts.metas)):
             raise_if_interrupted()
             try:
                 history = contexts.history(i)
-                r = answer_context(
+                r: Any = answer_context(
                     adapter,
                     canonical_copy(belief),
                     None if history is None else canonical_copy(history),
                     context_id=cid,
                     context_meta=dict(cmeta),
                 )
-                raws[i] = r.raw if isinstance(getattr(r, "raw", None), str) else None
-                act = None if r.act is None else canonical_act(r.act)
-                prompt = r.prompt
-                if prompt is not None and not isinstance(prompt, str):
-                    raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
-                if act is None and prompt is None:
-                    raise TypeError("the answer has neither an act nor a prompt")
             except Exception as exc:  # a failing policy is recorded per context
-                if strict:
-                    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {cid!r}): {error_text(exc)}") from exc
-                errors[i] = error_text(exc)
-                raw = getattr(exc, "raw", raws[i])  # an answer that could not be used keeps its text
-                raws[i] = raw if isinstance(raw, str) else None
-            else:
-                acts[i], prompts[i] = act, prompt
+                r = exc
+            acts[i], prompts[i], errors[i], raws[i], failure = _read_answer(r)
+            if strict and failure is not None:
+                _fail(pid, contexts, i, failure)
             if bar is not None:
                 bar.update(1)
     return acts, prompts, errors, raws
+
+
+def _answer_batched(adapter: Any, contexts: ContextSet, pid: str, strict: bool, bar: Any) -> tuple[list, ...] | None:
+    """The acts, prompts, errors and raw texts of every context, answered block by block with
+    :meth:`Adapter.respond_batch`; None (nothing done) when the adapter answers one context at a
+    time. An answer object given for many contexts is read once."""
+    n = len(contexts)
+    answers: list[Any] = [None] * n
+    missing = _missing_inputs(reads_of(adapter), contexts)
+    for i, exc in missing.items():
+        answers[i] = exc
+    todo = [i for i in range(n) if i not in missing] if missing else range(n)
+    with adapter.session():
+        for start in range(0, len(todo), BLOCK):
+            raise_if_interrupted()
+            block = todo[start : start + BLOCK]
+            got = adapter.respond_batch(contexts, block)
+            if got is None:
+                if start:
+                    raise PolicyCheckError(f"{adapter!r}: respond_batch answered some blocks and declined another")
+                return None
+            got = list(got)
+            if len(got) != len(block):
+                raise PolicyCheckError(f"{adapter!r}: respond_batch gave {len(got)} answers for {len(block)} contexts")
+            if isinstance(block, range):
+                answers[block.start : block.stop] = got
+            else:
+                for i, r in zip(block, got):
+                    answers[i] = r
+            if bar is not None:
+                bar.update(len(block))
+    if bar is not None:
+        bar.update(n - len(todo))
+    keys = list(map(id, answers))
+    read = {k: _read_answer(r) for k, r in dict(zip(keys, answers)).items()}
+    if strict:
+        for i, k in enumerate(keys):
+            failure = read[k][4]
+            if failure is not None:
+                _fail(pid, contexts, i, failure)
+    rows = list(map(read.__getitem__, keys))
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+
+
+def _missing_inputs(reads: tuple[str, ...], contexts: ContextSet) -> dict[int, MissingInput]:
+    """The contexts that lack what a model reading ``reads`` needs, with their :class:`MissingInput`."""
+    beliefs = contexts.beliefs
+    histories = contexts.histories if contexts.histories is not None else [None] * len(beliefs)
+    if "history" in reads:
+        if "belief" in reads:
+            lack = [i for i, (b, h) in enumerate(zip(beliefs, histories)) if h is None and b is None]
+        else:
+            lack = [i for i, h in enumerate(histories) if h is None]
+    else:
+        lack = [i for i, b in enumerate(beliefs) if b is None]
+    out = {}
+    for i in lack:
+        exc = _missing_input(reads, beliefs[i], histories[i])
+        assert exc is not None
+        out[i] = exc
+    return out
+
+
+def _read_answer(r: Any) -> tuple[str | None, str | None, str | None, str | None, Exception | None]:
+    """``(act, prompt, error, raw, failure)`` of an answer ``r`` (a :class:`Response`, or the exception
+    raised in its place): the act in canonical form, or the error text and the exception."""
+    raw = None
+    try:
+        if isinstance(r, Exception):
+            raise r
+        raw = r.raw if isinstance(getattr(r, "raw", None), str) else None
+        act = None if r.act is None else canonical_act(r.act)
+        prompt = r.prompt
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"the prompt must be a string or None, got {type(prompt).__name__}")
+        if act is None and prompt is None:
+            raise TypeError("the answer has neither an act nor a prompt")
+    except Exception as exc:  # a failing policy is recorded per context
+        kept = getattr(exc, "raw", raw)  # an answer that could not be used keeps its text
+        return None, None, error_text(exc), kept if isinstance(kept, str) else None, exc
+    return act, prompt, None, raw, None
+
+
+def _fail(pid: str, contexts: ContextSet, i: int, exc: Exception) -> None:
+    """``strict``: the first context a policy failed on ends the run."""
+    raise PolicyFailed(f"policy {pid!r} failed on context {i} (id {contexts.ids[i]!r}): {error_text(exc)}") from exc
 
 
 def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.PathLike, **options: Any) -> int:
     """The protocol checker, run by the tests over every policy kind: on ``contexts`` (a
     :class:`~behavsim.ContextSet`, its path, or belief states) the policy answers every context with a
     parseable act or a prompt (else :class:`PolicyFailed`; a set without what it reads:
-    :class:`UnanswerableContexts`), two runs give identical tables, the contexts (beliefs and
+    :class:`UnanswerableContexts`), two runs give identical tables — the second one context at a
+    time, so a policy that answers many at once gives the answers of its per-context path — the contexts (beliefs and
     histories) are left unchanged, and its metadata has string ``id``, ``name`` and ``kind`` (else
     :class:`PolicyCheckError`). Returns the number of contexts checked."""
     if isinstance(contexts, (str, os.PathLike)):
@@ -302,11 +416,16 @@ def check_policy(policy: Any, contexts: ContextSet | Iterable[dict] | str | os.P
             raise PolicyCheckError(f"{adapter!r}: metadata {key!r} must be a non-empty string")
     before = json.dumps([contexts.beliefs, contexts.histories], sort_keys=True)
     runs = []
-    for _ in range(2):
-        t = _respond(adapter, contexts, strict=True, policy_id=None, progress=False, options={})
+    for per_context in (False, True):
+        t = _respond(
+            adapter, contexts, strict=True, policy_id=None, progress=False, options={}, per_context=per_context
+        )
         runs.append(json.dumps([t.header(), t.rows()], sort_keys=True))
     if runs[0] != runs[1]:
-        raise PolicyCheckError(f"{adapter.id}: two runs on the same contexts gave different tables")
+        raise PolicyCheckError(
+            f"{adapter.id}: two runs on the same contexts gave different tables (the first as the policy answers "
+            "many contexts at once, the second one at a time)"
+        )
     if json.dumps([contexts.beliefs, contexts.histories], sort_keys=True) != before:
         raise PolicyCheckError(f"{adapter.id}: the contexts were modified")
     return len(contexts)
@@ -326,6 +445,8 @@ def _picklable(obj: Any) -> bool:
 #: The key under which respond_many hands ``repeat`` to its tasks (inside the factory options, so
 #: that the task tuples of every executor keep their shape); taken out before the factory sees them.
 _REPEAT_OPTION = "__behavsim_repeat__"
+#: The same for ``per_context``.
+_PER_CONTEXT_OPTION = "__behavsim_per_context__"
 
 
 def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, Any]]) -> ResponseTable:
@@ -333,8 +454,16 @@ def _run_job(contexts: ContextSet, job: tuple[Any, bool, str | None, dict[str, A
     policy, strict, policy_id, options = job
     options = dict(options)
     repeat = options.pop(_REPEAT_OPTION, 1)
+    per_context = options.pop(_PER_CONTEXT_OPTION, False)
     return _respond(
-        policy, contexts, strict=strict, policy_id=policy_id, progress=False, options=options, repeat=repeat
+        policy,
+        contexts,
+        strict=strict,
+        policy_id=policy_id,
+        progress=False,
+        options=options,
+        repeat=repeat,
+        per_context=per_context,
     )
 
 
@@ -361,6 +490,8 @@ def respond_many(
     executor: Any = None,
     on_result: Any = None,
     repeat: int = 1,
+    per_context: bool = False,
+    keep: bool = True,
     **options: Any,
 ) -> list[ResponseTable]:
     """:func:`respond` for many policies on one context set (or its path), in parallel processes.
@@ -371,11 +502,13 @@ def respond_many(
     policy. Items that are not spec strings (adapters, policy objects, callables) run in other
     processes when they can be pickled, else in this one. ``options`` go to every kind's factory.
     ``executor``: where the policies run (:func:`behavsim.get_executor`: ``"local"``, the default,
-    ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: one task per policy on a Ray cluster,
-    the context set put once into its object store; files named by specs must be readable at the
-    same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
-    process as each policy's table is ready (e.g. to save it at once). ``repeat``: as in
-    :func:`respond`, for every policy.
+    ``"local:N"`` for ``N`` workers, ``"ray[:ADDRESS]"``: tasks of consecutive policies (at most
+    :data:`MAX_TASKS`) on a Ray cluster, the context set put once into its object store; files
+    named by specs must be readable at the same path on every node); the tables are the same. ``on_result(i, table)`` is called in this
+    process as each policy's table is ready (e.g. to save it at once); ``keep=False``: the tables
+    are only handed to ``on_result``, none is kept (an empty list is returned), so that many large
+    tables need not fit in memory at once. ``repeat``, ``per_context``: as in :func:`respond`, for
+    every policy.
     """
     where = get_executor(executor)
     if not where.is_local and workers is not None:
@@ -386,6 +519,8 @@ def respond_many(
     repeat = _check_repeat(repeat)
     if repeat > 1:
         options = {**options, _REPEAT_OPTION: repeat}
+    if per_context:
+        options = {**options, _PER_CONTEXT_OPTION: True}
     specs = list(policies)
     if not specs:
         raise ConfigError("policies: expected at least one policy")
@@ -403,23 +538,27 @@ def respond_many(
     def one(i: int) -> ResponseTable:
         return _run_job(contexts, (specs[i], strict, ids[i], options))
 
-    def done(i: int, table: ResponseTable | None) -> None:
+    results: list[ResponseTable | None] = [None] * len(specs)
+
+    def done(i: int, table: ResponseTable) -> None:
         if bar is not None:
             bar.update(len(contexts))
-        if on_result is not None and table is not None:
+        if keep:
+            results[i] = table
+        else:
+            _warn_errors(table)
+        if on_result is not None:
             on_result(i, table)
 
     try:
-        results: list[ResponseTable | None] = [None] * len(specs)
         if where.is_local and (n_workers == 1 or len(specs) == 1):
             for i in range(len(specs)):
                 raise_if_interrupted()
-                results[i] = one(i)
-                done(i, results[i])
+                done(i, one(i))
         else:
             if where.is_local:
                 where = LocalExecutor(n_workers)
-            _respond_on(where, specs, ids, contexts, strict, options, results, one, done)
+            _respond_on(where, specs, ids, contexts, strict, options, one, done)
         tables = [t for t in results if t is not None]
         for t in tables:
             _warn_errors(t)
@@ -429,35 +568,48 @@ def respond_many(
             bar.close()
 
 
-def _respond_on(executor, specs, ids, contexts, strict, options, results, one, done) -> None:
-    """The policies as tasks of a (non-local) executor, the context set shared; policies that
-    cannot be pickled run here. ``results`` is filled in input order."""
-    remote = [i for i, s in enumerate(specs) if _picklable(s)]
-    for i in range(len(specs)):
-        if i not in remote:
-            results[i] = one(i)
-            done(i, results[i])
+#: A non-local executor's tasks answer this many policies' tables at most in all (consecutive
+#: policies share a task: a node reads the context set once per task, not once per policy).
+MAX_TASKS = 64
 
-    def finished(k: int, out: tuple[str, Any]) -> None:
-        status, value = out
-        if status == "error":
-            raise value
-        results[remote[k]] = value
-        done(remote[k], value)
+
+def _respond_on(executor, specs, ids, contexts, strict, options, one, done) -> None:
+    """The policies as tasks of an executor, the context set shared; policies that cannot be
+    pickled run here. ``done(i, table)`` receives each table. A local pool's task answers one
+    policy (its workers read the shared set once); another executor's answers a group of
+    consecutive policies."""
+    remote = [i for i, s in enumerate(specs) if _picklable(s)]
+    for i in sorted(set(range(len(specs))) - set(remote)):
+        done(i, one(i))
+    size = 1 if executor.is_local else -(-len(remote) // MAX_TASKS)
+    groups = [remote[k : k + size] for k in range(0, len(remote), size)]
+
+    def finished(k: int, outs: list[tuple[str, Any]]) -> None:
+        for i, (status, value) in zip(groups[k], outs):
+            if status == "error":
+                raise value
+            done(i, value)
 
     cwd = os.getcwd()  # relative paths in specs are the driver's
     executor.map(
         _remote_respond_task,
-        [(cwd, (specs[i], strict, ids[i], options)) for i in remote],
+        [(cwd, [(specs[i], strict, ids[i], options) for i in group]) for group in groups],
         shared=contexts,
         on_result=finished,
+        keep=False,
     )
 
 
-def _remote_respond_task(contexts: ContextSet, job: tuple[str, tuple]) -> tuple[str, Any]:
-    """:func:`_respond_task` on another machine: paths in specs resolve against the driver's
-    working directory when this node has it (a shared file system)."""
-    cwd, inner = job
+def _remote_respond_task(contexts: ContextSet, job: tuple[str, list[tuple]]) -> list[tuple[str, Any]]:
+    """:func:`_respond_task` of a group of policies, possibly on another machine: paths in specs
+    resolve against the driver's working directory when this node has it (a shared file system).
+    The policies of a group share the context set's per-context work (a process's cache)."""
+    cwd, jobs = job
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)
-    return _respond_task(contexts, inner)
+    out = []
+    for inner in jobs:
+        out.append(_respond_task(contexts, inner))
+        if out[-1][0] == "error":
+            break
+    return out

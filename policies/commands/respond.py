@@ -19,6 +19,7 @@ import argparse
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,12 @@ def register_respond(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--strict", action="store_true", help="stop at the first context a policy fails on")
     p.add_argument(
+        "--per-context",
+        action="store_true",
+        help="ask every policy one context at a time (the reference path; the same tables, slower): by default a "
+        "policy that can answers many at once (GP-SARSA checkpoints, handcrafted, end-to-end models)",
+    )
+    p.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -108,20 +115,86 @@ def _output_paths(args: argparse.Namespace, ids: list[str]) -> list[Path]:
         if args.format and out.suffix != "." + args.format:
             raise ConfigError(f"-o {args.output}: the suffix contradicts --format {args.format}")
         return [out]
-    if (out.exists() and not out.is_dir()) or (not out.exists() and out.suffix in (".jsonl", ".parquet")):
-        raise ConfigError(
-            f"-o {args.output}: with several policies -o must be a directory (each table is written "
-            "there as <id>.jsonl)"
-        )
+    _check_directory(args)
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ConfigError(
             f"policy ids must be unique (they name the output files); repeated: {dupes}; give --id once per --policy"
         )
-    for i in ids:
-        if not i or "/" in i or os.sep in i or i in (".", ".."):
-            raise ConfigError(f"policy id {i!r} cannot name a file; give --id")
-    return [out / f"{i}.{args.format or 'jsonl'}" for i in ids]
+    return [_table_path(args, i) for i in ids]
+
+
+def _check_directory(args: argparse.Namespace) -> None:
+    out = Path(args.output)
+    if (out.exists() and not out.is_dir()) or (not out.exists() and out.suffix in (".jsonl", ".parquet")):
+        raise ConfigError(
+            f"-o {args.output}: with several policies -o must be a directory (each table is written "
+            "there as <id>.jsonl)"
+        )
+
+
+def _table_path(args: argparse.Namespace, pid: str) -> Path:
+    """``-o DIR``'s file of the table of policy ``pid``."""
+    if not pid or "/" in pid or os.sep in pid or pid in (".", ".."):
+        raise ConfigError(f"policy id {pid!r} cannot name a file; give --id")
+    return Path(args.output) / f"{pid}.{args.format or 'jsonl'}"
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What the command reports of a table it wrote."""
+
+    id: str
+    size: int
+    n_errors: int
+    first_error: str | None
+    self_agreement_tmr: float | None
+    n_repeats: int
+    path: Path
+
+
+class _Written:
+    """The tables of a run, each written as it comes (none is held: a run may make more tables than
+    fit in memory at once) under a temporary name beside its file — ``-o FILE`` for one policy,
+    ``-o DIR/<id>.<format>`` for several — and moved into place when every table is there and
+    the ids were unique (else, or when the run fails, removed: nothing is written, as before)."""
+
+    def __init__(self, args: argparse.Namespace, n: int) -> None:
+        self.args = args
+        self.n = n
+        self.summaries: dict[int, _Summary] = {}
+        self.staged: dict[Path, Path] = {}  # final path -> temporary file
+        self.repeated: list[str] = []
+
+    def save(self, i: int, table: Any) -> None:
+        path = _output_paths(self.args, [table.id])[0] if self.n == 1 else _table_path(self.args, table.id)
+        if path in self.staged:
+            self.repeated.append(table.id)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.partial{path.suffix}")
+        self.staged[path] = tmp
+        table.save(tmp)
+        first = next((e for e in table.errors if e is not None), None)
+        self.summaries[i] = _Summary(
+            table.id, len(table), table.n_errors, first, table.self_agreement_tmr, table.n_repeats, path
+        )
+
+    def undo(self) -> None:
+        for tmp in self.staged.values():
+            tmp.unlink(missing_ok=True)
+        self.staged.clear()
+
+    def finish(self) -> None:
+        if self.repeated:
+            self.undo()
+            raise ConfigError(
+                f"policy ids must be unique (they name the output files); repeated: {sorted(set(self.repeated))}; "
+                "give --id once per --policy"
+            )
+        for path, tmp in self.staged.items():
+            os.replace(tmp, path)
+        self.staged.clear()
 
 
 def cmd_respond(args: argparse.Namespace) -> int:
@@ -140,32 +213,39 @@ def cmd_respond(args: argparse.Namespace) -> int:
         options["domain"] = domain
     if len(specs) == 1:
         _output_paths(args, ["policy"])  # check -o before the work
+    else:
+        _check_directory(args)
     contexts = ContextSet.load(args.contexts)
     t0 = time.perf_counter()
+    written = _Written(args, len(specs))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PolicyErrorsWarning)  # the summary below reports them
-        tables = respond_many(
-            specs,
-            contexts,
-            workers=args.workers,
-            strict=args.strict,
-            policy_ids=args.ids,
-            progress=args.progress,
-            executor=args.executor,
-            repeat=args.repeat,
-            **options,
-        )
+        try:
+            respond_many(
+                specs,
+                contexts,
+                workers=args.workers,
+                strict=args.strict,
+                policy_ids=args.ids,
+                progress=args.progress,
+                executor=args.executor,
+                repeat=args.repeat,
+                per_context=args.per_context,
+                on_result=written.save,
+                keep=False,
+                **options,
+            )
+        except BaseException:
+            written.undo()
+            raise
+    written.finish()
     seconds = time.perf_counter() - t0
-    paths = _output_paths(args, [t.id for t in tables])
-    for t, path in zip(tables, paths):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        t.save(path)
+    tables = [written.summaries[i] for i in range(len(specs))]
     width = max(len(t.id) for t in tables)
-    for t, path in zip(tables, paths):
-        line = f"{t.id:<{width}}  errors {t.n_errors}/{len(t)}  -> {path}"
-        if t.n_errors:
-            first = next(e for e in t.errors if e is not None)
-            line += f"  (first: {first})"
+    for t in tables:
+        line = f"{t.id:<{width}}  errors {t.n_errors}/{t.size}  -> {t.path}"
+        if t.first_error is not None:
+            line += f"  (first: {t.first_error})"
         print(line)
     for t in tables:
         if t.self_agreement_tmr is not None:

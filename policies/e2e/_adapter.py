@@ -2,9 +2,10 @@
 
 The model reads a context's dialogue history (its text only) and answers with an act and a prompt
 (:class:`policies.e2e.E2EModel`); a context set without histories is refused before the
-first context. Answers are greedy; :meth:`E2EAdapter.prepare` answers every history of a context
-set in batches (``batch=N``, default 32; ``threads=T``, default 1) and :meth:`respond_one`
-reads the result.
+first context. Answers are greedy; :meth:`E2EAdapter.respond_batch` answers the histories of a
+block of contexts in batches (``batch=N``, default 32; ``threads=T``, default 1), as
+:meth:`E2EAdapter.prepare` does for a whole set before :meth:`respond_one` reads the result one
+context at a time (the reference path: the same answers, batching changes none).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, Response
+from behavsim import ConfigError, Response, canonical_copy
 from behavsim.policy import Adapter, PolicySpec, source_info
 from policies.e2e._model import E2EModel
 
@@ -40,7 +41,13 @@ class E2EAdapter(Adapter):
             raise out
         return out
 
-    def respond_batch(self, histories: Sequence[Any]) -> list[Response | Exception]:
+    def respond_batch(self, contexts: Any, indices: Sequence[int]) -> list[Response | Exception]:
+        """The histories of contexts ``indices`` at once (the model answers in batches of ``batch``,
+        which change no answer; every answer is kept by the model, so a context set's repeated
+        histories are answered once)."""
+        return self.model.answer([canonical_copy(contexts.history(i)) for i in indices])
+
+    def answer_histories(self, histories: Sequence[Any]) -> list[Response | Exception]:
         """Many histories at once (the environment's batched play uses it)."""
         return self.model.answer(list(histories))
 

@@ -54,6 +54,7 @@ import numpy as np
 
 from behavsim.policy import Response
 from policies.simulation.actions import action_mask, summary_actions, to_master_act
+from policies.simulation.batch import context_batch, index_array, one_blas_thread
 from policies.simulation.domain import Domain, resolve_domain, shipped_domain
 from policies.simulation.features import belief_vector, vector_length
 from policies.simulation.nlg import TemplateNLG
@@ -386,6 +387,59 @@ class GPSarsa:
             value = self.q_mean(b)[allowed]
         return int(allowed[int(np.argmax(value))])
 
+    def greedy_many(self, B: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy choices for many belief vectors at once: ``(choices, certain)``, where
+        ``choices[r]`` is the allowed action (``masks[r]``) with the largest posterior mean for
+        the vector ``B[r]``, ties to the lowest index — what :meth:`select` answers, wherever
+        ``certain[r]``; a row that is not certain must be decided by :meth:`select`.
+
+        The kernel is a dot product times a delta on actions, so the means of all rows are one
+        product: ``Q = B Wᵀ`` with ``W[a] = Σ_{i: a_i = a} α_i x_i``. Its rounding differs from
+        :meth:`q_mean`'s (``Σ_i α_i (x_i·b)``, summed in dictionary order), by at most
+        ``γ_N Σ_i |α_i| |x_i|·|b|`` each (``N`` = vector length + dictionary size, ``γ_N ≈ N·2⁻⁵³``:
+        the textbook bound of a floating-point dot product, for both orders of summation). A
+        row is certain when its choice leads every other allowed action by more than twice the
+        sum of both bounds and by more than ``1e-9·max(1, |Q|)``; an action without dictionary
+        points has the mean 0 exactly in both (no bound needed); a row with a non-finite value or
+        no allowed action is never certain.
+        """
+        B = np.asarray(B, dtype=np.float64)
+        masks = np.asarray(masks, dtype=bool)
+        n, A, m = B.shape[0], self.n_actions, self._m
+        if B.shape != (n, self.dim) or masks.shape != (n, A):
+            raise ValueError(
+                f"expected vectors ({n}, {self.dim}) and masks ({n}, {A}), got {B.shape} and {masks.shape}"
+            )
+        if m:
+            X, alpha, act = self._X[:m], self._alpha[:m], self._act[:m]
+            onehot = np.zeros((A, m))
+            onehot[act, np.arange(m)] = 1.0
+            W = np.concatenate(((onehot * alpha) @ X, (onehot * np.abs(alpha)) @ np.abs(X)))
+            if n and B.min() >= 0.0:  # belief vectors are: means and bounds in one product
+                both = B @ W.T
+                Q, bound = both[:, :A], both[:, A:]
+            else:
+                Q, bound = B @ W[:A].T, np.abs(B) @ W[A:].T
+            tol = bound * (4.0 * (self.dim + m + 2) * 2.0**-53)
+            tol[:, np.bincount(act, minlength=A) == 0] = 0.0  # exactly 0 in both
+        else:
+            Q = np.zeros((n, A))
+            tol = np.zeros((n, A))
+        rows = np.arange(n)
+        V = np.where(masks, Q, -np.inf)
+        choice = V.argmax(axis=1)
+        top, top_tol = V[rows, choice], tol[rows, choice]
+        V[rows, choice] = -np.inf  # the other allowed actions
+        exact = top_tol == 0.0
+        if exact.any():  # both exact: the same order in both, whatever the margin
+            V[exact[:, None] & (tol == 0.0)] = -np.inf
+        with np.errstate(invalid="ignore", over="ignore"):  # rows without an allowed action: -inf - -inf
+            # (rounding is monotone: a computed Q_j - tol_j > Q_a + tol_a holds exactly too)
+            lead = top - top_tol > (V + tol).max(axis=1)
+            certain = lead & (top - V.max(axis=1) > 1e-9 * np.maximum(1.0, np.abs(top)))
+        certain &= masks.any(axis=1) & np.isfinite(Q).all(axis=1) & np.isfinite(tol).all(axis=1)
+        return choice, certain
+
     # ------------------------------------------------------------------ learning
     def learn_episode(self, beliefs: Any, actions: Sequence[int], reward: float) -> None:
         """Update the posterior with one finished episode.
@@ -687,6 +741,44 @@ class GPSarsaPolicy:
                 self._nlg = TemplateNLG(self.nlg_seed)
             prompt = self._nlg.generate(act)
         return Response(act=act, prompt=prompt, summary_action=summary)
+
+    def respond_batch(self, contexts: Any, indices: Sequence[int]) -> list[Response | Exception] | None:
+        """:meth:`act` on contexts ``indices`` of a :class:`behavsim.ContextSet` at once (the
+        batched path of :meth:`behavsim.Adapter.respond_batch`): the vectors, masks, master acts
+        and prompts come from the set's shared :func:`~policies.simulation.batch.context_batch`,
+        the choices from :meth:`GPSarsa.greedy_many`; a choice it is not certain of, and a context
+        whose belief the shared work could not read, are answered by the per-context path. The
+        same answers as :meth:`act`, an exception in the place of a context it raises on;
+        ``None`` (answer one at a time) while learning or sampling (``eval_scale > 0``), whose
+        random draws follow the contexts one by one."""
+        if self.learning or self.eval_scale > 0.0:
+            return None
+        batch = context_batch(contexts, self.domain)
+        rows = index_array(indices)
+        vec, mask, ok = batch.vectors(rows)
+        with one_blas_thread():
+            if ok.all():
+                choice, certain = self.learner.greedy_many(vec, mask)
+            else:
+                choice, certain = np.zeros(len(rows), dtype=np.intp), ok.copy()
+                if ok.any():
+                    choice[ok], certain[ok] = self.learner.greedy_many(vec[ok], mask[ok])
+        answered: dict[int, Response | Exception] = {}  # by the per-context path
+        for j in np.flatnonzero(~certain).tolist():
+            try:
+                if ok[j]:  # the vector and mask are the per-context path's: decide as it does
+                    choice[j] = self.learner.select(vec[j], mask[j], explore=False)
+                else:
+                    answered[j] = self.act(batch.belief(int(rows[j])))
+            except Exception as exc:
+                answered[j] = exc
+        if not answered:
+            return batch.responses(rows, choice, self.nlg_seed, parsed=True)
+        chosen = [j for j in range(len(rows)) if j not in answered]
+        out: list[Response | Exception] = [answered.get(j) for j in range(len(rows))]  # type: ignore[misc]
+        for j, r in zip(chosen, batch.responses(rows[chosen], choice[chosen], self.nlg_seed, parsed=True)):
+            out[j] = r
+        return out
 
     # -------------------------------------------------------------- metadata
     def _domain_rules(self) -> dict[str, str]:

@@ -23,7 +23,10 @@ independent of the order of the keys in its dicts: ties follow the rules of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from behavsim import ConfigError
 from behavsim.policy import Adapter, PolicySpec, Response
@@ -36,6 +39,7 @@ from policies.simulation.actions import (
     summary_actions,
     thanks_or_ack,
 )
+from policies.simulation.batch import context_batch, index_array
 from policies.simulation.domain import Domain, resolve_domain
 from policies.simulation.nlg import TemplateNLG
 
@@ -60,8 +64,11 @@ class HandcraftedPolicy:
         self.actions = summary_actions(self.domain)
         self._slots = sorted(self.domain.system_requestable)
 
-    def summary_action(self, belief: dict) -> str:
-        mask = action_mask(belief, self.domain)
+    def summary_action(self, belief: dict, mask: Any = None) -> str:
+        """The summary action the rules choose; ``mask``: the belief's action mask when it is
+        already known (default: :func:`~policies.simulation.actions.action_mask`)."""
+        if mask is None:
+            mask = action_mask(belief, self.domain)
         ok = {a for a, m in zip(self.actions, mask) if m}
         method = method_summary(belief, self.domain)
         feats = belief.get("features") or {}
@@ -109,6 +116,35 @@ class HandcraftedPolicy:
         act = master_act(summary, belief, self.domain)
         prompt = self.nlg.generate(act) if self.nlg is not None else None
         return Response(act=str(act), prompt=prompt, summary_action=summary)
+
+    def respond_batch(self, contexts: Any, indices: Sequence[int]) -> list[Response | Exception]:
+        """:meth:`act` on contexts ``indices`` of a :class:`behavsim.ContextSet` at once (the
+        batched path of :meth:`behavsim.Adapter.respond_batch`): the masks, master acts and prompts
+        come from the set's shared :func:`~policies.simulation.batch.context_batch` (a context
+        whose mask it could not make is answered by :meth:`act`); the same answers as
+        :meth:`act`, an exception in the place of a context it raises on."""
+        batch = context_batch(contexts, self.domain)
+        rows = index_array(indices)
+        masks, ok = batch.masks(rows)
+        index = {a: k for k, a in enumerate(self.actions)}
+        answered: dict[int, Response | Exception] = {}  # by the per-context path
+        choice = np.zeros(len(rows), dtype=np.intp)
+        for j, i in enumerate(rows.tolist()):
+            try:
+                if ok[j]:
+                    choice[j] = index[self.summary_action(batch.belief(i), masks[j])]
+                else:
+                    answered[j] = self.act(batch.belief(i))
+            except Exception as exc:
+                answered[j] = exc
+        seed = None if self.nlg is None else self.nlg.nlg_seed
+        if not answered:
+            return batch.responses(rows, choice, seed, parsed=False)
+        chosen = [j for j in range(len(rows)) if j not in answered]
+        out: list[Response | Exception] = [answered.get(j) for j in range(len(rows))]  # type: ignore[misc]
+        for j, r in zip(chosen, batch.responses(rows[chosen], choice[chosen], seed, parsed=False)):
+            out[j] = r
+        return out
 
 
 def handcrafted_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:

@@ -13,10 +13,13 @@ and ``top_p`` set — as ``transformers serve`` does, so that ``hf:DIR`` and ``o
 same greedy answers. Sampling draws each context with its own seed (``seed + repeat``) in a
 private random stream (the process's global generator is left as it was).
 
-``batch_size`` (default 1) answers several greedy contexts per ``generate`` call, left-padded: faster,
-but padding and batch shapes change the last bits of the computation, so a context's answer may
-then depend on which contexts share its batch; with 1, each answer is a function of its context
-alone. Sampling always runs one context at a time. The model's identity in the answer cache is
+``batch_size`` (default 8) answers several greedy contexts per ``generate`` call, left-padded, with
+the same answers as one context at a time (``batch_size=1``, the reference): padding and batch
+shapes change the last bits of the logits, so every step of every answer of a batch is checked —
+wherever the chosen token leads the next one by less than ``2¹³·ε·max(1, |logit|)`` (``ε`` of the
+model's dtype: about ``1e-3`` relative in float32, far above the differences padding makes; in
+half precision nearly every answer), that context is answered again on its own. A model whose
+generation config searches with beams, and sampling, always run one context at a time. The model's identity in the answer cache is
 a digest of the folder's model files, so a folder trained further is asked again.
 """
 
@@ -47,6 +50,9 @@ __all__ = ["HFAdapter", "hf_kind", "HF_OPTIONS"]
 
 HF_OPTIONS = ("temperature", "top_p", "seed", "max_tokens", "batch_size", "template", "utterance", "device", "cache")
 INSTALL_HINT = "pip install 'behavsim[llm]'"
+#: A batch's step is a near tie when the chosen token leads the next one by less than this many
+#: ε (of the model's dtype) times max(1, |logit|); that context is then answered on its own.
+NEAR_TIE = 2.0**13
 
 
 class HFAdapter(LLMAdapter):
@@ -108,8 +114,6 @@ class HFAdapter(LLMAdapter):
         return tokenizer(texts, return_tensors="pt", padding=True)
 
     def _generate(self, jobs: Sequence[Job], on_answer: Callable[[str, str], None]) -> None:
-        import torch  # optional heavy dependency, loaded on first use
-
         model, tokenizer, seq2seq = self._load()
         tokenizer.padding_side = "left"
         config = copy.deepcopy(model.generation_config)
@@ -121,18 +125,64 @@ class HFAdapter(LLMAdapter):
             config.top_p = float(self.decoding["top_p"])
         if config.pad_token_id is None:
             config.pad_token_id = tokenizer.pad_token_id
-        step = 1 if config.do_sample else max(1, self.batch_size)
+        greedy = not config.do_sample and int(getattr(config, "num_beams", 1) or 1) == 1
+        step = max(1, self.batch_size) if greedy else 1
         for start in range(0, len(jobs), step):
             batch = jobs[start : start + step]
-            inputs = self._encode(tokenizer, [m for _, m in batch])
-            inputs = {k: v.to(self.device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
-            with torch.inference_mode(), torch.random.fork_rng(devices=[]):
-                if config.do_sample:
-                    torch.manual_seed(int(self.seed or 0))
-                out = model.generate(**inputs, generation_config=config)
-            prompt_len = 0 if seq2seq else inputs["input_ids"].shape[1]
-            for (key, _), row in zip(batch, out):
-                on_answer(key, tokenizer.decode(row[prompt_len:], skip_special_tokens=True))
+            if len(batch) == 1:
+                self._generate_one(batch[0], config, on_answer)
+                continue
+            for job, text in zip(batch, self._generate_checked(batch, config)):
+                if text is None:  # a near tie somewhere in its answer: answered on its own
+                    self._generate_one(job, config, on_answer)
+                else:
+                    on_answer(job[0], text)
+
+    def _inputs(self, batch: Sequence[Job]) -> dict[str, Any]:
+        model, tokenizer, seq2seq = self._load()
+        inputs = self._encode(tokenizer, [m for _, m in batch])
+        return {k: v.to(self.device) for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+
+    def _generate_one(self, job: Job, config: Any, on_answer: Callable[[str, str], None]) -> None:
+        """One context's answer, alone: the reference of every greedy answer."""
+        import torch  # optional heavy dependency, loaded on first use
+
+        model, tokenizer, seq2seq = self._load()
+        inputs = self._inputs([job])
+        with torch.inference_mode(), torch.random.fork_rng(devices=[]):
+            if config.do_sample:
+                torch.manual_seed(int(self.seed or 0))
+            out = model.generate(**inputs, generation_config=config)
+        prompt_len = 0 if seq2seq else inputs["input_ids"].shape[1]
+        on_answer(job[0], tokenizer.decode(out[0][prompt_len:], skip_special_tokens=True))
+
+    def _generate_checked(self, batch: Sequence[Job], config: Any) -> list[str | None]:
+        """Greedy answers of a left-padded batch, each ``None`` where a step of it was a near tie
+        (see the module doc): the others are the answers one context at a time gives."""
+        import torch  # optional heavy dependency, loaded on first use
+
+        model, tokenizer, seq2seq = self._load()
+        inputs = self._inputs(batch)
+        with torch.inference_mode():
+            out = model.generate(**inputs, generation_config=config, output_scores=True, return_dict_in_generate=True)
+        prompt_len = 0 if seq2seq else inputs["input_ids"].shape[1]
+        generated = out.sequences[:, prompt_len:]
+        if seq2seq:  # the decoder's start token is no step
+            generated = generated[:, 1:]
+        top = torch.stack([torch.topk(s.float(), 2, dim=-1).values for s in out.scores])  # steps x rows x 2
+        tol = NEAR_TIE * torch.finfo(model.dtype).eps * torch.clamp(top[:, :, 0].abs(), min=1.0)
+        near = ~(top[:, :, 0] - top[:, :, 1] > tol)  # steps x rows
+        eos = config.eos_token_id
+        stops = set(eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos])
+        texts: list[str | None] = []
+        for r, row in enumerate(generated):
+            tokens = row.tolist()
+            end = next((t + 1 for t, tok in enumerate(tokens) if tok in stops), len(tokens))
+            if bool(near[: min(end, near.shape[0]), r].any()):
+                texts.append(None)
+            else:
+                texts.append(tokenizer.decode(row, skip_special_tokens=True))
+        return texts
 
 
 def hf_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
@@ -153,7 +203,7 @@ def hf_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     dom = resolve_llm_domain(domain)
     decoding = decoding_options(spec)
     temperature = decoding["temperature"]
-    batch_size = spec.int_option("batch_size", 1)
+    batch_size = spec.int_option("batch_size", 8)
     if not batch_size:
         raise ConfigError(f"policy spec {spec.text!r}: option batch_size must be a positive integer")
     device = spec.options.get("device", "cpu")
@@ -163,8 +213,6 @@ def hf_kind(spec: PolicySpec, *, domain: Any = None, **_: Any) -> Adapter:
     extra: dict[str, Any] = {"path": {"dir": str(path), "digest": digest}}
     if step is not None:
         extra["checkpoint"] = step
-    if batch_size != 1:
-        decoding["batch_size"] = batch_size  # answers may depend on it (see the module documentation)
     meta = llm_meta(
         kind="hf",
         model=path.parent.name if step is not None else path.name,

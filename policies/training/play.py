@@ -7,7 +7,7 @@ every policy meets the same users and goals). At every system turn the policy is
 it reads — the belief state, or the history with its text (:class:`~.history.DialogueText`) —
 and its summary action drives the environment when it has one the environment knows, else its
 act (PyDial's agent: an end-to-end model's act is played as it is). A policy that reads histories
-and offers ``respond_batch(histories)`` (e.g. ``e2e:DIR``) answers all running dialogues' turns
+and offers ``answer_histories(histories)`` (e.g. ``e2e:DIR``) answers all running dialogues' turns
 at once. A failed answer ends its dialogue as a failure (counted in ``failed_turns``).
 """
 
@@ -72,7 +72,7 @@ def play_dialogues(
     domain = resolve_domain(domain)
     adapter = as_adapter(policy, domain=domain)
     reads = reads_of(adapter)
-    batched = getattr(adapter, "respond_batch", None) if "history" in reads and "belief" not in reads else None
+    batched = getattr(adapter, "answer_histories", None) if "history" in reads and "belief" not in reads else None
     width = max(1, int(batch)) if batched is not None else 1
     seed0 = EVAL_SEED if eval_seed is None else int(eval_seed)
     out = PlayResult(adapter.id)

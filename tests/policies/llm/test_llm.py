@@ -246,6 +246,35 @@ def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts
     assert t1.policy["decoding"] == {"temperature": 0.0, "top_p": None, "seed": 0, "max_tokens": 128}
 
 
+def test_hf_batches_answer_as_one_context_at_a_time(llm_models, llm_contexts, with_and_without_histories,
+                                                   monkeypatch):
+    """Greedy answers of left-padded batches (the default, 8) are those of one context at a time,
+    with and without the near-tie check forcing every context of a batch to be answered again;
+    the batch size is no part of the policy's metadata."""
+    import policies.llm._hf as hf
+
+    cs = with_and_without_histories(llm_contexts)
+    model = llm_models["chat"]
+    one = respond(f"hf:{model}:batch_size=1:cache=off", cs)
+    calls = []
+    checked = hf.HFAdapter._generate_checked
+
+    def counting(self, batch, config):
+        out = checked(self, batch, config)
+        calls.append((len(batch), sum(t is None for t in out)))
+        return out
+
+    monkeypatch.setattr(hf.HFAdapter, "_generate_checked", counting)
+    for spec in (f"hf:{model}:cache=off", f"hf:{model}:batch_size=3:cache=off"):
+        t = respond(spec, cs)
+        assert t.rows() == one.rows() and t.policy == one.policy
+    assert calls and max(n for n, _ in calls) == 8
+    monkeypatch.setattr(hf, "NEAR_TIE", float("inf"))  # every step a near tie: every context again, alone
+    calls.clear()
+    assert respond(f"hf:{model}:cache=off", cs).rows() == one.rows()
+    assert all(redone == n for n, redone in calls)
+
+
 def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(llm_models, llm_contexts, llm_server, tmp_path,
                                                                    private_cache, with_and_without_histories):
     """transformers serve on the same folder, temperature 0, batch size 1: the same text for every
