@@ -6,9 +6,9 @@
     python benchmarks/study.py --e2e --keep runs/bench  # keeps the run folders (runs/bench/e2e: the README's tables)
 
 The projection scales each stage of the quick run by the work it does: training by the number of
-training + evaluation dialogues, responding by the number of response tables, comparing by the
-number of compared pairs (the embedding of distinct prompts is counted in the quick run's
-comparison time, so the projection is an upper bound for it).
+training + evaluation dialogues, responding by the number of response tables, comparing and
+analysing by the number of compared pairs (the embedding of distinct prompts is counted in the
+quick run's comparison time, so the projection is an upper bound for it).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _work(cfg) -> dict[str, float]:
     tables = (n_trials * n_ckpt + 1) * (len(cfg.rewards) + 2)
     seeds_pairs = len(cfg.seeds) * (len(cfg.seeds) - 1) // 2
     pairs = n_trials * (n_ckpt - 1) * 2 + len(cfg.rewards) * n_ckpt * seeds_pairs * 2 + len(cfg.seeds) ** 2
-    return {"train": dialogues, "respond": tables, "compare+analyse": pairs}
+    return {"train": dialogues, "respond": tables, "compare": pairs, "analyse": pairs}
 
 
 @contextlib.contextmanager

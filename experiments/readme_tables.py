@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.study_e2e import summary_tables
+from experiments.e2e import summary_tables
 
 S = ["TMR", "DMR", "CER", "CMR", "USE_ang", "USE_cos", "BLEU4", "BERTScore"]
 # The paper's values (Ultes & Maier), for the rows shown next to ours.
@@ -56,7 +56,7 @@ def f(v: float) -> str:
 
 
 def e2e_tables(results: Path) -> None:
-    """The end-to-end study's tables (:func:`experiments.study_e2e.summary_tables`)."""
+    """The end-to-end study's tables (:func:`experiments.e2e.summary_tables`)."""
     t = summary_tables(results)
     a = t["teacher"]
     cols = [c for c in ("TMR_all", "DMR", "CMR", "CER", "USE_cos", "BLEU4") if c in a]

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from _tiny import REPRODUCE, STRESS, default_sigint, partial_files, reproduce_ok, results, wait_group_gone
 
-#: The stages, as the stage lines of ``reproduce`` name them (``[k/7] <name> ...``).
+#: Stages, as the stage lines of ``reproduce`` name them (``[k/N] <name> ...``).
 STAGES = ("training", "context", "responses", "comparisons", "analysis", "figures", "report")
 #: Longest wait after a stage's line before the signal, in seconds (short stages: none).
 MAX_DELAY = {"training": 3.0, "context": 0.0, "responses": 0.3, "comparisons": 2.0, "analysis": 0.0,

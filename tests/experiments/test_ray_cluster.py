@@ -265,7 +265,7 @@ def _ray_env(raytmp: str) -> dict[str, str]:
 
 
 INTERRUPT_SCRIPT = r"""
-import json, os, signal, subprocess, sys, time
+import json, os, re, signal, subprocess, sys, time
 
 sig, out, repeats = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 ray_names = ("raylet", "gcs_server", "ray::", "default_worker", "dashboard", "log_monitor", "runtime_env")
@@ -288,7 +288,7 @@ def once(run):
                              "--no-report", "-o", run], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:  # the trials train as Ray tasks
-        if line.startswith("[1/7] training"):
+        if re.match(r"\[1/\d+\] training", line):
             break
     deadline = time.monotonic() + 300
     while not any(p.startswith("ray::_call") for p in ray_processes()):

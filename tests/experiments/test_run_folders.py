@@ -2,12 +2,12 @@
 copied or moved folder resumes with nothing recomputed; folders written before (absolute paths)
 still resume in place; digests still guard every file."""
 
+import hashlib
 import json
 import shutil
 
 from behavsim import ResponseTable
-from behavsim._io import read_json_checked, write_json_checked
-from experiments import study
+from behavsim.io import read_json_checked, write_json_checked
 from experiments.study import load_config, run_study
 
 #: The folders whose files a resume must leave alone (mtimes checked).
@@ -58,7 +58,7 @@ def test_a_copied_then_moved_run_folder_resumes_with_nothing_recomputed(tiny_run
     logs = []
     run_study(load_config("tiny"), copy, log=logs.append)
     assert _changed(copy, before) == []
-    assert "[4/7] comparisons: up to date" in logs
+    assert [m for m in logs if m.endswith("] comparisons: up to date")]
     assert _results(copy) == _results(tiny_run)
 
     moved = tmp_path / "b"
@@ -72,7 +72,8 @@ def _as_written_before(run, elsewhere):
     """The run folder as the study wrote it before its paths were relative: index keys with the
     checkpoints' absolute paths (``cgen``: this folder's; the other sets: ``elsewhere``'s, as if the
     folder had been moved), no ``__paths__``; the collected sets' keys over paths and sizes, every
-    set's key beside it (``contexts/NAME.key``)."""
+    set's key beside it (``contexts/NAME.key``); in ``state.json`` the comparisons' entry a bare key
+    (written before the outputs were recorded)."""
     for p in sorted((run / "contexts" / "keys").iterdir()):
         p.rename(run / "contexts" / p.name)
     (run / "contexts" / "keys").rmdir()
@@ -83,17 +84,25 @@ def _as_written_before(run, elsewhere):
         write_json_checked(index_path, {k.replace("checkpoint:", f"checkpoint:{prefix}/"): v for k, v in index.items()})
     cfg = load_config("tiny")
     for reward in cfg.rewards:
-        last = [study._checkpoints(run, reward, s)[-1] for s in cfg.seeds]
-        key = study._hash("collect", [str(p) for p in last], [p.stat().st_size for p in last],
-                          cfg.collect_dialogues, cfg.collect_seed, cfg.user)
+        last = [sorted((run / "train" / f"{reward}-seed{s}").glob("ckpt-*.npz"))[-1] for s in cfg.seeds]
+        parts = ["collect", [str(p) for p in last], [p.stat().st_size for p in last],
+                 cfg.collect_dialogues, cfg.collect_seed, cfg.user]
+        key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
         (run / "contexts" / f"ccol-{reward}.key").write_text(key)
+    state = read_json_checked(run / "state.json")
+    state["compare"] = state["compare"]["key"]
+    write_json_checked(run / "state.json", state)
 
 
 def test_a_run_folder_with_absolute_paths_still_resumes_in_place(tiny_run, tmp_path):
     run = shutil.copytree(tiny_run, tmp_path / "old")
     _as_written_before(run, tmp_path / "gone" / "old")
     before = _stamps(run)
-    run_study(load_config("tiny"), run, log=lambda m: None)
+    logs = []
+    run_study(load_config("tiny"), run, log=logs.append)
+    assert logs[0] == "[1/11] run folder of an earlier version: its keys and indexes in today's form"
+    assert "[5/11] comparisons: up to date" in logs and "[6/11] analysis: up to date" in logs
+    assert read_json_checked(run / "state.json")["compare"]["outputs"] == {}
     # the indexes and keys are rewritten in today's form, once; no table, set or checkpoint is
     migrated = [f"responses/{n}/index.json" for n in ("ccol-all", "ccol-iq", "ccol-ts", "cgen")]
     keys = [f"contexts/{k}{n}.key" for n in ("ccol-all", "ccol-iq", "ccol-ts", "cgen") for k in ("", "keys/")]
@@ -102,8 +111,9 @@ def test_a_run_folder_with_absolute_paths_still_resumes_in_place(tiny_run, tmp_p
     assert "checkpoint:train/iq-seed1/ckpt-000200.npz:nlg_seed=1" in read_json_checked(run / migrated[0])
     assert _results(run) == _results(tiny_run)
     before = _stamps(run)
-    run_study(load_config("tiny"), run, log=lambda m: None)
-    assert _changed(run, before) == []
+    logs.clear()
+    run_study(load_config("tiny"), run, log=logs.append)
+    assert _changed(run, before) == [] and logs[0].startswith("[1/10] training")
 
 
 def test_a_table_of_another_checkpoint_file_is_made_again(tiny_run, tmp_path, capsys):

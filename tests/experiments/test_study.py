@@ -1,10 +1,12 @@
 import json
+import re
 
 import pandas as pd
 import pytest
 
 from behavsim import ConfigError
 from behavsim.cli import main as cli_main
+from behavsim.report import escape
 from experiments.study import StudyConfig, load_config, run_study
 
 SCORES = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"]
@@ -207,6 +209,23 @@ def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     assert csvs(run) == results
 
 
+def test_the_analysis_alone_is_redone_from_the_per_context_values_read_back(tiny_run, tmp_path):
+    """Outputs of the analysis removed: the comparisons are up to date, and the analysis is done
+    again from results/per_context/all.csv as read back from the file (its exact values): the same
+    bytes as when it ran on the comparisons' values in memory."""
+    import shutil
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    (run / "results" / "tests.json").unlink()
+    (run / "results" / "score_corr_mismatch.csv").unlink()
+    logs = []
+    run_study(load_config("tiny"), run, log=logs.append)
+    assert "[4/10] comparisons: up to date" in logs
+    assert "[5/10] analysis: score agreement, reward-vs-seed tests (over trials and over contexts)" in logs
+    for name in ("tests.json", "score_corr.csv", "score_corr_mismatch.csv", "score_mse.csv", "score_mse_mismatch.csv"):
+        assert (run / "results" / name).read_bytes() == (tiny_run / "results" / name).read_bytes(), name
+
+
 def test_map_and_robustness_sections(tiny_run):
     """The behaviour map of every policy and the optional robustness probe (tiny sets its levels)."""
     coords = pd.read_csv(tiny_run / "map" / "map.csv")
@@ -217,10 +236,19 @@ def test_map_and_robustness_sections(tiny_run):
     assert (rob.loc[rob["noise"] == 0, "TMR"] == 1.0).all() and (rob.loc[rob["noise"] == 0, "changed"] == 0).all()
     assert (rob.loc[rob["noise"] > 0, "changed"] > 0).all()
     manifest = json.loads((tiny_run / "manifest.json").read_text())
-    sections = {f["section"] for f in manifest["figures"]}
-    assert {"map", "robustness"} <= sections
+    files = [f["file"] for f in manifest["figures"]]
+    assert "map/map.svg" in files and "map/dendrogram.svg" in files
+    assert [f for f in files if f.startswith("robustness/")]
     html = (tiny_run / "report.html").read_text()
     assert "Behaviour map: every policy against every other" in html and "Robustness: each policy" in html
+    # each figure in the section that declares it (map/*, robustness/*)
+    sections = re.split(r'<section id="(\w+)">', html)
+    by_section = dict(zip(sections[1::2], sections[2::2]))
+    for f in files:
+        where = "map" if f.startswith("map/") else "robustness" if f.startswith("robustness/") else None
+        if where:
+            title = next(x["title"] for x in manifest["figures"] if x["file"] == f)
+            assert f'alt="{escape(title)}"' in by_section[where], f
 
 
 def test_robustness_levels_are_checked():
@@ -234,12 +262,12 @@ def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
     A4 in at most 15 pages (the quick-sized report: tests/experiments/test_report_pages.py)."""
     import re
 
-    from experiments.report import SECTIONS
+    from experiments.report import list_report_sections
 
     checks = _report_checks()
     html = tiny_run / "report.html"
     text = html.read_text(encoding="utf-8")
-    assert re.findall(r'<section id="(\w+)">', text) == [k for k, _ in SECTIONS if k not in ("other", "policies", "e2e")]  # no other policies, no end-to-end trials in the tiny run
+    assert re.findall(r'<section id="(\w+)">', text) == [k for k in list_report_sections() if k not in ("other", "policies", "e2e")]  # no other policies, no end-to-end trials in the tiny run
     checks.need_chromium()
     pages, sizes = checks.print_pages(html, tmp_path)
     assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)
@@ -252,14 +280,14 @@ def test_the_e2e_config_is_valid_and_adds_nothing_to_other_studies_identity():
     from experiments.study import load_config
 
     cfg = load_config("e2e")
-    assert cfg.e2e_teachers == ("handcrafted", "gp") and cfg.e2e_dialogues == 1000 and cfg.e2e_epochs == 5
+    assert dict(cfg.settings) == {"e2e_teachers": ("handcrafted", "gp"), "e2e_dialogues": 1000, "e2e_epochs": 5}
     assert cfg.to_dict()["e2e_teachers"] == ["handcrafted", "gp"]
     assert not {"e2e_teachers", "e2e_dialogues", "e2e_epochs"} & set(load_config("quick").to_dict())
     with pytest.raises(ConfigError, match=r"'e2e_teachers': expected some of \['handcrafted', 'gp'\], got 'pydial'"):
         load_config("e2e", e2e_teachers=["pydial"])
     with pytest.raises(ConfigError, match=r"'e2e_epochs': expected a non-negative integer"):
         load_config("e2e", e2e_epochs=-1)
-    from experiments.study_e2e import e2e_config
+    from experiments.e2e import e2e_config
 
     trial = e2e_config(cfg, "handcrafted", 1)  # the study's trials: the README's results, weight 1
     assert (trial.seed, trial.dialogues, trial.dagger_dialogues, trial.chat, trial.threads) == (1, 1000, 0, False, 1)

@@ -2,7 +2,6 @@
 collected contexts, compared with their teachers, over training and across seeds, with the CER–USE
 agreement — each value checked against the saved tables, scipy, or dialogues played again here."""
 
-import dataclasses
 import math
 import shutil
 
@@ -24,7 +23,7 @@ def with_e2e(tiny_run, tmp_path_factory):
     run = tmp_path_factory.mktemp("e2e") / "run"
     run.mkdir()
     shutil.copytree(tiny_run / "train", run / "train")  # the GP-SARSA trials as they are
-    cfg = dataclasses.replace(load_config("tiny"), **E2E)
+    cfg = load_config("tiny", **E2E)
     run_study(cfg, run, log=lambda m: None)
     return run
 
@@ -92,7 +91,7 @@ def test_the_studys_own_results_keep_their_bytes_and_a_rerun_trains_nothing(with
         assert (with_e2e / "results" / name).read_bytes() == (tiny_run / "results" / name).read_bytes(), name
     ckpt = with_e2e / "train" / "e2e-gp-s1" / "ckpt-000040" / "model.safetensors"
     before = (ckpt.stat().st_mtime_ns, (with_e2e / "results" / "e2e.csv").read_bytes())
-    run_study(dataclasses.replace(load_config("tiny"), **E2E), with_e2e, log=lambda m: None)
+    run_study(load_config("tiny", **E2E), with_e2e, log=lambda m: None)
     assert (ckpt.stat().st_mtime_ns, (with_e2e / "results" / "e2e.csv").read_bytes()) == before
 
 
@@ -100,7 +99,7 @@ def test_a_moved_run_folder_resumes_without_training_or_answering_again(with_e2e
     moved = tmp_path / "elsewhere"
     shutil.copytree(with_e2e, moved)  # the GP teachers' checkpoint paths move with it
     answered = sorted(p.name for p in (moved / "responses" / "ccol-all").iterdir())
-    run_study(dataclasses.replace(load_config("tiny"), **E2E), moved, log=lambda m: None)
+    run_study(load_config("tiny", **E2E), moved, log=lambda m: None)
     assert sorted(p.name for p in (moved / "responses" / "ccol-all").iterdir()) == answered
     for name in ("e2e.csv", "e2e_training.csv", "e2e_agreement.csv"):
         assert (moved / "results" / name).read_bytes() == (with_e2e / "results" / name).read_bytes(), name
@@ -123,4 +122,4 @@ def test_the_report_has_the_end_to_end_section(with_e2e):
 )
 def test_bad_end_to_end_settings_are_refused_in_one_line(change, message):
     with pytest.raises(ConfigError, match=message):
-        dataclasses.replace(load_config("tiny"), **change)
+        load_config("tiny", **change)

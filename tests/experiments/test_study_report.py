@@ -494,23 +494,27 @@ def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
             build_report(broken(name, content))
 
 
-@pytest.mark.parametrize("text, section", [
-    ("convergence", "convergence"), ("Figure 3", "seeds"), ("fig4_per_turn", "per_turn"), ("per-turn", "per_turn"),
-    ("reward_vs_seed_tmr", "rewards"), ("pair_curves_seeds_ccol", "seeds"), ("heatmap_corr", "scores"),
-    ("score_mse_mismatch", "scores"), ("learning_curves", "performance"), ("misc", "other"),
+@pytest.mark.parametrize("path, section", [
+    ("figures/learning_curves.svg", "performance"), ("figures/convergence.svg", "convergence"),
+    ("figures/convergence_tmr.png", "convergence"), ("figures/seeds_ccol-all_ts.svg", "seeds"),
+    ("figures/per_turn_iq.svg", "per_turn"), ("figures/rewards.svg", "rewards"),
+    ("figures/score_mse_mismatch.svg", "scores"), ("map/dendrogram.svg", "map"),
+    ("robustness/robustness_TMR.svg", "robustness"), ("figures/misc.png", "other"), ("figures/fig3.png", "other"),
 ])
-def test_figure_sections(text, section):
-    from experiments.report import _section_of
-    assert _section_of(text) == section
+def test_a_figure_goes_to_the_first_section_that_declares_it(path, section):
+    """Each section declares its figures (globs of their paths); a figure no section claims goes to
+    "Other figures"."""
+    from experiments.report import report_sections
+    assert [s.key for s in report_sections.ordered() if s.claims(path)][:1] == [section]
 
 
 def test_unlisted_and_damaged_figures(run_dir, tmp_path):
     run = shutil.copytree(run_dir, tmp_path / "figs")
-    shutil.copy(run / "figures" / "per_turn.png", run / "figures" / "heatmap_corr.png")  # unlisted: inferred
+    shutil.copy(run / "figures" / "per_turn.png", run / "figures" / "score_extra.png")  # unlisted: by its name
     (run / "figures" / "seeds_broken.png").write_bytes(b"not a png")
     text = build_report(run).read_text(encoding="utf-8")
     scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
-    assert scores.count('src="data:image/png;base64,') == 1 and "figures/heatmap_corr.png" in scores
+    assert scores.count('src="data:image/png;base64,') == 1 and "figures/score_extra.png" in scores
     seeds = text[text.index('<section id="seeds">'):text.index('<section id="per_turn">')]
     assert "Figure figures/seeds_broken.png could not be shown: not a PNG file" in " ".join(
         "".join(parse(seeds).text).split())

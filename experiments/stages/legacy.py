@@ -1,0 +1,126 @@
+"""Stage ``legacy``: a run folder written by an earlier version, brought to today's form before any
+other stage runs — the one place that knows the earlier forms (the other stages read today's only):
+
+* ``contexts/NAME.key`` (a set's key beside it, where it looked like another form of the set)
+  moves to ``contexts/keys/NAME.key``; the key of a collected set computed over its checkpoints'
+  paths as given and their sizes becomes today's (over their run-relative paths and digests, so
+  that a moved folder keeps it);
+* a response index without ``"__paths__"`` (keys naming checkpoints by an absolute path, or one
+  relative to the directory the study ran in) has its keys mapped to run-relative ones: a path
+  that lies in this folder directly, one that ends in ``train/<trial>/<file>`` by that tail (the
+  folder was moved); the tables' recorded checkpoint digests still decide whether a table is that
+  checkpoint's (:class:`~experiments.runfolder.ResponseStore`);
+* a ``state.json`` entry that is a bare key (written before the outputs were recorded) becomes
+  ``{"key": ..., "outputs": {}}``.
+
+Nothing is computed again: the folder resumes as it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from behavsim import TableFormatError
+from behavsim.io import read_json_checked, write_json_checked
+from experiments.runfolder import PATHS_KEY, PATHS_RUN, RunFolder, split_checkpoint_spec
+from experiments.stages.contexts import collected_key
+from experiments.study import Stage, Study, stage_key
+
+__all__ = ["LEGACY"]
+
+
+def _old_keyfiles(run: RunFolder) -> list[Path]:
+    return run.files(["contexts/*.key"])
+
+
+def _old_indexes(run: RunFolder) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for path in run.files(["responses/*/index.json"]):
+        try:
+            index = read_json_checked(path)
+        except TableFormatError:
+            continue  # damaged: the respond stage makes its tables again
+        if index.get(PATHS_KEY) != PATHS_RUN:
+            out.append((path, index))
+    return out
+
+
+def _old_state_entries(run: RunFolder) -> list[str]:
+    return [stage for stage, entry in run.state.items() if isinstance(entry, str)]
+
+
+def _applies(study: Study) -> bool:
+    run = study.run
+    return bool(_old_keyfiles(run) or _old_indexes(run) or _old_state_entries(run))
+
+
+def _earlier_collected_key(study: Study, reward: str) -> str | None:
+    """The key of C_col of ``reward`` as it was computed before: checkpoint paths as given, sizes."""
+    cfg, run = study.cfg, study.run
+    try:
+        last = [run.checkpoints(reward, s)[-1] for s in cfg.seeds]
+    except IndexError:
+        return None
+    sizes = [p.stat().st_size for p in last]
+    return stage_key("collect", [str(p) for p in last], sizes, cfg.collect_dialogues, cfg.collect_seed, cfg.user)
+
+
+def _move_keys(study: Study) -> None:
+    run = study.run
+    earlier = {f"ccol-{r}": r for r in study.cfg.rewards}
+    for old in _old_keyfiles(run):
+        name = old.stem
+        new = run.path(f"contexts/keys/{name}.key")
+        key = (new if new.exists() else old).read_text()
+        if name in earlier and key == _earlier_collected_key(study, earlier[name]):
+            key = collected_key(study, earlier[name])
+        run.write_text(f"contexts/keys/{name}.key", key)
+        old.unlink()
+
+
+def _index_key(key: str, run: RunFolder) -> str:
+    """A key of an index written before ``__paths__``, in today's form."""
+    parts = split_checkpoint_spec(key)
+    if parts is None:
+        return key
+    prefix, path, options = parts
+    rel = run.relative(path)
+    if rel is None:  # the folder moved: its checkpoints are train/<trial>/<file>
+        tail = PurePosixPath(*Path(path).parts).parts[-3:]
+        if len(tail) == 3 and tail[0] == "train":
+            rel = PurePosixPath(*tail).as_posix()
+    return key if rel is None else f"{prefix}{rel}{options}"
+
+
+def _map_indexes(run: RunFolder) -> None:
+    for path, index in _old_indexes(run):
+        out: dict[str, Any] = {PATHS_KEY: PATHS_RUN}
+        for k, v in index.items():
+            if k != PATHS_KEY:
+                out.setdefault(k if k.startswith("__") else _index_key(k, run), v)
+        write_json_checked(path, out)
+
+
+def _migrate(study: Study) -> None:
+    _move_keys(study)
+    _map_indexes(study.run)
+    stages = _old_state_entries(study.run)
+    if stages:
+        for stage in stages:
+            study.run.state[stage] = {"key": study.run.state[stage], "outputs": {}}
+        study.run.save_state()
+
+
+LEGACY = Stage(
+    name="legacy",
+    order=0,
+    title="run folder of an earlier version: its keys and indexes in today's form",
+    run=_migrate,
+    outputs={
+        "contexts/keys/": "each context set's key, moved from beside the set",
+        "responses/*/index.json": "the response indexes, their checkpoint paths relative to the run folder",
+        "state.json": "every stage's key with its recorded outputs",
+    },
+    applies=_applies,
+)
