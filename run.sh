@@ -93,8 +93,8 @@ case "${1:-}" in
         ;;
     lint)
         setup
-        "$VENV/bin/ruff" check behavsim contexts policies experiments
-        "$VENV/bin/ruff" format --check behavsim contexts policies experiments
+        "$VENV/bin/ruff" check behavsim contexts policies experiments tests benchmarks
+        "$VENV/bin/ruff" format --check behavsim contexts policies experiments tests benchmarks
         "$VENV/bin/lint-imports"
         "$VENV/bin/mypy" behavsim contexts policies experiments
         ;;

@@ -45,29 +45,37 @@ def main(argv: list[str] | None = None) -> dict:
     res: dict[str, float] = {}
     print(f"CPython {platform.python_version()} on {platform.machine()}, best of {args.repeat}")
     for step in (0.2, 0.1):
-        t, cs = _best(lambda: generate_grid(step=step), args.repeat)
+        t, cs = _best(lambda step=step: generate_grid(step=step), args.repeat)
         res[f"generate_{step}"] = t
-        tf, _ = _best(lambda: ContextSet(cs.beliefs).fingerprint, args.repeat)
+        tf, _ = _best(lambda cs=cs: ContextSet(cs.beliefs).fingerprint, args.repeat)
         res[f"fingerprint_{step}"] = tf
-        print(f"generate step {step}: {len(cs):>6,} contexts in {t * 1e3:8.1f} ms "
-              f"({t / len(cs) * 1e6:.1f} µs/context); fingerprint {tf * 1e3:.1f} ms")
+        print(
+            f"generate step {step}: {len(cs):>6,} contexts in {t * 1e3:8.1f} ms "
+            f"({t / len(cs) * 1e6:.1f} µs/context); fingerprint {tf * 1e3:.1f} ms"
+        )
     with tempfile.TemporaryDirectory() as d:
         for suffix in (".jsonl", ".parquet"):
             path = Path(d) / f"cgen{suffix}"
-            ts, _ = _best(lambda: cs.save(path), 1)
-            tl, _ = _best(lambda: ContextSet.load(path), 1)
+            ts, _ = _best(lambda path=path: cs.save(path), 1)
+            tl, _ = _best(lambda path=path: ContextSet.load(path), 1)
             res[f"save{suffix}"], res[f"load{suffix}"] = ts, tl
-            print(f"{len(cs):,} contexts {suffix:<8}: save {ts:.2f} s, load {tl:.2f} s, "
-                  f"{path.stat().st_size / 1e6:.1f} MB")
+            print(
+                f"{len(cs):,} contexts {suffix:<8}: save {ts:.2f} s, load {tl:.2f} s, "
+                f"{path.stat().st_size / 1e6:.1f} MB"
+            )
     # the belief-layout check that load (and save) runs on every belief, timed alone in this run
     tc, _ = _best(lambda: [belief_problem(b) for b in cs.beliefs], args.repeat)
     res["layout_check"] = tc
-    print(f"layout check of the {len(cs):,} beliefs: {tc:.2f} s ({tc / res['load.jsonl']:.0%} of the JSONL load, "
-          f"{tc / len(cs) * 1e6:.0f} µs/belief)")
+    print(
+        f"layout check of the {len(cs):,} beliefs: {tc:.2f} s ({tc / res['load.jsonl']:.0%} of the JSONL load, "
+        f"{tc / len(cs) * 1e6:.0f} µs/belief)"
+    )
     t, col = _best(lambda: collect("handcrafted", dialogues=args.dialogues, seed=0), args.repeat)
     res["collect_handcrafted"] = t
-    print(f"collect handcrafted, {args.dialogues} dialogues: {len(col)} contexts in {t * 1e3:.1f} ms "
-          f"({t / args.dialogues * 1e3:.2f} ms/dialogue)")
+    print(
+        f"collect handcrafted, {args.dialogues} dialogues: {len(col)} contexts in {t * 1e3:.1f} ms "
+        f"({t / args.dialogues * 1e3:.2f} ms/dialogue)"
+    )
     if args.checkpoint:
         t, col = _best(lambda: collect([args.checkpoint], dialogues=args.dialogues, seed=0), args.repeat)
         res["collect_checkpoint"] = t

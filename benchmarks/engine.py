@@ -49,25 +49,56 @@ import numpy as np
 
 AREAS = ["centre", "north", "south", "east", "west"]
 PRICES = ["cheap", "moderate", "expensive"]
-FOODS = ["italian", "chinese", "indian", "thai", "british", "european", "french", "korean", "turkish",
-         "mediterranean", "spanish", "japanese", "vietnamese", "seafood", "gastropub", "lebanese"]
-NAMES = [f"{a} {b}" for a in ("the golden", "la", "royal", "little", "old", "blue", "the river", "cote")
-         for b in ("house", "mimosa", "spice", "garden", "kitchen", "bistro", "palace")]
+FOODS = [
+    "italian",
+    "chinese",
+    "indian",
+    "thai",
+    "british",
+    "european",
+    "french",
+    "korean",
+    "turkish",
+    "mediterranean",
+    "spanish",
+    "japanese",
+    "vietnamese",
+    "seafood",
+    "gastropub",
+    "lebanese",
+]
+NAMES = [
+    f"{a} {b}"
+    for a in ("the golden", "la", "royal", "little", "old", "blue", "the river", "cote")
+    for b in ("house", "mimosa", "spice", "garden", "kitchen", "bistro", "palace")
+]
 
 TEMPLATES = {
-    "request": {"area": ["what part of town do you have in mind", "which area would you like",
-                         "where in town are you looking"],
-                "food": ["what kind of food would you like", "what type of food are you looking for",
-                         "which cuisine do you prefer"],
-                "pricerange": ["what price range are you interested in", "would you like something cheap moderate or expensive",
-                               "what price range would you like"]},
+    "request": {
+        "area": ["what part of town do you have in mind", "which area would you like", "where in town are you looking"],
+        "food": [
+            "what kind of food would you like",
+            "what type of food are you looking for",
+            "which cuisine do you prefer",
+        ],
+        "pricerange": [
+            "what price range are you interested in",
+            "would you like something cheap moderate or expensive",
+            "what price range would you like",
+        ],
+    },
     "confirm": ["did you say {v}", "you are looking for {v} is that right", "let me confirm you want {v}"],
     "select": ["would you like {v1} or {v2}", "do you prefer {v1} or rather {v2}"],
-    "inform": ["{name} is a {price} {food} restaurant in the {area} area",
-               "{name} is in the {area} area and is {price}ly priced and serves {food} food",
-               "{name} serves {food} food in the {area} of town and is in the {price} price range",
-               "i found {name} , a {food} place in the {area} with {price} prices"],
-    "none": ["sorry there is no {food} restaurant in the {area} area", "i am afraid no {price} {food} place is in the {area}"],
+    "inform": [
+        "{name} is a {price} {food} restaurant in the {area} area",
+        "{name} is in the {area} area and is {price}ly priced and serves {food} food",
+        "{name} serves {food} food in the {area} of town and is in the {price} price range",
+        "i found {name} , a {food} place in the {area} with {price} prices",
+    ],
+    "none": [
+        "sorry there is no {food} restaurant in the {area} area",
+        "i am afraid no {price} {food} place is in the {area}",
+    ],
     "reqmore": ["can i help you with anything else", "is there anything else i can do for you"],
     "bye": ["goodbye", "thank you for calling goodbye", "bye have a nice day"],
 }
@@ -76,7 +107,7 @@ TEMPLATES = {
 def make_policies(n_policies: int, n_contexts: int, seed: int = 0):
     rnd = random.Random(seed)
     base = []
-    for c in range(n_contexts):
+    for _ in range(n_contexts):
         base.append(_random_act(rnd))
     policies = []
     for p in range(n_policies):
@@ -94,27 +125,41 @@ def make_policies(n_policies: int, n_contexts: int, seed: int = 0):
 
 def _random_act(rnd):
     kind = rnd.choices(["request", "confirm", "select", "inform", "none", "reqmore", "bye"], [5, 2, 1, 5, 1, 1, 1])[0]
-    vals = {"slot": rnd.choice(["area", "food", "pricerange"]), "area": rnd.choice(AREAS), "price": rnd.choice(PRICES),
-            "food": rnd.choice(FOODS), "name": rnd.choice(NAMES), "v2": rnd.choice(AREAS)}
+    vals = {
+        "slot": rnd.choice(["area", "food", "pricerange"]),
+        "area": rnd.choice(AREAS),
+        "price": rnd.choice(PRICES),
+        "food": rnd.choice(FOODS),
+        "name": rnd.choice(NAMES),
+        "v2": rnd.choice(AREAS),
+    }
     return kind, vals
 
 
 def _realise(kind, v, nlg_seed, ctx):
-    pick = lambda xs: xs[(nlg_seed * 7 + ctx) % len(xs)] if nlg_seed >= 2 else xs[nlg_seed % len(xs)]
+    def pick(xs):
+        return xs[(nlg_seed * 7 + ctx) % len(xs)] if nlg_seed >= 2 else xs[nlg_seed % len(xs)]
+
     slot_val = {"area": v["area"], "food": v["food"], "pricerange": v["price"]}[v["slot"]]
     if kind == "request":
         return f"request({v['slot']})", pick(TEMPLATES["request"][v["slot"]])
     if kind == "confirm":
         return f'confirm({v["slot"]}="{slot_val}")', pick(TEMPLATES["confirm"]).format(v=slot_val)
     if kind == "select":
-        return (f'select(area="{v["area"]}",area="{v["v2"]}")',
-                pick(TEMPLATES["select"]).format(v1=v["area"], v2=v["v2"]))
+        return (
+            f'select(area="{v["area"]}",area="{v["v2"]}")',
+            pick(TEMPLATES["select"]).format(v1=v["area"], v2=v["v2"]),
+        )
     if kind == "inform":
-        return (f'inform(name="{v["name"]}",area="{v["area"]}",food="{v["food"]}",pricerange="{v["price"]}")',
-                pick(TEMPLATES["inform"]).format(name=v["name"], area=v["area"], food=v["food"], price=v["price"]))
+        return (
+            f'inform(name="{v["name"]}",area="{v["area"]}",food="{v["food"]}",pricerange="{v["price"]}")',
+            pick(TEMPLATES["inform"]).format(name=v["name"], area=v["area"], food=v["food"], price=v["price"]),
+        )
     if kind == "none":
-        return (f'inform(name=none,area="{v["area"]}",food="{v["food"]}")',
-                pick(TEMPLATES["none"]).format(area=v["area"], food=v["food"], price=v["price"]))
+        return (
+            f'inform(name=none,area="{v["area"]}",food="{v["food"]}")',
+            pick(TEMPLATES["none"]).format(area=v["area"], food=v["food"], price=v["price"]),
+        )
     return f"{kind}()", pick(TEMPLATES[kind])
 
 
@@ -144,8 +189,10 @@ def naive_seconds_per_pair(policies, sample: int, seed: int = 1) -> float:
             e = use.encode([p, q])
             cos = float(e[0] @ e[1] / np.linalg.norm(e[0]) / np.linalg.norm(e[1]))
             1 - np.arccos(np.clip(cos, -1, 1)) / np.pi
-            (sentence_bleu([q.split()], p.split(), smoothing_function=sm)
-             + sentence_bleu([p.split()], q.split(), smoothing_function=sm)) / 2
+            (
+                sentence_bleu([q.split()], p.split(), smoothing_function=sm)
+                + sentence_bleu([p.split()], q.split(), smoothing_function=sm)
+            ) / 2
             scorer.score([p], [q])
     return (time.perf_counter() - t0) / sample
 
@@ -153,8 +200,9 @@ def naive_seconds_per_pair(policies, sample: int, seed: int = 1) -> float:
 SCORES8 = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"]
 
 
-def make_pooled_policies(n_policies: int, n_contexts: int, *, pool: int = 6, vocab: int = 400, failures: float = 0.02,
-                         seed: int = 0):
+def make_pooled_policies(
+    n_policies: int, n_contexts: int, *, pool: int = 6, vocab: int = 400, failures: float = 0.02, seed: int = 0
+):
     """Synthetic checkpoints: per context a shared answer and ``pool - 1`` alternatives from a
     vocabulary of ``vocab`` acts; policy p gives an alternative on 15-55 % of contexts."""
     rnd = random.Random(seed)
@@ -202,7 +250,7 @@ def _warm_models():
 def part_floor(folder: str) -> dict:
     """The floor: loading, interning, one encoder pass per distinct prompt, the gathers."""
     from behavsim import get_score
-    from behavsim.scores._base import intern
+    from behavsim.scores._base import intern  # private: the interning the engine uses, timed
 
     use, tok = _warm_models()
     use.encode(["warm up"]), tok.embed(["warm up"])  # weights loaded outside the timing
@@ -236,8 +284,14 @@ def part_floor(folder: str) -> dict:
             k[(a < 0) | (b < 0)] = base * base
             total += np.nansum(values[k], axis=0)
     t_gather = time.perf_counter() - t2
-    return {"load": t_load, "intern+encode": t_encode, "gathers": t_gather, "total": time.perf_counter() - t0,
-            "distinct_prompts": len(prompts), "distinct_acts": len(codes["acts"][1])}
+    return {
+        "load": t_load,
+        "intern+encode": t_encode,
+        "gathers": t_gather,
+        "total": time.perf_counter() - t0,
+        "distinct_prompts": len(prompts),
+        "distinct_acts": len(codes["acts"][1]),
+    }
 
 
 def part_matrix(folder: str, subset: int = 0) -> dict:
@@ -251,8 +305,13 @@ def part_matrix(folder: str, subset: int = 0) -> dict:
         tables = tables[:subset]
     t_load = time.perf_counter() - t0
     mc = compare(tables, None, scores=SCORES8, matrix=True, progress=False)
-    out = {"load": t_load, "total": time.perf_counter() - t0, "chunk": mc.chunk_contexts,
-           "distinct": {k: int(v) for k, v in mc.n_distinct.items()}, "timings": mc.timings}
+    out = {
+        "load": t_load,
+        "total": time.perf_counter() - t0,
+        "chunk": mc.chunk_contexts,
+        "distinct": {k: int(v) for k, v in mc.n_distinct.items()},
+        "timings": mc.timings,
+    }
     if subset:
         out["means"] = {k: v.to_numpy().tolist() for k, v in mc.matrices.items()}
     return out
@@ -269,9 +328,15 @@ def part_engine(folder: str, subset: int) -> dict:
     comp = compare(tables, "all", scores=SCORES8, progress=False)
     ids = [t.id for t in tables]
     pos = {i: k for k, i in enumerate(ids)}
-    return {"load": t_load, "total": time.perf_counter() - t0, "rows": len(comp.per_context),
-            "means": [[pos[a], pos[b], *[comp.means[s][r] for s in SCORES8]]
-                      for r, (a, b) in enumerate(zip(comp.means["a"], comp.means["b"]))]}
+    return {
+        "load": t_load,
+        "total": time.perf_counter() - t0,
+        "rows": len(comp.per_context),
+        "means": [
+            [pos[a], pos[b], *[comp.means[s][r] for s in SCORES8]]
+            for r, (a, b) in enumerate(zip(comp.means["a"], comp.means["b"]))
+        ],
+    }
 
 
 def _in_process(part: str, folder: str, subset: int = 0) -> dict:
@@ -283,8 +348,12 @@ def _in_process(part: str, folder: str, subset: int = 0) -> dict:
 
     env = {**os.environ, "BEHAVSIM_CACHE_DIR": tempfile.mkdtemp(prefix="behavsim-bench-cache-")}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--part", part, "--tables", folder, "--subset", str(subset)],
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--part", part, "--tables", folder, "--subset", str(subset)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode:
         raise SystemExit(f"{part} failed:\n{proc.stderr[-3000:]}")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -300,32 +369,46 @@ def at_scale(args) -> None:
     policies = make_pooled_policies(args.policies, args.contexts)
     fp = context_fingerprint({"i": i} for i in range(args.contexts))
     for k, (acts, prompts) in enumerate(policies):
-        ResponseTable(policy={"id": f"pol{k:03d}"}, context_fingerprint=fp, acts=acts, prompts=prompts,
-                      errors=[None if a is not None else "RuntimeError: synthetic failure" for a in acts]
-                      ).save(f"{folder}/pol{k:03d}.jsonl")
+        ResponseTable(
+            policy={"id": f"pol{k:03d}"},
+            context_fingerprint=fp,
+            acts=acts,
+            prompts=prompts,
+            errors=[None if a is not None else "RuntimeError: synthetic failure" for a in acts],
+        ).save(f"{folder}/pol{k:03d}.jsonl")
     del policies
     p, n = args.policies, args.contexts
-    print(f"job: all pairs of {p} policies x {n:,} contexts ({p * (p - 1) // 2:,} pairs; {p * p:,} ordered pairs "
-          f"incl. self-pairs in the matrices), all eight scores; tables written in {time.perf_counter() - t0:.0f} s")
+    print(
+        f"job: all pairs of {p} policies x {n:,} contexts ({p * (p - 1) // 2:,} pairs; {p * p:,} ordered pairs "
+        f"incl. self-pairs in the matrices), all eight scores; tables written in {time.perf_counter() - t0:.0f} s"
+    )
     floor = _in_process("floor", folder)
     print(f"  distinct acts {floor['distinct_acts']:,}, distinct prompts {floor['distinct_prompts']:,}")
-    print(f"floor  (own process): {floor['total']:7.1f} s (load {floor['load']:.1f}, intern+encode "
-          f"{floor['intern+encode']:.1f}, gathers {floor['gathers']:.1f}), peak {floor['peak_mb']:7.0f} MB")
+    print(
+        f"floor  (own process): {floor['total']:7.1f} s (load {floor['load']:.1f}, intern+encode "
+        f"{floor['intern+encode']:.1f}, gathers {floor['gathers']:.1f}), peak {floor['peak_mb']:7.0f} MB"
+    )
     mat = _in_process("matrix", folder)
-    print(f"matrix (own process): {mat['total']:7.1f} s (load {mat['load']:.1f}; "
-          + ", ".join(f"{k} {v:.1f}" for k, v in mat["timings"].items() if k != "total")
-          + f"), peak {mat['peak_mb']:7.0f} MB, chunk {mat['chunk']} contexts")
+    print(
+        f"matrix (own process): {mat['total']:7.1f} s (load {mat['load']:.1f}; "
+        + ", ".join(f"{k} {v:.1f}" for k, v in mat["timings"].items() if k != "total")
+        + f"), peak {mat['peak_mb']:7.0f} MB, chunk {mat['chunk']} contexts"
+    )
     print("  distinct combinations scored: " + ", ".join(f"{k} {v:,}" for k, v in mat["distinct"].items()))
-    print(f"  matrix / floor: time {mat['total'] / floor['total']:.2f}x, peak memory "
-          f"{mat['peak_mb'] / floor['peak_mb']:.2f}x  (targets: within 2x of the floor, <= 4,096 MB)")
+    print(
+        f"  matrix / floor: time {mat['total'] / floor['total']:.2f}x, peak memory "
+        f"{mat['peak_mb'] / floor['peak_mb']:.2f}x  (targets: within 2x of the floor, <= 4,096 MB)"
+    )
     q = args.subset
     eng = _in_process("engine", folder, q)
     sub = _in_process("matrix", folder, q)
     print(f"subset {q} policies x {n:,} contexts ({q * (q - 1) // 2} pairs = {eng['rows']:,} per-context rows):")
     print(f"  per-context mode (compare, pairs='all'): {eng['total']:7.1f} s, peak {eng['peak_mb']:7.0f} MB")
     print(f"  matrices ({q * q} ordered pairs):         {sub['total']:7.1f} s, peak {sub['peak_mb']:7.0f} MB")
-    print(f"  per-context / matrix: time {eng['total'] / sub['total']:.1f}x, peak memory "
-          f"{eng['peak_mb'] / sub['peak_mb']:.1f}x")
+    print(
+        f"  per-context / matrix: time {eng['total'] / sub['total']:.1f}x, peak memory "
+        f"{eng['peak_mb'] / sub['peak_mb']:.1f}x"
+    )
     worst = 0.0
     for row in eng["means"]:
         i, j, vals = row[0], row[1], row[2:]
@@ -351,8 +434,11 @@ def main() -> None:
     if args.part:
         import json
 
-        fn = {"floor": lambda: part_floor(args.tables), "matrix": lambda: part_matrix(args.tables, args.subset),
-              "engine": lambda: part_engine(args.tables, args.subset)}[args.part]
+        fn = {
+            "floor": lambda: part_floor(args.tables),
+            "matrix": lambda: part_matrix(args.tables, args.subset),
+            "engine": lambda: part_engine(args.tables, args.subset),
+        }[args.part]
         res = fn()
         res["peak_mb"] = _peak_mb()
         print(json.dumps(res, default=float))
@@ -366,19 +452,22 @@ def main() -> None:
     args.contexts = args.contexts or 1296
 
     os.environ["BEHAVSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="behavsim-bench-cache-")
-    from behavsim import ResponseTable, compare, context_fingerprint
-    from behavsim import _encoders
+    from behavsim import ResponseTable, _encoders, compare, context_fingerprint
 
     policies = make_policies(args.policies, args.contexts)
     fp = context_fingerprint({"i": i} for i in range(args.contexts))
-    tables = [ResponseTable(policy={"id": f"pol{k:02d}"}, context_fingerprint=fp, acts=a, prompts=p)
-              for k, (a, p) in enumerate(policies)]
+    tables = [
+        ResponseTable(policy={"id": f"pol{k:02d}"}, context_fingerprint=fp, acts=a, prompts=p)
+        for k, (a, p) in enumerate(policies)
+    ]
     n_pairs = args.policies * (args.policies - 1) // 2
     n_ctx_pairs = n_pairs * args.contexts
     uniq_acts = len({a for t in tables for a in t.acts})
     uniq_prompts = len({p for t in tables for p in t.prompts})
-    print(f"job: {args.policies} policies x {args.contexts} contexts, {n_pairs} pairs = {n_ctx_pairs:,} context pairs, "
-          f"8 scores; {uniq_acts:,} distinct acts, {uniq_prompts:,} distinct prompts")
+    print(
+        f"job: {args.policies} policies x {args.contexts} contexts, {n_pairs} pairs = {n_ctx_pairs:,} context pairs, "
+        f"8 scores; {uniq_acts:,} distinct acts, {uniq_prompts:,} distinct prompts"
+    )
 
     t0 = time.perf_counter()
     comp = compare(tables, "all", progress=False)
@@ -393,8 +482,10 @@ def main() -> None:
 
     per_pair = naive_seconds_per_pair(policies, args.sample)
     naive = per_pair * n_ctx_pairs
-    print(f"naive loop: {per_pair * 1e3:.2f} ms per context pair on {args.sample} sampled pairs "
-          f"-> {naive:,.0f} s ({naive / 3600:.1f} h) extrapolated")
+    print(
+        f"naive loop: {per_pair * 1e3:.2f} ms per context pair on {args.sample} sampled pairs "
+        f"-> {naive:,.0f} s ({naive / 3600:.1f} h) extrapolated"
+    )
     print(f"speed-up: {naive / cold:,.0f}x (cold cache), {naive / warm:,.0f}x (warm cache)")
 
 

@@ -6,16 +6,17 @@ of the GP state vector and of the action mask.
 
     python benchmarks/environment.py [--dialogues 2000] [--hello] [--error-rate 0.0]
 """
+
 from __future__ import annotations
 
 import argparse
 import platform
 import time
 
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.actions import action_mask
 from policies.simulation.env import DialogueEnv
 from policies.simulation.features import belief_vector
-from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.tracker import ErrorModel
 
 
@@ -57,19 +58,31 @@ def main(argv: list[str] | None = None) -> dict:
         action_mask(b, env.domain)
     mask_us = 1e6 * (time.perf_counter() - t1) / len(beliefs)
     res = {
-        "dialogues": args.dialogues, "turns": turns, "success_rate": successes / args.dialogues,
-        "avg_turns": turns / args.dialogues, "turns_per_s": turns / total,
-        "dialogues_per_s": args.dialogues / total, "env_us_per_turn": 1e6 * (total - policy_s) / turns,
-        "belief_vector_us": vec_us, "action_mask_us": mask_us,
+        "dialogues": args.dialogues,
+        "turns": turns,
+        "success_rate": successes / args.dialogues,
+        "avg_turns": turns / args.dialogues,
+        "turns_per_s": turns / total,
+        "dialogues_per_s": args.dialogues / total,
+        "env_us_per_turn": 1e6 * (total - policy_s) / turns,
+        "belief_vector_us": vec_us,
+        "action_mask_us": mask_us,
     }
-    print(f"behavsim environment benchmark ({platform.python_implementation()} "
-          f"{platform.python_version()}, {platform.machine()}, one process)")
-    print(f"  {res['dialogues']} dialogues, {turns} turns, handcrafted success "
-          f"{res['success_rate']:.3f}, {res['avg_turns']:.2f} turns/dialogue")
-    print(f"  {res['turns_per_s']:,.0f} turns/s ({res['dialogues_per_s']:,.0f} dialogues/s) with the "
-          f"handcrafted policy")
-    print(f"  environment alone: {res['env_us_per_turn']:.0f} us/turn (user + tracker + mapping + "
-          f"DB + NLG, reset amortised)")
+    print(
+        f"behavsim environment benchmark ({platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.machine()}, one process)"
+    )
+    print(
+        f"  {res['dialogues']} dialogues, {turns} turns, handcrafted success "
+        f"{res['success_rate']:.3f}, {res['avg_turns']:.2f} turns/dialogue"
+    )
+    print(
+        f"  {res['turns_per_s']:,.0f} turns/s ({res['dialogues_per_s']:,.0f} dialogues/s) with the handcrafted policy"
+    )
+    print(
+        f"  environment alone: {res['env_us_per_turn']:.0f} us/turn (user + tracker + mapping + "
+        f"DB + NLG, reset amortised)"
+    )
     print(f"  belief_vector: {vec_us:.1f} us, action_mask: {mask_us:.1f} us")
     return res
 

@@ -67,12 +67,12 @@ def textbook(a, b) -> int:
 
 def main() -> None:
     from behavsim import ContextSet, ResponseTable
-    from behavsim._io import read_json_checked, write_json_checked
+    from behavsim.io import read_json_checked, write_json_checked
     from behavsim.policy import respond
-    from behavsim.scores._semantic import _levenshtein
+    from behavsim.scores._semantic import _levenshtein  # private: the edit distance CER uses, timed
     from contexts import generate_grid
     from policies.gp.checkpoint import read_npz, save_checkpoint
-    from policies.gp.sarsa import GPSarsaPolicy
+    from policies.gp.policy import GPSarsaPolicy
     from policies.handcrafted.policy import HandcraftedPolicy
 
     d = Path(tempfile.mkdtemp(prefix="behavsim-fuzz-"))
@@ -80,8 +80,13 @@ def main() -> None:
     table = respond(HandcraftedPolicy(), cs)
 
     def same_table(a, b):
-        return (a.acts, a.prompts, a.errors, a.context_ids, a.policy) == (b.acts, b.prompts, b.errors, b.context_ids,
-                                                                          b.policy)
+        return (a.acts, a.prompts, a.errors, a.context_ids, a.policy) == (
+            b.acts,
+            b.prompts,
+            b.errors,
+            b.context_ids,
+            b.policy,
+        )
 
     def same_npz(a, b):
         (x, m), (y, n) = a, b
@@ -90,8 +95,14 @@ def main() -> None:
     jobs = []
     for suffix in (".jsonl", ".parquet"):
         jobs.append((f"response table {suffix}", table.save(d / f"t{suffix}"), ResponseTable.load, same_table))
-        jobs.append((f"context set {suffix}", cs.save(d / f"c{suffix}"), ContextSet.load,
-                     lambda a, b: a.fingerprint == b.fingerprint and a.ids == b.ids))
+        jobs.append(
+            (
+                f"context set {suffix}",
+                cs.save(d / f"c{suffix}"),
+                ContextSet.load,
+                lambda a, b: a.fingerprint == b.fingerprint and a.ids == b.ids,
+            )
+        )
     state = write_json_checked(d / "state.json", {"compare": {"key": "ab12", "outputs": {"r.csv": "sha256:0"}}})
     jobs.append(("state file", state, read_json_checked, lambda a, b: a == b))
     jobs.append(("GP checkpoint", save_checkpoint(d / "ckpt-000010.npz", GPSarsaPolicy()), read_npz, same_npz))
@@ -101,8 +112,10 @@ def main() -> None:
         r = fuzz(path, read, same)
         totals += r
         print(f"   {name:<22} refused {r[0]:4d}   read back unchanged {r[1]:4d}   other {r[2]}")
-    print(f"   all {totals.sum():,}: refused naming the file {totals[0]:,}, unchanged {totals[1]:,}, "
-          f"other (traceback or changed content) {totals[2]}")
+    print(
+        f"   all {totals.sum():,}: refused naming the file {totals[0]:,}, unchanged {totals[1]:,}, "
+        f"other (traceback or changed content) {totals[2]}"
+    )
 
     print("2. CER's edit distance on long acts (item sequences)")
     items = [f"s{i}" for i in range(4000)]
@@ -115,8 +128,10 @@ def main() -> None:
             t0 = time.perf_counter()
             assert textbook(a, b) == got
             slow = time.perf_counter() - t0
-            print(f"   {n:,} items: bit-parallel {fast * 1e3:6.1f} ms, textbook DP {slow * 1e3:7.1f} ms "
-                  f"({slow / fast:,.0f}x)")
+            print(
+                f"   {n:,} items: bit-parallel {fast * 1e3:6.1f} ms, textbook DP {slow * 1e3:7.1f} ms "
+                f"({slow / fast:,.0f}x)"
+            )
         else:
             print(f"   {n:,} items: bit-parallel {fast * 1e3:6.1f} ms (the DP: ~16x the 1,000-item time)")
 

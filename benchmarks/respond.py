@@ -54,9 +54,16 @@ def _grid(step: float):
         d = Domain.builtin()
         n = round(1 / step)
         levels = [round(i * step, 10) for i in range(n + 1)]
-        return ContextSet([make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
-                                       method={"byconstraints": m})
-                           for a, p, f, m in itertools.product(levels, repeat=4)])
+        return ContextSet(
+            [
+                make_belief(
+                    d,
+                    {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
+                    method={"byconstraints": m},
+                )
+                for a, p, f, m in itertools.product(levels, repeat=4)
+            ]
+        )
     return generate_grid(step=step)
 
 
@@ -74,8 +81,17 @@ def _checkpoints(args: argparse.Namespace, tmp: Path) -> list[str]:
     from policies.training.train import TrainConfig, run_training
 
     t0 = time.perf_counter()
-    run_training(TrainConfig(rewards=("ts",), seeds=(0, 1, 2), dialogues=args.dialogues,
-                             checkpoint_every=args.dialogues, eval_dialogues=10), tmp / "run", progress=False)
+    run_training(
+        TrainConfig(
+            rewards=("ts",),
+            seeds=(0, 1, 2),
+            dialogues=args.dialogues,
+            checkpoint_every=args.dialogues,
+            eval_dialogues=10,
+        ),
+        tmp / "run",
+        progress=False,
+    )
     print(f"trained 3 tiny checkpoints ({args.dialogues} dialogues each) in {time.perf_counter() - t0:.1f} s")
     return [str(p) for p in sorted((tmp / "run").rglob("ckpt-*.npz"))]
 
@@ -88,10 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scores", nargs="+", default=None, help="scores for compare (default: all eight)")
     ap.add_argument("--repeat", type=int, default=3, help="best of N for the respond timings")
     ap.add_argument("--no-cache", action="store_true", help="embed prompts afresh (no on-disk embedding cache)")
-    ap.add_argument("--at-scale", action="store_true",
-                    help="240 paper-scale checkpoints x the 14,641-context grid against the floor (see the module doc)")
-    ap.add_argument("--reference", type=int, default=4, metavar="K",
-                    help="--at-scale: checkpoints answered by the per-context path too (default 4; 0: none)")
+    ap.add_argument(
+        "--at-scale",
+        action="store_true",
+        help="240 paper-scale checkpoints x the 14,641-context grid against the floor (see the module doc)",
+    )
+    ap.add_argument(
+        "--reference",
+        type=int,
+        default=4,
+        metavar="K",
+        help="--at-scale: checkpoints answered by the per-context path too (default 4; 0: none)",
+    )
     ap.add_argument("--workers", type=int, default=2, help="--at-scale: workers of the batched run (default 2)")
     args = ap.parse_args(argv)
     if args.at_scale:
@@ -105,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         ckpts = _checkpoints(args, Path(d))
         adapters = [load_policy(c) for c in ckpts]
         sizes = [a.policy.learner.dictionary_size for a in adapters]
-        print(f"contexts: {len(contexts)} (grid step {args.step}); checkpoints: {[a.id for a in adapters]}, "
-              f"GP dictionary sizes {sizes}; cores: {os.cpu_count()}")
+        print(
+            f"contexts: {len(contexts)} (grid step {args.step}); checkpoints: {[a.id for a in adapters]}, "
+            f"GP dictionary sizes {sizes}; cores: {os.cpu_count()}"
+        )
 
         def best(fn):
             times, out = [], None
@@ -123,11 +149,15 @@ def main(argv: list[str] | None = None) -> int:
         n = len(ckpts) * len(contexts)
         print(f"load 3 checkpoints          {t_load:8.3f} s")
         print(f"respond serial (3 x {len(contexts)})   {t_serial:8.3f} s  {n / t_serial:10,.0f} contexts/s")
-        print(f"respond_many ({min(3, os.cpu_count() or 1)} workers)      {t_many:8.3f} s  {n / t_many:10,.0f} contexts/s "
-              "(incl. process start and loading)")
+        print(
+            f"respond_many ({min(3, os.cpu_count() or 1)} workers)      {t_many:8.3f} s  {n / t_many:10,.0f} contexts/s "
+            "(incl. process start and loading)"
+        )
 
         scores = args.scores or list(DEFAULT_SCORES)
-        opts = {s: {"cache": False} for s in ("USE_cos", "USE_ang", "BERTScore") if s in scores} if args.no_cache else {}
+        opts = (
+            {s: {"cache": False} for s in ("USE_cos", "USE_ang", "BERTScore") if s in scores} if args.no_cache else {}
+        )
         t0 = time.perf_counter()
         compare(tables, "all", scores=scores, score_options=opts, progress=False)
         t_first = time.perf_counter() - t0
@@ -135,11 +165,15 @@ def main(argv: list[str] | None = None) -> int:
         comp = compare(tables, "all", scores=scores, score_options=opts, progress=False)
         t_score = time.perf_counter() - t0
         pairs = len(comp.means)
-        print(f"compare {pairs} pairs, {len(scores)} scores   {t_score:8.3f} s  "
-              f"{pairs * len(contexts) / t_score:10,.0f} context pairs/s "
-              f"(first call {t_first:.3f} s incl. model loading and embedding)")
-        print(f"ratio scoring / respond (serial): {t_score / t_serial:.2f}; first scoring call / respond: "
-              f"{t_first / t_serial:.2f}")
+        print(
+            f"compare {pairs} pairs, {len(scores)} scores   {t_score:8.3f} s  "
+            f"{pairs * len(contexts) / t_score:10,.0f} context pairs/s "
+            f"(first call {t_first:.3f} s incl. model loading and embedding)"
+        )
+        print(
+            f"ratio scoring / respond (serial): {t_score / t_serial:.2f}; first scoring call / respond: "
+            f"{t_first / t_serial:.2f}"
+        )
     return 0
 
 
@@ -158,9 +192,14 @@ def _paper_checkpoints(args: argparse.Namespace, tmp: Path) -> list[Path]:
     from policies.training.train import TrainConfig, run_training
 
     cfg = tomllib.loads((CONFIG_DIR / "paper.toml").read_text())
-    tc = TrainConfig(rewards=tuple(cfg["rewards"]), seeds=tuple(cfg["seeds"]), dialogues=cfg["dialogues"],
-                     checkpoint_every=cfg["checkpoint_every"], eval_dialogues=cfg["eval_dialogues"],
-                     eval_scale=cfg.get("eval_scale", 0.0))
+    tc = TrainConfig(
+        rewards=tuple(cfg["rewards"]),
+        seeds=tuple(cfg["seeds"]),
+        dialogues=cfg["dialogues"],
+        checkpoint_every=cfg["checkpoint_every"],
+        eval_dialogues=cfg["eval_dialogues"],
+        eval_scale=cfg.get("eval_scale", 0.0),
+    )
     t0 = time.perf_counter()
     run_training(tc, tmp / "train", progress=False)
     found = sorted((tmp / "train").rglob("ckpt-*.npz"))
@@ -178,7 +217,7 @@ def _tree_rss(pid: int) -> int:
         try:
             with open(f"/proc/{entry}/stat") as f:
                 stat = f.read()
-            rest = stat[stat.rindex(")") + 2:].split()
+            rest = stat[stat.rindex(")") + 2 :].split()
             children.setdefault(int(rest[1]), []).append(int(entry))
             rss[int(entry)] = int(rest[21]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, ValueError, IndexError):
@@ -219,7 +258,7 @@ def _run_cli(argv: list[str]) -> tuple[float, float]:
 def _body(path: Path) -> bytes:
     """A JSONL table's rows (its header line, which names the file's digest, left out)."""
     data = path.read_bytes()
-    return data[data.index(b"\n") + 1:]
+    return data[data.index(b"\n") + 1 :]
 
 
 def _floor(grid: Path, ckpts: list[Path], out: Path) -> dict[str, float]:
@@ -279,9 +318,7 @@ def _floor(grid: Path, ckpts: list[Path], out: Path) -> dict[str, float]:
             a = raw_of[c]
             head[c] = f'{{"act":{enc(canonical[a])},"context_id":'
             tail[c] = f',"prompt":{enc(p[a])}}}\n'
-        body = "".join(
-            f'{head[c]}{ids[i]},"error":null,"i":{i}{tail[c]}' for i, c in enumerate(codes)
-        ).encode("utf-8")
+        body = "".join(f'{head[c]}{ids[i]},"error":null,"i":{i}{tail[c]}' for i, c in enumerate(codes)).encode("utf-8")
         hashlib.sha256(body).hexdigest()
         (out / f"{k}.rows").write_bytes(body)
     t["write"] = time.perf_counter() - t0
@@ -299,46 +336,74 @@ def at_scale(args: argparse.Namespace) -> int:
         grid = tmp / "g.jsonl"
         generate_grid(step=0.1).save(grid)
         n_ctx = sum(1 for _ in open(grid)) - 1
-        print(f"{len(ckpts)} checkpoints x {n_ctx:,} contexts (grid step 0.1), acts and prompts; {os.cpu_count()} cores")
+        print(
+            f"{len(ckpts)} checkpoints x {n_ctx:,} contexts (grid step 0.1), acts and prompts; {os.cpu_count()} cores"
+        )
         files = [str(c) for c in ckpts]
         common = ["--contexts", str(grid), "--format", "jsonl", "--no-progress"]
 
-        wall, peak = _run_cli(["respond", "--policy", *files, "-o", str(tmp / "batched"), "--workers",
-                               str(args.workers), *common])
-        print(f"batched, {args.workers} workers:   {wall:8.1f} s, peak {peak:6.0f} MB "
-              f"({len(ckpts) * n_ctx / wall:,.0f} contexts/s)")
+        wall, peak = _run_cli(
+            ["respond", "--policy", *files, "-o", str(tmp / "batched"), "--workers", str(args.workers), *common]
+        )
+        print(
+            f"batched, {args.workers} workers:   {wall:8.1f} s, peak {peak:6.0f} MB "
+            f"({len(ckpts) * n_ctx / wall:,.0f} contexts/s)"
+        )
 
         t1, _ = _run_cli(["respond", "--policy", files[-1], "-o", str(tmp / "one.jsonl"), "--workers", "1", *common])
         sub = files[:48]
         t48, _ = _run_cli(["respond", "--policy", *sub, "-o", str(tmp / "48"), "--workers", "1", *common])
         marginal = (t48 - t1) / (len(sub) - 1)
-        print(f"one worker: 1 checkpoint {t1:.1f} s, {len(sub)} checkpoints {t48:.1f} s: marginal "
-              f"{marginal:.3f} s per checkpoint")
+        print(
+            f"one worker: 1 checkpoint {t1:.1f} s, {len(sub)} checkpoints {t48:.1f} s: marginal "
+            f"{marginal:.3f} s per checkpoint"
+        )
 
         floor_dir = tmp / "floor"
         floor_dir.mkdir()
         t0 = time.perf_counter()
         parts = _floor(grid, ckpts, floor_dir)
         floor = time.perf_counter() - t0
-        print(f"floor (one process):      {floor:8.1f} s  (" + ", ".join(f"{k} {v:.1f}" for k, v in parts.items())
-              + ")")
+        print(
+            f"floor (one process):      {floor:8.1f} s  (" + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()) + ")"
+        )
         ids = [checkpoint_kind(parse_spec(f)).id for f in files]
-        same = sum(_body(tmp / "batched" / f"{pid}.jsonl") == (floor_dir / f"{k}.rows").read_bytes()
-                   for k, pid in enumerate(ids))
+        same = sum(
+            _body(tmp / "batched" / f"{pid}.jsonl") == (floor_dir / f"{k}.rows").read_bytes()
+            for k, pid in enumerate(ids)
+        )
         print(f"  rows equal to the floor's: {same}/{len(ids)}")
-        print(f"batched / floor: {wall / floor:.2f}x  (targets: <= 60 s wall, <= 4,096 MB, <= 2x the floor, "
-              f"<= 0.25 s marginal per checkpoint)")
+        print(
+            f"batched / floor: {wall / floor:.2f}x  (targets: <= 60 s wall, <= 4,096 MB, <= 2x the floor, "
+            f"<= 0.25 s marginal per checkpoint)"
+        )
 
         if args.reference:
             ref = files[:: max(1, len(files) // args.reference)][: args.reference]
-            tr, peak_r = _run_cli(["respond", "--policy", *ref, "-o", str(tmp / "reference"), "--workers",
-                                   str(args.workers), "--per-context", *common])
-            same = sum((tmp / "reference" / f"{checkpoint_kind(parse_spec(f)).id}.jsonl").read_bytes()
-                       == (tmp / "batched" / f"{checkpoint_kind(parse_spec(f)).id}.jsonl").read_bytes() for f in ref)
+            tr, peak_r = _run_cli(
+                [
+                    "respond",
+                    "--policy",
+                    *ref,
+                    "-o",
+                    str(tmp / "reference"),
+                    "--workers",
+                    str(args.workers),
+                    "--per-context",
+                    *common,
+                ]
+            )
+            same = sum(
+                (tmp / "reference" / f"{checkpoint_kind(parse_spec(f)).id}.jsonl").read_bytes()
+                == (tmp / "batched" / f"{checkpoint_kind(parse_spec(f)).id}.jsonl").read_bytes()
+                for f in ref
+            )
             est = tr / len(ref) * len(files)
-            print(f"per-context path (--per-context), {len(ref)} checkpoints, {args.workers} workers: {tr:.1f} s "
-                  f"-> {est / 60:.1f} min for {len(files)} ({est / wall:.0f}x the batched run); tables byte-identical: "
-                  f"{same}/{len(ref)}")
+            print(
+                f"per-context path (--per-context), {len(ref)} checkpoints, {args.workers} workers: {tr:.1f} s "
+                f"-> {est / 60:.1f} min for {len(files)} ({est / wall:.0f}x the batched run); tables byte-identical: "
+                f"{same}/{len(ref)}"
+            )
     return 0
 
 

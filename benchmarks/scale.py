@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from behavsim import Executor, compare, get_executor, list_scores, respond_many, score_info  # noqa: E402
-from behavsim._scoring_tasks import COMBINATIONS_PER_TASK  # noqa: E402
+from behavsim._scoring_tasks import COMBINATIONS_PER_TASK  # noqa: E402  # private: the task size the estimate uses
 
 FINE_GRID = 14_641  # contexts of the grid at step 0.1
 
@@ -113,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         _, t_noop_ray = _timed(remote.map, _noop, items)
         tables_r, t_resp_ray = _timed(respond_many, specs, cs, executor=remote)
         counting = _Counting(remote)
-        comp_r, t_cmp_ray = _timed(
-            compare, tables, "all", score_options=cold, per_context=False, executor=counting
-        )
+        comp_r, t_cmp_ray = _timed(compare, tables, "all", score_options=cold, per_context=False, executor=counting)
 
         print(f"executors: {local.spec} and {remote.spec} ({nodes} node(s); connecting took {t_connect:.1f} s)")
         print(f"\n1. overhead per task ({args.tasks} empty tasks)")

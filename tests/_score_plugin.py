@@ -34,7 +34,7 @@ class NotAScore:
     pass
 '''
 
-PYPROJECT = '''
+PYPROJECT = """
 [build-system]
 requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
@@ -46,7 +46,7 @@ version = "1.0"
 [project.entry-points."behavsim.scores"]
 WordJaccard = "wordjaccard_demo:WordJaccard"
 Broken = "wordjaccard_demo_missing:Nothing"
-'''
+"""
 
 
 def word_jaccard(x: str, y: str) -> float:
@@ -66,9 +66,22 @@ def install_plugin(root: Path) -> dict[str, str]:
     (src / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT))
     site = root / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(site), str(src)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*filter(None, env.get("PYTHONPATH", "").split(os.pathsep)), str(site)])

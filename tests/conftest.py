@@ -22,8 +22,8 @@ import atexit
 import contextlib
 import itertools
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,7 +44,8 @@ NETBLOCK = Path(__file__).parent / "docs" / "netblock"
 LOCAL_HOSTS = ["127.0.0.1", "::1"]
 os.environ["BEHAVSIM_NETBLOCK"] = ",".join(LOCAL_HOSTS)
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(NETBLOCK)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(NETBLOCK)])
+    [str(NETBLOCK)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(NETBLOCK)]
+)
 
 
 #: ``bash run.sh test-stress`` sets it: how many times the interrupt, kill and Ray tests repeat.
@@ -86,7 +87,7 @@ def shared():
         path = root.joinpath(*parts)
         probe = path / need if need else path
         if not probe.exists():
-            why = (f"{probe} not found (the shared folder is ../shared beside the repository, or ${SHARED_ENV})")
+            why = f"{probe} not found (the shared folder is ../shared beside the repository, or ${SHARED_ENV})"
             if _on_ci():
                 pytest.fail(f"CI: {why}")
             pytest.skip(why)
@@ -115,9 +116,12 @@ def _grid(levels=(0.0, 0.5, 1.0)):
     from policies.simulation.tracker import make_belief
 
     d = resolve_domain(None)
-    beliefs = [make_belief(d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}},
-                           method={"byconstraints": m})
-               for a, p, f, m in itertools.product(levels, repeat=4)]
+    beliefs = [
+        make_belief(
+            d, {"area": {"centre": a}, "pricerange": {"cheap": p}, "food": {"italian": f}}, method={"byconstraints": m}
+        )
+        for a, p, f, m in itertools.product(levels, repeat=4)
+    ]
     return ContextSet(beliefs, meta={"builder": "test-grid", "levels": list(levels)})
 
 
@@ -140,8 +144,12 @@ def run_dir(tmp_path_factory):
     from policies.training.train import TrainConfig, run_training
 
     out = tmp_path_factory.mktemp("run")
-    run_training(TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
-                 out, workers=1, progress=False)
+    run_training(
+        TrainConfig(rewards=("ts",), seeds=(0, 1), dialogues=20, checkpoint_every=10, eval_dialogues=2),
+        out,
+        workers=1,
+        progress=False,
+    )
     return out
 
 
@@ -150,6 +158,7 @@ def e2e_run(tmp_path_factory):
     """``(config, folder, last checkpoint)`` of a small end-to-end training run (a few seconds on
     one core; its teacher and settings: ``_e2e_teacher.py`` beside this file)."""
     from _e2e_teacher import SMALL
+
     from policies.e2e import E2EConfig, train_e2e
 
     out = tmp_path_factory.mktemp("e2e") / "run"
@@ -185,7 +194,7 @@ def _process_table() -> dict[int, tuple[int, int, str]]:
                 stat = f.read().decode("utf-8", "replace")
         except OSError:
             continue
-        rest = stat[stat.rindex(")") + 2:].split()
+        rest = stat[stat.rindex(")") + 2 :].split()
         table[int(entry.name)] = (int(rest[1]), int(rest[2]), rest[0])
     return table
 
@@ -300,8 +309,7 @@ def _no_process_left_behind(request):
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-        pytest.fail(f"the test left {len(left)} process(es) running (now killed): " + "; ".join(names),
-                    pytrace=False)
+        pytest.fail(f"the test left {len(left)} process(es) running (now killed): " + "; ".join(names), pytrace=False)
 
 
 # ----------------------------------------------------------------------------- figure texts

@@ -10,7 +10,8 @@ from policies.gp.checkpoint import (
     read_meta,
     save_checkpoint,
 )
-from policies.gp.sarsa import GPSarsa, GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
+from policies.gp.sarsa import GPSarsa
 
 __all__ = [
     "GPSarsa",

@@ -35,7 +35,8 @@ import numpy as np
 from behavsim import BehavsimError, ConfigError
 from behavsim.policy import Adapter, PolicySpec, source_info
 from policies.adapters import DomainPolicyAdapter, option_domain
-from policies.gp.sarsa import GPSarsa, GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
+from policies.gp.sarsa import GPSarsa
 
 __all__ = [
     "FORMAT",

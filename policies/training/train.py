@@ -52,7 +52,7 @@ from threadpoolctl import threadpool_limits
 from behavsim import ConfigError, Registry, did_you_mean, get_executor, raise_if_interrupted
 from behavsim.tensorboard import check_tensorboard_dir
 from policies.gp.checkpoint import CheckpointError, read_checkpoint, read_meta, save_checkpoint
-from policies.gp.sarsa import GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
 from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.domain import DEFAULT_DOMAIN, load_domain
 from policies.simulation.env import DialogueEnv

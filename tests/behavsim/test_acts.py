@@ -46,18 +46,21 @@ def test_item_sequence_and_concepts():
     assert a.concepts() == {("slot", "food"), ("pair", "food", "")}
 
 
-@pytest.mark.parametrize("text, position, problem", [
-    ("", 0, "empty"),
-    ("inform", 6, "expected '('"),
-    ("inform(name=x", 13, "expected ',' or ')'"),
-    ('inform(name="x)', 12, "unterminated"),
-    ("inform(name=x) extra", 15, "unexpected text"),
-    ("inform(=x)", 7, "expected a slot name"),
-    ("inform(a=b=c)", 10, "unexpected '='"),
-    ('inform(a="x\\q")', 11, "unknown escape"),
-    ("(food)", 0, "expected a dialogue-act type"),
-    ("inform(a=b,)", 11, "expected a slot name"),
-])
+@pytest.mark.parametrize(
+    "text, position, problem",
+    [
+        ("", 0, "empty"),
+        ("inform", 6, "expected '('"),
+        ("inform(name=x", 13, "expected ',' or ')'"),
+        ('inform(name="x)', 12, "unterminated"),
+        ("inform(name=x) extra", 15, "unexpected text"),
+        ("inform(=x)", 7, "expected a slot name"),
+        ("inform(a=b=c)", 10, "unexpected '='"),
+        ('inform(a="x\\q")', 11, "unknown escape"),
+        ("(food)", 0, "expected a dialogue-act type"),
+        ("inform(a=b,)", 11, "expected a slot name"),
+    ],
+)
 def test_malformed_strings_name_the_string_and_position(text, position, problem):
     with pytest.raises(ActParseError) as err:
         parse_act(text)
@@ -90,7 +93,10 @@ def test_item_order_never_changes_equality(act_type, its, rnd):
     shuffled = list(its)
     rnd.shuffle(shuffled)
     assert DialogueAct.create(act_type, its) == DialogueAct.create(act_type, shuffled)
-    body = lambda xs: ",".join(f'{s}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"' for s, v in xs)
+
+    def body(xs):
+        return ",".join(f'{s}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"' for s, v in xs)
+
     assert parse_act(f"{act_type}({body(its)})") == parse_act(f"{act_type}({body(shuffled)})")
 
 

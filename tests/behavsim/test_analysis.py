@@ -5,11 +5,23 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from behavsim import (ConfigError, ContextSet, ContextSetMismatch, ResponseTable, UnknownScore, compare)
-from behavsim.analysis import (bootstrap_ci, disagreements, distinct_relabelings, means_with_ci,
-                               paired_permutation_test, pair_table, pairs_mean_ci, per_turn, reward_vs_seed_test,
-                               score_agreement, sign_flip_min_p, trial_level_test, trial_permutation_test,
-                               trials_per_group_needed)
+from behavsim import ConfigError, ContextSet, ContextSetMismatch, ResponseTable, UnknownScore, compare
+from behavsim.analysis import (
+    bootstrap_ci,
+    disagreements,
+    distinct_relabelings,
+    means_with_ci,
+    pair_table,
+    paired_permutation_test,
+    pairs_mean_ci,
+    per_turn,
+    reward_vs_seed_test,
+    score_agreement,
+    sign_flip_min_p,
+    trial_level_test,
+    trial_permutation_test,
+    trials_per_group_needed,
+)
 
 SEM = ["TMR", "DMR", "CER", "CMR"]
 
@@ -49,8 +61,19 @@ def _per_context(n_pairs=3, n_ctx=40, seed=0):
         cer = np.where(tmr == 1, 1.0, rng.random(n_ctx))
         cmr = np.where(tmr == 1, 1.0, np.clip(cer + rng.normal(0, 0.1, n_ctx), 0, 1))
         for c in range(n_ctx):
-            rows.append({"pair": p, "a": f"p{p}", "b": f"q{p}", "context": c, "context_id": f"c{c}",
-                         "TMR": tmr[c], "DMR": dmr[c], "CER": cer[c], "CMR": cmr[c]})
+            rows.append(
+                {
+                    "pair": p,
+                    "a": f"p{p}",
+                    "b": f"q{p}",
+                    "context": c,
+                    "context_id": f"c{c}",
+                    "TMR": tmr[c],
+                    "DMR": dmr[c],
+                    "CER": cer[c],
+                    "CMR": cmr[c],
+                }
+            )
     df = pd.DataFrame(rows)
     df.loc[5, "CER"] = np.nan
     return df
@@ -93,7 +116,9 @@ def test_permutation_constant_shift_gives_minimal_p():
     r = paired_permutation_test(x + 0.5, x, n_permutations=999, seed=2)
     assert r.p_value == pytest.approx(1 / 1000)
     assert r.diff == pytest.approx(0.5) and r.mean_x == pytest.approx(x.mean() + 0.5)
-    assert paired_permutation_test(x + 0.5, x, n_permutations=999, alternative="greater").p_value == pytest.approx(1 / 1000)
+    assert paired_permutation_test(x + 0.5, x, n_permutations=999, alternative="greater").p_value == pytest.approx(
+        1 / 1000
+    )
     assert paired_permutation_test(x + 0.5, x, n_permutations=999, alternative="less").p_value == 1.0
 
 
@@ -139,8 +164,14 @@ def test_reward_vs_seed_averages_over_pairs_first():
 
 
 # ------------------------------------------------------------------ trial level
-_HAND = {("a1", "a2"): 0.9, ("b1", "b2"): 0.8, ("a1", "b1"): 0.5, ("a1", "b2"): 0.6, ("a2", "b1"): 0.4,
-         ("b2", "a2"): 0.55}
+_HAND = {
+    ("a1", "a2"): 0.9,
+    ("b1", "b2"): 0.8,
+    ("a1", "b1"): 0.5,
+    ("a1", "b2"): 0.6,
+    ("a2", "b1"): 0.4,
+    ("b2", "a2"): 0.55,
+}
 
 
 def test_trial_test_by_hand_two_plus_two():
@@ -156,7 +187,9 @@ def test_trial_test_by_hand_two_plus_two():
     assert trial_permutation_test(_HAND, ["a1", "a2"], ["b1", "b2"], alternative="greater").p_value == 1.0
     # the split {a1 b1 | a2 b2} observed: |.15| is reached by .15, .1875 and -.3375 -> 3/3; greater: 2/3
     assert trial_permutation_test(_HAND, ["a1", "b1"], ["a2", "b2"]).p_value == 1.0
-    assert trial_permutation_test(_HAND, ["a1", "b1"], ["a2", "b2"], alternative="greater").p_value == pytest.approx(2 / 3)
+    assert trial_permutation_test(_HAND, ["a1", "b1"], ["a2", "b2"], alternative="greater").p_value == pytest.approx(
+        2 / 3
+    )
     assert r.trials_per_group_needed(0.05) == 4 and r.trials_per_group_needed(0.5) is None
 
 
@@ -202,8 +235,11 @@ def test_trial_test_square_matrix_input_and_sampling():
     rng = np.random.default_rng(0)
     ids = ga + gb
     m = rng.random((10, 10))
-    m = pd.DataFrame((m + m.T) / 2 + np.where(np.add.outer(np.arange(10) < 5, np.arange(10) < 5) != 1, 0.3, 0),
-                     index=ids, columns=ids)
+    m = pd.DataFrame(
+        (m + m.T) / 2 + np.where(np.add.outer(np.arange(10) < 5, np.arange(10) < 5) != 1, 0.3, 0),
+        index=ids,
+        columns=ids,
+    )
     exact = trial_permutation_test(m, ga, gb)
     assert exact.exact and exact.n_relabelings == 126 and exact.min_p == pytest.approx(1 / 126)
     sampled = trial_permutation_test(m, ga, gb, n_permutations=100, seed=3)
@@ -239,14 +275,28 @@ def test_design_helpers():
 def _trial_per_context(n_ctx=12, seed=0):
     """Four trials (two per group); pair (x, y) has per-context TMR drawn around a pair level."""
     rng = np.random.default_rng(seed)
-    level = {("a1", "a2"): 0.9, ("b1", "b2"): 0.8, ("a1", "b1"): 0.5, ("a1", "b2"): 0.6, ("a2", "b1"): 0.4,
-             ("a2", "b2"): 0.55}
+    level = {
+        ("a1", "a2"): 0.9,
+        ("b1", "b2"): 0.8,
+        ("a1", "b1"): 0.5,
+        ("a1", "b2"): 0.6,
+        ("a2", "b1"): 0.4,
+        ("a2", "b2"): 0.55,
+    }
     rows = []
     for p, ((x, y), lv) in enumerate(level.items()):
         v = (rng.random(n_ctx) < lv).astype(float)
         for c in range(n_ctx):
-            rows.append({"pair": p, "a": y if p % 2 else x, "b": x if p % 2 else y, "context": c,
-                         "context_id": f"c{c}", "TMR": v[c]})
+            rows.append(
+                {
+                    "pair": p,
+                    "a": y if p % 2 else x,
+                    "b": x if p % 2 else y,
+                    "context": c,
+                    "context_id": f"c{c}",
+                    "TMR": v[c],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -327,9 +377,17 @@ def test_score_agreement_only_mismatch_and_constant_columns():
 
 # ------------------------------------------------------------------ per turn
 def test_per_turn_by_hand():
-    per = pd.DataFrame({"pair": [0] * 4 + [1] * 4, "a": ["x"] * 4 + ["y"] * 4, "b": "z",
-                        "context": [0, 1, 2, 3] * 2, "context_id": ["c0", "c1", "c2", "c3"] * 2,
-                        "TMR": [1, 0, 1, 1, 0, 0, 1, np.nan], "DMR": [1, 1, 0, 1, 1, 0, 1, 1]})
+    per = pd.DataFrame(
+        {
+            "pair": [0] * 4 + [1] * 4,
+            "a": ["x"] * 4 + ["y"] * 4,
+            "b": "z",
+            "context": [0, 1, 2, 3] * 2,
+            "context_id": ["c0", "c1", "c2", "c3"] * 2,
+            "TMR": [1, 0, 1, 1, 0, 0, 1, np.nan],
+            "DMR": [1, 1, 0, 1, 1, 0, 1, 1],
+        }
+    )
     per[["TMR", "DMR"]] = per[["TMR", "DMR"]].astype(float)
     out = per_turn(per, {0: 0, 1: 0, 2: 1, 3: None})
     assert out.attrs["n_without_turn"] == 2
@@ -345,15 +403,23 @@ def test_per_turn_by_hand():
 # ------------------------------------------------------------------ disagreements
 CTX = [{"beliefs": {"area": {"north": p, "south": 1 - p}}} for p in (0.1, 0.3, 0.5, 0.7, 0.9)]
 METAS = [{"origin": "collected", "turn": t, "dialogue": 1, "source_policy": "p"} for t in range(5)]
-ACTS = {"p": ["request(area)", "request(food)", "confirm(area=north)", "bye()", "inform(name=x,area=north)"],
-        "q": ["request(food)", "request(food)", "confirm(area=south)", "reqmore()", "inform(name=x,area=south)"]}
+ACTS = {
+    "p": ["request(area)", "request(food)", "confirm(area=north)", "bye()", "inform(name=x,area=north)"],
+    "q": ["request(food)", "request(food)", "confirm(area=south)", "reqmore()", "inform(name=x,area=south)"],
+}
 
 
 def _setup():
     cs = ContextSet(CTX, METAS)
-    tables = [ResponseTable(policy={"id": pid, "reward": pid.upper(), "seed": 0, "checkpoint": 1000},
-                            context_fingerprint=cs.fingerprint, acts=acts, prompts=[f"{pid}{i}" for i in range(5)])
-              for pid, acts in ACTS.items()]
+    tables = [
+        ResponseTable(
+            policy={"id": pid, "reward": pid.upper(), "seed": 0, "checkpoint": 1000},
+            context_fingerprint=cs.fingerprint,
+            acts=acts,
+            prompts=[f"{pid}{i}" for i in range(5)],
+        )
+        for pid, acts in ACTS.items()
+    ]
     return cs, tables
 
 

@@ -16,11 +16,30 @@ def run(*args):
 
 
 def test_pair_json(capsys):
-    assert main(["pair", "request(pricerange)", "request(food)", "--scores", "TMR", "DMR", "CER", "CMR", "BLEU4",
-                 "--prompts", "what price range are you interested in", "what kind of food are you looking for",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "pair",
+                "request(pricerange)",
+                "request(food)",
+                "--scores",
+                "TMR",
+                "DMR",
+                "CER",
+                "CMR",
+                "BLEU4",
+                "--prompts",
+                "what price range are you interested in",
+                "what kind of food are you looking for",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert out["scores"] == pytest.approx({"TMR": 0.0, "DMR": 1.0, "CER": 0.5, "CMR": 0.2, "BLEU4": 0.0660102}, abs=1e-6)
+    assert out["scores"] == pytest.approx(
+        {"TMR": 0.0, "DMR": 1.0, "CER": 0.5, "CMR": 0.2, "BLEU4": 0.0660102}, abs=1e-6
+    )
     assert set(out["signatures"]) == set(out["scores"])
 
 
@@ -40,7 +59,10 @@ def test_bad_input_gives_a_message_not_a_traceback():
 
 def test_compare_end_to_end(tmp_path, capsys):
     paths = []
-    for pid, acts in {"a": ["request(food)", "bye()", "reqmore()"], "b": ["request(area)", "bye()", "reqmore()"]}.items():
+    for pid, acts in {
+        "a": ["request(food)", "bye()", "reqmore()"],
+        "b": ["request(area)", "bye()", "reqmore()"],
+    }.items():
         t = ResponseTable(policy={"id": pid}, context_fingerprint=FP, acts=acts, prompts=[None, None, None])
         paths.append(str(t.save(tmp_path / f"{pid}.jsonl")))
     out = tmp_path / "out.csv"
@@ -58,15 +80,18 @@ def test_compare_end_to_end(tmp_path, capsys):
 def test_compare_refuses_mismatched_context_sets(tmp_path):
     t1 = ResponseTable(policy={"id": "a"}, context_fingerprint=FP, acts=["bye()"] * 3, prompts=[])
     t2 = ResponseTable(policy={"id": "b"}, context_fingerprint="sha256:other:3", acts=["bye()"] * 3, prompts=[])
-    r = run("compare", str(t1.save(tmp_path / "a.jsonl")), str(t2.save(tmp_path / "b.jsonl")), "-o", str(tmp_path / "o.csv"))
+    r = run(
+        "compare", str(t1.save(tmp_path / "a.jsonl")), str(t2.save(tmp_path / "b.jsonl")), "-o", str(tmp_path / "o.csv")
+    )
     assert r.returncode == 2 and "different context sets" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_compare_cross_needs_by(tmp_path, capsys):
     paths = []
     for pid, reward in (("a", "ts"), ("b", "ts"), ("c", "iq")):
-        t = ResponseTable(policy={"id": pid, "reward": reward}, context_fingerprint=FP, acts=["bye()"] * 3,
-                          prompts=[None] * 3)
+        t = ResponseTable(
+            policy={"id": pid, "reward": reward}, context_fingerprint=FP, acts=["bye()"] * 3, prompts=[None] * 3
+        )
         paths.append(str(t.save(tmp_path / f"{pid}.jsonl")))
     out = tmp_path / "out.csv"
     assert main(["compare", *paths, "--pairs", "cross", "--scores", "TMR", "-o", str(out)]) == 2

@@ -8,13 +8,28 @@ import pytest
 from behavsim import UnknownScore
 from behavsim.scores import DEFAULT_SCORES, get_score, list_scores, scores
 
-ACTS = ["request(food)", "request(pricerange)", 'inform(name="golden house",area=centre,food=chinese)',
-        'inform(name="golden house",area=centre)', "bye()", "select(area=north,area=south)",
-        'confirm(food="thai")', "reqmore()", 'inform(name=none,area=east,food=korean)']
-PROMPTS = ["what kind of food would you like", "what price range are you looking for",
-           "golden house is a chinese restaurant in the centre of town", "golden house is in the centre",
-           "goodbye", "would you like the north or the south of town", "did you say thai food",
-           "can i help you with anything else", "sorry there is no korean restaurant in the east"]
+ACTS = [
+    "request(food)",
+    "request(pricerange)",
+    'inform(name="golden house",area=centre,food=chinese)',
+    'inform(name="golden house",area=centre)',
+    "bye()",
+    "select(area=north,area=south)",
+    'confirm(food="thai")',
+    "reqmore()",
+    "inform(name=none,area=east,food=korean)",
+]
+PROMPTS = [
+    "what kind of food would you like",
+    "what price range are you looking for",
+    "golden house is a chinese restaurant in the centre of town",
+    "golden house is in the centre",
+    "goodbye",
+    "would you like the north or the south of town",
+    "did you say thai food",
+    "can i help you with anything else",
+    "sorry there is no korean restaurant in the east",
+]
 
 
 def test_registry_lists_the_eight_default_scores_in_spec_order_then_stsscore():

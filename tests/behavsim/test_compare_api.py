@@ -14,7 +14,7 @@ from test_matrix import SCORES, _saved, _tables
 
 import behavsim
 from behavsim import ConfigError, ContextSet, ResponseTable, analysis, compare, context_fingerprint, respond
-from behavsim._repr import LIMIT
+from behavsim._repr import LIMIT  # private: the repr's length limit
 
 
 def _csv(df):

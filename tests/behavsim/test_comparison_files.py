@@ -42,7 +42,13 @@ CASES = {
         "r.csv",
         {},
     ),
-    "bare-matrix-means-only": (["-o", "{d}/r.csv", "--matrix"], "all", {"matrix": True, "per_context": False}, "r.csv", {}),
+    "bare-matrix-means-only": (
+        ["-o", "{d}/r.csv", "--matrix"],
+        "all",
+        {"matrix": True, "per_context": False},
+        "r.csv",
+        {},
+    ),
     "means-only": (["-o", "{d}/r.csv", "--per-context", "none"], "all", {"per_context": False}, "r.csv", {}),
     "matrices-alone-parquet": (
         ["--matrix", "{d}/m", "--matrix-format", "parquet"],

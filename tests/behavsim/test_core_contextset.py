@@ -6,8 +6,9 @@ from behavsim import ContextSet, ResponseTable, TableFormatError, compare
 
 
 def beliefs(n):
-    return [{"beliefs": {"area": {"north": k / n, "**NONE**": 1 - k / n}}, "features": {"dbMatches": k}}
-            for k in range(n)]
+    return [
+        {"beliefs": {"area": {"north": k / n, "**NONE**": 1 - k / n}}, "features": {"dbMatches": k}} for k in range(n)
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
@@ -67,6 +68,8 @@ def test_select_and_concat_record_their_origin():
 
 def test_tables_on_a_context_set_compare():
     cs = ContextSet(beliefs(2))
-    t = [ResponseTable({"id": i}, cs.fingerprint, acts, []) for i, acts in
-         (("a", ["request(food)", "bye()"]), ("b", ["request(area)", "bye()"]))]
+    t = [
+        ResponseTable({"id": i}, cs.fingerprint, acts, [])
+        for i, acts in (("a", ["request(food)", "bye()"]), ("b", ["request(area)", "bye()"]))
+    ]
     assert compare(t, scores=["TMR"]).means.loc[0, "TMR"] == 0.5

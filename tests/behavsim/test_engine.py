@@ -11,7 +11,7 @@ from behavsim import (
     plan_pairs,
 )
 from behavsim.scores import ScoreInfo, SemanticScore, TextScore, concept_error, get_score
-from behavsim.scores._base import unique_pairs
+from behavsim.scores._base import unique_pairs  # private: the dedup the engine relies on
 
 CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)]
 FP = context_fingerprint(CONTEXTS)

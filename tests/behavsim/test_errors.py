@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from behavsim import ActParseError, ConfigError, UnknownScore, load_policy, parse_act
+from behavsim import ConfigError, UnknownScore, load_policy, parse_act
 from behavsim.scores import scores as score_registry
 
 

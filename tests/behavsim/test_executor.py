@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from behavsim import ConfigError, ContextSet, Executor, ExecutorError, get_executor
-from behavsim._executor import LocalExecutor, RayExecutor
+from behavsim._executor import LocalExecutor, RayExecutor  # private: the executors get_executor returns
 from behavsim.cli import main
 
 
@@ -96,7 +96,7 @@ def test_a_stopped_pool_leaves_no_thread_running():
     <module 'threading'> ... Bad file descriptor" after a command's last line)."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from behavsim._executor import _mp_context, stop_pool
+    from behavsim._executor import _mp_context, stop_pool  # private: the pool's start method and shutdown
 
     pool = ProcessPoolExecutor(max_workers=2, mp_context=_mp_context())
     futures = [pool.submit(_sleep, 30) for _ in range(3)]

@@ -219,7 +219,7 @@ def test_a_second_signal_does_not_cut_the_clean_up_short(monkeypatch, capsys):
 @pytest.mark.repeat_in_stress
 def test_a_signal_after_the_work_still_says_interrupted(monkeypatch, capsys):
     def command(args):
-        from behavsim._interrupt import _ACTIVE
+        from behavsim._interrupt import _ACTIVE  # private: the handler state the test inspects
 
         _ACTIVE.closing = True  # the result is being reported: the signal is recorded only
         os.kill(os.getpid(), signal.SIGTERM)
@@ -254,8 +254,11 @@ def _reporting(item, report):
 def test_progress_arrives_before_each_result_in_order(spec):
     events = []
     got = get_executor(spec).map(
-        _reporting, [1, 2, 3], on_progress=lambda i, m: events.append(("p", i, m)),
-        on_result=lambda i, r: events.append(("r", i, r)))
+        _reporting,
+        [1, 2, 3],
+        on_progress=lambda i, m: events.append(("p", i, m)),
+        on_result=lambda i, r: events.append(("r", i, r)),
+    )
     assert got == [10, 20, 30]
     for i, item in enumerate([1, 2, 3]):
         mine = [e for e in events if e[1] == i]

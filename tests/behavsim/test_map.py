@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from behavsim import ConfigError, ResponseTable, compare
-from behavsim._map import average_linkage, behaviour_map, classical_mds, write_map
+from behavsim._map import (  # private: MDS and linkage against scipy
+    average_linkage,
+    behaviour_map,
+    classical_mds,
+    write_map,
+)
 from behavsim.cli import main
 
 

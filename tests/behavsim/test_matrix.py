@@ -136,13 +136,15 @@ def test_chunking_invariance_on_many_contexts():
             np.testing.assert_array_equal(got.matrices[name].to_numpy(), ref.matrices[name].to_numpy())
     means = _engine_means(tables, scores)
     for name in ref.score_names:
-        want = means.pivot(index="a", columns="b", values=name).loc[ref.matrices[name].index, ref.matrices[name].columns]
+        want = means.pivot(index="a", columns="b", values=name).loc[
+            ref.matrices[name].index, ref.matrices[name].columns
+        ]
         np.testing.assert_allclose(ref.matrices[name].to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
 
 
 def test_sorted_path_equals_lookup_path(monkeypatch):
     """Many distinct answers switch the lookup table off for sorting; both give the same result."""
-    import behavsim._kernel as matrix
+    import behavsim._kernel as matrix  # private: the matrix kernel against the engine
 
     tables = _tables()
     ref = compare_matrix(tables, scores=SCORES, chunk_contexts=2)

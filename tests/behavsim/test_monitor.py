@@ -28,6 +28,7 @@ def _stage_policy(stage: int):
         if x % 2:
             return "request(food)"
         return "request(area)", "which area?"
+
     return act
 
 
@@ -55,8 +56,9 @@ def _table(policy, cs: ContextSet, pid: str) -> ResponseTable:
         a, p = (out, None) if isinstance(out, str) else out
         acts.append(a)
         prompts.append(p)
-    return ResponseTable(policy={"id": pid}, context_fingerprint=cs.fingerprint, acts=acts, prompts=prompts,
-                         context_ids=list(cs.ids))
+    return ResponseTable(
+        policy={"id": pid}, context_fingerprint=cs.fingerprint, acts=acts, prompts=prompts, context_ids=list(cs.ids)
+    )
 
 
 def test_csv_equals_direct_compare(tmp_path):
@@ -66,8 +68,11 @@ def test_csv_equals_direct_compare(tmp_path):
     assert isinstance(results[0], SnapshotResult) and not results[0].compared and results[0].scores == {}
     assert [r.prev_dialogues for r in results[1:]] == [1000, 2000, 3000]
     rows = read_convergence(tmp_path / "m" / "convergence.csv")
-    assert [(r["dialogues"], r["prev_dialogues"], r["n"]) for r in rows] == [(2000, 1000, 40), (3000, 2000, 40),
-                                                                              (4000, 3000, 40)]
+    assert [(r["dialogues"], r["prev_dialogues"], r["n"]) for r in rows] == [
+        (2000, 1000, 40),
+        (3000, 2000, 40),
+        (4000, 3000, 40),
+    ]
     # the same comparisons made directly, on independently built tables
     tables = [_table(_stage_policy(k), cs, f"stage{k}") for k in range(4)]
     for t, k in zip(tables, range(4)):
@@ -75,12 +80,13 @@ def test_csv_equals_direct_compare(tmp_path):
     comp = compare(tables, "consecutive", scores=SCORES)
     for row, (_, m), res in zip(rows, comp.means.iterrows(), results[1:]):
         for s in SCORES:
-            assert row[s] == m[s]          # exact: the CSV keeps full precision
+            assert row[s] == m[s]  # exact: the CSV keeps full precision
             assert res.scores[s] == m[s]
     assert rows[0]["TMR"] < 1.0 and math.isclose(rows[0]["TMR"], 30 / 40)
     # the saved snapshots are the responses, and re-comparing them gives the same numbers
-    snaps = [ResponseTable.load(tmp_path / "m" / "snapshots" / f"responses-{1000 * (k + 1):06d}.jsonl")
-             for k in range(4)]
+    snaps = [
+        ResponseTable.load(tmp_path / "m" / "snapshots" / f"responses-{1000 * (k + 1):06d}.jsonl") for k in range(4)
+    ]
     assert [s.acts for s in snaps] == [t.acts for t in tables]
     assert [s.policy["checkpoint"] for s in snaps] == [1000, 2000, 3000, 4000]
     again = compare(snaps, "consecutive", scores=SCORES).means
@@ -93,9 +99,9 @@ def test_table_and_policy_object_inputs(tmp_path):
     cs = _contexts()
     learner = _Learner()
     mon = ConvergenceMonitor(cs, out_dir=tmp_path / "m", plot=False)
-    mon.snapshot(_table(_stage_policy(0), cs, "given"), 1000)     # a ResponseTable as is
+    mon.snapshot(_table(_stage_policy(0), cs, "given"), 1000)  # a ResponseTable as is
     learner.stage = 0
-    r = mon.snapshot(learner, 2000)                                # a policy object, made greedy
+    r = mon.snapshot(learner, 2000)  # a policy object, made greedy
     assert r.scores["TMR"] == 1.0 and r.n_errors == 0
     assert learner.learning is True and set(learner.seen_learning) == {False}
     assert not (tmp_path / "m" / "convergence.png").exists()
@@ -112,8 +118,8 @@ def test_resume_continues_without_duplicates(tmp_path):
         first.snapshot(_stage_policy(k), 1000 * (k + 1))
     again = ConvergenceMonitor(cs, out_dir=tmp_path / "m", name="trial")
     assert again.last_dialogues == 2000 and len(again.rows) == 1
-    assert again.snapshot(_stage_policy(1), 2000) is None          # replayed count: skipped
-    assert again.maybe_snapshot(_stage_policy(1), 2500) is None     # not due
+    assert again.snapshot(_stage_policy(1), 2000) is None  # replayed count: skipped
+    assert again.maybe_snapshot(_stage_policy(1), 2500) is None  # not due
     for k in range(2, 4):
         assert again.maybe_snapshot(_stage_policy(k), 1000 * (k + 1)) is not None
     rows = read_convergence(tmp_path / "m" / "convergence.csv")
@@ -149,8 +155,10 @@ def test_resume_refuses_other_contexts_or_scores(tmp_path):
 def test_stop_rule_by_hand():
     rule = StopRule(score="tmr", threshold=0.99, patience=3)
     assert rule.score == "TMR"
-    rows = [{"dialogues": d, "TMR": v} for d, v in
-            [(2000, 0.98), (3000, 0.99), (4000, 1.0), (5000, 0.995), (6000, 0.97), (7000, math.nan)]]
+    rows = [
+        {"dialogues": d, "TMR": v}
+        for d, v in [(2000, 0.98), (3000, 0.99), (4000, 1.0), (5000, 0.995), (6000, 0.97), (7000, math.nan)]
+    ]
     assert rule.met_at(rows) == [False, False, False, True, False, False]
     assert rule.first_met(rows) == 5000
     assert rule.met(rows[:4]) and not rule.met(rows) and not rule.met([])
@@ -176,7 +184,7 @@ def test_should_stop_and_converged(tmp_path):
     # rows: 2000 (changed), 3000, 4000, 5000 identical -> the 2-patience rule is met from 4000 on
     assert [f[0] for f in flags] == [False, False, False, True, True]
     assert [f[1] for f in flags] == [False, False, False, True, True]
-    assert [f[2] for f in flags] == [False] * 5                      # no rule given: never advises to stop
+    assert [f[2] for f in flags] == [False] * 5  # no rule given: never advises to stop
     assert [f[3] for f in flags] == [False, False, False, False, True]  # default rule: TMR >= 0.99, 3 rows
 
 
@@ -187,7 +195,7 @@ def test_maybe_snapshot_cadence(tmp_path):
     assert taken == [1000, 2000, 3000]
     odd = ConvergenceMonitor(cs, every=1000, out_dir=tmp_path / "o", plot=False)
     taken = [n for n in range(0, 3501, 7) if odd.maybe_snapshot(_stage_policy(0), n) is not None]
-    assert taken == [1001, 2002, 3003]                               # the first count past each multiple
+    assert taken == [1001, 2002, 3003]  # the first count past each multiple
 
 
 def test_progress_and_failures_recorded(tmp_path, capsys):
@@ -199,10 +207,11 @@ def test_progress_and_failures_recorded(tmp_path, capsys):
         if belief["x"] == 3:
             raise ValueError("no idea\nsecond line")
         return "request(food)"
+
     mon.snapshot(flaky, 1000)
     r = mon.snapshot(flaky, 2000)
     assert seen == [seen[0], r] and r.n_errors == 1
-    assert r.scores["TMR"] == 1.0 and r.n == 10                      # mean over the answered contexts
+    assert r.scores["TMR"] == 1.0 and r.n == 10  # mean over the answered contexts
     snap = ResponseTable.load(r.table_path)
     assert snap.errors[3] == "ValueError: no idea" and snap.acts[3] is None
     loud = ConvergenceMonitor(cs, out_dir=tmp_path / "l", progress=True, plot=False, name="toy")
@@ -213,15 +222,18 @@ def test_progress_and_failures_recorded(tmp_path, capsys):
     assert "toy  2000 vs 1000: TMR 1.000 DMR 1.000 CER 1.000 CMR 1.000" in err
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"every": 0}, "every: expected a positive integer"),
-    ({"every": 1.5}, "every"),
-    ({"scores": ["TMX"]}, "Did you mean 'TMR'"),
-    ({"scores": ["TMR", "tmr"]}, "listed twice"),
-    ({"stop_rule": "DMR:0.9:2", "scores": ["TMR"]}, "not among the monitored scores"),
-    ({"respond": 3}, "respond: expected a function"),
-    ({"progress": "yes"}, "progress"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"every": 0}, "every: expected a positive integer"),
+        ({"every": 1.5}, "every"),
+        ({"scores": ["TMX"]}, "Did you mean 'TMR'"),
+        ({"scores": ["TMR", "tmr"]}, "listed twice"),
+        ({"stop_rule": "DMR:0.9:2", "scores": ["TMR"]}, "not among the monitored scores"),
+        ({"respond": 3}, "respond: expected a function"),
+        ({"progress": "yes"}, "progress"),
+    ],
+)
 def test_bad_parameters(tmp_path, kwargs, match):
     with pytest.raises((ConfigError, UnknownScore), match=match):
         ConvergenceMonitor(_contexts(5), out_dir=tmp_path / "m", **kwargs)
@@ -231,7 +243,7 @@ def test_bad_snapshots(tmp_path):
     cs = _contexts(5)
     mon = ConvergenceMonitor(cs, out_dir=tmp_path / "m", plot=False)
     with pytest.raises(UnknownName, match="unknown policy kind 'handcraftd'"):
-        mon.snapshot("handcraftd", 1000)                            # spec strings of every kind are taken
+        mon.snapshot("handcraftd", 1000)  # spec strings of every kind are taken
     with pytest.raises(ConfigError, match="dialogues: expected a non-negative integer"):
         mon.snapshot(_stage_policy(0), -1)
     with pytest.raises(ConfigError, match="dialogues"):
@@ -240,12 +252,14 @@ def test_bad_snapshots(tmp_path):
         mon.snapshot(_table(_stage_policy(0), _contexts(6), "other"), 1000)
     with pytest.raises(ConfigError, match="ContextSet"):
         ConvergenceMonitor([{"x": 1}], out_dir=tmp_path / "x")
-    assert not (tmp_path / "m").exists()                            # nothing written by failed calls
+    assert not (tmp_path / "m").exists()  # nothing written by failed calls
 
 
 def test_core_does_not_import_toolkits():
-    code = ("import sys, behavsim.monitor; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, behavsim.monitor; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -263,7 +277,9 @@ def test_snapshots_of_checkpoints_compare_consecutively(tmp_path):
     assert [t.policy["path"]["policy_id"] for t in tables] == ["ts-seed0-000100", "ts-seed0-000200", "ts-seed0-000300"]
     comp = compare(tables, "consecutive", scores=["TMR"], progress=False)
     assert [tuple(r) for r in comp.means[["a", "b"]].itertuples(index=False)] == [
-        ("snapshot-000100", "snapshot-000200"), ("snapshot-000200", "snapshot-000300")]
+        ("snapshot-000100", "snapshot-000200"),
+        ("snapshot-000200", "snapshot-000300"),
+    ]
     assert list(comp.means["TMR"]) == [r["TMR"] for r in mon.rows]
 
 
@@ -280,8 +296,13 @@ def test_convergence_figures_keep_the_legend_off_the_points(tmp_path, figure_tex
 
     series = {f"iq-seed{k}": rows(0.62 + 0.02 * k, k) for k in range(3)} | {"ts-seed0": rows(0.6, 0)}
     with figure_text.capture_figures() as figs:
-        plot_convergence(series, tmp_path / "all.png", score="TMR", threshold=0.95,
-                         title="Convergence of every trial (TMR, checkpoint k vs k-1)")
+        plot_convergence(
+            series,
+            tmp_path / "all.png",
+            score="TMR",
+            threshold=0.95,
+            title="Convergence of every trial (TMR, checkpoint k vs k-1)",
+        )
         lag_rows = [dict(r, **{"TMR_vs_first": r["TMR"] - 0.1, "DMR_vs_first": 0.9}) for r in rows(0.6, 0)]
         plot_lags(lag_rows, ["TMR", "DMR"], tmp_path / "lags.png", threshold=0.95)
     assert len(figs) == 2

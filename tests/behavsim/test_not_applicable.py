@@ -86,8 +86,10 @@ def test_rows_mark_the_contexts_and_the_matrix_counts_agree(tables, tmp_path):
     # streamed rows are the kept rows, whatever the chunk size
     pieces = []
     compare(tables, "all", scores=["TMR", "BLEU4"], per_context=pieces.append, chunk_cells=3)
-    pd.testing.assert_frame_equal(pd.concat(pieces, ignore_index=True), c.per_context.drop(columns=list(
-        ("act_a", "act_b", "prompt_a", "prompt_b"))))
+    pd.testing.assert_frame_equal(
+        pd.concat(pieces, ignore_index=True),
+        c.per_context.drop(columns=list(("act_a", "act_b", "prompt_a", "prompt_b"))),
+    )
 
 
 def test_tables_without_text_only_answers_compare_as_before(tables):
@@ -135,6 +137,14 @@ def test_the_cli_matrix_writes_the_not_applicable_counts(tables, tmp_path, capsy
     assert got.to_numpy().tolist() == [[0, 2, 0], [2, 3, 3], [0, 3, 0]]
     missing = pd.read_csv(out / "n_missing.csv").pivot(index="a", columns="b", values="TMR").loc[ids, ids]
     assert missing.to_numpy().tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]  # failures only: modular's context 4
-    rc = main(["compare", *paths[::2],  # modular and other: no text-only answers, no n_na file
-               "--scores", "TMR", "--matrix", str(tmp_path / "m2")])
+    rc = main(
+        [
+            "compare",
+            *paths[::2],  # modular and other: no text-only answers, no n_na file
+            "--scores",
+            "TMR",
+            "--matrix",
+            str(tmp_path / "m2"),
+        ]
+    )
     assert rc == 0 and not (tmp_path / "m2" / "n_na.csv").exists() and (tmp_path / "m2" / "n_missing.csv").exists()

@@ -2,17 +2,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from behavsim import ConfigError
-from behavsim import plots
+from behavsim import ConfigError, plots
 from behavsim.analysis import score_agreement
 
 
 def _pairs():
     rng = np.random.default_rng(1)
-    df = pd.DataFrame({"checkpoint": np.tile(np.arange(1, 5) * 1000, 3), "trial": np.repeat(["0", "1", "2"], 4),
-                       "pair": np.repeat([0, 1, 2], 4), "a": np.repeat(["t0", "t0", "t1"], 4),
-                       "b": np.repeat(["t1", "t2", "t2"], 4),
-                       "group": np.repeat(["TS vs IQ", "TS seeds", "IQ seeds"], 4)})
+    df = pd.DataFrame(
+        {
+            "checkpoint": np.tile(np.arange(1, 5) * 1000, 3),
+            "trial": np.repeat(["0", "1", "2"], 4),
+            "pair": np.repeat([0, 1, 2], 4),
+            "a": np.repeat(["t0", "t0", "t1"], 4),
+            "b": np.repeat(["t1", "t2", "t2"], 4),
+            "group": np.repeat(["TS vs IQ", "TS seeds", "IQ seeds"], 4),
+        }
+    )
     for s in ("TMR", "DMR", "CER", "CMR", "BLEU4"):
         df[s] = rng.random(len(df))
     df["TMR_lo"], df["TMR_hi"] = df.TMR - 0.05, df.TMR + 0.05
@@ -20,9 +25,17 @@ def _pairs():
 
 
 def _per_turn():
-    return pd.DataFrame({"pair": np.repeat([0, 1], 3), "a": "x", "b": np.repeat(["y", "z"], 3),
-                         "turn": np.tile([0, 1, 2], 2), "n": 4, "TMR": [1, .5, .2, 0, .5, .7],
-                         "DMR": [1, 1, .5, 1, .7, .8]})
+    return pd.DataFrame(
+        {
+            "pair": np.repeat([0, 1], 3),
+            "a": "x",
+            "b": np.repeat(["y", "z"], 3),
+            "turn": np.tile([0, 1, 2], 2),
+            "n": 4,
+            "TMR": [1, 0.5, 0.2, 0, 0.5, 0.7],
+            "DMR": [1, 1, 0.5, 1, 0.7, 0.8],
+        }
+    )
 
 
 def _corr():
@@ -77,10 +90,19 @@ def _quick_per_turn():
     """Per-turn rows shaped like the quick study's (three seed pairs of long checkpoint ids, 16 turns)."""
     rng = np.random.default_rng(3)
     rows = []
-    for k, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
+    for _k, (i, j) in enumerate([(0, 1), (0, 2), (1, 2)]):
         for t in range(1, 17):
-            rows.append({"pair": f"{i} vs {j}", "a": f"iq-seed{i}-006000", "b": f"iq-seed{j}-006000", "turn": t,
-                         "n": 5, "TMR": rng.random(), "DMR": rng.random()})
+            rows.append(
+                {
+                    "pair": f"{i} vs {j}",
+                    "a": f"iq-seed{i}-006000",
+                    "b": f"iq-seed{j}-006000",
+                    "turn": t,
+                    "n": 5,
+                    "TMR": rng.random(),
+                    "DMR": rng.random(),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -92,23 +114,45 @@ def _quick_convergence():
             for cs in (f"ccol-{r}", "cgen"):
                 for ck in range(2000, 7000, 1000):
                     v = rng.uniform(0.5, 1.0)
-                    rows.append({"context_set": cs, "trial": f"{r}-seed{s}", "checkpoint": ck, "TMR": v,
-                                 "TMR_lo": v - 0.03, "TMR_hi": min(1.0, v + 0.03), "last": ck == 6000})
+                    rows.append(
+                        {
+                            "context_set": cs,
+                            "trial": f"{r}-seed{s}",
+                            "checkpoint": ck,
+                            "TMR": v,
+                            "TMR_lo": v - 0.03,
+                            "TMR_hi": min(1.0, v + 0.03),
+                            "last": ck == 6000,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
 LAYOUT_CASES = {
     "per_turn, a vs b titles": lambda p: plots.per_turn_plot(_quick_per_turn(), p),
-    "per_turn, labels": lambda p: plots.per_turn_plot(_quick_per_turn().assign(lab=lambda d: "seeds " + d["pair"]),
-                                                      p, label="lab", title="TMR and DMR per system turn: pairs of "
-                                                      "iq trials at the last checkpoint of a rather long title"),
+    "per_turn, labels": lambda p: plots.per_turn_plot(
+        _quick_per_turn().assign(lab=lambda d: "seeds " + d["pair"]),
+        p,
+        label="lab",
+        title="TMR and DMR per system turn: pairs of iq trials at the last checkpoint of a rather long title",
+    ),
     "per_turn, six pairs": lambda p: plots.per_turn_plot(
-        pd.concat([_quick_per_turn(), _quick_per_turn().assign(pair=lambda d: "x" + d["pair"],
-                                                               a=lambda d: d["a"].str.replace("iq", "ts"))]), p),
+        pd.concat(
+            [
+                _quick_per_turn(),
+                _quick_per_turn().assign(pair=lambda d: "x" + d["pair"], a=lambda d: d["a"].str.replace("iq", "ts")),
+            ]
+        ),
+        p,
+    ),
     "convergence, one panel": lambda p: plots.convergence_curves(_quick_convergence(), p, order=["ts-seed0"]),
     "convergence, panels": lambda p: plots.convergence_curves(
-        _quick_convergence(), p, panel="context_set", order=["ts-seed0", "ts-seed1", "ts-seed2"],
-        title="Convergence: TMR of checkpoint k vs k−1 of every trial, on each context set of the study"),
+        _quick_convergence(),
+        p,
+        panel="context_set",
+        order=["ts-seed0", "ts-seed1", "ts-seed2"],
+        title="Convergence: TMR of checkpoint k vs k−1 of every trial, on each context set of the study",
+    ),
 }
 
 

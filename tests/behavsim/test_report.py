@@ -10,8 +10,18 @@ import pytest
 
 import behavsim
 from behavsim import ResponseTable, compare
-from behavsim.report import (comparison_report, escape, fmt_int, fmt_num, heatmap_table, load_figure, page,
-                             score_columns, score_table, write_html)
+from behavsim.report import (
+    comparison_report,
+    escape,
+    fmt_int,
+    fmt_num,
+    heatmap_table,
+    load_figure,
+    page,
+    score_columns,
+    score_table,
+    write_html,
+)
 
 
 class _Tables(HTMLParser):
@@ -61,9 +71,19 @@ def test_formatting():
 
 
 def test_score_table_uses_registry_titles_and_cis():
-    df = pd.DataFrame({"a": ["p", "p"], "b": ["q", "r"], "n": [10.0, 10.0], "TMR": [0.5, 0.25],
-                       "TMR_lo": [0.4, 0.2], "TMR_hi": [0.6, 0.3], "mine": [1.0, 1.0], "mine_lo": [1.0, 1.0],
-                       "mine_hi": [1.0, 1.0]})
+    df = pd.DataFrame(
+        {
+            "a": ["p", "p"],
+            "b": ["q", "r"],
+            "n": [10.0, 10.0],
+            "TMR": [0.5, 0.25],
+            "TMR_lo": [0.4, 0.2],
+            "TMR_hi": [0.6, 0.3],
+            "mine": [1.0, 1.0],
+            "mine_lo": [1.0, 1.0],
+            "mine_hi": [1.0, 1.0],
+        }
+    )
     assert score_columns(df) == ["TMR", "mine"]
     html = score_table(df, ["a", "b"], "t", "caption")
     p = _parse(html)
@@ -87,15 +107,19 @@ def test_heatmap_table_and_page(tmp_path):
 
 
 CONTEXTS = [{"beliefs": {"area": {"north": p, "**NONE**": 1 - p}}} for p in (0.0, 0.25, 0.5, 0.75, 1.0)]
-ACTS = {"p": ["request(area)", "request(food)", "confirm(area=north)", "bye()", "reqmore()"],
-        "q": ["request(area)", "request(pricerange)", "confirm(area=north)", "reqmore()", "bye()"],
-        "r": ["request(food)", "request(food)", "confirm(area=south)", "bye()", "bye()"]}
+ACTS = {
+    "p": ["request(area)", "request(food)", "confirm(area=north)", "bye()", "reqmore()"],
+    "q": ["request(area)", "request(pricerange)", "confirm(area=north)", "reqmore()", "bye()"],
+    "r": ["request(food)", "request(food)", "confirm(area=south)", "bye()", "bye()"],
+}
 
 
 def test_comparison_report(tmp_path):
     fp = behavsim.context_fingerprint(CONTEXTS)
-    tables = [ResponseTable(policy={"id": k}, context_fingerprint=fp, acts=v, prompts=[a.split("(")[0] for a in v])
-              for k, v in ACTS.items()]
+    tables = [
+        ResponseTable(policy={"id": k}, context_fingerprint=fp, acts=v, prompts=[a.split("(")[0] for a in v])
+        for k, v in ACTS.items()
+    ]
     comp = compare(tables, "all", scores=["TMR", "DMR", "CMR", "BLEU4"])
     out = comparison_report(comp, tmp_path / "c.html")
     text = out.read_text(encoding="utf-8")
@@ -115,7 +139,9 @@ def test_core_report_and_plots_import_no_study_code():
     import subprocess
     import sys
 
-    code = ("import sys, behavsim.report, behavsim.plots; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, behavsim.report, behavsim.plots; bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('policies', 'contexts', 'experiments')); print(bad); sys.exit(1 if bad else 0)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

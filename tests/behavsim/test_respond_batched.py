@@ -101,7 +101,7 @@ def test_batched_tables_equal_the_per_context_ones(reads):
 
 
 def test_blocks_and_declining(monkeypatch):
-    import behavsim.policy._respond as r
+    import behavsim.policy._respond as r  # private: the batched runner's internals patched
 
     monkeypatch.setattr(r, "BLOCK", 4)
     cs = _contexts(10)
@@ -173,7 +173,7 @@ def test_respond_many_can_hand_over_tables_without_keeping_them():
 
 
 def _random_text(rng: random.Random) -> str:
-    alphabet = ['a', 'Z', ' ', '"', "\\", "\n", "\t", "\x00", "\x1f", "é", "\U0001f600", "/", "'", "{"]
+    alphabet = ["a", "Z", " ", '"', "\\", "\n", "\t", "\x00", "\x1f", "é", "\U0001f600", "/", "'", "{"]
     return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
 
 
@@ -185,8 +185,9 @@ def test_jsonl_rows_are_written_as_canonical_json_writes_them(tmp_path):
     prompts = [rng.choice([None, _random_text(rng)]) for _ in range(n)]
     errors = [None if a is not None or p is not None else _random_text(rng) + "x" for a, p in zip(acts, prompts)]
     ids = [_random_text(rng) + str(i) for i in range(n)]
-    t = ResponseTable(policy={"id": "p"}, context_fingerprint="f", acts=acts, prompts=prompts, errors=errors,
-                      context_ids=ids)
+    t = ResponseTable(
+        policy={"id": "p"}, context_fingerprint="f", acts=acts, prompts=prompts, errors=errors, context_ids=ids
+    )
     t.save(tmp_path / "t.jsonl")
     lines = (tmp_path / "t.jsonl").read_bytes().decode("utf-8").split("\n")
     assert lines[1:] == [canonical_json(r) for r in t.rows()] + [""]
@@ -215,7 +216,7 @@ class Recording(Executor):
 
 
 def test_other_executors_answer_groups_of_policies_per_task(monkeypatch):
-    import behavsim.policy._respond as r
+    import behavsim.policy._respond as r  # private: the batched runner's internals patched
 
     monkeypatch.setattr(r, "MAX_TASKS", 4)
     cs = ContextSet([{"beliefs": {}, "k": 2 * i} for i in range(5)])

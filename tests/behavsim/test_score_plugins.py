@@ -39,14 +39,17 @@ def test_it_is_listed_with_where_it_came_from(plugin):
     assert "text" in line and "asked" in line and "[from wordjaccard_demo:WordJaccard (wordjaccard-demo)]" in line
     assert "Broken" not in r.stdout and "could not be loaded" in r.stderr  # the broken one: a warning, no more
     # without the package nothing of it is there
-    assert "WordJaccard" not in subprocess.run([sys.executable, "-m", "behavsim.cli", "scores"], capture_output=True,
-                                               text=True).stdout
+    assert (
+        "WordJaccard"
+        not in subprocess.run([sys.executable, "-m", "behavsim.cli", "scores"], capture_output=True, text=True).stdout
+    )
 
 
 def test_pair_computes_it_by_name_case_insensitively(plugin):
     x, y = "what kind of food would you like", "what food would you like today"
-    r = run(plugin, "pair", "request(food)", "request(food)", "--prompts", x, y, "--scores", "TMR", "wordjaccard",
-            "--json")
+    r = run(
+        plugin, "pair", "request(food)", "request(food)", "--prompts", x, y, "--scores", "TMR", "wordjaccard", "--json"
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["scores"] == {"TMR": 1.0, "WordJaccard": word_jaccard(x, y)} and word_jaccard(x, y) == 5 / 8
@@ -59,8 +62,18 @@ def test_compare_writes_its_means_and_matrix(plugin, tmp_path):
     for pid, prompts in PROMPTS.items():
         t = ResponseTable(policy={"id": pid}, context_fingerprint=fp, acts=["bye()"] * 3, prompts=prompts)
         paths.append(str(t.save(tmp_path / f"{pid}.jsonl")))
-    r = run(plugin, "compare", *paths, "--scores", "TMR", "WordJaccard", "-o", str(tmp_path / "out.csv"), "--matrix",
-            str(tmp_path / "m"))
+    r = run(
+        plugin,
+        "compare",
+        *paths,
+        "--scores",
+        "TMR",
+        "WordJaccard",
+        "-o",
+        str(tmp_path / "out.csv"),
+        "--matrix",
+        str(tmp_path / "m"),
+    )
     assert r.returncode == 0, r.stderr
     means = pd.read_csv(tmp_path / "out.means.csv").set_index(["a", "b"])
     for a, b in [("a", "b"), ("a", "c"), ("b", "c")]:
@@ -93,8 +106,16 @@ def test_the_comparison_report_shows_it(plugin, tmp_path):
 def test_a_plugin_is_never_a_default_score(plugin):
     r = run(plugin, "pair", "request(food)", "request(area)", "--prompts", "what food", "which area", "--json")
     assert r.returncode == 0, r.stderr
-    assert list(json.loads(r.stdout)["scores"]) == ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4",
-                                                     "BERTScore"]
+    assert list(json.loads(r.stdout)["scores"]) == [
+        "TMR",
+        "DMR",
+        "CER",
+        "CMR",
+        "USE_cos",
+        "USE_ang",
+        "BLEU4",
+        "BERTScore",
+    ]
 
 
 def test_an_entry_point_that_is_not_a_score_is_refused_in_one_line(tmp_path):

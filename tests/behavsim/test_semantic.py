@@ -3,17 +3,38 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from behavsim import DialogueAct, format_act, parse_act
-from behavsim.scores import (CER, CMR, DMR, TMR, act_match, concept_error, concept_match, get_score,
-                             symmetric_concept_error, total_match)
-
+from behavsim.scores import (
+    CER,
+    CMR,
+    DMR,
+    TMR,
+    act_match,
+    concept_error,
+    concept_match,
+    get_score,
+    symmetric_concept_error,
+    total_match,
+)
 
 # test vectors: the paper's Appendix A acts with their TMR, DMR, CER, CMR
 VECTORS = [
     ("request(pricerange)", "request(food)", 0, 1, 0.5, 0.2),
-    ('inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
-     'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")', 1, 1, 1, 1),
-    ('inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
-     "request(pricerange)", 0, 0, 0, 0.1),
+    (
+        'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
+        'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
+        1,
+        1,
+        1,
+        1,
+    ),
+    (
+        'inform(food="mediterranean",pricerange="expensive",name="la mimosa",area="centre")',
+        "request(pricerange)",
+        0,
+        0,
+        0,
+        0.1,
+    ),
 ]
 
 
@@ -64,7 +85,7 @@ def test_class_and_function_agree_and_missing_is_nan():
 def test_tfhub_cache_key_names_the_models_content(tmp_path):
     """Two SavedModels in folders of the same name never share cached vectors: the signature
     (the embedding cache's key) carries a digest of the folder's files."""
-    from behavsim._encoders import TFHubEncoder
+    from behavsim._encoders import TFHubEncoder  # private: the encoder class, as the scores build it
 
     sigs = []
     for i, content in enumerate((b"model one", b"model two", b"model one")):

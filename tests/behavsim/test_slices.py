@@ -3,7 +3,11 @@ import pandas as pd
 import pytest
 
 from behavsim import ConfigError, ContextSet, ContextSetMismatch, ResponseTable, compare
-from behavsim._slices import SLICE_KINDS, context_slices, slice_scores, write_slices
+from behavsim._slices import (  # private: the slice assignment itself, beside slice_scores
+    SLICE_KINDS,
+    context_slices,
+    slice_scores,
+)
 from behavsim.cli import main
 
 N = "**NONE**"
@@ -43,7 +47,10 @@ def setup():
     )
     tables = [
         ResponseTable(
-            policy={"id": pid}, context_fingerprint=cs.fingerprint, acts=acts, prompts=[None] * 6,
+            policy={"id": pid},
+            context_fingerprint=cs.fingerprint,
+            acts=acts,
+            prompts=[None] * 6,
             errors=[None if x is not None else "failed" for x in acts],
         )
         for pid, acts in (("pa", ACTS_A), ("pb", ACTS_B))
@@ -53,12 +60,30 @@ def setup():
 
 def test_context_slices_by_hand(setup):
     cs, _, _ = setup
-    assert context_slices("slot", cs) == [["area"], ["area", "food"], ["(no slot)"], ["area", "food"], ["food"],
-                                          ["area"]]
-    assert context_slices("uncertainty", cs) == [["[0.9, 1]"], ["[0.7, 0.9)"], ["no constraint"], ["[0.5, 0.7)"],
-                                                 ["[0.9, 1]"], ["no constraint"]]
-    assert context_slices("uncertainty", cs, bins=[0.8]) == [["[0.8, 1]"], ["[0, 0.8)"], ["no constraint"],
-                                                             ["[0, 0.8)"], ["[0.8, 1]"], ["no constraint"]]
+    assert context_slices("slot", cs) == [
+        ["area"],
+        ["area", "food"],
+        ["(no slot)"],
+        ["area", "food"],
+        ["food"],
+        ["area"],
+    ]
+    assert context_slices("uncertainty", cs) == [
+        ["[0.9, 1]"],
+        ["[0.7, 0.9)"],
+        ["no constraint"],
+        ["[0.5, 0.7)"],
+        ["[0.9, 1]"],
+        ["no constraint"],
+    ]
+    assert context_slices("uncertainty", cs, bins=[0.8]) == [
+        ["[0.8, 1]"],
+        ["[0, 0.8)"],
+        ["no constraint"],
+        ["[0, 0.8)"],
+        ["[0.8, 1]"],
+        ["no constraint"],
+    ]
     assert context_slices("turn", cs) == [["0"], ["1"], ["1"], ["(no turn)"], ["2"], ["2"]]
 
 
@@ -101,8 +126,9 @@ def test_every_partition_recombines_and_slots_overlap(setup):
 
 def test_slices_of_several_pairs_and_determinism(setup):
     cs, tables, _ = setup
-    third = ResponseTable(policy={"id": "pc"}, context_fingerprint=cs.fingerprint, acts=["bye()"] * 6,
-                          prompts=[None] * 6)
+    third = ResponseTable(
+        policy={"id": "pc"}, context_fingerprint=cs.fingerprint, acts=["bye()"] * 6, prompts=[None] * 6
+    )
     comp = compare(tables + [third], "all", scores=["TMR"])
     out = slice_scores(comp, "acttype", tables=tables + [third])
     assert list(out["pair"].unique()) == [0, 1, 2]
@@ -140,8 +166,26 @@ def test_compare_slice_cli(setup, tmp_path, capsys):
     paths = [str(t.save(tmp_path / f"{t.id}.jsonl")) for t in tables]
     cs.save(tmp_path / "c.jsonl")
     out = tmp_path / "out.csv"
-    assert main(["compare", *paths, "--scores", "TMR", "DMR", "--slice", "acttype", "--slice", "turn,slot",
-                 "--contexts", str(tmp_path / "c.jsonl"), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                *paths,
+                "--scores",
+                "TMR",
+                "DMR",
+                "--slice",
+                "acttype",
+                "--slice",
+                "turn,slot",
+                "--contexts",
+                str(tmp_path / "c.jsonl"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     per = pd.read_csv(out)
     sl = pd.read_csv(tmp_path / "out.slice-acttype.csv")
     ok = sl[sl["n"] > 0]
@@ -150,8 +194,10 @@ def test_compare_slice_cli(setup, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", *paths, "--scores", "TMR", "--slice", "slot", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1:] == ["behavsim compare: error: --slice slot needs --contexts FILE (the context set the tables "
-                   "answered); only --slice acttype works from the tables alone"]
+    assert err[-1:] == [
+        "behavsim compare: error: --slice slot needs --contexts FILE (the context set the tables "
+        "answered); only --slice acttype works from the tables alone"
+    ]
     # the rows are read back from the file compare streamed them to (csv or parquet), in pieces
     _, tables, comp = setup
     ref = slice_scores(comp, ["acttype"], tables=tables, scores=["TMR", "DMR"])
@@ -160,14 +206,34 @@ def test_compare_slice_cli(setup, tmp_path, capsys):
     assert main(["compare", *paths, "--scores", "TMR", "DMR", "--slice", "acttype", "-o", str(pq)]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out.slice-acttype.csv"), sl)
     capsys.readouterr()
-    assert main(["compare", *paths, "--scores", "TMR", "--per-context", "none", "--slice", "acttype",
-                 "-o", str(out)]) == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
-        "behavsim compare: error: --slice needs the per-context rows")
+    assert (
+        main(["compare", *paths, "--scores", "TMR", "--per-context", "none", "--slice", "acttype", "-o", str(out)]) == 2
+    )
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .startswith("behavsim compare: error: --slice needs the per-context rows")
+    )
     other = ContextSet(cs.beliefs[:5])
     other.save(tmp_path / "other.jsonl")
     capsys.readouterr()
-    assert main(["compare", *paths, "--scores", "TMR", "--slice", "turn", "--contexts", str(tmp_path / "other.jsonl"),
-                 "-o", str(out)]) == 2
+    assert (
+        main(
+            [
+                "compare",
+                *paths,
+                "--scores",
+                "TMR",
+                "--slice",
+                "turn",
+                "--contexts",
+                str(tmp_path / "other.jsonl"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert "Traceback" not in "".join(err) and "is not the context set the tables answered" in err[-1]

@@ -10,7 +10,7 @@ from test_engine import FAST, _ConceptErrorScore, _LengthShare
 from test_matrix import _NaNOnBye, _saved, _tables
 
 from behavsim import DEFAULT_SCORES, ConfigError, compare
-from behavsim._sinks import PerContextWriter
+from behavsim._sinks import PerContextWriter  # private: the writer the engine streams through
 
 SCORES = [*FAST, _ConceptErrorScore(), _LengthShare(), _NaNOnBye()]
 

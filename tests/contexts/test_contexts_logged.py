@@ -6,8 +6,8 @@ import pytest
 
 from behavsim import BehavsimError, ConfigError, ContextSet
 from contexts import ContextRecorder, LogFormatError, collect, from_jsonl
-from policies.simulation.env import DialogueEnv
 from policies.handcrafted.policy import HandcraftedPolicy
+from policies.simulation.env import DialogueEnv
 
 
 def test_recorder_in_a_dialogue_loop_matches_collect():
@@ -43,7 +43,9 @@ def test_recorder_copies():
 
 def test_recorder_rejects_bad_input():
     rec = ContextRecorder()
-    with pytest.raises(LogFormatError, match=r"context 0: beliefs: expected \{slot: \{value: probability\}\}, got nothing"):
+    with pytest.raises(
+        LogFormatError, match=r"context 0: beliefs: expected \{slot: \{value: probability\}\}, got nothing"
+    ):
         rec.record({"area": {"north": 1.0}})
     with pytest.raises(LogFormatError, match=r"non-finite"):
         rec.record({"beliefs": {"area": {"north": float("nan")}}})
@@ -62,9 +64,10 @@ def _write(path, lines):
 def test_from_jsonl_bare_and_wrapped(tmp_path):
     b1 = {"beliefs": {"area": {"north": 0.7, "**NONE**": 0.3}}}
     b2 = {"beliefs": {"food": {"thai": 1.0, "**NONE**": 0.0}}, "features": {"dbMatches": 3}}
-    path = _write(tmp_path / "log.jsonl", [json.dumps(b1), "", json.dumps({"belief": b2, "meta": {"turn": 2,
-                                                                                                    "origin": "x"},
-                                                                           "id": "call-7"})])
+    path = _write(
+        tmp_path / "log.jsonl",
+        [json.dumps(b1), "", json.dumps({"belief": b2, "meta": {"turn": 2, "origin": "x"}, "id": "call-7"})],
+    )
     cs = from_jsonl(path)
     assert cs.beliefs == [b1, b2]
     assert cs.metas == [{"origin": "logged", "log_line": 1}, {"turn": 2, "origin": "logged", "log_line": 3}]
@@ -74,18 +77,23 @@ def test_from_jsonl_bare_and_wrapped(tmp_path):
     assert back.fingerprint == cs.fingerprint
 
 
-@pytest.mark.parametrize("line,pattern", [
-    ("{not json", r"log.jsonl:2: invalid JSON"),
-    ("[1, 2]", r"log.jsonl:2: expected a JSON object"),
-    ('{"beliefs": {"area": {"north": NaN}}}', r"log.jsonl:2: non-finite number NaN"),
-    ('{"belief": {"beliefs": {"a": {"x": 1}}}, "meta": [1]}', r"log.jsonl:2: 'meta' must be an object"),
-    ('{"belief": {"beliefs": {"a": {"x": 1}}}, "extra": 1}', r"log.jsonl:2: unexpected keys \['extra'\]"),
-    ('{"area": {"north": 1.0}}', r"log.jsonl:2: beliefs: expected \{slot: \{value: probability\}\}, got nothing"),
-    ('{"beliefs": {"area": {"north": "high"}}}',
-     r"log.jsonl:2: beliefs.area.north: expected a probability in \[0, 1\], got a string"),
-    ('{"beliefs": {"area": ["north"]}}', r"log.jsonl:2: beliefs.area: expected \{value: probability\}, got a list"),
-    ('{"format": "behavsim-contexts", "version": 1}', r"log.jsonl:2: this is a saved behavsim context set"),
-])
+@pytest.mark.parametrize(
+    "line,pattern",
+    [
+        ("{not json", r"log.jsonl:2: invalid JSON"),
+        ("[1, 2]", r"log.jsonl:2: expected a JSON object"),
+        ('{"beliefs": {"area": {"north": NaN}}}', r"log.jsonl:2: non-finite number NaN"),
+        ('{"belief": {"beliefs": {"a": {"x": 1}}}, "meta": [1]}', r"log.jsonl:2: 'meta' must be an object"),
+        ('{"belief": {"beliefs": {"a": {"x": 1}}}, "extra": 1}', r"log.jsonl:2: unexpected keys \['extra'\]"),
+        ('{"area": {"north": 1.0}}', r"log.jsonl:2: beliefs: expected \{slot: \{value: probability\}\}, got nothing"),
+        (
+            '{"beliefs": {"area": {"north": "high"}}}',
+            r"log.jsonl:2: beliefs.area.north: expected a probability in \[0, 1\], got a string",
+        ),
+        ('{"beliefs": {"area": ["north"]}}', r"log.jsonl:2: beliefs.area: expected \{value: probability\}, got a list"),
+        ('{"format": "behavsim-contexts", "version": 1}', r"log.jsonl:2: this is a saved behavsim context set"),
+    ],
+)
 def test_from_jsonl_bad_lines(tmp_path, line, pattern):
     path = _write(tmp_path / "log.jsonl", ['{"beliefs": {"area": {"north": 1.0}}}', line])
     with pytest.raises(LogFormatError, match=pattern):
@@ -120,8 +128,10 @@ def test_from_jsonl_lenient_skips_and_lists_bad_lines(tmp_path):
 def test_logged_beliefs_stored_with_sorted_keys(tmp_path):
     path = _write(tmp_path / "log.jsonl", ['{"beliefs": {"food": {"thai": 1.0, "**NONE**": 0.0}, "area": {"x": 1}}}'])
     cs = from_jsonl(path)
-    assert list(cs.beliefs[0]["beliefs"]) == ["area", "food"] and list(cs.beliefs[0]["beliefs"]["food"]) == ["**NONE**",
-                                                                                                          "thai"]
+    assert list(cs.beliefs[0]["beliefs"]) == ["area", "food"] and list(cs.beliefs[0]["beliefs"]["food"]) == [
+        "**NONE**",
+        "thai",
+    ]
     rec = ContextRecorder()
     rec.record({"beliefs": {"food": {"thai": 1.0}, "area": {"x": 1}}})
     assert list(rec.to_context_set().beliefs[0]["beliefs"]) == ["area", "food"]

@@ -31,14 +31,14 @@ def test_generated_contexts_have_no_turn(cgen):
 
 def test_slot_belief_range_inclusive(cgen):
     sub = select(cgen, slot_belief={"food": (0.5, 1.0)})
-    assert len(sub) == 3 * 6 ** 3  # levels 0.6, 0.8, 1.0
+    assert len(sub) == 3 * 6**3  # levels 0.6, 0.8, 1.0
     sub = select(cgen, slot_belief={"food": (0.6, 0.6), "area": (None, 0.0)})
     assert len(sub) == 6 * 6 and all(m["grid"]["food"] == 0.6 and m["grid"]["area"] == 0.0 for m in sub.metas)
 
 
 def test_method_belief(cgen):
     sub = select(cgen, method_belief={"byconstraints": (0.8, 1)})
-    assert len(sub) == 2 * 6 ** 3
+    assert len(sub) == 2 * 6**3
 
 
 def test_origin_and_union(cgen, ccol):
@@ -56,10 +56,13 @@ def test_source_policy():
 
 
 def test_combined_and_where(ccol):
-    sub = select(ccol, turn=(2, None), slot_belief={"food": (0.5, 1)},
-                 where=lambda b, m: m["summary_action"] == "inform")
-    assert all(m["turn"] >= 2 and m["summary_action"] == "inform" and top_belief(b["beliefs"]["food"]) >= 0.5
-               for b, m in zip(sub.beliefs, sub.metas))
+    sub = select(
+        ccol, turn=(2, None), slot_belief={"food": (0.5, 1)}, where=lambda b, m: m["summary_action"] == "inform"
+    )
+    assert all(
+        m["turn"] >= 2 and m["summary_action"] == "inform" and top_belief(b["beliefs"]["food"]) >= 0.5
+        for b, m in zip(sub.beliefs, sub.metas)
+    )
 
 
 def test_top_belief():
@@ -68,16 +71,19 @@ def test_top_belief():
     assert top_belief(None) == 0.0
 
 
-@pytest.mark.parametrize("kwargs,pattern", [
-    (dict(turn="first"), r"turn: expected an integer or a \(low, high\) pair"),
-    (dict(turn=1.5), r"turn: expected an integer"),
-    (dict(turn=(4, 2)), r"turn: empty range"),
-    (dict(origin="colected"), r"origin: unknown origin 'colected'. Did you mean 'collected'"),
-    (dict(slot_belief={"fod": (0, 1)}), r"slot_belief: slot 'fod' appears in no context. Did you mean 'food'"),
-    (dict(slot_belief={"food": "high"}), r"slot_belief\['food'\]: expected a number or a \(low, high\) pair"),
-    (dict(slot_belief=[("food", (0, 1))]), r"slot_belief: expected a mapping"),
-    (dict(method_belief={"byconstraint": (0, 1)}), r"method 'byconstraint' appears in no context.*'byconstraints'"),
-])
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        (dict(turn="first"), r"turn: expected an integer or a \(low, high\) pair"),
+        (dict(turn=1.5), r"turn: expected an integer"),
+        (dict(turn=(4, 2)), r"turn: empty range"),
+        (dict(origin="colected"), r"origin: unknown origin 'colected'. Did you mean 'collected'"),
+        (dict(slot_belief={"fod": (0, 1)}), r"slot_belief: slot 'fod' appears in no context. Did you mean 'food'"),
+        (dict(slot_belief={"food": "high"}), r"slot_belief\['food'\]: expected a number or a \(low, high\) pair"),
+        (dict(slot_belief=[("food", (0, 1))]), r"slot_belief: expected a mapping"),
+        (dict(method_belief={"byconstraint": (0, 1)}), r"method 'byconstraint' appears in no context.*'byconstraints'"),
+    ],
+)
 def test_bad_criteria(ccol, kwargs, pattern):
     with pytest.raises(ConfigError, match=pattern):
         select(ccol, **kwargs)

@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from behavsim import ContextSet, TableFormatError
+from behavsim import ContextSet, TableFormatError, canonical_copy
 from contexts import collect, generate_grid
-from behavsim import canonical_copy
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 import json
 import math
 import time
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +20,7 @@ def cgen():
 
 
 def test_paper_count_at_step_02(cgen):
-    assert len(cgen) == 6 ** 4 == 1296
+    assert len(cgen) == 6**4 == 1296
     assert cgen.meta["levels"] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert len(set(cgen.ids)) == 1296
 
@@ -30,7 +29,7 @@ def test_step_01_gives_14641_quickly():
     t = time.perf_counter()
     cs = generate_grid(step=0.1)
     elapsed = time.perf_counter() - t
-    assert len(cs) == 11 ** 4 == 14641
+    assert len(cs) == 11**4 == 14641
     assert elapsed < 5.0, f"generating 14,641 contexts took {elapsed:.2f} s"
 
 
@@ -54,8 +53,11 @@ def test_step_01_levels_exact_and_sums():
 
 def test_chosen_values_recorded_and_used(cgen):
     d = resolve_domain(None)
-    assert cgen.meta["values"] == default_values(d, GRID_SLOTS) == {"area": "centre", "pricerange": "expensive",
-                                                                    "food": "indian"}
+    assert (
+        cgen.meta["values"]
+        == default_values(d, GRID_SLOTS)
+        == {"area": "centre", "pricerange": "expensive", "food": "indian"}
+    )
     assert cgen.meta["slots"] == list(GRID_SLOTS)
     assert cgen.meta["domain"] == d.name and cgen.meta["step"] == 0.2 and cgen.meta["method"] == "byconstraints"
     for b, m in zip(cgen.beliefs, cgen.metas):
@@ -107,8 +109,11 @@ def test_ties_at_one_half_go_to_the_value():
         g = m["grid"]
         if 0.5 in g.values():
             assert b == make_belief(d, {s: {vals[s]: g[s]} for s in GRID_SLOTS}, method={"byconstraints": g["method"]})
-    tie = [b for b, m in zip(cs.beliefs, cs.metas)
-           if m["grid"] == {"area": 0.0, "pricerange": 0.0, "food": 0.5, "method": 1.0}]
+    tie = [
+        b
+        for b, m in zip(cs.beliefs, cs.metas)
+        if m["grid"] == {"area": 0.0, "pricerange": 0.0, "food": 0.5, "method": 1.0}
+    ]
     assert len(tie) == 1 and tie[0]["features"]["dbMatches"] == d.count({"food": vals["food"]}) < len(d.venues)
 
 
@@ -128,15 +133,18 @@ def test_deterministic():
     assert generate_grid().fingerprint == generate_grid().fingerprint
 
 
-@pytest.mark.parametrize("step,pattern", [
-    (0.3, r"step: 0.3 does not divide 1"),
-    (0.0, r"step: expected a number in \(0, 1\]"),
-    (-0.2, r"step: expected a number in \(0, 1\]"),
-    (1.5, r"step: expected a number in \(0, 1\]"),
-    (float("nan"), r"step: expected"),
-    ("0.2", r"step: expected"),
-    (True, r"step: expected"),
-])
+@pytest.mark.parametrize(
+    "step,pattern",
+    [
+        (0.3, r"step: 0.3 does not divide 1"),
+        (0.0, r"step: expected a number in \(0, 1\]"),
+        (-0.2, r"step: expected a number in \(0, 1\]"),
+        (1.5, r"step: expected a number in \(0, 1\]"),
+        (float("nan"), r"step: expected"),
+        ("0.2", r"step: expected"),
+        (True, r"step: expected"),
+    ],
+)
 def test_bad_steps(step, pattern):
     with pytest.raises(ConfigError, match=pattern):
         generate_grid(step=step)
@@ -172,8 +180,14 @@ def test_unknown_values_and_method():
 def test_fewer_slots_and_other_method():
     cs = generate_grid(step=0.5, slots=("food",), method="byname")
     assert len(cs) == 9
-    assert cs.beliefs[-1]["beliefs"]["method"] == {"none": 0.0, "byconstraints": 0.0, "byname": 1.0, "finished": 0.0,
-                                                   "byalternatives": 0.0, "restart": 0.0}
+    assert cs.beliefs[-1]["beliefs"]["method"] == {
+        "none": 0.0,
+        "byconstraints": 0.0,
+        "byname": 1.0,
+        "finished": 0.0,
+        "byalternatives": 0.0,
+        "restart": 0.0,
+    }
 
 
 @pytest.mark.parametrize("step", [1e-9, 1e-300])

@@ -20,8 +20,10 @@ COLLECT_HC_3_SEED0_BEFORE = "sha256:c82837463754416e550272275fe81cc6:15"
 def _small() -> ContextSet:
     b = {"beliefs": {"area": {"north": 1.0, "**NONE**": 0.0}}}
     h0 = [{"speaker": "user", "text": "i want to eat in the north", "act": 'inform(area="north")'}]
-    h1 = h0 + [{"speaker": "system", "text": "what food?", "act": "request(food)"},
-               {"speaker": "user", "text": "thai please"}]
+    h1 = h0 + [
+        {"speaker": "system", "text": "what food?", "act": "request(food)"},
+        {"speaker": "user", "text": "thai please"},
+    ]
     return ContextSet([b, None], [{"origin": "logged"}, {}], ["a", "b"], {"builder": "test"}, histories=[h0, h1])
 
 
@@ -70,13 +72,16 @@ def test_sets_without_histories_keep_their_fingerprint_and_file_format(tmp_path,
     assert ContextSet.load(tmp_path / "g.jsonl").fingerprint == GRID_05_BEFORE
 
 
-@pytest.mark.parametrize("history, message", [
-    ("hello", "'history' must be a list of turns"),
-    ([{"speaker": "bot", "text": "hi"}], "speaker must be 'system' or 'user', got 'bot'"),
-    ([{"speaker": "user", "text": 3}], "text must be a string, got int"),
-    ([{"speaker": "user", "text": "x", "act": "inform(("}], "history turn 0: "),
-    ([{"speaker": "user", "text": "x", "mood": "happy"}], r"unknown key\(s\) \['mood'\]"),
-])
+@pytest.mark.parametrize(
+    "history, message",
+    [
+        ("hello", "'history' must be a list of turns"),
+        ([{"speaker": "bot", "text": "hi"}], "speaker must be 'system' or 'user', got 'bot'"),
+        ([{"speaker": "user", "text": 3}], "text must be a string, got int"),
+        ([{"speaker": "user", "text": "x", "act": "inform(("}], "history turn 0: "),
+        ([{"speaker": "user", "text": "x", "mood": "happy"}], r"unknown key\(s\) \['mood'\]"),
+    ],
+)
 def test_bad_histories_are_named(history, message):
     with pytest.raises(TableFormatError, match=message):
         ContextSet([{"beliefs": {}}], histories=[history])
@@ -112,8 +117,11 @@ def test_text_only_view(tmp_path, ccol):
     assert loaded.histories == text.histories
     # removing the beliefs only is an edit, refused
     half = tmp_path / "c_half.jsonl"
-    half.write_text(json.dumps(rows[0]) + "\n" + "".join(
-        json.dumps({k: v for k, v in r.items() if k != "belief"}) + "\n" for r in rows[1:]))
+    half.write_text(
+        json.dumps(rows[0])
+        + "\n"
+        + "".join(json.dumps({k: v for k, v in r.items() if k != "belief"}) + "\n" for r in rows[1:])
+    )
     with pytest.raises(TableFormatError, match="a text-only copy must remove every belief and every turn act"):
         ContextSet.load(half)
     with pytest.raises(TableFormatError, match="3 of 18 contexts have no history"):
@@ -167,39 +175,60 @@ BELIEF = {"beliefs": {"area": {"north": 1.0, "**NONE**": 0.0}}}
 
 
 def test_import_logged_dialogues(tmp_path):
-    p = _log(tmp_path, [
-        {"id": "d1", "meta": {"corpus": "lab"}, "turns": [
-            {"speaker": "user", "text": "I want to eat in the north", "act": 'inform(area="north")'},
-            {"speaker": "system", "text": "What food?", "act": "request(food)", "belief": BELIEF},
-            {"speaker": "user", "text": "thai"},
-            {"speaker": "system", "text": "Sala Thong is nice."},
-        ]},
-        {"turns": [{"speaker": "system", "text": "Hello!", "act": "hello()"},
-                   {"speaker": "user", "text": "bye"}]},
-    ])
+    p = _log(
+        tmp_path,
+        [
+            {
+                "id": "d1",
+                "meta": {"corpus": "lab"},
+                "turns": [
+                    {"speaker": "user", "text": "I want to eat in the north", "act": 'inform(area="north")'},
+                    {"speaker": "system", "text": "What food?", "act": "request(food)", "belief": BELIEF},
+                    {"speaker": "user", "text": "thai"},
+                    {"speaker": "system", "text": "Sala Thong is nice."},
+                ],
+            },
+            {"turns": [{"speaker": "system", "text": "Hello!", "act": "hello()"}, {"speaker": "user", "text": "bye"}]},
+        ],
+    )
     cs = contexts.from_dialogues_jsonl(p)
     assert len(cs) == 3 and cs.ids == ["d1/t1", "d1/t2", f"{p.name}:2/t1"]
     assert cs.history(0) == [{"speaker": "user", "text": "I want to eat in the north", "act": 'inform(area="north")'}]
     assert len(cs.history(1)) == 3 and cs.history(2) == []
     assert cs.beliefs[0] == BELIEF and cs.beliefs[1] is None and cs.n_beliefs == 1
-    assert cs.metas[0] == {"corpus": "lab", "origin": "logged", "dialogue": "d1", "turn": 1, "log_line": 1,
-                           "system_text": "What food?", "system_act": "request(food)"}
+    assert cs.metas[0] == {
+        "corpus": "lab",
+        "origin": "logged",
+        "dialogue": "d1",
+        "turn": 1,
+        "log_line": 1,
+        "system_text": "What food?",
+        "system_act": "request(food)",
+    }
     table = contexts.logged_responses(cs)
     assert table.acts == ["request(food)", None, "hello()"] and table.prompts[1] == "Sala Thong is nice."
     assert table.n_errors == 0 and table.n_text_only == 1
     assert contexts.is_dialogue_log(p)
 
 
-@pytest.mark.parametrize("dialogue, message", [
-    ({"turns": []}, ":1: 'turns' must be a non-empty list"),
-    ({"turns": [{"speaker": "agent", "text": "x"}]}, ":1: turn 0: speaker must be 'system' or 'user'"),
-    ({"turns": [{"speaker": "user", "text": "x", "belief": BELIEF}]}, ":1: turn 0: only a system turn carries a belief"),
-    ({"turns": [{"speaker": "system", "text": "x", "act": "inform(("}]}, ":1: turn 0: "),
-    ({"turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {}}}]},
-     r":1: turn 0: beliefs: expected \{slot: \{value: probability\}\}, got an empty object"),
-    ({"turns": [{"speaker": "user", "text": "x"}]}, "no system turns in the file"),
-    ({"turns": [{"speaker": "system", "text": "x"}], "who": 1}, r":1: unexpected keys \['who'\]"),
-])
+@pytest.mark.parametrize(
+    "dialogue, message",
+    [
+        ({"turns": []}, ":1: 'turns' must be a non-empty list"),
+        ({"turns": [{"speaker": "agent", "text": "x"}]}, ":1: turn 0: speaker must be 'system' or 'user'"),
+        (
+            {"turns": [{"speaker": "user", "text": "x", "belief": BELIEF}]},
+            ":1: turn 0: only a system turn carries a belief",
+        ),
+        ({"turns": [{"speaker": "system", "text": "x", "act": "inform(("}]}, ":1: turn 0: "),
+        (
+            {"turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {}}}]},
+            r":1: turn 0: beliefs: expected \{slot: \{value: probability\}\}, got an empty object",
+        ),
+        ({"turns": [{"speaker": "user", "text": "x"}]}, "no system turns in the file"),
+        ({"turns": [{"speaker": "system", "text": "x"}], "who": 1}, r":1: unexpected keys \['who'\]"),
+    ],
+)
 def test_dialogue_log_errors_are_named(tmp_path, dialogue, message):
     with pytest.raises(contexts.LogFormatError, match=message):
         contexts.from_dialogues_jsonl(_log(tmp_path, [dialogue]))
@@ -264,8 +293,11 @@ def test_text_only_answers_are_not_failures(tmp_path, ccol):
 
 def test_a_policy_reading_histories_refuses_a_set_without_them(ccol):
     grid = contexts.generate_grid(step=1.0)
-    with pytest.raises(UnanswerableContexts, match=r"reads dialogue histories, but context set \(generated, "
-                                                   r"sha256:.*\) has none .*behavsim contexts collect"):
+    with pytest.raises(
+        UnanswerableContexts,
+        match=r"reads dialogue histories, but context set \(generated, "
+        r"sha256:.*\) has none .*behavsim contexts collect",
+    ):
         respond(_reads_history, grid)
     with pytest.raises(UnanswerableContexts, match="reads belief states, but context set .* is text only"):
         respond("handcrafted", ccol.text_only())
@@ -273,7 +305,10 @@ def test_a_policy_reading_histories_refuses_a_set_without_them(ccol):
     mixed = ContextSet.concat([ccol.select([0]), grid.select([0])])
     with pytest.warns(PolicyErrorsWarning, match="failed on 1 of 2 contexts"):
         t = respond(_reads_history, mixed)
-    assert t.errors[0] is None and t.errors[1] == "MissingInput: the context has no dialogue history (this policy reads histories)"
+    assert (
+        t.errors[0] is None
+        and t.errors[1] == "MissingInput: the context has no dialogue history (this policy reads histories)"
+    )
     both = respond(_reads_both, ContextSet.concat([ccol.select([0]), ccol.text_only().select([1])]))
     assert both.acts == ["request(food)", "bye()"] and both.prompts == ["1", "3"]
 

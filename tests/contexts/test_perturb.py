@@ -117,13 +117,35 @@ def test_bad_arguments(grid, kwargs, message):
 
 def test_cli(capsys, tmp_path, grid):
     grid.save(tmp_path / "g.jsonl")
-    rc = main(["contexts", "perturb", "--noise", "0", "--contexts", str(tmp_path / "g.jsonl"), "-o", str(tmp_path / "p0.jsonl")])
+    rc = main(
+        [
+            "contexts",
+            "perturb",
+            "--noise",
+            "0",
+            "--contexts",
+            str(tmp_path / "g.jsonl"),
+            "-o",
+            str(tmp_path / "p0.jsonl"),
+        ]
+    )
     out, _ = capsys.readouterr()
     assert rc == 0 and "0 of 81 contexts changed" in out
     assert ContextSet.load(tmp_path / "p0.jsonl").fingerprint == grid.fingerprint
     for name in ("a", "b"):
-        rc = main(["contexts", "perturb", str(tmp_path / "g.jsonl"), "--noise", "0.15", "--seed", "2",
-                   "-o", str(tmp_path / f"{name}.jsonl")])
+        rc = main(
+            [
+                "contexts",
+                "perturb",
+                str(tmp_path / "g.jsonl"),
+                "--noise",
+                "0.15",
+                "--seed",
+                "2",
+                "-o",
+                str(tmp_path / f"{name}.jsonl"),
+            ]
+        )
         assert rc == 0
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
     capsys.readouterr()

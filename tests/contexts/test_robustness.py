@@ -70,8 +70,9 @@ def run(*argv):
 def test_cli(grid, tmp_path, capsys):
     grid.save(tmp_path / "g.jsonl")
     out = tmp_path / "rob"
-    rc = run("handcrafted", "--contexts", tmp_path / "g.jsonl", "--levels", "0", "0.3", "--scores", "TMR", "DMR",
-             "-o", out)
+    rc = run(
+        "handcrafted", "--contexts", tmp_path / "g.jsonl", "--levels", "0", "0.3", "--scores", "TMR", "DMR", "-o", out
+    )
     printed = capsys.readouterr().out
     assert rc == 0 and "1 policies x 2 levels on 81 contexts" in printed
     csv = pd.read_csv(out / "robustness.csv")
@@ -88,8 +89,7 @@ def test_cli(grid, tmp_path, capsys):
 def test_trained_checkpoints_at_noise_zero_and_on_the_map(run_dir, grid):  # noqa: F811
     """Every trained checkpoint and the handcrafted policy score 1 against themselves at noise 0;
     the checkpoints' response tables give one map path per trial, in training order."""
-    from behavsim import respond_many
-    from behavsim._map import behaviour_map
+    from behavsim import behaviour_map, respond_many
 
     ckpts = sorted(str(p) for p in run_dir.glob("*/ckpt-*.npz"))
     assert len(ckpts) == 4

@@ -15,10 +15,12 @@ def pytest_terminal_summary(terminalreporter):
     xfail = [b for b in blocks if b.marker == "xfail"]
     tr = terminalreporter
     tr.write_sep("-", "documentation blocks (README.md, docs/*.md)")
-    tr.write_line(f"BEHAVSIM_DOCS_SCALE={scale}: {len(blocks)} shell/Python blocks; "
-                  f"{len(blocks) - len(not_run)} run in the docs tests ({len(xfail)} of them expected to fail), "
-                  f"{len(not_run)} marked not run ({len(skip)} skip, "
-                  f"{len(long_) if scale != 'full' else 0} long)")
+    tr.write_line(
+        f"BEHAVSIM_DOCS_SCALE={scale}: {len(blocks)} shell/Python blocks; "
+        f"{len(blocks) - len(not_run)} run in the docs tests ({len(xfail)} of them expected to fail), "
+        f"{len(not_run)} marked not run ({len(skip)} skip, "
+        f"{len(long_) if scale != 'full' else 0} long)"
+    )
     for b in not_run:
         tr.write_line(f"  not run: {b.id} [{b.marker}] {b.reason}")
     for b in xfail:

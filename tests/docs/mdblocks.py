@@ -42,12 +42,12 @@ _MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*(?P<kind>[\w-]+)\s*(?:\((?P<reaso
 @dataclass
 class Block:
     page: str
-    line: int                  # 1-based line of the opening fence
+    line: int  # 1-based line of the opening fence
     lang: str
     text: str
     marker: str | None = None  # skip, long, xfail, output
     reason: str = ""
-    output: "Block | None" = field(default=None, repr=False)   # the output block that follows
+    output: "Block | None" = field(default=None, repr=False)  # the output block that follows
 
     @property
     def id(self) -> str:
@@ -84,7 +84,7 @@ def parse_page(page: str) -> tuple[list[Block], list[str]]:
         body: list[str] = []
         i += 1
         while i < len(lines) and not re.match(rf"^ *{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[i]):
-            body.append(lines[i][len(m.group("indent")):] if lines[i].startswith(m.group("indent")) else lines[i])
+            body.append(lines[i][len(m.group("indent")) :] if lines[i].startswith(m.group("indent")) else lines[i])
             i += 1
         if i >= len(lines):
             problems.append(f"{page}:{start + 1}: fence never closed")
@@ -98,8 +98,9 @@ def parse_page(page: str) -> tuple[list[Block], list[str]]:
             elif block.marker in ("skip", "long", "xfail") and not block.reason:
                 problems.append(f"{block.id}: docs-test: {block.marker} needs a reason in parentheses")
         if block.lang not in LANGUAGES:
-            problems.append(f"{block.id}: fence language {block.lang or '(none)'!r} is not one of "
-                            f"{', '.join(sorted(LANGUAGES))}")
+            problems.append(
+                f"{block.id}: fence language {block.lang or '(none)'!r} is not one of {', '.join(sorted(LANGUAGES))}"
+            )
         if block.marker == "output":
             prev = blocks[-1] if blocks else None
             if prev is None or not prev.runnable or prev.output is not None:

@@ -19,7 +19,6 @@ import traceback
 from pathlib import Path
 
 import pytest
-
 from mdblocks import PAGES, ROOT, all_blocks, console_commands, docs_scale, output_matches, parse_page
 
 BLOCKS = [b for b in all_blocks() if b.runnable]
@@ -45,8 +44,16 @@ def _env() -> dict:
 
 
 def _run_shell(script: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=_env(), text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=_env(),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _run_python(code: str, block, state: dict) -> str:
@@ -58,7 +65,9 @@ def _run_python(code: str, block, state: dict) -> str:
         with contextlib.redirect_stdout(out):
             exec(compile(code, f"{block.page}:{block.line}", "exec"), state["ns"])
     except Exception:
-        raise AssertionError(f"{block.id} raised:\n{traceback.format_exc(limit=-3)}\noutput so far:\n{out.getvalue()}")
+        raise AssertionError(
+            f"{block.id} raised:\n{traceback.format_exc(limit=-3)}\noutput so far:\n{out.getvalue()}"
+        ) from None
     finally:
         sys.path.remove(str(state["dir"]))
         os.chdir(old)
@@ -67,7 +76,8 @@ def _run_python(code: str, block, state: dict) -> str:
 
 def _check_output(block, expected: str, actual: str, what: str) -> None:
     assert output_matches(expected, actual), (
-        f"{block.id}: the output of {what} differs from the page.\n--- page:\n{expected}--- actual:\n{actual}")
+        f"{block.id}: the output of {what} differs from the page.\n--- page:\n{expected}--- actual:\n{actual}"
+    )
 
 
 def run_block(block, state: dict) -> None:
@@ -156,6 +166,6 @@ def test_page_stands_on_the_repository_alone(page):
 def test_output_matching_rules():
     assert output_matches("a … s\n...\nend\n", "a 0.31 s\nx\ny\nend  \n\n")
     assert output_matches("a\n...\n", "a\n")
-    assert not output_matches("a … s\n", "a 0.31 s\nmore\n")          # every line is accounted for
+    assert not output_matches("a … s\n", "a 0.31 s\nmore\n")  # every line is accounted for
     assert not output_matches("TMR 0.679\n", "TMR 0.680\n")
     assert console_commands("$ x \\\n  --y\nout\n$ z\n") == [("x \\\n  --y", "out\n"), ("z", "")]

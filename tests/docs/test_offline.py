@@ -76,22 +76,26 @@ def _python(code: str, env: dict) -> list[str]:
 
 
 def test_importing_the_packages_leaves_the_environment_alone(tmp_path):
-    code = ("import os, behavsim, behavsim.cli, policies, contexts, experiments; "
-            f"print([os.environ.get(k) for k in {HUB_VARIABLES!r}])")
+    code = (
+        "import os, behavsim, behavsim.cli, policies, contexts, experiments; "
+        f"print([os.environ.get(k) for k in {HUB_VARIABLES!r}])"
+    )
     assert _python(code, _without_hub_variables(tmp_path)) == ["[None, None, None, None]"]
 
 
 def test_the_program_switches_the_hub_off_in_its_own_process(tmp_path):
     """``behavsim`` (the console script) sets the variables before any model library is imported,
     so the libraries read them: ``huggingface_hub`` is not yet imported when the command starts."""
-    code = ("import atexit, os, sys\n"
-            "from behavsim.cli import console_main\n"
-            "assert 'huggingface_hub' not in sys.modules and 'transformers' not in sys.modules\n"
-            "def report():\n"
-            "    import huggingface_hub.constants as c\n"
-            f"    print(c.HF_HUB_OFFLINE, [os.environ.get(k) for k in {HUB_VARIABLES!r}])\n"
-            "atexit.register(report)\n"
-            "console_main(['scores'])\n")
+    code = (
+        "import atexit, os, sys\n"
+        "from behavsim.cli import console_main\n"
+        "assert 'huggingface_hub' not in sys.modules and 'transformers' not in sys.modules\n"
+        "def report():\n"
+        "    import huggingface_hub.constants as c\n"
+        f"    print(c.HF_HUB_OFFLINE, [os.environ.get(k) for k in {HUB_VARIABLES!r}])\n"
+        "atexit.register(report)\n"
+        "console_main(['scores'])\n"
+    )
     out = _python(code, _without_hub_variables(tmp_path))
     assert out[-1] == "True ['1', '1', '1', '1']"
 
@@ -127,8 +131,10 @@ def _fails_fast(make, match):
 
 def test_bertscore_with_a_model_not_on_the_machine_fails_at_once(connections):
     score = get_score("BERTScore", model="hf", model_path="roberta-large", num_layers=17, cache=False)
-    took = _fails_fast(lambda: score.score("what food", "which food"),
-                       r"'roberta-large' is not on this machine.*huggingface-cli download roberta-large")
+    took = _fails_fast(
+        lambda: score.score("what food", "which food"),
+        r"'roberta-large' is not on this machine.*huggingface-cli download roberta-large",
+    )
     assert took < 5
     assert connections == []
 
@@ -149,10 +155,25 @@ def test_use_with_a_model_not_on_the_machine_fails_at_once(connections, handle):
 def test_cli_names_what_to_install():
     """The command fails at once (before any model library loads) and says what to install."""
     start = time.perf_counter()
-    run = subprocess.run([os.path.join(os.path.dirname(sys.executable), "behavsim"), "pair", "request(food)", "request(area)", "--prompts", "a b", "c d",
-                          "--scores", "BERTScore", "--bert-model", "roberta-large"],
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, HF_HUB_CACHE="/nonexistent-hf-cache"))
+    run = subprocess.run(
+        [
+            os.path.join(os.path.dirname(sys.executable), "behavsim"),
+            "pair",
+            "request(food)",
+            "request(area)",
+            "--prompts",
+            "a b",
+            "c d",
+            "--scores",
+            "BERTScore",
+            "--bert-model",
+            "roberta-large",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, HF_HUB_CACHE="/nonexistent-hf-cache"),
+    )
     assert run.returncode == 2 and time.perf_counter() - start < 5
     assert "Traceback" not in run.stderr
     assert "huggingface-cli download roberta-large" in run.stderr

@@ -65,8 +65,13 @@ def wait_group_gone(pgid: int, seconds: float = 5.0) -> bool:
 
 def reproduce_ok(spawn, run: Path, timeout: float = 1200) -> str:
     """Run the study to the end in ``run``; its stderr."""
-    proc = spawn([*REPRODUCE, "-o", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                 preexec_fn=default_sigint)
+    proc = spawn(
+        [*REPRODUCE, "-o", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     _, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, err[-3000:]
     return err

@@ -17,8 +17,14 @@ def tiny_reference(tmp_path_factory):
     """An uninterrupted ``reproduce --config tiny``: its folder and wall seconds."""
     run = tmp_path_factory.mktemp("tiny-reference") / "ref"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([*REPRODUCE, "-o", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, preexec_fn=default_sigint)
+    proc = subprocess.Popen(
+        [*REPRODUCE, "-o", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
     try:
         _, err = proc.communicate(timeout=1200)
     finally:

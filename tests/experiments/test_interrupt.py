@@ -29,8 +29,15 @@ from _tiny import REPRODUCE, STRESS, default_sigint, partial_files, reproduce_ok
 #: Stages, as the stage lines of ``reproduce`` name them (``[k/N] <name> ...``).
 STAGES = ("training", "context", "responses", "comparisons", "analysis", "figures", "report")
 #: Longest wait after a stage's line before the signal, in seconds (short stages: none).
-MAX_DELAY = {"training": 3.0, "context": 0.0, "responses": 0.3, "comparisons": 2.0, "analysis": 0.0,
-             "figures": 4.0, "report": 0.0}
+MAX_DELAY = {
+    "training": 3.0,
+    "context": 0.0,
+    "responses": 0.3,
+    "comparisons": 2.0,
+    "analysis": 0.0,
+    "figures": 4.0,
+    "report": 0.0,
+}
 STAGE_LINE = re.compile(r"^\[(\d+)/(\d+)\] ([a-z]+)")
 SEED = int(os.environ.get("BEHAVSIM_INTERRUPT_SEED") or random.SystemRandom().randrange(10_000))
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -45,8 +52,13 @@ def _reader(stream, out: "queue.Queue[str | None]") -> None:
 def interrupt(spawn, run: Path, sig: signal.Signals, stage: str, delay: float, ref: Path) -> str:
     """Start the study in ``run``, send ``sig`` to its pid ``delay`` s after the ``stage`` line,
     check everything an interrupt must leave; returns the stage the command was in at the end."""
-    proc = spawn([*REPRODUCE, "-o", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                 preexec_fn=default_sigint)
+    proc = spawn(
+        [*REPRODUCE, "-o", str(run)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     lines: queue.Queue[str | None] = queue.Queue()
     errs: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
@@ -139,26 +151,52 @@ def test_interrupted_again_and_again_resumes_to_equal_results(tiny_reference, tm
 
 # ----------------------------------------------------------------------------- train, quickly
 def _train(out: Path, dialogues: int) -> list[str]:
-    return [sys.executable, "-m", "behavsim.cli", "train", "--seed", "0", "1", "--dialogues", str(dialogues),
-            "--checkpoint-every", "20", "--eval-dialogues", "2", "--workers", "2", "-o", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "behavsim.cli",
+        "train",
+        "--seed",
+        "0",
+        "1",
+        "--dialogues",
+        str(dialogues),
+        "--checkpoint-every",
+        "20",
+        "--eval-dialogues",
+        "2",
+        "--workers",
+        "2",
+        "-o",
+        str(out),
+    ]
 
 
 @pytest.mark.timeout(300 + 60 * max(1, STRESS))
-@pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGTERM,), (signal.SIGINT, signal.SIGTERM),
-                                     (signal.SIGTERM, signal.SIGTERM, signal.SIGINT)],
-                         ids=lambda s: "+".join(x.name for x in s))
+@pytest.mark.parametrize(
+    "signals",
+    [
+        (signal.SIGINT,),
+        (signal.SIGTERM,),
+        (signal.SIGINT, signal.SIGTERM),
+        (signal.SIGTERM, signal.SIGTERM, signal.SIGINT),
+    ],
+    ids=lambda s: "+".join(x.name for x in s),
+)
 def test_train_with_workers_interrupted_once_or_more(tmp_path, spawn, signals):
     """Two trials on two worker processes; the signals in quick succession (the later ones while
     the command cleans up): exit 130, "interrupted", no worker left, no partial file; the rerun
     resumes. Under BEHAVSIM_STRESS, that many interrupted runs of one folder before the rerun."""
     out = tmp_path / "run"
     for k in range(max(1, STRESS)):
-        proc = spawn(_train(out, 2000), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                     preexec_fn=default_sigint)
+        proc = spawn(
+            _train(out, 2000), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+        )
         start = {p.name for p in out.glob("*/ckpt-*.npz")}
         deadline = time.monotonic() + 300
-        while ({p.name for p in out.glob("*/ckpt-*.npz")} <= start and time.monotonic() < deadline
-               and proc.poll() is None):
+        while (
+            {p.name for p in out.glob("*/ckpt-*.npz")} <= start and time.monotonic() < deadline and proc.poll() is None
+        ):
             time.sleep(0.02)
         assert proc.poll() is None, proc.stderr.read()
         for sig in signals:
@@ -170,8 +208,9 @@ def test_train_with_workers_interrupted_once_or_more(tmp_path, spawn, signals):
         assert err.splitlines()[-1:] == ["interrupted"] and "Traceback" not in err, (where, err[-2000:])
         assert wait_group_gone(proc.pid), f"{where}: the workers outlived the command"
         assert partial_files(out) == [], where
-    again = spawn(_train(out, 40), stdout=subprocess.DEVNULL,
-                  stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    again = spawn(
+        _train(out, 40), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     _, err = again.communicate(timeout=300)
     assert again.returncode == 0, err[-2000:]
 
@@ -185,9 +224,24 @@ def test_monitor_follow_stops_at_an_interrupt_with_exit_0(tmp_path, spawn, sig):
 
     generate_grid(step=0.5).save(tmp_path / "grid.jsonl")
     (tmp_path / "run").mkdir()
-    proc = spawn([sys.executable, "-m", "behavsim.cli", "monitor", str(tmp_path / "run"), "--contexts",
-                  str(tmp_path / "grid.jsonl"), "--follow", "--interval", "0.2"], stdout=subprocess.PIPE,
-                 stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    proc = spawn(
+        [
+            sys.executable,
+            "-m",
+            "behavsim.cli",
+            "monitor",
+            str(tmp_path / "run"),
+            "--contexts",
+            str(tmp_path / "grid.jsonl"),
+            "--follow",
+            "--interval",
+            "0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     time.sleep(5)
     assert proc.poll() is None, proc.communicate()
     os.kill(proc.pid, sig)

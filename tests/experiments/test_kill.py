@@ -6,7 +6,6 @@ the signal goes to its pid only, as ``kill PID`` does. With ``BEHAVSIM_STRESS=N`
 test-stress``) each case is killed N times in one run folder, at random points of the runs that
 resume it, before the rerun that is compared."""
 
-import os
 import random
 import shutil
 import signal
@@ -20,8 +19,13 @@ REPEATS = max(1, STRESS)
 
 
 def _kill_once(spawn, run, sig, delay):
-    proc = spawn([*REPRODUCE, "-o", str(run)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                 preexec_fn=default_sigint)
+    proc = spawn(
+        [*REPRODUCE, "-o", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     time.sleep(delay)
     if proc.poll() is not None:
         err = proc.stderr.read()
@@ -40,8 +44,9 @@ def _kill_once(spawn, run, sig, delay):
 
 
 @pytest.mark.timeout(1800 + 600 * REPEATS)
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGKILL, signal.SIGTERM],
-                         ids=["SIGKILL-a", "SIGKILL-b", "SIGTERM"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGKILL, signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL-a", "SIGKILL-b", "SIGTERM"]
+)
 def test_killed_study_reruns_at_once_with_equal_results(tiny_reference, tmp_path, spawn, sig):
     ref, seconds = tiny_reference
     run = tmp_path / "run"

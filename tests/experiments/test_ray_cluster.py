@@ -133,8 +133,17 @@ def test_two_node_cluster_gives_the_local_results_and_survives_a_killed_node(tmp
         pytest.skip(f"no ray command beside {sys.executable}")
     local = _run(
         spawn,
-        [sys.executable, "-m", "behavsim.cli", "reproduce", "--config", "tiny", "--no-report", "-o",
-         str(tmp_path / "local")],
+        [
+            sys.executable,
+            "-m",
+            "behavsim.cli",
+            "reproduce",
+            "--config",
+            "tiny",
+            "--no-report",
+            "-o",
+            str(tmp_path / "local"),
+        ],
         timeout=900,
         env={**os.environ, "BEHAVSIM_CACHE_DIR": str(tmp_path / "cache-local")},
     )
@@ -248,16 +257,30 @@ def test_api_on_a_local_ray_gives_the_local_results(tmp_path, spawn):
     raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")
     script = tmp_path / "api.py"
     script.write_text(API_SCRIPT)
-    env = {**_ray_env(raytmp), "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p)}
+    env = {
+        **_ray_env(raytmp),
+        "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH", "")] if p),
+    }
     try:
-        r = _run(spawn, [*NAMESPACE, "bash", "-c",
-                         f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}" {RAY_REPEATS}; exit $?'],
-                 env=env, timeout=300 + 300 * RAY_REPEATS)
+        r = _run(
+            spawn,
+            [
+                *NAMESPACE,
+                "bash",
+                "-c",
+                f'ip link set lo up; "{sys.executable}" "{script}" "{tmp_path}" {RAY_REPEATS}; exit $?',
+            ],
+            env=env,
+            timeout=300 + 300 * RAY_REPEATS,
+        )
         ray_logs = _ray_logs(raytmp) if r.returncode != 0 else ""
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
     assert r.returncode == 0 and r.stdout.splitlines()[-1:][0].startswith("OK"), (
-        r.stdout[-2000:], r.stderr[-3000:], ray_logs)
+        r.stdout[-2000:],
+        r.stderr[-3000:],
+        ray_logs,
+    )
 
 
 def _ray_env(raytmp: str) -> dict[str, str]:
@@ -327,9 +350,18 @@ def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, s
     script = tmp_path / "interrupt.py"
     script.write_text(INTERRUPT_SCRIPT)
     try:
-        r = _run(spawn, [*NAMESPACE, "bash", "-c",
-                         f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}" {RAY_REPEATS}'],
-                 env=_ray_env(raytmp), cwd=REPO, timeout=500 + 120 * RAY_REPEATS)
+        r = _run(
+            spawn,
+            [
+                *NAMESPACE,
+                "bash",
+                "-c",
+                f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}" {RAY_REPEATS}',
+            ],
+            env=_ray_env(raytmp),
+            cwd=REPO,
+            timeout=500 + 120 * RAY_REPEATS,
+        )
         ray_logs = _ray_logs(raytmp)
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)

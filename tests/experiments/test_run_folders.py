@@ -17,8 +17,11 @@ KEPT = ("responses", "train", "contexts")
 def _stamps(run):
     """Modification times of every file under KEPT but the run lock (``train/.lock`` names the
     process that holds it: each run writes it)."""
-    return {p.relative_to(run).as_posix(): p.stat().st_mtime_ns for p in run.rglob("*")
-            if p.is_file() and p.relative_to(run).parts[0] in KEPT and p.name != ".lock"}
+    return {
+        p.relative_to(run).as_posix(): p.stat().st_mtime_ns
+        for p in run.rglob("*")
+        if p.is_file() and p.relative_to(run).parts[0] in KEPT and p.name != ".lock"
+    }
 
 
 def _changed(run, before):
@@ -51,7 +54,9 @@ def test_a_copied_then_moved_run_folder_resumes_with_nothing_recomputed(tiny_run
     assert table.policy["path"]["file"] == "train/ts-seed0/ckpt-000100.npz"
     ccol = json.loads((copy / "contexts" / "ccol-ts.jsonl").read_text().splitlines()[0])
     assert [s["path"]["file"] for s in ccol["meta"]["sources"]] == [
-        "train/ts-seed0/ckpt-000300.npz", "train/ts-seed1/ckpt-000300.npz"]
+        "train/ts-seed0/ckpt-000300.npz",
+        "train/ts-seed1/ckpt-000300.npz",
+    ]
 
     before = _stamps(copy)
     assert sum(k.endswith(".npz") for k in before) == 12 and sum(k.startswith("responses/") for k in before) == 56
@@ -85,8 +90,14 @@ def _as_written_before(run, elsewhere):
     cfg = load_config("tiny")
     for reward in cfg.rewards:
         last = [sorted((run / "train" / f"{reward}-seed{s}").glob("ckpt-*.npz"))[-1] for s in cfg.seeds]
-        parts = ["collect", [str(p) for p in last], [p.stat().st_size for p in last],
-                 cfg.collect_dialogues, cfg.collect_seed, cfg.user]
+        parts = [
+            "collect",
+            [str(p) for p in last],
+            [p.stat().st_size for p in last],
+            cfg.collect_dialogues,
+            cfg.collect_seed,
+            cfg.user,
+        ]
         key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
         (run / "contexts" / f"ccol-{reward}.key").write_text(key)
     state = read_json_checked(run / "state.json")

@@ -14,8 +14,19 @@ SCORES = ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore"
 
 def test_every_table_and_figure_is_produced(tiny_run):
     res = tiny_run / "results"
-    for name in ("table1", "metrics", "convergence", "seeds", "rewards", "per_turn", "score_corr", "score_mse",
-                 "score_corr_mismatch", "score_mse_mismatch", "disagreements"):
+    for name in (
+        "table1",
+        "metrics",
+        "convergence",
+        "seeds",
+        "rewards",
+        "per_turn",
+        "score_corr",
+        "score_mse",
+        "score_corr_mismatch",
+        "score_mse_mismatch",
+        "disagreements",
+    ):
         assert (res / f"{name}.csv").stat().st_size > 0, name
     tests = json.loads((res / "tests.json").read_text())
     assert {t["score"] for t in tests} == {"TMR", "DMR", "CMR"}
@@ -93,8 +104,11 @@ def test_slices_recombine_to_the_pair_means(tiny_run):
 def test_resume_recomputes_nothing(tiny_run):
     """Checkpoints, context sets, response tables and comparisons are not redone; the small
     summary files that are rewritten come out byte-identical."""
-    expensive = [p for p in tiny_run.rglob("*") if p.is_file() and (p.suffix in (".npz", ".jsonl")
-                                                                      or p.parent.name == "per_context")]
+    expensive = [
+        p
+        for p in tiny_run.rglob("*")
+        if p.is_file() and (p.suffix in (".npz", ".jsonl") or p.parent.name == "per_context")
+    ]
     assert len([p for p in expensive if p.suffix == ".npz"]) == 12
     before = {p: p.stat().st_mtime_ns for p in expensive}
     csvs = {p: p.read_bytes() for p in tiny_run.rglob("*.csv")}
@@ -171,7 +185,6 @@ def test_study_domain_option():
         load_config("tiny", user="env2")
 
 
-
 def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     """Damaged or missing stage outputs are found on resume and exactly those are made again; the
     results come out equal to an undamaged run's, and nothing else is redone. (A copy: paths in a
@@ -179,6 +192,7 @@ def test_resume_repairs_damaged_or_missing_outputs(tiny_run, tmp_path, capsys):
     import shutil
 
     run = shutil.copytree(tiny_run, tmp_path / "run")
+
     def csvs(folder):  # metrics.csv holds timings
         return {p.name: p.read_bytes() for p in (folder / "results").glob("*.csv") if p.name != "metrics.csv"}
 
@@ -231,8 +245,13 @@ def test_map_and_robustness_sections(tiny_run):
     coords = pd.read_csv(tiny_run / "map" / "map.csv")
     assert len(coords) == 13  # 4 trials x 3 checkpoints + handcrafted
     rob = pd.read_csv(tiny_run / "robustness" / "robustness.csv")
-    assert sorted(rob["policy"].unique()) == ["handcrafted", "iq-seed0-000300", "iq-seed1-000300",
-                                               "ts-seed0-000300", "ts-seed1-000300"]
+    assert sorted(rob["policy"].unique()) == [
+        "handcrafted",
+        "iq-seed0-000300",
+        "iq-seed1-000300",
+        "ts-seed0-000300",
+        "ts-seed1-000300",
+    ]
     assert (rob.loc[rob["noise"] == 0, "TMR"] == 1.0).all() and (rob.loc[rob["noise"] == 0, "changed"] == 0).all()
     assert (rob.loc[rob["noise"] > 0, "changed"] > 0).all()
     manifest = json.loads((tiny_run / "manifest.json").read_text())
@@ -267,7 +286,9 @@ def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
     checks = _report_checks()
     html = tiny_run / "report.html"
     text = html.read_text(encoding="utf-8")
-    assert re.findall(r'<section id="(\w+)">', text) == [k for k in list_report_sections() if k not in ("other", "policies", "e2e")]  # no other policies, no end-to-end trials in the tiny run
+    assert re.findall(r'<section id="(\w+)">', text) == [
+        k for k in list_report_sections() if k not in ("other", "policies", "e2e")
+    ]  # no other policies, no end-to-end trials in the tiny run
     checks.need_chromium()
     pages, sizes = checks.print_pages(html, tmp_path)
     assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)

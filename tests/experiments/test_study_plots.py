@@ -10,9 +10,17 @@ from experiments.plots import learning_curves
 
 def _metrics():
     rng = np.random.default_rng(2)
-    return pd.DataFrame({"policy": "gp", "reward": np.repeat(["TS", "IQ"], 12),
-                         "seed": np.tile(np.repeat([0, 1, 2], 4), 2), "dialogues": np.tile(np.arange(1, 5) * 1000, 6),
-                         "tsr": rng.random(24), "aiq": 1 + 4 * rng.random(24), "adl": 3 + 3 * rng.random(24)})
+    return pd.DataFrame(
+        {
+            "policy": "gp",
+            "reward": np.repeat(["TS", "IQ"], 12),
+            "seed": np.tile(np.repeat([0, 1, 2], 4), 2),
+            "dialogues": np.tile(np.arange(1, 5) * 1000, 6),
+            "tsr": rng.random(24),
+            "aiq": 1 + 4 * rng.random(24),
+            "adl": 3 + 3 * rng.random(24),
+        }
+    )
 
 
 def test_learning_curves_write_png_and_deterministic_svg(tmp_path):

@@ -30,8 +30,12 @@ def test_a_plugin_score_named_in_the_config_is_in_the_results_and_the_report(tmp
     env = install_plugin(tmp_path / "plugin")
     (tmp_path / "cfg.toml").write_text(CONFIG)
     run = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "behavsim.cli", "reproduce", "--config", str(tmp_path / "cfg.toml"),
-                        "-o", str(run)], capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "behavsim.cli", "reproduce", "--config", str(tmp_path / "cfg.toml"), "-o", str(run)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     corr = pd.read_csv(run / "results" / "score_corr.csv").set_index("score")
     assert list(corr.index) == ["TMR", "CMR", "WordJaccard"]

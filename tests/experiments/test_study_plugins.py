@@ -13,12 +13,53 @@ import pytest
 from behavsim import ConfigError, ResponseTable, plots
 from behavsim.report import plain_table
 from experiments.report import Report, Section, list_report_sections, register_section, report_sections
-from experiments.study import Stage, Study, list_study_stages, load_config, register_stage, run_study, stage_key, study_stages
+from experiments.study import (
+    Stage,
+    Study,
+    list_study_stages,
+    load_config,
+    register_stage,
+    run_study,
+    stage_key,
+    study_stages,
+)
 
-BUILT_IN_STAGES = ["legacy", "train", "e2e-train", "contexts", "respond", "e2e-respond", "compare", "e2e", "analyse",
-                   "figures", "map", "robustness", "manifest", "report"]
-BUILT_IN_SECTIONS = ["answers", "run", "performance", "convergence", "seeds", "per_turn", "rewards", "policies", "e2e",
-                     "scores", "map", "robustness", "tests", "slices", "disagreements", "other", "signatures", "config"]
+BUILT_IN_STAGES = [
+    "legacy",
+    "train",
+    "e2e-train",
+    "contexts",
+    "respond",
+    "e2e-respond",
+    "compare",
+    "e2e",
+    "analyse",
+    "figures",
+    "map",
+    "robustness",
+    "manifest",
+    "report",
+]
+BUILT_IN_SECTIONS = [
+    "answers",
+    "run",
+    "performance",
+    "convergence",
+    "seeds",
+    "per_turn",
+    "rewards",
+    "policies",
+    "e2e",
+    "scores",
+    "map",
+    "robustness",
+    "tests",
+    "slices",
+    "disagreements",
+    "other",
+    "signatures",
+    "config",
+]
 
 
 # ------------------------------------------------------------------- a stage and its section
@@ -28,8 +69,14 @@ def _count_requests(study: Study) -> None:
     rows = []
     for name in study.run.context_sets:
         acts = [str(a) for a in study.run.responses(name).tables["handcrafted"].acts]
-        rows.append({"context_set": name, "contexts": len(acts), "requests": sum(a.startswith("request") for a in acts),
-                     "label": study.cfg.settings["requests_label"]})
+        rows.append(
+            {
+                "context_set": name,
+                "contexts": len(acts),
+                "requests": sum(a.startswith("request") for a in acts),
+                "label": study.cfg.settings["requests_label"],
+            }
+        )
     df = pd.DataFrame(rows)
     study.run.write_csv("results/requests.csv", df)
     fig = plots.new_figure(3, 2)
@@ -52,8 +99,14 @@ REQUESTS = Stage(
 
 def _requests_table(report: Report) -> str:
     df = report.csv("requests.csv", required=("context_set", "contexts", "requests"), numeric=("contexts", "requests"))
-    return plain_table(df, ["context_set", "contexts", "requests"], "requests", "Requests per context set",
-                       int_cols=("contexts", "requests"), text_cols=("context_set",))
+    return plain_table(
+        df,
+        ["context_set", "contexts", "requests"],
+        "requests",
+        "Requests per context set",
+        int_cols=("contexts", "requests"),
+        text_cols=("context_set",),
+    )
 
 
 REQUESTS_SECTION = Section(
@@ -94,8 +147,11 @@ def test_a_registered_stage_and_section_run_and_appear_in_a_tiny_study(registere
     logs = []
     run_study(load_config("tiny"), run, log=logs.append)
     heads = [m for m in logs if m.startswith("[")]
-    assert heads[3:6] == ["[4/11] comparisons: up to date", "[5/11] requests: how often the handcrafted policy asks",
-                          "[6/11] analysis: up to date"]
+    assert heads[3:6] == [
+        "[4/11] comparisons: up to date",
+        "[5/11] requests: how often the handcrafted policy asks",
+        "[6/11] analysis: up to date",
+    ]
     # the stage's numbers, counted here from the response tables themselves
     got = pd.read_csv(run / "results" / "requests.csv").set_index("context_set")
     for name in ("cgen", "ccol-ts", "ccol-iq", "ccol-all"):
@@ -105,12 +161,13 @@ def test_a_registered_stage_and_section_run_and_appear_in_a_tiny_study(registere
         assert got.loc[name, "requests"] == sum(str(a).startswith("request") for a in table.acts)
     assert set(got["label"]) == {"handcrafted"}  # the stage's setting, at its default
     assert {"file": "requests/requests.svg", "title": "Requests per context set"} in json.loads(
-        (run / "manifest.json").read_text())["figures"]
+        (run / "manifest.json").read_text()
+    )["figures"]
     # the section: in its place, with its figure (claimed by its path) and its table
     html = (run / "report.html").read_text(encoding="utf-8")
     present = [s for s in list_report_sections() if f'<section id="{s}">' in html]
-    assert present[present.index("rewards"):present.index("scores") + 1] == ["rewards", "requests", "scores"]
-    section = html[html.index('<section id="requests">'):html.index('<section id="scores">')]
+    assert present[present.index("rewards") : present.index("scores") + 1] == ["rewards", "requests", "scores"]
+    section = html[html.index('<section id="requests">') : html.index('<section id="scores">')]
     assert 'alt="Requests per context set"' in section and 'id="requests"' in section
     assert f'<td class="num">{got.loc["cgen", "requests"]}</td>' in section
     # resumable: done with the same inputs, the stage is not run again
@@ -128,12 +185,20 @@ def test_a_registered_stage_adds_its_settings_to_the_config(registered):
 
 
 def test_a_stage_reading_what_no_stage_before_it_writes_is_refused(tmp_path):
-    early = Stage(name="early", order=50, title="early", run=lambda study: None,
-                  inputs={"results/requests.csv": "written by no stage before it"})
+    early = Stage(
+        name="early",
+        order=50,
+        title="early",
+        run=lambda study: None,
+        inputs={"results/requests.csv": "written by no stage before it"},
+    )
     register_stage(early)
     try:
-        with pytest.raises(ConfigError, match=r"study stage 'early' reads results/requests.csv, which no stage "
-                                              r"before it writes \(the stages in order: early, train, contexts"):
+        with pytest.raises(
+            ConfigError,
+            match=r"study stage 'early' reads results/requests.csv, which no stage "
+            r"before it writes \(the stages in order: early, train, contexts",
+        ):
             run_study(load_config("tiny"), tmp_path / "run", log=lambda m: None)
     finally:
         study_stages.remove("early")

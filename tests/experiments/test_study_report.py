@@ -28,7 +28,7 @@ from experiments.report import build_report, register_report
 
 SCORES = list(behavsim.DEFAULT_SCORES)
 EVIL_PROMPT = 'what "price" range <script>alert("x")</script> & more?'
-EVIL_ACT = 'inform(name="a<b>c",food=\'x\')'
+EVIL_ACT = "inform(name=\"a<b>c\",food='x')"
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -45,6 +45,7 @@ def _scores(rng: np.random.Generator, n: int) -> dict:
 
 def _figure(path_stem: Path, kind: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -66,59 +67,173 @@ def make_run(root: Path, *, rewards: bool = True) -> Path:
     checkpoints = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
     rws = ["iq", "ts"] if rewards else ["ts"]  # alphabetical in the CSVs; the config says ts first
     manifest = {
-        "config_name": "quick", "config": {"dialogues": 8000, "seeds": [0, 1, 2], "note": "<b>bold?</b>",
-                                           "rewards": ["ts", "iq"] if rewards else ["ts"]},
-        "code_version": "behavsim 0.1.0 (git abc1234)", "created": "2026-11-22T00:00:00+00:00",
+        "config_name": "quick",
+        "config": {
+            "dialogues": 8000,
+            "seeds": [0, 1, 2],
+            "note": "<b>bold?</b>",
+            "rewards": ["ts", "iq"] if rewards else ["ts"],
+        },
+        "code_version": "behavsim 0.1.0 (git abc1234)",
+        "created": "2026-11-22T00:00:00+00:00",
         "signatures": {s: f"{s}|v:0.1.0|x:<y>" for s in SCORES},
-        "context_sets": {"cgen": {"fingerprint": "e" * 16, "size": 1296, "meta": {"step": 0.2}},
-                         "ccol-ts": {"fingerprint": "f" * 16, "size": 40, "meta": {"origin": "collected"}}},
+        "context_sets": {
+            "cgen": {"fingerprint": "e" * 16, "size": 1296, "meta": {"step": 0.2}},
+            "ccol-ts": {"fingerprint": "f" * 16, "size": 40, "meta": {"origin": "collected"}},
+        },
         "wall_seconds": 3725.4,
-        "figures": [{"file": "figures/convergence_tmr.svg", "title": "Convergence (TMR)", "section": "convergence"},
-                    {"file": "figures/per_turn.png", "title": "Per-turn TMR/DMR", "section": "per_turn"}],
+        "figures": [
+            {"file": "figures/convergence_tmr.svg", "title": "Convergence (TMR)", "section": "convergence"},
+            {"file": "figures/per_turn.png", "title": "Per-turn TMR/DMR", "section": "per_turn"},
+        ],
     }
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2))
     _figure(figs / "convergence_tmr", "a")
     _figure(figs / "per_turn", "b")
 
-    pd.DataFrame([{"dialogues": d, "reward": r, "n_seeds": 3, "tsr": rng.uniform(0.9, 1), "aiq": rng.uniform(3, 4),
-                   "adl": rng.uniform(4, 5)} for d in checkpoints for r in rws]).to_csv(res / "table1.csv", index=False)
-    pd.DataFrame([{"policy": f"{r}-{s}@{d}", "reward": r, "seed": s, "dialogues": d, "tsr": rng.uniform(0.9, 1),
-                   "aiq": rng.uniform(3, 4), "adl": rng.uniform(4, 5), "mean_reward": rng.uniform(10, 15)}
-                  for r in rws for s in range(3) for d in checkpoints]).to_csv(res / "metrics.csv", index=False)
-    rows = [{"context_set": f"ccol-{r}", "reward": r, "seed": s, "checkpoint": d, "a": f"{r}-{s}@{d}",
-             "b": f"{r}-{s}@{d - 1000}", "n": 40} for r in rws for s in range(3) for d in checkpoints[1:]]
-    pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(res / "convergence.csv", index=False)
-    rows = [{"context_set": cs, "reward": r, "checkpoint": d, "pair": f"{i} vs {j}", "a": f"{r}-{i}@{d}",
-             "b": f"{r}-{j}@{d}", "n": 40} for cs in ("ccol", "cgen") for r in rws
-            for i, j in itertools.combinations(range(3), 2) for d in checkpoints]
+    pd.DataFrame(
+        [
+            {
+                "dialogues": d,
+                "reward": r,
+                "n_seeds": 3,
+                "tsr": rng.uniform(0.9, 1),
+                "aiq": rng.uniform(3, 4),
+                "adl": rng.uniform(4, 5),
+            }
+            for d in checkpoints
+            for r in rws
+        ]
+    ).to_csv(res / "table1.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "policy": f"{r}-{s}@{d}",
+                "reward": r,
+                "seed": s,
+                "dialogues": d,
+                "tsr": rng.uniform(0.9, 1),
+                "aiq": rng.uniform(3, 4),
+                "adl": rng.uniform(4, 5),
+                "mean_reward": rng.uniform(10, 15),
+            }
+            for r in rws
+            for s in range(3)
+            for d in checkpoints
+        ]
+    ).to_csv(res / "metrics.csv", index=False)
+    rows = [
+        {
+            "context_set": f"ccol-{r}",
+            "reward": r,
+            "seed": s,
+            "checkpoint": d,
+            "a": f"{r}-{s}@{d}",
+            "b": f"{r}-{s}@{d - 1000}",
+            "n": 40,
+        }
+        for r in rws
+        for s in range(3)
+        for d in checkpoints[1:]
+    ]
+    pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(
+        res / "convergence.csv", index=False
+    )
+    rows = [
+        {
+            "context_set": cs,
+            "reward": r,
+            "checkpoint": d,
+            "pair": f"{i} vs {j}",
+            "a": f"{r}-{i}@{d}",
+            "b": f"{r}-{j}@{d}",
+            "n": 40,
+        }
+        for cs in ("ccol", "cgen")
+        for r in rws
+        for i, j in itertools.combinations(range(3), 2)
+        for d in checkpoints
+    ]
     df = pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1)
     df.loc[0, "BLEU4"] = np.nan  # a missing text score shows as n/a
     df.to_csv(res / "seeds.csv", index=False)
     if rewards:
-        rows = [{"context_set": "ccol-all", "pair": f"{i} vs {j}", "a": f"ts-{i}@8000", "b": f"iq-{j}@8000", "n": 80}
-                for i in range(3) for j in range(3)]
-        pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(res / "rewards.csv", index=False)
-    pd.DataFrame([{"context_set": "ccol-ts", "reward": "ts", "pair": p, "turn": t, "n": 10,
-                   "TMR": rng.uniform(0, 1), "DMR": rng.uniform(0, 1)}
-                  for p in ("0 vs 1", "0 vs 2") for t in range(1, 6)]).to_csv(res / "per_turn.csv", index=False)
-    for name, lo, hi in (("score_corr", -1, 1), ("score_mse", 0, 0.3), ("score_corr_mismatch", -1, 1),
-                         ("score_mse_mismatch", 0, 0.3)):
+        rows = [
+            {"context_set": "ccol-all", "pair": f"{i} vs {j}", "a": f"ts-{i}@8000", "b": f"iq-{j}@8000", "n": 80}
+            for i in range(3)
+            for j in range(3)
+        ]
+        pd.concat([pd.DataFrame(rows), pd.DataFrame(_scores(rng, len(rows)))], axis=1).to_csv(
+            res / "rewards.csv", index=False
+        )
+    pd.DataFrame(
+        [
+            {
+                "context_set": "ccol-ts",
+                "reward": "ts",
+                "pair": p,
+                "turn": t,
+                "n": 10,
+                "TMR": rng.uniform(0, 1),
+                "DMR": rng.uniform(0, 1),
+            }
+            for p in ("0 vs 1", "0 vs 2")
+            for t in range(1, 6)
+        ]
+    ).to_csv(res / "per_turn.csv", index=False)
+    for name, lo, hi in (
+        ("score_corr", -1, 1),
+        ("score_mse", 0, 0.3),
+        ("score_corr_mismatch", -1, 1),
+        ("score_mse_mismatch", 0, 0.3),
+    ):
         m = rng.uniform(lo, hi, (8, 8))
         m = (m + m.T) / 2
         np.fill_diagonal(m, 1.0 if "corr" in name else 0.0)
         d = pd.DataFrame(m, columns=SCORES)
         d.insert(0, "score", SCORES)
         d.to_csv(res / f"{name}.csv", index=False)
-    tests = [{"name": "reward vs seed", "score": "TMR", "context_set": "ccol-all", "mean_x": 0.41, "mean_y": 0.52,
-              "diff": -0.11, "p_value": 0.0312, "n": 80, "description": "TS-vs-IQ pairs against seed pairs <same ckpt>"},
-             {"name": "DMR check", "score": "DMR", "context_set": "cgen", "mean_x": 0.8, "mean_y": 0.79,
-              "diff": 0.01, "p_value": 0.6, "n": 1296, "description": ""}]
+    tests = [
+        {
+            "name": "reward vs seed",
+            "score": "TMR",
+            "context_set": "ccol-all",
+            "mean_x": 0.41,
+            "mean_y": 0.52,
+            "diff": -0.11,
+            "p_value": 0.0312,
+            "n": 80,
+            "description": "TS-vs-IQ pairs against seed pairs <same ckpt>",
+        },
+        {
+            "name": "DMR check",
+            "score": "DMR",
+            "context_set": "cgen",
+            "mean_x": 0.8,
+            "mean_y": 0.79,
+            "diff": 0.01,
+            "p_value": 0.6,
+            "n": 1296,
+            "description": "",
+        },
+    ]
     (res / "tests.json").write_text(json.dumps(tests))
-    dis = [{"comparison": "ts-0@8000 vs iq-1@8000", "rank": k + 1, "context": "ccol-all", "context_id": f"c{k}",
-            "summary": "area=centre 0.9; food=**NONE** 0.8", "turn": k + 1,
-            "act_a": EVIL_ACT if k == 0 else "request(food)", "act_b": "request(pricerange)",
-            "prompt_a": EVIL_PROMPT if k == 0 else "what food?", "prompt_b": "what price range?",
-            **{s: float(rng.uniform(0, 1)) for s in SCORES}} for k in range(3)]
+    dis = [
+        {
+            "comparison": "ts-0@8000 vs iq-1@8000",
+            "rank": k + 1,
+            "context": "ccol-all",
+            "context_id": f"c{k}",
+            "summary": "area=centre 0.9; food=**NONE** 0.8",
+            "turn": k + 1,
+            "act_a": EVIL_ACT if k == 0 else "request(food)",
+            "act_b": "request(pricerange)",
+            "prompt_a": EVIL_PROMPT if k == 0 else "what food?",
+            "prompt_b": "what price range?",
+            **{s: float(rng.uniform(0, 1)) for s in SCORES},
+        }
+        for k in range(3)
+    ]
     pd.DataFrame(dis).to_csv(res / "disagreements.csv", index=False)
     return run
 
@@ -214,7 +329,7 @@ def check_score_table(rows, csv: Path, keys):
         key = tuple(str(int(rec[k])) if isinstance(rec[k], (int, float, np.integer)) else str(rec[k]) for k in keys)
         r = index[key]
         assert r[len(keys)][0] == str(int(rec["n"]))
-        for s, (v, ci) in zip(SCORES, r[len(keys) + 1:]):
+        for s, (v, ci) in zip(SCORES, r[len(keys) + 1 :]):
             assert _same(v, rec[s]), (key, s, v, rec[s])
             assert ci == f"[{f3(rec[s + '_lo'])}, {f3(rec[s + '_hi'])}]", (key, s, ci)
 
@@ -274,35 +389,85 @@ def check_tables(p: _Tables, run: Path) -> None:
 def test_trial_level_tests_and_slices_in_words(tmp_path):
     run = make_run(tmp_path)
     res = run / "results"
-    tests = [{"name": "reward vs seed", "unit": "trials", "score": "TMR", "context_set": "ccol-all",
-              "mean_x": 0.5, "mean_y": 0.6, "mean_x_ci": [0.4, 0.62], "mean_y_ci": [0.5, 0.7], "diff": -0.1,
-              "p_value": 0.1, "min_p": 0.1, "exact": True, "n": 6, "alpha": 0.05, "trials_per_group_needed": 4},
-             {"name": "reward vs seed", "unit": "contexts", "score": "TMR", "context_set": "ccol-all",
-              "mean_x": 0.5, "mean_y": 0.6, "diff": -0.1, "p_value": 0.0001, "min_p": 0.0001, "n": 398}]
+    tests = [
+        {
+            "name": "reward vs seed",
+            "unit": "trials",
+            "score": "TMR",
+            "context_set": "ccol-all",
+            "mean_x": 0.5,
+            "mean_y": 0.6,
+            "mean_x_ci": [0.4, 0.62],
+            "mean_y_ci": [0.5, 0.7],
+            "diff": -0.1,
+            "p_value": 0.1,
+            "min_p": 0.1,
+            "exact": True,
+            "n": 6,
+            "alpha": 0.05,
+            "trials_per_group_needed": 4,
+        },
+        {
+            "name": "reward vs seed",
+            "unit": "contexts",
+            "score": "TMR",
+            "context_set": "ccol-all",
+            "mean_x": 0.5,
+            "mean_y": 0.6,
+            "diff": -0.1,
+            "p_value": 0.0001,
+            "min_p": 0.0001,
+            "n": 398,
+        },
+    ]
     (res / "tests.json").write_text(json.dumps(tests))
     rows = []
     for kind, reward, pair in (("rewards", "", "0 vs 1"), ("seeds", "ts", "0 vs 1")):
         for value, n, tmr in (("bye", 10, 0.1), ("request", 30, 0.5), ("hello", 2, 0.0)):
-            rows.append({"kind": kind, "context_set": "ccol-all", "reward": reward, "pair": pair, "a": "x", "b": "y",
-                         "slice": "acttype", "value": value, "partition": True, "n_contexts": n, "n": n,
-                         "TMR": tmr, "DMR": 1.0, "CMR": tmr, "n_TMR": n, "n_DMR": n, "n_CMR": n})
+            rows.append(
+                {
+                    "kind": kind,
+                    "context_set": "ccol-all",
+                    "reward": reward,
+                    "pair": pair,
+                    "a": "x",
+                    "b": "y",
+                    "slice": "acttype",
+                    "value": value,
+                    "partition": True,
+                    "n_contexts": n,
+                    "n": n,
+                    "TMR": tmr,
+                    "DMR": 1.0,
+                    "CMR": tmr,
+                    "n_TMR": n,
+                    "n_DMR": n,
+                    "n_CMR": n,
+                }
+            )
     pd.DataFrame(rows).to_csv(res / "slices.csv", index=False)
     html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
     plain = " ".join("".join(parse(html).text).split())
-    assert ("Switching the reward changes TMR by 0.500 (mean TMR 0.500, 95% interval 0.400–0.620) vs switching "
-            "the seed by 0.400 (mean TMR 0.600, 95% interval 0.500–0.700) on ccol-all: difference -0.100, "
-            "permutation test over trials (exact) p = 0.100, 6 trials. Not significant at the 5% level. This design "
-            "cannot reach p < 0.050: its smallest p-value is 0.100, whatever the data. 4 seeds per reward could "
-            "(4 + 4 trials: 35 distinct splits, smallest p 0.029).") in plain
-    assert ("paired permutation test over contexts p = 1.0e-04, 398 contexts (conditional on these trials). "
-            "Significant at the 5% level.") in plain
+    assert (
+        "Switching the reward changes TMR by 0.500 (mean TMR 0.500, 95% interval 0.400–0.620) vs switching "
+        "the seed by 0.400 (mean TMR 0.600, 95% interval 0.500–0.700) on ccol-all: difference -0.100, "
+        "permutation test over trials (exact) p = 0.100, 6 trials. Not significant at the 5% level. This design "
+        "cannot reach p < 0.050: its smallest p-value is 0.100, whatever the data. 4 seeds per reward could "
+        "(4 + 4 trials: 35 distinct splits, smallest p 0.029)."
+    ) in plain
+    assert (
+        "paired permutation test over contexts p = 1.0e-04, 398 contexts (conditional on these trials). "
+        "Significant at the 5% level."
+    ) in plain
     # the slice of two contexts is below the minimum (5) and left out
-    assert "The reward pairs (TS vs IQ) on ccol-all differ most where the first trial's act is bye: TMR 0.100 over " \
-           "10 contexts." in plain
+    assert (
+        "The reward pairs (TS vs IQ) on ccol-all differ most where the first trial's act is bye: TMR 0.100 over "
+        "10 contexts." in plain
+    )
     assert [r[3][0] for r in parse(html).tables["slices"][1:]] == ["bye", "request", "bye", "request"]
     # the answers open the page, from the numbers: the test over trials and its limits
     assert html.index('<section id="answers">') < html.index('<section id="run">')
-    answers = html[html.index('<section id="answers">'):html.index('<section id="run">')]
+    answers = html[html.index('<section id="answers">') : html.index('<section id="run">')]
     words = " ".join("".join(parse(answers).text).split())
     assert "Reward vs seed, over trials. Switching the reward changes TMR by 0.500" in words
     assert "This design cannot reach p < 0.050: its smallest p-value is 0.100" in words
@@ -312,15 +477,19 @@ def test_trial_level_tests_and_slices_in_words(tmp_path):
 
 def test_answers_convergence_by_hand(tmp_path):
     run = make_run(tmp_path)
-    rows = [{"context_set": "ccol-ts", "reward": "ts", "seed": s, "checkpoint": c, "a": "x", "b": "y", "n": 10,
-             "TMR": t} for s, tmrs in ((0, (0.8, 0.96, 0.9, 0.97, 1.0)), (1, (0.99, 0.97, 0.95, 0.96, 0.9)))
-            for c, t in zip((2000, 3000, 4000, 5000, 6000), tmrs)]
+    rows = [
+        {"context_set": "ccol-ts", "reward": "ts", "seed": s, "checkpoint": c, "a": "x", "b": "y", "n": 10, "TMR": t}
+        for s, tmrs in ((0, (0.8, 0.96, 0.9, 0.97, 1.0)), (1, (0.99, 0.97, 0.95, 0.96, 0.9)))
+        for c, t in zip((2000, 3000, 4000, 5000, 6000), tmrs)
+    ]
     pd.DataFrame(rows).to_csv(run / "results" / "convergence.csv", index=False)
     html = build_report(run, tmp_path / "r.html").read_text(encoding="utf-8")
     words = " ".join("".join(parse(html).text).split())
     # seed 0 dips to 0.9 at 4,000 and stays >= 0.95 from 5,000; seed 1 ends below 0.95
-    assert "Settled (training dialogues): ts seed 0 from 5,000. Not settled by the last checkpoint: ts seed 1 " \
-           "(TMR 0.900)." in words
+    assert (
+        "Settled (training dialogues): ts seed 0 from 5,000. Not settled by the last checkpoint: ts seed 1 "
+        "(TMR 0.900)." in words
+    )
 
 
 def test_numbers_match_the_csvs(report, run_dir):
@@ -331,7 +500,8 @@ def test_numbers_match_the_csvs(report, run_dir):
     assert len(summ) - 1 == 6 and {r[3][0] for r in summ[1:]} == {"8,000"}  # 2 rewards x 3 seeds
     assert len(p.tables["convergence"]) - 1 == 42
     assert len(p.tables["seeds-summary"]) - 1 == 2 * 2 * 3 and {r[3][0] for r in p.tables["seeds-summary"][1:]} == {
-        "8,000"}
+        "8,000"
+    }
     conv = pd.read_csv(run_dir / "results" / "convergence.csv")
     last = conv[conv.checkpoint == 8000].set_index(["reward", "seed"])
     for r in summ[1:]:
@@ -363,12 +533,24 @@ def test_header_sections_and_words(report):
     plain = " ".join("".join(p.text).split())
     for s in ("quick", "behavsim 0.1.0 (git abc1234)", "2026-11-22T00:00:00+00:00", "3725.4 s (1:02:05)"):
         assert s in plain
-    for anchor in ("performance", "convergence", "seeds", "per_turn", "rewards", "scores", "tests",
-                   "disagreements", "signatures", "config"):
+    for anchor in (
+        "performance",
+        "convergence",
+        "seeds",
+        "per_turn",
+        "rewards",
+        "scores",
+        "tests",
+        "disagreements",
+        "signatures",
+        "config",
+    ):
         assert f'<section id="{anchor}">' in text and f'href="#{anchor}"' in text
-    assert ("Switching the reward changes TMR by 0.590 (mean TMR 0.410) vs switching the seed by 0.480 "
-            "(mean TMR 0.520) on ccol-all: difference -0.110, paired permutation test p = 0.031, n = 80. "
-            "Significant at the 5% level.") in plain
+    assert (
+        "Switching the reward changes TMR by 0.590 (mean TMR 0.410) vs switching the seed by 0.480 "
+        "(mean TMR 0.520) on ccol-all: difference -0.110, paired permutation test p = 0.031, n = 80. "
+        "Significant at the 5% level."
+    ) in plain
     assert "DMR check (DMR on cgen): mean 0.800 vs 0.790" in plain and "Not significant" in plain
     assert "TMR|v:0.1.0|x:<y>" in plain  # signatures, as text
     assert '"note": "<b>bold?</b>"' in plain  # the full config, as text
@@ -382,7 +564,7 @@ def test_self_contained_and_escaped(report):
     text = report.read_text(encoding="utf-8")
     assert "<script>alert" not in text and "<b>bold?</b>" not in text and "a<b>c" not in text
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
-    assert 'inform(name=&quot;a&lt;b&gt;c&quot;,food=&#x27;x&#x27;)' in text
+    assert "inform(name=&quot;a&lt;b&gt;c&quot;,food=&#x27;x&#x27;)" in text
     plain = "".join(parse(text).text)
     assert EVIL_PROMPT in plain and EVIL_ACT in plain
     # one script (ours, allowed by hash in the CSP), nothing fetched from anywhere
@@ -427,17 +609,24 @@ def test_sections_only_where_the_run_has_content(tmp_path):
     plain = " ".join("".join(parse(text).text).split())
     for gone in ("rewards", "tests", "disagreements", "signatures", "config", "robustness", "map", "slices"):
         assert f'<section id="{gone}">' not in text and f'href="#{gone}"' not in text, gone
-    assert ("Not in this run: Rewards (no results/rewards.csv: a run with one reward); Score analysis ("
-            not in plain)  # the scores section has three of its four matrices
-    for absent in ("Rewards (no results/rewards.csv: a run with one reward)",
-                   "Robustness (set robustness = [0, 0.05, 0.15, 0.3] in the config)",
-                   "Permutation tests (no results/tests.json)",
-                   "Where the policies disagree most (no results/disagreements.csv)",
-                   "Score signatures (the manifest records none)", "Full configuration (the manifest records none)"):
+    assert (
+        "Not in this run: Rewards (no results/rewards.csv: a run with one reward); Score analysis (" not in plain
+    )  # the scores section has three of its four matrices
+    for absent in (
+        "Rewards (no results/rewards.csv: a run with one reward)",
+        "Robustness (set robustness = [0, 0.05, 0.15, 0.3] in the config)",
+        "Permutation tests (no results/tests.json)",
+        "Where the policies disagree most (no results/disagreements.csv)",
+        "Score signatures (the manifest records none)",
+        "Full configuration (the manifest records none)",
+    ):
         assert absent in plain, absent
     # present with a part missing: a note in place of that part
-    for note in ("No results/per_turn.csv in this run", "No results/score_mse_mismatch.csv in this run",
-                 "Figure figures/per_turn.png could not be shown: the file is missing"):
+    for note in (
+        "No results/per_turn.csv in this run",
+        "No results/score_mse_mismatch.csv in this run",
+        "Figure figures/per_turn.png could not be shown: the file is missing",
+    ):
         assert note in plain, note
     check_tables(parse(text), run)  # what is there is still right
     # a header-only CSV is a note too
@@ -473,20 +662,38 @@ def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
         ("manifest.json", "[1, 2]", r"manifest\.json: expected a JSON object"),
         ("results/tests.json", "{not json", r"tests\.json: damaged JSON"),
         ("results/tests.json", '[{"name": "x"}]', r"tests\.json: entry 0 has no 'score'"),
-        ("results/tests.json", '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "unit": "runs"}]',
-         r"tests\.json: entry 0: 'unit' must be 'trials' or 'contexts', got 'runs'"),
-        ("results/tests.json", '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "min_p": "a"}]',
-         r"tests\.json: entry 0: 'min_p' must be a number, got 'a'"),
-        ("results/slices.csv", "kind,context_set,pair\nseeds,x,0 vs 1\n",
-         r"slices\.csv: missing column\(s\) slice, value, n; found: kind, context_set, pair"),
-        ("results/slices.csv", "kind,context_set,pair,slice,value,n,TMR\nseeds,x,0 vs 1,acttype,bye,many,0.5\n",
-         r"slices\.csv: column 'n', data row 1: expected a number, got 'many'"),
+        (
+            "results/tests.json",
+            '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "unit": "runs"}]',
+            r"tests\.json: entry 0: 'unit' must be 'trials' or 'contexts', got 'runs'",
+        ),
+        (
+            "results/tests.json",
+            '[{"name": "x", "score": "TMR", "mean_x": 1, "mean_y": 1, "p_value": 1, "min_p": "a"}]',
+            r"tests\.json: entry 0: 'min_p' must be a number, got 'a'",
+        ),
+        (
+            "results/slices.csv",
+            "kind,context_set,pair\nseeds,x,0 vs 1\n",
+            r"slices\.csv: missing column\(s\) slice, value, n; found: kind, context_set, pair",
+        ),
+        (
+            "results/slices.csv",
+            "kind,context_set,pair,slice,value,n,TMR\nseeds,x,0 vs 1,acttype,bye,many,0.5\n",
+            r"slices\.csv: column 'n', data row 1: expected a number, got 'many'",
+        ),
         ("results/seeds.csv", 'context_set,reward\n"ccol,ts\n', r"seeds\.csv: (damaged CSV|missing column)"),
         ("results/seeds.csv", "", r"seeds\.csv: damaged CSV"),
-        ("results/convergence.csv", "context_set,reward,seed\nx,ts,0\n",
-         r"convergence\.csv: missing column\(s\) checkpoint, a, b, n; found: context_set, reward, seed"),
-        ("results/table1.csv", "dialogues,reward,n_seeds,tsr,aiq,adl\n1000,ts,3,high,3.8,4.4\n",
-         r"table1\.csv: column 'tsr', data row 1: expected a number, got 'high'"),
+        (
+            "results/convergence.csv",
+            "context_set,reward,seed\nx,ts,0\n",
+            r"convergence\.csv: missing column\(s\) checkpoint, a, b, n; found: context_set, reward, seed",
+        ),
+        (
+            "results/table1.csv",
+            "dialogues,reward,n_seeds,tsr,aiq,adl\n1000,ts,3,high,3.8,4.4\n",
+            r"table1\.csv: column 'tsr', data row 1: expected a number, got 'high'",
+        ),
         ("results/score_corr.csv", "score,TMR,DMR\nTMR,1,0.5\n", r"score_corr\.csv: not a square score matrix"),
     ]
     for name, content, pattern in cases:
@@ -494,17 +701,27 @@ def test_bad_run_dirs_give_clear_errors(run_dir, tmp_path):
             build_report(broken(name, content))
 
 
-@pytest.mark.parametrize("path, section", [
-    ("figures/learning_curves.svg", "performance"), ("figures/convergence.svg", "convergence"),
-    ("figures/convergence_tmr.png", "convergence"), ("figures/seeds_ccol-all_ts.svg", "seeds"),
-    ("figures/per_turn_iq.svg", "per_turn"), ("figures/rewards.svg", "rewards"),
-    ("figures/score_mse_mismatch.svg", "scores"), ("map/dendrogram.svg", "map"),
-    ("robustness/robustness_TMR.svg", "robustness"), ("figures/misc.png", "other"), ("figures/fig3.png", "other"),
-])
+@pytest.mark.parametrize(
+    "path, section",
+    [
+        ("figures/learning_curves.svg", "performance"),
+        ("figures/convergence.svg", "convergence"),
+        ("figures/convergence_tmr.png", "convergence"),
+        ("figures/seeds_ccol-all_ts.svg", "seeds"),
+        ("figures/per_turn_iq.svg", "per_turn"),
+        ("figures/rewards.svg", "rewards"),
+        ("figures/score_mse_mismatch.svg", "scores"),
+        ("map/dendrogram.svg", "map"),
+        ("robustness/robustness_TMR.svg", "robustness"),
+        ("figures/misc.png", "other"),
+        ("figures/fig3.png", "other"),
+    ],
+)
 def test_a_figure_goes_to_the_first_section_that_declares_it(path, section):
     """Each section declares its figures (globs of their paths); a figure no section claims goes to
     "Other figures"."""
     from experiments.report import report_sections
+
     assert [s.key for s in report_sections.ordered() if s.claims(path)][:1] == [section]
 
 
@@ -513,19 +730,32 @@ def test_unlisted_and_damaged_figures(run_dir, tmp_path):
     shutil.copy(run / "figures" / "per_turn.png", run / "figures" / "score_extra.png")  # unlisted: by its name
     (run / "figures" / "seeds_broken.png").write_bytes(b"not a png")
     text = build_report(run).read_text(encoding="utf-8")
-    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
+    scores = text[text.index('<section id="scores">') : text.index('<section id="tests">')]
     assert scores.count('src="data:image/png;base64,') == 1 and "figures/score_extra.png" in scores
-    seeds = text[text.index('<section id="seeds">'):text.index('<section id="per_turn">')]
+    seeds = text[text.index('<section id="seeds">') : text.index('<section id="per_turn">')]
     assert "Figure figures/seeds_broken.png could not be shown: not a PNG file" in " ".join(
-        "".join(parse(seeds).text).split())
+        "".join(parse(seeds).text).split()
+    )
 
 
 # ---------------------------------------------------------------------------- real browser
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=cwd)
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=cwd)
 
 
@@ -590,14 +820,35 @@ def _dis_run(tmp_path: Path, run_dir: Path) -> Path:
     """A run whose disagreement lists repeat themselves as the study's do: the same belief state from
     several dialogues, the same answer pair on many contexts and in several compared pairs."""
     run = shutil.copytree(run_dir, tmp_path / "dis")
-    base = {"TMR": 0.0, "DMR": 0.0, "CER": 0.2, "CMR": 0.1, "USE_cos": 0.3, "USE_ang": 0.6, "BLEU4": 0.0,
-            "BERTScore": 0.5}
+    base = {
+        "TMR": 0.0,
+        "DMR": 0.0,
+        "CER": 0.2,
+        "CMR": 0.1,
+        "USE_cos": 0.3,
+        "USE_ang": 0.6,
+        "BLEU4": 0.0,
+        "BERTScore": 0.5,
+    }
     rows = []
 
     def add(comp, rank, summary, cid, turn, act_a, act_b, prompt_a="which area?", tmr=0.0):
-        rows.append({"comparison": comp, "rank": rank, "context": rank, "context_id": cid, "summary": summary,
-                     "turn": turn, "act_a": act_a, "act_b": act_b, "prompt_a": prompt_a, "prompt_b": "bye.",
-                     **base, "TMR": tmr})
+        rows.append(
+            {
+                "comparison": comp,
+                "rank": rank,
+                "context": rank,
+                "context_id": cid,
+                "summary": summary,
+                "turn": turn,
+                "act_a": act_a,
+                "act_b": act_b,
+                "prompt_a": prompt_a,
+                "prompt_b": "bye.",
+                **base,
+                "TMR": tmr,
+            }
+        )
 
     s01, s02 = "seeds/ccol-all/ts-seed0 vs ts-seed1", "seeds/ccol-all/ts-seed0 vs ts-seed2"
     rew = "rewards/ccol-all/ts-seed0 vs iq-seed0"
@@ -609,8 +860,15 @@ def _dis_run(tmp_path: Path, run_dir: Path) -> Path:
     add(s02, 2, "food=thai:1.00", "d3/t5", 5, 'inform(food="thai")', "reqmore()")
     for k in range(11):  # eleven more answer pairs on the grid: the 10 most frequent are shown, one more on a click
         for j in range(12 - k):
-            add(f"seeds/cgen/ts-seed0 vs ts-seed{1 + j % 2}", j + 1, f"area=centre:{j / 12:.2f} k{k}", f"gen:{k}:{j}",
-                float("nan"), f"request(s{k})", "bye()")
+            add(
+                f"seeds/cgen/ts-seed0 vs ts-seed{1 + j % 2}",
+                j + 1,
+                f"area=centre:{j / 12:.2f} k{k}",
+                f"gen:{k}:{j}",
+                float("nan"),
+                f"request(s{k})",
+                "bye()",
+            )
     pd.DataFrame(rows).to_csv(run / "results" / "disagreements.csv", index=False)
     return run
 
@@ -622,13 +880,23 @@ def test_disagreements_deduplicated_with_counts(tmp_path, run_dir):
     html = build_report(_dis_run(tmp_path, run_dir), tmp_path / "r.html").read_text(encoding="utf-8")
     p = parse(html)
     words = " ".join("".join(p.text).split())
-    assert "Comparison: seed pairs on ccol-all (2 answer pairs) seed pairs on cgen (11 answer pairs) TS vs IQ " \
-           "pairs on ccol-all (1 answer pair)" in words
-    assert "5 rows of results/disagreements.csv (2 compared pairs, the contexts where each disagrees most) hold 2 " \
-           "distinct answer pairs on 3 distinct belief states." in words
+    assert (
+        "Comparison: seed pairs on ccol-all (2 answer pairs) seed pairs on cgen (11 answer pairs) TS vs IQ "
+        "pairs on ccol-all (1 answer pair)" in words
+    )
+    assert (
+        "5 rows of results/disagreements.csv (2 compared pairs, the contexts where each disagrees most) hold 2 "
+        "distinct answer pairs on 3 distinct belief states." in words
+    )
     rows = p.tables["disagreements-0"]
-    assert [c[0] for c in rows[0]] == ["times", "pairs", "belief states (× how often)", "policy A: act / prompt",
-                                       "policy B: act / prompt", "mean scores"]
+    assert [c[0] for c in rows[0]] == [
+        "times",
+        "pairs",
+        "belief states (× how often)",
+        "policy A: act / prompt",
+        "policy B: act / prompt",
+        "mean scores",
+    ]
     first, second = rows[1], rows[2]
     assert (first[0][0], first[1][0]) == ("4", "2") and (second[0][0], second[1][0]) == ("1", "1")
     assert " ".join(first[2][0].split()) == "area=north:1.00 ×3 turn 2 area=south:1.00 ×1 turn 3"
@@ -693,16 +961,22 @@ def test_one_figure_per_section_shown_the_others_folded(run_dir, tmp_path):
     for stem in ("convergence_ccol-iq", "convergence_ccol-ts", "score_corr"):
         shutil.copy(run / "figures" / "per_turn.svg", run / "figures" / f"{stem}.svg")
     m = json.loads((run / "manifest.json").read_text())
-    m["figures"] = [{"file": f"figures/{s}.svg", "title": s, "section": sec} for s, sec in (
-        ("convergence_ccol-iq", "convergence"), ("convergence_ccol-ts", "convergence"), ("score_corr", "scores"))]
+    m["figures"] = [
+        {"file": f"figures/{s}.svg", "title": s, "section": sec}
+        for s, sec in (
+            ("convergence_ccol-iq", "convergence"),
+            ("convergence_ccol-ts", "convergence"),
+            ("score_corr", "scores"),
+        )
+    ]
     (run / "manifest.json").write_text(json.dumps(m))
     text = build_report(run).read_text(encoding="utf-8")
-    conv = text[text.index('<section id="convergence">'):text.index('<section id="seeds">')]
+    conv = text[text.index('<section id="convergence">') : text.index('<section id="seeds">')]
     shown, folded = conv.split('<details class="more-figures">', 1)
     assert 'alt="convergence_ccol-ts"' in shown and 'alt="convergence_ccol-iq"' not in shown
     assert 'alt="convergence_ccol-iq"' in folded  # and the unlisted figure of the section:
     assert "2 more figures: convergence_ccol-iq; convergence tmr</summary>" in folded
-    scores = text[text.index('<section id="scores">'):text.index('<section id="tests">')]
+    scores = text[text.index('<section id="scores">') : text.index('<section id="tests">')]
     assert "<img" not in scores and 'id="score_corr"' in scores
 
 

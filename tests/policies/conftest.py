@@ -60,15 +60,21 @@ def _with_histories(cs: ContextSet) -> ContextSet:
         ]
         for b in cs.beliefs
     ]
-    return ContextSet([dict(b) for b in cs.beliefs], [dict(m) for m in cs.metas], [f"h{i}" for i in range(len(cs))],
-                      dict(cs.meta), histories=histories)
+    return ContextSet(
+        [dict(b) for b in cs.beliefs],
+        [dict(m) for m in cs.metas],
+        [f"h{i}" for i in range(len(cs))],
+        dict(cs.meta),
+        histories=histories,
+    )
 
 
 def _with_and_without_histories(cs: ContextSet) -> ContextSet:
     """The contexts of ``cs`` without histories, then the same with a made-up history each."""
     h = _with_histories(cs)
-    return ContextSet(cs.beliefs + h.beliefs, cs.metas + h.metas, list(cs.ids) + h.ids,
-                      histories=[None] * len(cs) + h.histories)
+    return ContextSet(
+        cs.beliefs + h.beliefs, cs.metas + h.metas, list(cs.ids) + h.ids, histories=[None] * len(cs) + h.histories
+    )
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +95,9 @@ def llm_models(tmp_path_factory, llm_contexts, make_grid):
     with _one_torch_thread():
         chat = build_chat_model(root / "chat", both)
         rand = build_chat_model(root / "random", both, trained=False)
-        bye = build_chat_model(root / "bye", ContextSet(both.beliefs + make_grid().beliefs[::4]), answer="bye", steps=60)
+        bye = build_chat_model(
+            root / "bye", ContextSet(both.beliefs + make_grid().beliefs[::4]), answer="bye", steps=60
+        )
     return {"chat": chat, "random": rand, "bye": bye}
 
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from behavsim import BehavsimError, ContextSet, ResponseTable
-from behavsim._io import read_json_checked, write_json_checked
+from behavsim.io import read_json_checked, write_json_checked
 from contexts import generate_grid
-from policies.handcrafted.policy import HandcraftedPolicy
 from policies.gp.checkpoint import read_npz, save_checkpoint
-from policies.gp.sarsa import GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
+from policies.handcrafted.policy import HandcraftedPolicy
 
 FLIPS = 300
 CUTS = 60
@@ -58,8 +58,10 @@ def test_damaged_response_tables(tmp_path):
         refused, unchanged = _fuzz(
             path,
             ResponseTable.load,
-            lambda a, b: (a.acts, a.prompts, a.errors, a.context_ids, a.policy, a.context_fingerprint)
-            == (b.acts, b.prompts, b.errors, b.context_ids, b.policy, b.context_fingerprint),
+            lambda a, b: (
+                (a.acts, a.prompts, a.errors, a.context_ids, a.policy, a.context_fingerprint)
+                == (b.acts, b.prompts, b.errors, b.context_ids, b.policy, b.context_fingerprint)
+            ),
         )
         assert refused >= FLIPS // 2  # most damage is refused (the rest left the content as it was)
 
@@ -84,7 +86,9 @@ def test_damaged_checkpoints(tmp_path):
 
     def same(a, b):
         (arr_a, meta_a), (arr_b, meta_b) = a, b
-        return meta_a == meta_b and arr_a.keys() == arr_b.keys() and all(np.array_equal(arr_a[k], arr_b[k]) for k in arr_a)
+        return (
+            meta_a == meta_b and arr_a.keys() == arr_b.keys() and all(np.array_equal(arr_a[k], arr_b[k]) for k in arr_a)
+        )
 
     refused, unchanged = _fuzz(path, read_npz, same)
     assert refused >= FLIPS // 2

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +28,7 @@ hub = pytest.importorskip(
     "tensorflow_hub", reason="tensorflow_hub is not installed here; the tfhub tests run with `bash run.sh test-tfhub`"
 )
 
-from behavsim._encoders import SentenceEncoder, TFHubEncoder, get_sentence_encoder  # noqa: E402
+from behavsim._encoders import SentenceEncoder, TFHubEncoder, get_sentence_encoder  # noqa: E402  # private: the TF-Hub encoder itself
 from behavsim.scores import USEAng, USECos  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

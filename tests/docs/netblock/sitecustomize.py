@@ -16,8 +16,10 @@ if _allowed:
 
     def _check(sock, address):
         if sock.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in _allowed_names:
-            raise NetworkBlocked(f"network access blocked in tests: connect to {address[0]!r} "
-                                 f"(allowed: {', '.join(sorted(_allowed_names))})")
+            raise NetworkBlocked(
+                f"network access blocked in tests: connect to {address[0]!r} "
+                f"(allowed: {', '.join(sorted(_allowed_names))})"
+            )
 
     def connect(self, address):
         _check(self, address)

@@ -8,38 +8,62 @@ import textwrap
 
 import pytest
 
-from behavsim import ConfigError, ContextSetMismatch, TableFormatError, UnknownName
-from behavsim import list_policy_kinds, load_policy, policy_kinds
-from behavsim.policy import Adapter, CallableAdapter, PolicyAdapter, as_adapter, parse_spec
+from behavsim import (
+    ConfigError,
+    ContextSetMismatch,
+    TableFormatError,
+    UnknownName,
+    list_policy_kinds,
+    load_policy,
+    policy_kinds,
+)
+from behavsim.policy import Adapter, CallableAdapter, PolicyAdapter, Response, as_adapter, check_policy, parse_spec
 from policies.adapters import RecordedAdapter
-from behavsim.policy import Response, check_policy
 
 
 # ----------------------------------------------------------------------------- spec strings
-@pytest.mark.parametrize("text, kind, target, options", [
-    ("handcrafted", "handcrafted", "", {}),
-    ("Handcrafted:nlg_seed=3", "handcrafted", "", {"nlg_seed": "3"}),
-    ("runs/ts-seed0/ckpt-001000.npz", "checkpoint", "runs/ts-seed0/ckpt-001000.npz", {}),
-    ("runs/x.npz:nlg_seed=none", "checkpoint", "runs/x.npz", {"nlg_seed": "none"}),
-    ("checkpoint:runs/x.npz", "checkpoint", "runs/x.npz", {}),
-    ("mypkg.mod:answer", "callable", "mypkg.mod:answer", {}),
-    ("callable:mypkg.mod:Policy.answer", "callable", "mypkg.mod:Policy.answer", {}),
-    ("recorded:answers.jsonl", "recorded", "answers.jsonl", {}),
-    ("pydial:config/gp.cfg:domain=CamRestaurants:nlg=off", "pydial", "config/gp.cfg",
-     {"domain": "CamRestaurants", "nlg": "off"}),
-    ("e2e:runs/e2e/ckpt-001000:batch=8", "e2e", "runs/e2e/ckpt-001000", {"batch": "8"}),
-])
+@pytest.mark.parametrize(
+    "text, kind, target, options",
+    [
+        ("handcrafted", "handcrafted", "", {}),
+        ("Handcrafted:nlg_seed=3", "handcrafted", "", {"nlg_seed": "3"}),
+        ("runs/ts-seed0/ckpt-001000.npz", "checkpoint", "runs/ts-seed0/ckpt-001000.npz", {}),
+        ("runs/x.npz:nlg_seed=none", "checkpoint", "runs/x.npz", {"nlg_seed": "none"}),
+        ("checkpoint:runs/x.npz", "checkpoint", "runs/x.npz", {}),
+        ("mypkg.mod:answer", "callable", "mypkg.mod:answer", {}),
+        ("callable:mypkg.mod:Policy.answer", "callable", "mypkg.mod:Policy.answer", {}),
+        ("recorded:answers.jsonl", "recorded", "answers.jsonl", {}),
+        (
+            "pydial:config/gp.cfg:domain=CamRestaurants:nlg=off",
+            "pydial",
+            "config/gp.cfg",
+            {"domain": "CamRestaurants", "nlg": "off"},
+        ),
+        ("e2e:runs/e2e/ckpt-001000:batch=8", "e2e", "runs/e2e/ckpt-001000", {"batch": "8"}),
+    ],
+)
 def test_parse_spec(text, kind, target, options):
     s = parse_spec(text)
     assert (s.kind, s.target, s.options) == (kind, target, options)
 
 
 def test_registry_lists_kinds_and_rejects_unknown_with_closest():
-    assert sorted(list_policy_kinds()) == ["callable", "checkpoint", "e2e", "handcrafted", "hf", "openai", "pydial", "recorded"]
+    assert sorted(list_policy_kinds()) == [
+        "callable",
+        "checkpoint",
+        "e2e",
+        "handcrafted",
+        "hf",
+        "openai",
+        "pydial",
+        "recorded",
+    ]
     assert "HANDCRAFTED" in policy_kinds
     with pytest.raises(UnknownName, match=r"unknown policy kind 'handcraftd'\. Did you mean 'handcrafted'\?"):
         parse_spec("handcraftd")
-    with pytest.raises(UnknownName, match="Valid policy kinds: callable, checkpoint, e2e, handcrafted, hf, openai, pydial, recorded"):
+    with pytest.raises(
+        UnknownName, match="Valid policy kinds: callable, checkpoint, e2e, handcrafted, hf, openai, pydial, recorded"
+    ):
         parse_spec("nonsense spec")
 
 
@@ -74,8 +98,15 @@ def test_bad_specs_have_clear_messages(tmp_path):
 def test_handcrafted_adapter(contexts):
     a = load_policy("handcrafted")
     assert isinstance(a, PolicyAdapter) and a.kind == "handcrafted"
-    assert a.meta == {"id": "handcrafted", "name": "handcrafted", "kind": "handcrafted", "policy": "handcrafted",
-                      "domain": "restaurant", "nlg_seed": 0, "confirm_threshold": 0.8}
+    assert a.meta == {
+        "id": "handcrafted",
+        "name": "handcrafted",
+        "kind": "handcrafted",
+        "policy": "handcrafted",
+        "domain": "restaurant",
+        "nlg_seed": 0,
+        "confirm_threshold": 0.8,
+    }
     r = a.respond_one(contexts[0])
     assert r.act == "request(area)" and isinstance(r.prompt, str) and r.summary_action == "request_area"
     assert load_policy("handcrafted:nlg_seed=4").id == "handcrafted-nlg4"
@@ -90,10 +121,19 @@ def test_checkpoint_adapter_metadata_and_greedy(run_dir, contexts):
     path = run_dir / "ts-seed1" / "ckpt-000020.npz"
     a = load_policy(str(path))
     assert a.kind == "checkpoint"
-    assert a.meta == {"id": "ts-seed1-000020", "name": "gp-sarsa", "kind": "checkpoint", "policy": "gp",
-                      "domain": "restaurant", "reward": "ts", "seed": 1, "checkpoint": 20,
-                      "reward_signature": a.meta["reward_signature"], "nlg_seed": 0,
-                      "path": {"file": str(path), "sha256": file_sha256(path)}}
+    assert a.meta == {
+        "id": "ts-seed1-000020",
+        "name": "gp-sarsa",
+        "kind": "checkpoint",
+        "policy": "gp",
+        "domain": "restaurant",
+        "reward": "ts",
+        "seed": 1,
+        "checkpoint": 20,
+        "reward_signature": a.meta["reward_signature"],
+        "nlg_seed": 0,
+        "path": {"file": str(path), "sha256": file_sha256(path)},
+    }
     pol = load_checkpoint(path)
     for b in contexts.beliefs[::7]:
         assert a.respond_one(b) == pol.act(b)  # greedy, the checkpoint's own decisions
@@ -137,13 +177,15 @@ def test_callable_adapter_forms(contexts, tmp_path, monkeypatch):
     assert a.respond_one(contexts[-1]) == Response('inform(name="x")', None)
     assert load_policy(f"callable:{__name__}:answer_response").respond_one(contexts[0]) == Response("bye()", "goodbye")
     mod = tmp_path / "my_policy_mod.py"
-    mod.write_text(textwrap.dedent("""
+    mod.write_text(
+        textwrap.dedent("""
         class Policy:
             name = "mine"
             def act(self, belief):
                 return "hello()"
         POLICY = Policy()
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert load_policy("my_policy_mod:POLICY.act").respond_one({}) == Response("hello()")
 
@@ -174,18 +216,29 @@ def _write(path, rows):
 
 def test_recorded_adapter_reads_format(tmp_path, contexts):
     small = contexts.select(range(3))
-    f = _write(tmp_path / "sys.jsonl", [
-        {"format": "behavsim-recorded", "version": 1, "policy": {"id": "e2e", "name": "my-e2e-system", "seed": 3},
-         "context_set": {"fingerprint": small.fingerprint}},
-        {"context_id": "c2", "act": "request(food)", "prompt": "what food?"},
-        {"context_id": "c0", "act": "bye()"},
-        {"context_id": "c1", "act": None, "error": "timeout after 30 s"},
-        {"context_id": "c99", "act": "hello()"},
-    ])
+    f = _write(
+        tmp_path / "sys.jsonl",
+        [
+            {
+                "format": "behavsim-recorded",
+                "version": 1,
+                "policy": {"id": "e2e", "name": "my-e2e-system", "seed": 3},
+                "context_set": {"fingerprint": small.fingerprint},
+            },
+            {"context_id": "c2", "act": "request(food)", "prompt": "what food?"},
+            {"context_id": "c0", "act": "bye()"},
+            {"context_id": "c1", "act": None, "error": "timeout after 30 s"},
+            {"context_id": "c99", "act": "hello()"},
+        ],
+    )
     a = load_policy(f"recorded:{f}")
     assert isinstance(a, RecordedAdapter)
-    assert {k: a.meta[k] for k in ("id", "name", "kind", "seed")} == \
-        {"id": "e2e", "name": "my-e2e-system", "kind": "recorded", "seed": 3}
+    assert {k: a.meta[k] for k in ("id", "name", "kind", "seed")} == {
+        "id": "e2e",
+        "name": "my-e2e-system",
+        "kind": "recorded",
+        "seed": 3,
+    }
     assert a.meta["path"]["file"] == str(f) and a.meta["path"]["sha256"].startswith("sha256:")
     a.prepare(small)
     assert a.respond_one({}, context_id="c2") == Response("request(food)", "what food?")
@@ -199,22 +252,32 @@ def test_recorded_missing_ids_are_named(tmp_path, contexts):
     f = _write(tmp_path / "part.jsonl", [{"context_id": f"c{i}", "act": "bye()"} for i in range(0, 81, 2)])
     a = load_policy(f"recorded:{f}")
     assert a.id == "part"  # no header: the file name
-    with pytest.raises(ConfigError, match=r"no recorded response for 40 of 81 contexts; missing context ids: "
-                                          r"c1, c3, c5, c7, c9, c11, c13, c15, c17, c19, \.\.\."):
+    with pytest.raises(
+        ConfigError,
+        match=r"no recorded response for 40 of 81 contexts; missing context ids: "
+        r"c1, c3, c5, c7, c9, c11, c13, c15, c17, c19, \.\.\.",
+    ):
         a.prepare(contexts)
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([{"context_id": "c0", "act": "bye()"}, {"context_id": "c0", "act": "hello()"}],
-     r":2: context id 'c0' recorded twice \(first on line 1\)"),
-    ([{"context_id": "c0"}], ":1: context 'c0' has neither an act, a prompt nor an error"),
-    ([{"act": "bye()"}], ":1: 'context_id' must be a string"),
-    ([{"context_id": "c0", "act": 3}], ":1: 'act' must be a string or null"),
-    ([{"context_id": "c0", "act": "bye()"}, {"format": "behavsim-recorded", "version": 1}],
-     ":2: a header line may only come first"),
-    ([{"format": "behavsim-recorded", "version": 2}], ":1: format version 2 is not supported"),
-    ([{"format": "other", "version": 1}], ":1: unknown format 'other'"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        (
+            [{"context_id": "c0", "act": "bye()"}, {"context_id": "c0", "act": "hello()"}],
+            r":2: context id 'c0' recorded twice \(first on line 1\)",
+        ),
+        ([{"context_id": "c0"}], ":1: context 'c0' has neither an act, a prompt nor an error"),
+        ([{"act": "bye()"}], ":1: 'context_id' must be a string"),
+        ([{"context_id": "c0", "act": 3}], ":1: 'act' must be a string or null"),
+        (
+            [{"context_id": "c0", "act": "bye()"}, {"format": "behavsim-recorded", "version": 1}],
+            ":2: a header line may only come first",
+        ),
+        ([{"format": "behavsim-recorded", "version": 2}], ":1: format version 2 is not supported"),
+        ([{"format": "other", "version": 1}], ":1: unknown format 'other'"),
+    ],
+)
 def test_recorded_format_errors(tmp_path, rows, message):
     f = _write(tmp_path / "bad.jsonl", rows)
     with pytest.raises(TableFormatError, match=message):
@@ -246,7 +309,8 @@ def _fake_pydial_root(tmp_path):
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location(
-        "fake_pydial_make_root", Path(__file__).parents[1] / "pydial" / "fake_pydial" / "make_root.py")
+        "fake_pydial_make_root", Path(__file__).parents[1] / "pydial" / "fake_pydial" / "make_root.py"
+    )
     maker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(maker)
     maker.forget_pydial()
@@ -284,7 +348,8 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_hist
     respond, the convergence monitor and contexts collect (a recorded file answers only the contexts
     it was recorded on, so it cannot play dialogues: a clear error says so). A kind that reads
     dialogue histories is given collected contexts with histories (the grid has none)."""
-    from behavsim import check_policy as core_check_policy, respond as core_respond
+    from behavsim import check_policy as core_check_policy
+    from behavsim import respond as core_respond
     from behavsim.monitor import ConvergenceMonitor
     from behavsim.policy import reads_of
     from contexts import collect
@@ -302,7 +367,7 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_hist
         mon = ConvergenceMonitor(contexts, out_dir=tmp_path / "monitor", plot=False)
         mon.snapshot(spec, 100)
         second = mon.snapshot(spec, 200)
-        assert second.n_errors == 0 and second.scores["TMR"] == 1.0          # a fixed policy: no change
+        assert second.n_errors == 0 and second.scores["TMR"] == 1.0  # a fixed policy: no change
         if kind == "recorded":
             with pytest.raises(ConfigError, match="cannot play new dialogues"):
                 collect([spec], dialogues=1)
@@ -321,8 +386,7 @@ def test_every_kind_works_everywhere(kind, run_dir, contexts, contexts_with_hist
 def test_check_policy_catches_broken_adapters(contexts):
     import itertools as it
 
-    from behavsim.policy import PolicyCheckError
-    from behavsim.policy import PolicyFailed, check_policy
+    from behavsim.policy import PolicyCheckError, PolicyFailed, check_policy
 
     counter = it.count()
     with pytest.raises(PolicyCheckError, match="two runs on the same contexts gave different tables"):

@@ -18,11 +18,11 @@ import pytest
 
 from behavsim import compare
 from behavsim.monitor import read_convergence
-from contexts import generate_grid
-from policies.training.follow import OutputLock
-from policies.commands.monitor import main
 from behavsim.policy import PolicyErrorsWarning, respond
+from contexts import generate_grid
+from policies.commands.monitor import main
 from policies.training.files import list_checkpoints
+from policies.training.follow import OutputLock
 from policies.training.train import TrainConfig, run_training
 
 SCORES = ["TMR", "DMR", "CER", "CMR"]
@@ -40,8 +40,9 @@ def run(tmp_path_factory):
 
 
 def _line_re(trial: str, d: int, prev: int) -> re.Pattern:
-    return re.compile(rf"^{trial}\s+{d} vs {prev}: TMR \d\.\d{{3}} DMR \d\.\d{{3}} CER \d\.\d{{3}} CMR \d\.\d{{3}}",
-                      re.M)
+    return re.compile(
+        rf"^{trial}\s+{d} vs {prev}: TMR \d\.\d{{3}} DMR \d\.\d{{3}} CER \d\.\d{{3}} CMR \d\.\d{{3}}", re.M
+    )
 
 
 def test_run_folder_one_row_per_consecutive_pair(run, tmp_path, capsys):
@@ -62,7 +63,7 @@ def test_run_folder_one_row_per_consecutive_pair(run, tmp_path, capsys):
             tables = [respond(str(p), generate_grid(step=0.5)) for _, p in list_checkpoints(run_dir / trial)]
         means = compare(tables, "consecutive", scores=SCORES).means
         assert [[r[s] for s in SCORES] for r in rows] == means[SCORES].values.tolist()
-    assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"   # every trial's TMR (Figure 2)
+    assert (out / "convergence.png").read_bytes()[:4] == b"\x89PNG"  # every trial's TMR (Figure 2)
     # again: resumes, nothing new, no duplicate rows
     before = (out / "ts-seed0" / "convergence.csv").read_bytes()
     assert main([str(run_dir), "--contexts", str(grid), "-o", str(out)]) == 0
@@ -76,13 +77,26 @@ def test_trial_folder_default_output_and_follow_stops_when_run_is_complete(run, 
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     t0 = time.monotonic()
-    assert main([str(copy / "ts-seed0"), "--contexts", str(grid), "--follow", "--interval", "0.1",
-                 "--stop-rule", "DMR:0.5:1"]) == 0
+    assert (
+        main(
+            [
+                str(copy / "ts-seed0"),
+                "--contexts",
+                str(grid),
+                "--follow",
+                "--interval",
+                "0.1",
+                "--stop-rule",
+                "DMR:0.5:1",
+            ]
+        )
+        == 0
+    )
     assert time.monotonic() - t0 < 20
     text = capsys.readouterr().out
     assert "every trial reached the run's last checkpoint; stopping" in text
     assert "DMR >= 0.5 in 1 consecutive comparisons" in text
-    assert len(read_convergence(copy / "monitor" / "ts-seed0" / "convergence.csv")) == 2   # <run>/monitor/<trial>
+    assert len(read_convergence(copy / "monitor" / "ts-seed0" / "convergence.csv")) == 2  # <run>/monitor/<trial>
     assert not (copy / "monitor" / "iq-seed0").exists()
 
 
@@ -90,13 +104,13 @@ def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
     from policies.gp import checkpoint
 
     run_dir, grid = run
-    trial = tmp_path / "watch" / "ts-seed0"          # no config.json above: only --stop-after ends it
+    trial = tmp_path / "watch" / "ts-seed0"  # no config.json above: only --stop-after ends it
     trial.mkdir(parents=True)
     ckpts = dict(list_checkpoints(run_dir / "ts-seed0"))
     for d in (100, 200):
         shutil.copy(ckpts[d], trial / ckpts[d].name)
     data = ckpts[300].read_bytes()
-    refused = threading.Event()                      # the monitor tried the half-copied file
+    refused = threading.Event()  # the monitor tried the half-copied file
     read_meta = checkpoint.read_meta
 
     def watched_read_meta(path, *a, **kw):
@@ -119,17 +133,29 @@ def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
             except Exception:  # not written yet
                 pass
             time.sleep(0.05)
-        (trial / ckpts[300].name).write_bytes(data[: len(data) // 2])    # a half-copied file first
+        (trial / ckpts[300].name).write_bytes(data[: len(data) // 2])  # a half-copied file first
         refused.wait(timeout=120)
         tmp = trial / f".{ckpts[300].name}.tmp"
         tmp.write_bytes(data)
-        os.replace(tmp, trial / ckpts[300].name)                           # then complete, atomically
+        os.replace(tmp, trial / ckpts[300].name)  # then complete, atomically
 
     th = threading.Thread(target=writer)
     th.start()
     try:
-        rc = main([str(trial), "--contexts", str(grid), "--follow", "--interval", "0.1", "--stop-after", "1.5",
-                   "-o", str(tmp_path / "out")])
+        rc = main(
+            [
+                str(trial),
+                "--contexts",
+                str(grid),
+                "--follow",
+                "--interval",
+                "0.1",
+                "--stop-after",
+                "1.5",
+                "-o",
+                str(tmp_path / "out"),
+            ]
+        )
     finally:
         th.join()
     assert rc == 0
@@ -145,7 +171,7 @@ def test_every_skips_checkpoints(run, tmp_path, capsys):
     run_dir, grid = run
     assert main([str(run_dir / "iq-seed0"), "--contexts", str(grid), "--every", "150", "-o", str(tmp_path / "o")]) == 0
     rows = read_convergence(tmp_path / "o" / "iq-seed0" / "convergence.csv")
-    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]   # 100 < 150: not taken
+    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]  # 100 < 150: not taken
 
 
 def test_summary_of_a_trial_without_comparison_names_no_csv(run, tmp_path, capsys):
@@ -171,10 +197,12 @@ def test_summary_of_a_trial_without_comparison_names_no_csv(run, tmp_path, capsy
 def test_follow_while_training_in_another_process(run, tmp_path, capsys):
     _, grid = run
     run_dir = tmp_path / "live"
-    run_dir.mkdir()                      # the monitor may start before the trainer
-    code = ("from policies.training.train import TrainConfig, run_training; "
-            "run_training(TrainConfig(dialogues=300, checkpoint_every=100, eval_dialogues=5), "
-            f"{str(run_dir)!r}, workers=1, progress=False)")
+    run_dir.mkdir()  # the monitor may start before the trainer
+    code = (
+        "from policies.training.train import TrainConfig, run_training; "
+        "run_training(TrainConfig(dialogues=300, checkpoint_every=100, eval_dialogues=5), "
+        f"{str(run_dir)!r}, workers=1, progress=False)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         rc = main([str(run_dir), "--contexts", str(grid), "--follow", "--interval", "0.1", "--stop-after", "30"])
@@ -192,14 +220,17 @@ def _err(capsys) -> str:
     return capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra, match", [
-    (["--scores", "TMX"], "Did you mean 'TMR'"),
-    (["--stop-rule", "TMR:high"], "threshold must be a number"),
-    (["--stop-rule", "BLEU4:0.9:2"], "not among --scores"),
-    (["--stop-after", "5"], "only make sense with --follow"),
-    (["--follow", "--interval", "0"], "--interval: expected a positive number"),
-    (["--every", "0"], "--every: expected a positive integer"),
-])
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--scores", "TMX"], "Did you mean 'TMR'"),
+        (["--stop-rule", "TMR:high"], "threshold must be a number"),
+        (["--stop-rule", "BLEU4:0.9:2"], "not among --scores"),
+        (["--stop-after", "5"], "only make sense with --follow"),
+        (["--follow", "--interval", "0"], "--interval: expected a positive number"),
+        (["--every", "0"], "--every: expected a positive integer"),
+    ],
+)
 def test_bad_arguments_exit_2(run, tmp_path, capsys, extra, match):
     run_dir, grid = run
     assert main([str(run_dir), "--contexts", str(grid), "-o", str(tmp_path / "o"), *extra]) == 2
@@ -229,7 +260,7 @@ def test_bad_inputs_exit_2(run, tmp_path, capsys):
     finally:
         lock.close()
     with pytest.raises(SystemExit) as exc:
-        main([str(run_dir)])                                      # --contexts is required (argparse)
+        main([str(run_dir)])  # --contexts is required (argparse)
     assert exc.value.code == 2
 
 
@@ -246,6 +277,7 @@ def test_through_behavsim_cli(run, tmp_path, monkeypatch, capsys):
             if group == "behavsim.commands":
                 found.append(metadata.EntryPoint("monitor", "policies.commands.monitor:register_monitor", group))
             return found
+
         monkeypatch.setattr(core_cli.metadata, "entry_points", with_monitor)
     run_dir, grid = run
     assert core_cli.main(["monitor", str(run_dir / "ts-seed0"), "--contexts", str(grid), "-o", str(tmp_path)]) == 0
@@ -262,9 +294,9 @@ def test_docs_examples_run(tmp_path, monkeypatch, capsys):
     blocks = [b for b in _python_blocks(ROOT / "docs" / "monitor.md") if "# not run in tests" not in b]
     assert len(blocks) >= 2
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": "__docs__"}   # one session, as a reader types them (and tests/docs runs them)
+    namespace = {"__name__": "__docs__"}  # one session, as a reader types them (and tests/docs runs them)
     for b in blocks:
         exec(compile(b, "docs/monitor.md", "exec"), namespace)
     out = capsys.readouterr().out
-    assert "toy 200 vs 100: TMR 0.920 DMR 0.920" in out and "1300 True 1.0" in out   # as the comments say
-    assert re.search(r"^ts-seed0 300 vs 200: TMR \d\.\d{3} DMR", out, re.M)   # GP numbers move with the policies
+    assert "toy 200 vs 100: TMR 0.920 DMR 0.920" in out and "1300 True 1.0" in out  # as the comments say
+    assert re.search(r"^ts-seed0 300 vs 200: TMR \d\.\d{3} DMR", out, re.M)  # GP numbers move with the policies

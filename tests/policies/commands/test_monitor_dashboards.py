@@ -82,8 +82,12 @@ def test_lags_in_the_csv_equal_direct_comparisons(tmp_path):
     snaps = {d: mon._load_table(mon.snapshot_path(d)) for d in (100, 200, 300, 400, 500)}
     reference = mon.reference
     for r in rows:
-        for lag, other in (("vs_prev", snaps[r["prev_dialogues"]]), ("vs_first", snaps[100]),
-                           ("vs_final", snaps[500]), ("vs_ref", reference)):
+        for lag, other in (
+            ("vs_prev", snaps[r["prev_dialogues"]]),
+            ("vs_first", snaps[100]),
+            ("vs_final", snaps[500]),
+            ("vs_ref", reference),
+        ):
             m = compare([_renamed(other, "a"), _renamed(snaps[r["dialogues"]], "b")], scores=SCORES).means.iloc[0]
             for s in SCORES:
                 assert r[lag_column(s, lag)] == m[s], (lag, s, r["dialogues"])
@@ -101,8 +105,14 @@ def _renamed(table, pid):
     meta = dict(table.policy)
     meta["id"] = pid
     meta.pop("checkpoint", None)
-    return ResponseTable(policy=meta, context_fingerprint=table.context_fingerprint, acts=table.acts,
-                         prompts=table.prompts, errors=table.errors, context_ids=table.context_ids)
+    return ResponseTable(
+        policy=meta,
+        context_fingerprint=table.context_fingerprint,
+        acts=table.acts,
+        prompts=table.prompts,
+        errors=table.errors,
+        context_ids=table.context_ids,
+    )
 
 
 def test_a_later_snapshot_empties_vs_final(tmp_path):
@@ -122,7 +132,7 @@ def test_event_files_hold_exactly_the_csv_values(tmp_path):
     from torch.utils.tensorboard import SummaryWriter
 
     tb = tmp_path / "tb" / "trial"
-    own = SummaryWriter(str(tb))               # the trainer's writer, same run folder
+    own = SummaryWriter(str(tb))  # the trainer's writer, same run folder
     for step in (100, 200, 300):
         own.add_scalar("train/loss", 1.0 / step, step)
     own.flush()
@@ -155,22 +165,56 @@ def test_monitor_cli_lags_reference_and_tensorboard(tmp_path, capsys):
     """`behavsim monitor RUN --lag 2 --reference handcrafted --tensorboard TB` on a finished training run."""
     from policies.training.train import TrainConfig, run_training
 
-    run_training(TrainConfig(dialogues=400, checkpoint_every=100, eval_dialogues=3), tmp_path / "run",
-                 progress=False)
+    run_training(TrainConfig(dialogues=400, checkpoint_every=100, eval_dialogues=3), tmp_path / "run", progress=False)
     grid = generate_grid(step=0.5).save(tmp_path / "grid.jsonl")
-    assert main([str(tmp_path / "run"), "--contexts", str(grid), "--lag", "2", "--reference", "handcrafted",
-                 "--tensorboard", str(tmp_path / "tb"), "-o", str(tmp_path / "mon")]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "run"),
+                "--contexts",
+                str(grid),
+                "--lag",
+                "2",
+                "--reference",
+                "handcrafted",
+                "--tensorboard",
+                str(tmp_path / "tb"),
+                "-o",
+                str(tmp_path / "mon"),
+            ]
+        )
+        == 0
+    )
     rows = read_convergence(tmp_path / "mon" / "ts-seed0" / "convergence.csv")
     assert [(r["dialogues"], r["lag_dialogues"], r["final_dialogues"]) for r in rows] == [
-        (200, None, 400), (300, 100, 400), (400, 200, 400)]
+        (200, None, 400),
+        (300, 100, 400),
+        (400, 200, 400),
+    ]
     assert rows[-1]["TMR_vs_final"] == 1.0
     assert all(0.0 <= r["TMR_vs_ref"] <= 1.0 for r in rows)
     got = _scalars(tmp_path / "tb" / "ts-seed0")
     for tag, by_step in _expected(rows).items():
         assert got[tag] == by_step, tag
     # the same command again: nothing new, nothing duplicated
-    assert main([str(tmp_path / "run"), "--contexts", str(grid), "--lag", "2", "--reference", "handcrafted",
-                 "--tensorboard", str(tmp_path / "tb"), "-o", str(tmp_path / "mon")]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "run"),
+                "--contexts",
+                str(grid),
+                "--lag",
+                "2",
+                "--reference",
+                "handcrafted",
+                "--tensorboard",
+                str(tmp_path / "tb"),
+                "-o",
+                str(tmp_path / "mon"),
+            ]
+        )
+        == 0
+    )
     assert read_convergence(tmp_path / "mon" / "ts-seed0" / "convergence.csv") == rows
 
 
@@ -189,8 +233,15 @@ def test_tensorboard_serves_the_scalars_over_http(tmp_path):
     """A TensorBoard on 127.0.0.1 over the folder: its scalars data API (what the page draws)
     returns the CSV's values for every lag."""
     tb = tmp_path / "tb"
-    mon = ConvergenceMonitor(_contexts(), every=100, out_dir=tmp_path / "m", lag=2, reference=_stage(6),
-                             tensorboard=tb / "trial-a", plot=False)
+    mon = ConvergenceMonitor(
+        _contexts(),
+        every=100,
+        out_dir=tmp_path / "m",
+        lag=2,
+        reference=_stage(6),
+        tensorboard=tb / "trial-a",
+        plot=False,
+    )
     for k in range(5):
         mon.snapshot(_stage(k), 100 * (k + 1))
     mon.finish()
@@ -198,9 +249,25 @@ def test_tensorboard_serves_the_scalars_over_http(tmp_path):
     want = _expected(read_convergence(tmp_path / "m" / "convergence.csv"))
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(tb), "--host", "127.0.0.1", "--port", str(port),
-         "--load_fast", "false", "--reload_interval", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tensorboard.main",
+            "--logdir",
+            str(tb),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--load_fast",
+            "false",
+            "--reload_interval",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -218,7 +285,7 @@ def test_tensorboard_serves_the_scalars_over_http(tmp_path):
         assert sorted(t for t in tags["trial-a"] if t.startswith("behavsim/")) == sorted(want)
         for tag, by_step in want.items():
             q = urllib.parse.urlencode({"run": "trial-a", "tag": tag})
-            points = _get_json(f"{base}/data/plugin/scalars/scalars?{q}")   # [[wall_time, step, value], ...]
+            points = _get_json(f"{base}/data/plugin/scalars/scalars?{q}")  # [[wall_time, step, value], ...]
             assert {int(step): float(np.float32(v)) for _, step, v in points} == by_step, tag
     finally:
         proc.terminate()
@@ -237,13 +304,45 @@ def test_follows_a_pytorch_trainer_through_pattern_and_loader(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), str(ROOT)])
     monitor = subprocess.Popen(
-        [sys.executable, "-m", "behavsim.cli", "monitor", "ckpts", "--pattern", "policy-step*.pt",
-         "--loader", "toy_trainer:load_policy", "--contexts", "grid.jsonl", "--lag", "2", "--follow",
-         "--interval", "0.3", "--stop-after", "15", "--tensorboard", "tb", "-o", "mon"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            "behavsim.cli",
+            "monitor",
+            "ckpts",
+            "--pattern",
+            "policy-step*.pt",
+            "--loader",
+            "toy_trainer:load_policy",
+            "--contexts",
+            "grid.jsonl",
+            "--lag",
+            "2",
+            "--follow",
+            "--interval",
+            "0.3",
+            "--stop-after",
+            "15",
+            "--tensorboard",
+            "tb",
+            "-o",
+            "mon",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     time.sleep(1.0)
-    trainer = subprocess.run([sys.executable, "toy_trainer.py", "ckpts", "--steps", "600", "--every", "100",
-                              "--pause", "0.4"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    trainer = subprocess.run(
+        [sys.executable, "toy_trainer.py", "ckpts", "--steps", "600", "--every", "100", "--pause", "0.4"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert trainer.returncode == 0, trainer.stderr
     out, _ = monitor.communicate(timeout=300)
     assert monitor.returncode == 0, out
@@ -281,23 +380,53 @@ def test_pattern_problems_are_one_line_each_and_the_run_goes_on(tmp_path, capsys
     import toy_trainer
 
     toy_trainer.train(tmp_path / "ck", steps=300, every=100, pause=0.0)
-    shutil.copy(tmp_path / "ck" / "policy-step000300.pt", tmp_path / "ck" / "policy-best.pt")   # no step
-    (tmp_path / "ck" / "policy-step000250.pt").write_bytes(b"not a checkpoint")               # loader fails
+    shutil.copy(tmp_path / "ck" / "policy-step000300.pt", tmp_path / "ck" / "policy-best.pt")  # no step
+    (tmp_path / "ck" / "policy-step000250.pt").write_bytes(b"not a checkpoint")  # loader fails
     generate_grid(step=0.5).save(tmp_path / "grid.jsonl")
-    assert main(["ck", "--pattern", "policy-*.pt", "--loader", "toy_trainer:load_policy", "--contexts",
-                 "grid.jsonl", "--no-plot"]) == 0
+    assert (
+        main(
+            [
+                "ck",
+                "--pattern",
+                "policy-*.pt",
+                "--loader",
+                "toy_trainer:load_policy",
+                "--contexts",
+                "grid.jsonl",
+                "--no-plot",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert "policy-best.pt: no training-dialogue count in the name (--step-regex '(\\\\d+)(?!.*\\\\d)'); skipped" in out
     failed = [line for line in out if "policy-step000250.pt" in line]
     assert len(failed) == 1 and "the loader failed: UnpicklingError" in failed[0]
     assert failed[0].endswith("recorded as failed in ck/monitor/ck/failed.csv")
     rows = read_convergence(tmp_path / "ck" / "monitor" / "ck" / "convergence.csv")
-    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(200, 100), (300, 200)]   # 300 vs 200: goes on
+    assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(200, 100), (300, 200)]  # 300 vs 200: goes on
     lines = (tmp_path / "ck" / "monitor" / "ck" / "failed.csv").read_text().splitlines()
     assert lines[0] == "dialogues,source,error" and lines[1].startswith("250,policy-step000250.pt,")
     # --step-regex: the count from a group
-    assert main(["ck", "--pattern", "policy-step*.pt", "--loader", "toy_trainer:load_policy", "--step-regex",
-                 r"step0*(\d+)\.pt", "--contexts", "grid.jsonl", "--no-plot", "-o", "other"]) == 0
+    assert (
+        main(
+            [
+                "ck",
+                "--pattern",
+                "policy-step*.pt",
+                "--loader",
+                "toy_trainer:load_policy",
+                "--step-regex",
+                r"step0*(\d+)\.pt",
+                "--contexts",
+                "grid.jsonl",
+                "--no-plot",
+                "-o",
+                "other",
+            ]
+        )
+        == 0
+    )
     assert [r["dialogues"] for r in read_convergence(tmp_path / "other" / "ck" / "convergence.csv")] == [200, 300]
 
 
@@ -307,17 +436,20 @@ def _err(capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize("extra, match", [
-    (["--pattern", "*.pt"], "--pattern needs --loader MODULE:FUNCTION"),
-    (["--loader", "x:y"], "--loader only makes sense with --pattern GLOB"),
-    (["--pattern", "*.pt", "--loader", "nosuchmodule_xyz:load"], "cannot import module 'nosuchmodule_xyz'"),
-    (["--pattern", "*.pt", "--loader", "noloader"], "expected MODULE:FUNCTION"),
-    (["--pattern", "*.pt", "--loader", "json:loads", "--step-regex", "(a)(b)"], "at most one group"),
-    (["--pattern", "*.pt", "--loader", "json:loads", "--step-regex", "("], "not a regular expression"),
-    (["--pattern", "nothing-*.pt", "--loader", "json:loads"], "no file matches --pattern 'nothing-*.pt'"),
-    (["--lag", "0"], "--lag: expected a positive number"),
-    (["--reference", "nonsense"], "unknown policy kind 'nonsense'"),
-])
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--pattern", "*.pt"], "--pattern needs --loader MODULE:FUNCTION"),
+        (["--loader", "x:y"], "--loader only makes sense with --pattern GLOB"),
+        (["--pattern", "*.pt", "--loader", "nosuchmodule_xyz:load"], "cannot import module 'nosuchmodule_xyz'"),
+        (["--pattern", "*.pt", "--loader", "noloader"], "expected MODULE:FUNCTION"),
+        (["--pattern", "*.pt", "--loader", "json:loads", "--step-regex", "(a)(b)"], "at most one group"),
+        (["--pattern", "*.pt", "--loader", "json:loads", "--step-regex", "("], "not a regular expression"),
+        (["--pattern", "nothing-*.pt", "--loader", "json:loads"], "no file matches --pattern 'nothing-*.pt'"),
+        (["--lag", "0"], "--lag: expected a positive number"),
+        (["--reference", "nonsense"], "unknown policy kind 'nonsense'"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, extra, match):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "ckpt-000100.npz").write_bytes(b"")
@@ -336,7 +468,7 @@ def test_tensorboard_folder_that_cannot_be_written(tmp_path, capsys):
 def test_without_tensorboard_the_option_says_how_to_install_it(tmp_path, capsys, monkeypatch):
     grid = generate_grid(step=0.5).save(tmp_path / "grid.jsonl")
     (tmp_path / "d").mkdir()
-    monkeypatch.setitem(sys.modules, "tensorboard", None)   # import tensorboard -> ImportError
+    monkeypatch.setitem(sys.modules, "tensorboard", None)  # import tensorboard -> ImportError
     assert main([str(tmp_path / "d"), "--contexts", str(grid), "--tensorboard", str(tmp_path / "tb")]) == 2
     assert "--tensorboard needs the tensorboard package: pip install 'behavsim[tensorboard]'" in _err(capsys)
     from behavsim import BehavsimError
@@ -350,9 +482,35 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
 
     cgen = generate_grid(step=0.5).save(tmp_path / "cgen.jsonl")
     out, tb = tmp_path / "run", tmp_path / "tb"
-    assert behavsim_main(["train", "--rewards", "ts", "--seeds", "0", "--dialogues", "300", "--checkpoint-every",
-                          "100", "--eval-dialogues", "3", "--no-progress", "--monitor", str(cgen), "--monitor-lag", "1",
-                          "--monitor-reference", "handcrafted", "--tensorboard", str(tb), "-o", str(out)]) == 0
+    assert (
+        behavsim_main(
+            [
+                "train",
+                "--rewards",
+                "ts",
+                "--seeds",
+                "0",
+                "--dialogues",
+                "300",
+                "--checkpoint-every",
+                "100",
+                "--eval-dialogues",
+                "3",
+                "--no-progress",
+                "--monitor",
+                str(cgen),
+                "--monitor-lag",
+                "1",
+                "--monitor-reference",
+                "handcrafted",
+                "--tensorboard",
+                str(tb),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     from policies.training.files import read_metrics
 
     metrics = read_metrics(out / "metrics.csv")
@@ -364,7 +522,7 @@ def test_train_tensorboard_logs_tsr_aiq_adl_beside_the_monitor(tmp_path, capsys)
         assert got[tag] == by_step, tag
     assert sorted(got["behavsim/TMR/vs_prev"]) == [200, 300]
     assert [r["lag_dialogues"] for r in rows] == [100, 200] and sorted(got["behavsim/TMR/vs_ref"]) == [200, 300]
-    assert [r["final_dialogues"] for r in rows] == [300, 300]   # the monitor finished with the run
+    assert [r["final_dialogues"] for r in rows] == [300, 300]  # the monitor finished with the run
     suffixes = sorted(p.name.rsplit(".", 1)[-1] for p in (tb / "ts-seed0").iterdir())
     assert suffixes == ["behavsim", "behavsim-train"]
 
@@ -405,16 +563,32 @@ def test_train_tensorboard_folder_that_cannot_be_written(tmp_path, capsys):
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    assert behavsim_main(["train", "--dialogues", "100", "--checkpoint-every", "100", "--tensorboard",
-                          str(blocker / "tb"), "-o", str(tmp_path / "run")]) == 2
+    assert (
+        behavsim_main(
+            [
+                "train",
+                "--dialogues",
+                "100",
+                "--checkpoint-every",
+                "100",
+                "--tensorboard",
+                str(blocker / "tb"),
+                "-o",
+                str(tmp_path / "run"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("behavsim train: error: --tensorboard ") and "cannot write there" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
 
 
 def test_tensorboard_is_imported_only_when_a_writer_opens(tmp_path):
-    code = ("import sys; from behavsim import ContextSet; from behavsim.monitor import ConvergenceMonitor; "
-            "m = ConvergenceMonitor(ContextSet([{'x': 1}]), out_dir=sys.argv[1]); "
-            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('tensorboard', 'torch')))")
+    code = (
+        "import sys; from behavsim import ContextSet; from behavsim.monitor import ConvergenceMonitor; "
+        "m = ConvergenceMonitor(ContextSet([{'x': 1}]), out_dir=sys.argv[1]); "
+        "print(sorted(k for k in sys.modules if k.split('.')[0] in ('tensorboard', 'torch')))"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m")], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr

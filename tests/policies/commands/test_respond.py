@@ -10,9 +10,8 @@ import pytest
 
 from behavsim import ConfigError, ContextSet, ResponseTable, UnknownName
 from behavsim.cli import main
+from behavsim.policy import PolicyErrorsWarning, PolicyFailed, Response, respond, respond_many
 from policies.adapters import write_recorded
-from behavsim.policy import Response
-from behavsim.policy import PolicyErrorsWarning, PolicyFailed, respond, respond_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::behavsim.policy.PolicyErrorsWarning")
 
@@ -58,8 +57,11 @@ def test_acts_are_canonical(contexts):
 
 
 def test_errors_are_recorded_per_context(contexts):
-    with pytest.warns(PolicyErrorsWarning, match=r"policy 'test_respond.flaky' failed on 27 of 81 contexts \(recorded "
-                                                 r"in the table's errors; first: ValueError: no idea\)"):
+    with pytest.warns(
+        PolicyErrorsWarning,
+        match=r"policy 'test_respond.flaky' failed on 27 of 81 contexts \(recorded "
+        r"in the table's errors; first: ValueError: no idea\)",
+    ):
         t = respond(flaky, contexts)
     area = [b["beliefs"]["area"]["centre"] for b in contexts]
     food = [b["beliefs"]["food"]["italian"] for b in contexts]
@@ -72,7 +74,9 @@ def test_errors_are_recorded_per_context(contexts):
     assert all(t.errors[i] == "TypeError: the prompt must be a string or None, got int" for i in bad_prompt)
     ok = [i for i in range(81) if t.errors[i] is None]
     assert all(t.acts[i].startswith("inform(") and t.prompts[i] for i in ok)
-    with pytest.raises(PolicyFailed, match=rf"failed on context {raised[0]} \(id 'c{raised[0]}'\): ValueError: no idea"):
+    with pytest.raises(
+        PolicyFailed, match=rf"failed on context {raised[0]} \(id 'c{raised[0]}'\): ValueError: no idea"
+    ):
         respond(flaky, contexts, strict=True)
 
 
@@ -100,8 +104,12 @@ def test_respond_many_equals_serial(contexts, ckpts, tmp_path):
         assert s.save(tmp_path / "s.jsonl").read_bytes() == p.save(tmp_path / "p.jsonl").read_bytes()
     from policies.handcrafted.policy import HandcraftedPolicy
 
-    mixed = respond_many([lambda b: "bye()", HandcraftedPolicy(nlg_seed=None), "handcrafted"], contexts, workers=2,
-                         policy_ids=["lam", "obj", None])  # the lambda cannot be pickled: runs here
+    mixed = respond_many(
+        [lambda b: "bye()", HandcraftedPolicy(nlg_seed=None), "handcrafted"],
+        contexts,
+        workers=2,
+        policy_ids=["lam", "obj", None],
+    )  # the lambda cannot be pickled: runs here
     assert [t.id for t in mixed] == ["lam", "obj", "handcrafted"] and set(mixed[0].acts) == {"bye()"}
     assert mixed[1].acts == mixed[2].acts and set(mixed[1].prompts) == {None}
     one = respond_many(specs[:2], contexts, workers=1, policy_ids=["a", "b"])
@@ -129,8 +137,13 @@ def test_recorded_round_trip(contexts, ckpts, tmp_path):
         assert back.id == original.id and back.policy["kind"] == "recorded"
         assert back.policy["recorded_kind"] == original.policy["kind"]
         assert back.policy["path"]["recorded_from"] == original.policy["path"]
-        assert (back.acts, back.prompts, back.errors, back.context_ids, back.context_fingerprint) == \
-            (original.acts, original.prompts, original.errors, original.context_ids, original.context_fingerprint)
+        assert (back.acts, back.prompts, back.errors, back.context_ids, back.context_fingerprint) == (
+            original.acts,
+            original.prompts,
+            original.errors,
+            original.context_ids,
+            original.context_fingerprint,
+        )
         # a saved response table serves as a recording too
         table_file = original.save(tmp_path / "table.jsonl")
         again = respond(f"recorded:{table_file}", contexts)
@@ -157,16 +170,25 @@ def test_cli_domain_option(tmp_path, capsys):
     default is PyDial's CamRestaurants); without it they refuse contexts of another domain before
     answering any; a bad name is one line."""
     from contexts import generate_grid
-    from policies.simulation.domain import resolve_domain
     from policies.handcrafted.policy import HandcraftedPolicy
+    from policies.simulation.domain import resolve_domain
 
     example = resolve_domain("example-restaurants")
     path = generate_grid(example, step=0.5).save(tmp_path / "example.jsonl")
     out = tmp_path / "hc.jsonl"
     assert main(["respond", "--policy", "handcrafted", "--contexts", str(path), "-o", str(out)]) == 2
     assert "--domain NAME" in capsys.readouterr().err and not out.exists()
-    argv = ["respond", "--policy", "handcrafted", "--domain", "example-restaurants", "--contexts", str(path), "-o",
-            str(out)]
+    argv = [
+        "respond",
+        "--policy",
+        "handcrafted",
+        "--domain",
+        "example-restaurants",
+        "--contexts",
+        str(path),
+        "-o",
+        str(out),
+    ]
     assert main(argv) == 0
     table = ResponseTable.load(out)
     assert table.n_errors == 0 and table.policy["domain"] == example.name
@@ -178,8 +200,22 @@ def test_cli_domain_option(tmp_path, capsys):
 
 def test_cli_several_policies(contexts, contexts_file, ckpts, tmp_path, capsys):
     out = tmp_path / "tables"
-    args = ["respond", "--contexts", str(contexts_file), "-o", str(out), "--workers", "2", "--format", "parquet",
-            "--policy", ckpts[0], ckpts[1], "--policy", f"{__name__}:flaky"]
+    args = [
+        "respond",
+        "--contexts",
+        str(contexts_file),
+        "-o",
+        str(out),
+        "--workers",
+        "2",
+        "--format",
+        "parquet",
+        "--policy",
+        ckpts[0],
+        ckpts[1],
+        "--policy",
+        f"{__name__}:flaky",
+    ]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "errors 27/81" in printed and "(first: ValueError: no idea)" in printed
@@ -189,17 +225,23 @@ def test_cli_several_policies(contexts, contexts_file, ckpts, tmp_path, capsys):
     assert (out / "test_respond.flaky.parquet").is_file()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--policy", "handcraftd"], "unknown policy kind 'handcraftd'. Did you mean 'handcrafted'?"),
-    (["--policy", "handcrafted:nlg_seed=-1"], "option nlg_seed must be non-negative"),
-    (["--policy", "nothere.npz"], "checkpoint file 'nothere.npz' not found"),
-    (["--policy", "recorded:nothere.jsonl"], "recorded responses: file 'nothere.jsonl' not found"),
-    (["--policy", "handcrafted", "--policy", "handcrafted", "-o", "dir"], "policy ids must be unique"),
-    (["--policy", "handcrafted", "--policy", "handcrafted:nlg_seed=1"], "with several policies -o must be a directory"),
-    (["--policy", "handcrafted", "--id", "a", "--id", "b"], "--id: give it once per --policy"),
-    (["--policy", f"{__name__}:flaky", "--strict"], "failed on context 30 (id 'c30'): ValueError: no idea"),
-    (["--policy", "pydial:x.cfg"], "PyDial is not available"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--policy", "handcraftd"], "unknown policy kind 'handcraftd'. Did you mean 'handcrafted'?"),
+        (["--policy", "handcrafted:nlg_seed=-1"], "option nlg_seed must be non-negative"),
+        (["--policy", "nothere.npz"], "checkpoint file 'nothere.npz' not found"),
+        (["--policy", "recorded:nothere.jsonl"], "recorded responses: file 'nothere.jsonl' not found"),
+        (["--policy", "handcrafted", "--policy", "handcrafted", "-o", "dir"], "policy ids must be unique"),
+        (
+            ["--policy", "handcrafted", "--policy", "handcrafted:nlg_seed=1"],
+            "with several policies -o must be a directory",
+        ),
+        (["--policy", "handcrafted", "--id", "a", "--id", "b"], "--id: give it once per --policy"),
+        (["--policy", f"{__name__}:flaky", "--strict"], "failed on context 30 (id 'c30'): ValueError: no idea"),
+        (["--policy", "pydial:x.cfg"], "PyDial is not available"),
+    ],
+)
 def test_cli_bad_input_is_one_line(contexts_file, tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.delenv("PYDIAL_ROOT", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -210,7 +252,10 @@ def test_cli_bad_input_is_one_line(contexts_file, tmp_path, capsys, monkeypatch,
 
 
 def test_cli_bad_output_and_contexts(contexts_file, tmp_path, capsys):
-    assert main(["respond", "--policy", "handcrafted", "--contexts", str(contexts_file), "-o", str(tmp_path / "x.csv")]) == 2
+    assert (
+        main(["respond", "--policy", "handcrafted", "--contexts", str(contexts_file), "-o", str(tmp_path / "x.csv")])
+        == 2
+    )
     assert "must end in .jsonl or .parquet" in capsys.readouterr().err
     assert main(["respond", "--policy", "handcrafted", "--contexts", str(tmp_path / "no.jsonl"), "-o", "x.jsonl"]) == 2
     assert "no such context-set file" in capsys.readouterr().err
@@ -218,12 +263,29 @@ def test_cli_bad_output_and_contexts(contexts_file, tmp_path, capsys):
 
 def test_cli_entry_point(contexts_file, tmp_path):
     exe = [sys.executable, "-c", "import sys; from behavsim.cli import main; sys.exit(main())"]
-    r = subprocess.run([*exe, "respond", "--policy", "handcrafted:nlg_seed=1", "--contexts", str(contexts_file),
-                        "-o", str(tmp_path / "t.jsonl")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            *exe,
+            "respond",
+            "--policy",
+            "handcrafted:nlg_seed=1",
+            "--contexts",
+            str(contexts_file),
+            "-o",
+            str(tmp_path / "t.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert ResponseTable.load(tmp_path / "t.jsonl").id == "handcrafted-nlg1"
-    r = subprocess.run([*exe, "respond", "--policy", "nope:", "--contexts", str(contexts_file), "-o", "t.jsonl"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*exe, "respond", "--policy", "nope:", "--contexts", str(contexts_file), "-o", "t.jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
 
 
@@ -252,8 +314,11 @@ def test_policy_and_contexts_of_different_domains_are_refused():
 
     example = Domain.builtin()
     grid_example = generate_grid(example, step=0.5)
-    with pytest.raises(ConfigError, match="works on the domain of 'CamRestaurants-rules.json', but the contexts "
-                                          "were built on behavsim-restaurants-rules.json"):
+    with pytest.raises(
+        ConfigError,
+        match="works on the domain of 'CamRestaurants-rules.json', but the contexts "
+        "were built on behavsim-restaurants-rules.json",
+    ):
         respond("handcrafted", grid_example.select(range(4)))  # subsets keep the parent's domain
     from policies.handcrafted.policy import HandcraftedPolicy
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from _e2e_teacher import SMALL
 
 import contexts
 from behavsim import ConfigError, ContextSet, check_policy, respond
 from behavsim.policy import UnanswerableContexts
-
-from _e2e_teacher import SMALL
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +21,6 @@ def ccol() -> ContextSet:
 # ----------------------------------------------------------------------------- the text format
 def test_format_round_trips_the_teachers_answers(ccol):
     """Every act and prompt the teacher gives survives delexicalisation and filling back."""
-    from policies.simulation.domain import resolve_domain
     from policies.e2e._data import constraints_of
     from policies.e2e._format import (
         MAX_MATCHES,
@@ -38,6 +36,7 @@ def test_format_round_trips_the_teachers_answers(ccol):
         lex_prompt,
         parse_belief,
     )
+    from policies.simulation.domain import resolve_domain
 
     domain = resolve_domain(None)
     table = respond("handcrafted", ccol)
@@ -102,8 +101,8 @@ def test_no_venue_acts_write_the_query_s_values_as_v():
 
 
 def test_history_is_delexicalised_with_the_ontology():
-    from policies.simulation.domain import resolve_domain
     from policies.e2e._format import Lexicon, db_query, db_text, history_text
+    from policies.simulation.domain import resolve_domain
 
     domain = resolve_domain(None)
     lex = Lexicon(domain)
@@ -129,8 +128,8 @@ def test_history_is_delexicalised_with_the_ontology():
 
 
 def test_tokenizer_pieces_decode_exactly_and_chat_template():
-    from policies.simulation.domain import resolve_domain
     from policies.e2e._tokenizer import build_tokenizer
+    from policies.simulation.domain import resolve_domain
 
     domain = resolve_domain(None)
     text = "<|user|> i want north american food, at [name_2]?<|belief|> food = [food_1]"
@@ -351,8 +350,8 @@ def test_a_packed_row_computes_what_transformers_computes_for_each_block_alone()
 # ----------------------------------------------------------------------------- dialogues
 def test_play_dialogues_measures_any_policy_alike(e2e_run):
     from policies.handcrafted.policy import HandcraftedPolicy
-    from policies.training.play import play_dialogues
     from policies.training.evaluation import evaluate_policy
+    from policies.training.play import play_dialogues
 
     _, _, last = e2e_run
     hc = play_dialogues("handcrafted", 12)
@@ -487,7 +486,13 @@ def test_corrected_dialogues_are_driven_by_the_model_and_labelled_by_the_teacher
 
 #: the DAgger tests' run: with the default belief weight (3), so resuming is checked on the weighted loss too
 DAGGER = dict(
-    SMALL, teacher="handcrafted", dialogues=8, epochs=3, checkpoint_every=8, dagger_dialogues=2, dagger_from=1,
+    SMALL,
+    teacher="handcrafted",
+    dialogues=8,
+    epochs=3,
+    checkpoint_every=8,
+    dagger_dialogues=2,
+    dagger_from=1,
     belief_weight=3.0,
 )
 
@@ -560,7 +565,12 @@ def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
     model = GPT2LMHeadModel(cfg)
     # main row: 4 shared tokens (2 belief targets), a block of 3 (2 act targets); a chat row: 1 target
     row = _Row(
-        list(range(7)), [0, 1, 2, 3, 4, 5, 6], [-1] * 4 + [0] * 3, [4], [(1, 5), (2, 6), (4, 7), (5, 8)], belief_targets=2
+        list(range(7)),
+        [0, 1, 2, 3, 4, 5, 6],
+        [-1] * 4 + [0] * 3,
+        [4],
+        [(1, 5), (2, 6), (4, 7), (5, 8)],
+        belief_targets=2,
     )
     chat = _Row([1, 2, 3], [0, 1, 2], [-1, -1, 0], [2], [(2, 9)], chat=True)
     with torch.no_grad():

@@ -12,7 +12,8 @@ import pytest
 
 from behavsim import ContextSet
 from behavsim.policy import respond
-from policies.gp.sarsa import GPSarsa, GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
+from policies.gp.sarsa import GPSarsa
 from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.actions import action_mask, to_master_act
 from policies.simulation.batch import context_batch, is_canonical

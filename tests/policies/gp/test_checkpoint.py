@@ -15,7 +15,7 @@ from policies.gp.checkpoint import (
     save_checkpoint,
     write_npz,
 )
-from policies.gp.sarsa import GPSarsaPolicy
+from policies.gp.policy import GPSarsaPolicy
 
 
 @pytest.fixture(scope="module")
@@ -34,9 +34,8 @@ def trained():
 
 @pytest.fixture(scope="module")
 def beliefs():
-    from policies.simulation.env import DialogueEnv
     from policies.handcrafted.policy import HandcraftedPolicy
-    from policies.training.evaluation import run_dialogue
+    from policies.simulation.env import DialogueEnv
 
     env = DialogueEnv()
     out = []

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policies.gp.sarsa import GPSarsa, NumericalError
 
@@ -45,18 +47,26 @@ class DenseReference:
         delta = B[0] @ B[0] - k0 @ a
         if delta > self.nu:
             self._extend(B[0], A[0], a, delta)
-            a = np.zeros(len(self.D)); a[-1] = 1.0
-        c = np.zeros(len(self.D)); d = 0.0; s = math.inf
+            a = np.zeros(len(self.D))
+            a[-1] = 1.0
+        c = np.zeros(len(self.D))
+        d = 0.0
+        s = math.inf
         T = len(A)
         for i in range(1, T + 1):
             init, term = i == 1, i == T
             r = R if term else 0.0
             kp = self.k(B[i - 1], A[i - 1])
             if term:
-                an = np.zeros(len(self.D)); dn = 0.0; dk = kp
+                an = np.zeros(len(self.D))
+                dn = 0.0
+                dk = kp
             else:
-                kn = self.k(B[i], A[i]); an = self.Kinv @ kn
-                kxx = B[i] @ B[i]; dn = kxx - kn @ an; dk = kp - g * kn
+                kn = self.k(B[i], A[i])
+                an = self.Kinv @ kn
+                kxx = B[i] @ B[i]
+                dn = kxx - kn @ an
+                dk = kp - g * kn
             coef = 0.0 if init else g * s2 / s
             d = r + coef * d - dk @ self.alpha
             if dn > self.nu:
@@ -66,7 +76,8 @@ class DenseReference:
                 if not init:
                     sn += (2 * c @ dk - g * s2) * g * s2 / s
                 self._extend(B[i], A[i], an, dn)
-                a = np.zeros(len(self.D)); a[-1] = 1.0
+                a = np.zeros(len(self.D))
+                a[-1] = 1.0
             else:
                 h = a - g * an
                 cn = coef * c + h - self.C @ dk
@@ -89,7 +100,8 @@ def direct_gp(episodes, sigma, b, a):
     X, Y = [], []
     for B, A, R in episodes:
         for bt, at in zip(B, A):
-            X.append((bt, at)); Y.append(R)
+            X.append((bt, at))
+            Y.append(R)
     K = np.array([[float(x @ y) if p == q else 0.0 for y, q in X] for x, p in X])
     kx = np.array([float(b @ x) if p == a else 0.0 for x, p in X])
     G = np.linalg.solve(K + sigma**2 * np.eye(len(X)), np.column_stack([np.array(Y), kx]))
@@ -102,7 +114,7 @@ def random_episodes(rng, n, dim, n_actions, rank=None, max_len=6):
     for _ in range(n):
         T = int(rng.integers(1, max_len + 1))
         coeff = rng.random(size=(T, basis.shape[0]))
-        B = np.abs(coeff @ basis)  if rank is None else coeff @ basis
+        B = np.abs(coeff @ basis) if rank is None else coeff @ basis
         A = rng.integers(0, n_actions, size=T)
         eps.append((B, A.tolist(), float(rng.normal(0, 10))))
     return eps
@@ -186,8 +198,10 @@ def test_buffers_grow_beyond_initial_capacity():
     gp = GPSarsa(2, dim, flush_every=5)
     ref = DenseReference()
     for _ in range(30):
-        B = rng.random(size=(5, dim)); A = rng.integers(0, 2, size=5).tolist()
-        gp.learn_episode(B, A, -5.0); ref.episode(B, A, -5.0)
+        B = rng.random(size=(5, dim))
+        A = rng.integers(0, 2, size=5).tolist()
+        gp.learn_episode(B, A, -5.0)
+        ref.episode(B, A, -5.0)
     assert gp.dictionary_size > 64 and gp.dictionary_sizes().max() > 8
     b = rng.random(dim)
     mean, var = gp.q_mean_var(b)
@@ -202,9 +216,11 @@ def chain_episode(gp, n_states, *, explore, max_len=30):
     gives +20, each step −1."""
     s, B, A = 0, [], []
     while len(A) < max_len:
-        b = np.zeros(n_states); b[s] = 1.0
+        b = np.zeros(n_states)
+        b[s] = 1.0
         a = gp.select(b, explore=explore)
-        B.append(b); A.append(a)
+        B.append(b)
+        A.append(a)
         s = min(s + 1, n_states - 1) if a == 1 else max(s - 1, 0)
         if s == n_states - 1:
             return B, A, -len(A) + 20.0
@@ -219,7 +235,8 @@ def test_learns_chain_mdp():
     B, A, R = chain_episode(gp, n, explore=False)
     assert A == [1] * (n - 1) and R == 20.0 - (n - 1)
     for s in range(n - 1):
-        b = np.zeros(n); b[s] = 1.0
+        b = np.zeros(n)
+        b[s] = 1.0
         q = gp.q_mean(b)
         assert q[1] > q[0]
 
@@ -256,7 +273,8 @@ def test_state_roundtrip_is_exact():
     arrays, meta = a.get_state()
     b = GPSarsa.from_state(arrays, meta)
     for B, A, R in eps[20:]:
-        a.learn_episode(B, A, R); b.learn_episode(B, A, R)
+        a.learn_episode(B, A, R)
+        b.learn_episode(B, A, R)
     x = rng.random(4)
     assert a.select(x, explore=True) == b.select(x, explore=True)
     sa, sb = a.get_state(), b.get_state()
@@ -280,9 +298,6 @@ def test_invalid_arguments():
     with pytest.raises(ValueError, match="reward"):
         gp.learn_episode(np.ones((1, 3)), [1], float("nan"))
     assert issubclass(NumericalError, ArithmeticError)
-
-
-from hypothesis import given, settings, strategies as st
 
 
 @settings(max_examples=25, deadline=None)
@@ -319,7 +334,7 @@ def test_vectorised_values_follow_growth_and_flushes():
     gp = GPSarsa(3, 12, flush_every=4)
     ref = DenseReference()
     for _ in range(40):
-        (B, A, R), = random_episodes(rng, 1, dim=12, n_actions=3)
+        ((B, A, R),) = random_episodes(rng, 1, dim=12, n_actions=3)
         gp.learn_episode(B, A, R)
         ref.episode(B, A, R)
         b = np.abs(rng.normal(size=12))

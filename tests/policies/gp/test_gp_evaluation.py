@@ -1,12 +1,14 @@
 """GP-SARSA evaluation like PyDial's (``scale = 1``, sampling) beside greedy."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from policies.gp.policy import GPSarsaPolicy
+from policies.gp.sarsa import GPSarsa
 from policies.simulation.domain import resolve_domain
 from policies.simulation.env import DialogueEnv
-from policies.gp.sarsa import GPSarsa, GPSarsaPolicy
 
 
 def test_select_scale_and_rng_override_leave_the_learner_alone():

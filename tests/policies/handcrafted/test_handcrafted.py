@@ -1,9 +1,9 @@
 import numpy as np
 
 from behavsim.policy import Policy, Response, check_policy
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.domain import NONE_VALUE
 from policies.simulation.env import DialogueEnv
-from policies.handcrafted.policy import HandcraftedPolicy
 
 
 def test_protocol_and_determinism_on_collected_and_odd_beliefs():
@@ -21,8 +21,7 @@ def test_protocol_and_determinism_on_collected_and_odd_beliefs():
     # generated-style context: one value per slot with partial mass, rest **NONE**
     d = env.domain
     for p in (0.0, 0.4, 1.0):
-        bel = {s: {**dict.fromkeys(d.informable[s], 0.0), "dontcare": 0.0, NONE_VALUE: 1.0}
-               for s in d.informable}
+        bel = {s: {**dict.fromkeys(d.informable[s], 0.0), "dontcare": 0.0, NONE_VALUE: 1.0} for s in d.informable}
         for s in d.system_requestable:
             bel[s][d.informable[s][0]] = p
             bel[s][NONE_VALUE] = 1.0 - p

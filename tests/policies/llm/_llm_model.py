@@ -44,8 +44,8 @@ CHAT_TEMPLATE = (
 
 def _examples(contexts, template, answer: str) -> list[tuple[list[dict], str]]:
     from behavsim import canonical_copy
-    from policies.simulation.domain import resolve_domain
     from policies.handcrafted.policy import HandcraftedPolicy
+    from policies.simulation.domain import resolve_domain
 
     domain = resolve_domain(None)
     teacher = HandcraftedPolicy(domain, nlg_seed=0)
@@ -76,12 +76,18 @@ def build_chat_model(
     tok.decoder = decoders.ByteLevel()
     specials = ["<|pad|>", "<|end|>"]
     trainer = trainers.BpeTrainer(
-        vocab_size=512, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=512,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     corpus = [m["content"] for msgs, _ in examples for m in msgs] + [a for _, a in examples]
     tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|end|>", pad_token="<|pad|>", model_input_names=["input_ids", "attention_mask"]
+        tokenizer_object=tok,
+        eos_token="<|end|>",
+        pad_token="<|pad|>",
+        model_input_names=["input_ids", "attention_mask"],
     )
     fast.chat_template = CHAT_TEMPLATE
 

@@ -25,7 +25,6 @@ from policies.llm._prompts import (
 )
 from policies.simulation.domain import resolve_domain
 
-
 pytestmark = pytest.mark.filterwarnings("ignore::behavsim.PolicyErrorsWarning", "ignore::UserWarning")
 
 
@@ -63,28 +62,37 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 # ----------------------------------------------------------------------------- specs
-@pytest.mark.parametrize("target, model, url", [
-    ("my-model@http://127.0.0.1:8000/v1", "my-model", "http://127.0.0.1:8000/v1"),
-    ("llama3.2:1b@http://localhost:11434/v1", "llama3.2:1b", "http://localhost:11434/v1"),
-    ("org/model@v2@https://api.example.org/v1", "org/model@v2", "https://api.example.org/v1"),
-    ("/models/run/checkpoint-500@http://127.0.0.1:9/v1", "/models/run/checkpoint-500", "http://127.0.0.1:9/v1"),
-])
+@pytest.mark.parametrize(
+    "target, model, url",
+    [
+        ("my-model@http://127.0.0.1:8000/v1", "my-model", "http://127.0.0.1:8000/v1"),
+        ("llama3.2:1b@http://localhost:11434/v1", "llama3.2:1b", "http://localhost:11434/v1"),
+        ("org/model@v2@https://api.example.org/v1", "org/model@v2", "https://api.example.org/v1"),
+        ("/models/run/checkpoint-500@http://127.0.0.1:9/v1", "/models/run/checkpoint-500", "http://127.0.0.1:9/v1"),
+    ],
+)
 def test_openai_target_splits_at_the_last_at(target, model, url):
     assert split_target(PolicySpec("openai:" + target, "openai", target)) == (model, url)
 
 
 def test_openai_spec_options_follow_the_url():
     s = parse_spec("openai:llama3.2:1b@http://localhost:11434/v1:temperature=0.7:concurrency=4")
-    assert (s.kind, s.target, s.options) == ("openai", "llama3.2:1b@http://localhost:11434/v1",
-                                              {"temperature": "0.7", "concurrency": "4"})
+    assert (s.kind, s.target, s.options) == (
+        "openai",
+        "llama3.2:1b@http://localhost:11434/v1",
+        {"temperature": "0.7", "concurrency": "4"},
+    )
 
 
-@pytest.mark.parametrize("model, temperature, pid", [
-    ("Qwen/Qwen2.5-0.5B-Instruct", 0, "Qwen2.5-0.5B-Instruct"),
-    ("llama3.2:1b", 0.7, "llama3.2:1b-t0.7"),
-    ("/runs/e2e/checkpoint-500", 0, "e2e-checkpoint-500"),
-    ("/tmp/x/my model/", 1, "my-model-t1"),
-])
+@pytest.mark.parametrize(
+    "model, temperature, pid",
+    [
+        ("Qwen/Qwen2.5-0.5B-Instruct", 0, "Qwen2.5-0.5B-Instruct"),
+        ("llama3.2:1b", 0.7, "llama3.2:1b-t0.7"),
+        ("/runs/e2e/checkpoint-500", 0, "e2e-checkpoint-500"),
+        ("/tmp/x/my model/", 1, "my-model-t1"),
+    ],
+)
 def test_policy_id_from_model_name_never_holds_a_slash(model, temperature, pid):
     assert model_policy_id(model, temperature) == pid and "/" not in pid
 
@@ -109,8 +117,12 @@ def test_bad_openai_specs_say_what_is_wrong(tmp_path):
     conf = tmp_path / "llm.toml"
     conf.write_text('model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\ntemperature = 0.5\nseed = 3\n')
     a = load_policy(f"openai:{conf}:seed=4")
-    assert (a.model, a.base_url, a.decoding["temperature"], a.decoding["seed"]) == ("m", "http://127.0.0.1:8000/v1",
-                                                                                     0.5, 4)
+    assert (a.model, a.base_url, a.decoding["temperature"], a.decoding["seed"]) == (
+        "m",
+        "http://127.0.0.1:8000/v1",
+        0.5,
+        4,
+    )
     conf.write_text('model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\napi_key = "sk-1"\n')
     with pytest.raises(ConfigError, match="unknown key 'api_key'"):
         load_policy(f"openai:{conf}")
@@ -134,7 +146,10 @@ def test_shipped_template_renders_domain_belief_and_history(llm_contexts):
     b = llm_contexts.beliefs[2]
     system, user = t.render(b, d)
     assert system["role"] == "system" and "request(SLOT)" in system["content"]
-    assert "- food: afghan, african," in system["content"] and "pricerange: cheap, moderate, expensive" in system["content"]
+    assert (
+        "- food: afghan, african," in system["content"]
+        and "pricerange: cheap, moderate, expensive" in system["content"]
+    )
     assert user["role"] == "user" and "The dialogue so far" not in user["content"]
     assert "What the system believes the user wants" in user["content"]
     assert "two lines" in user["content"]
@@ -144,8 +159,7 @@ def test_shipped_template_renders_domain_belief_and_history(llm_contexts):
     assert t.digest.startswith("sha256:") and t.info() == {"name": "camrestaurants", "digest": t.digest}
 
 
-def test_history_is_the_context_sets_and_history_templates_refuse_sets_without(llm_contexts, with_histories,
-                                                                             tmp_path):
+def test_history_is_the_context_sets_and_history_templates_refuse_sets_without(llm_contexts, with_histories, tmp_path):
     """The LLM kinds read a context's history from the context set (one source of truth) and
     read what their template uses: history-chat the history only (a text-only context answers;
     a set without histories is refused up front), camrestaurants the belief and the history."""
@@ -168,22 +182,32 @@ def test_history_is_the_context_sets_and_history_templates_refuse_sets_without(l
     a.check_contexts(h.text_only())  # ... and no belief: what history-chat reads
     llm_contexts.source = "collected.jsonl"
     try:
-        with pytest.raises(ConfigError, match=r"reads the dialogue history, and \d+ of \d+ contexts of collected.jsonl "
-                                              r"have none .*collect contexts with histories"):
+        with pytest.raises(
+            ConfigError,
+            match=r"reads the dialogue history, and \d+ of \d+ contexts of collected.jsonl "
+            r"have none .*collect contexts with histories",
+        ):
             a.check_contexts(llm_contexts)
-        with pytest.raises(UnanswerableContexts, match=r"reads dialogue histories, but context set 'collected.jsonl' "
-                                                       r"has none"):
+        with pytest.raises(
+            UnanswerableContexts,
+            match=r"reads dialogue histories, but context set 'collected.jsonl' "
+            r"has none",
+        ):
             respond(a, llm_contexts)
     finally:
         llm_contexts.source = None
     # a history kept anywhere but the context set is not read
-    hidden = ContextSet([{**b, "history": t} for b, t in zip(h.beliefs, h.histories)],
-                        [{**m, "history": t} for m, t in zip(h.metas, h.histories)])
+    hidden = ContextSet(
+        [{**b, "history": t} for b, t in zip(h.beliefs, h.histories)],
+        [{**m, "history": t} for m, t in zip(h.metas, h.histories)],
+    )
     with pytest.raises(UnanswerableContexts):
         respond(a, hidden)
     p = tmp_path / "t.toml"
-    p.write_text('format = "behavsim-prompt"\nversion = 1\nneeds_history = true\n[[messages]]\nrole = "user"\n'
-                 'content = "{{ belief.n_matches }}"\n')
+    p.write_text(
+        'format = "behavsim-prompt"\nversion = 1\nneeds_history = true\n[[messages]]\nrole = "user"\n'
+        'content = "{{ belief.n_matches }}"\n'
+    )
     with pytest.raises(ConfigError, match="needs_history = true, but no message uses the history"):
         load_template(p)
 
@@ -205,20 +229,26 @@ def test_template_files_are_checked_and_their_digest_follows_their_bytes(tmp_pat
         load_template("camrestaurant")
 
 
-@pytest.mark.parametrize("text, act, prompt", [
-    ('inform(name="pizza hut city centre",food=italian)\nPizza Hut serves italian food.',
-     'inform(food="italian",name="pizza hut city centre")', "Pizza Hut serves italian food."),
-    ("  `request(area)`  \n\n what area? ", "request(area)", "what area?"),
-    ("bye()", "bye()", None),
-    ('select(pricerange=cheap,pricerange=expensive)', 'select(pricerange="cheap",pricerange="expensive")', None),
-    ("inform(name=none,food=klingon)", None, "OffDomainAnswer: 'klingon' is not a value of slot 'food'"),
-    ("greet()", None, "OffDomainAnswer: act type 'greet' is not a system act"),
-    ("inform(colour=red)", None, "OffDomainAnswer: slot 'colour' is not a slot"),
-    ("request()", None, "OffDomainAnswer: request takes 1 slot-value item"),
-    ("request(food=italian)", None, "OffDomainAnswer: request names a slot without a value"),
-    ("Sure! I would ask for the area.", None, "UnparsableAnswer: the first line is not an act"),
-    ("", None, "UnparsableAnswer: empty answer"),
-])
+@pytest.mark.parametrize(
+    "text, act, prompt",
+    [
+        (
+            'inform(name="pizza hut city centre",food=italian)\nPizza Hut serves italian food.',
+            'inform(food="italian",name="pizza hut city centre")',
+            "Pizza Hut serves italian food.",
+        ),
+        ("  `request(area)`  \n\n what area? ", "request(area)", "what area?"),
+        ("bye()", "bye()", None),
+        ("select(pricerange=cheap,pricerange=expensive)", 'select(pricerange="cheap",pricerange="expensive")', None),
+        ("inform(name=none,food=klingon)", None, "OffDomainAnswer: 'klingon' is not a value of slot 'food'"),
+        ("greet()", None, "OffDomainAnswer: act type 'greet' is not a system act"),
+        ("inform(colour=red)", None, "OffDomainAnswer: slot 'colour' is not a slot"),
+        ("request()", None, "OffDomainAnswer: request takes 1 slot-value item"),
+        ("request(food=italian)", None, "OffDomainAnswer: request names a slot without a value"),
+        ("Sure! I would ask for the area.", None, "UnparsableAnswer: the first line is not an act"),
+        ("", None, "UnparsableAnswer: empty answer"),
+    ],
+)
 def test_answers_are_parsed_and_checked_against_the_domain(text, act, prompt):
     t, d = load_template("camrestaurants"), resolve_domain(None)
     if act is not None:
@@ -246,8 +276,7 @@ def test_hf_is_deterministic_and_its_answers_are_cached(llm_models, llm_contexts
     assert t1.policy["decoding"] == {"temperature": 0.0, "top_p": None, "seed": 0, "max_tokens": 128}
 
 
-def test_hf_batches_answer_as_one_context_at_a_time(llm_models, llm_contexts, with_and_without_histories,
-                                                   monkeypatch):
+def test_hf_batches_answer_as_one_context_at_a_time(llm_models, llm_contexts, with_and_without_histories, monkeypatch):
     """Greedy answers of left-padded batches (the default, 8) are those of one context at a time,
     with and without the near-tie check forcing every context of a batch to be answered again;
     the batch size is no part of the policy's metadata."""
@@ -275,8 +304,9 @@ def test_hf_batches_answer_as_one_context_at_a_time(llm_models, llm_contexts, wi
     assert all(redone == n for n, redone in calls)
 
 
-def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(llm_models, llm_contexts, llm_server, tmp_path,
-                                                                   private_cache, with_and_without_histories):
+def test_openai_answers_equal_hf_answers_and_a_rerun_asks_nothing(
+    llm_models, llm_contexts, llm_server, tmp_path, private_cache, with_and_without_histories
+):
     """transformers serve on the same folder, temperature 0, batch size 1: the same text for every
     context (so the same act wherever the model answered one); a rerun with the server up hits
     the cache — 0 requests at the server — and gives the same table."""
@@ -302,8 +332,15 @@ def test_unparsable_answers_are_errors_that_keep_their_text(llm_models, llm_cont
     cs_file = tmp_path / "c.jsonl"
     llm_contexts.save(cs_file)
     out = tmp_path / "random.jsonl"
-    r = _cli("respond", "--policy", f"openai:{llm_models['random']}@{llm_server.url}:max_tokens=12",
-             "--contexts", str(cs_file), "-o", str(out))
+    r = _cli(
+        "respond",
+        "--policy",
+        f"openai:{llm_models['random']}@{llm_server.url}:max_tokens=12",
+        "--contexts",
+        str(cs_file),
+        "-o",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     t = ResponseTable.load(out)
     assert t.n_errors == len(t) and f"errors {len(t)}/{len(t)}" in r.stdout and "(first: " in r.stdout
@@ -316,8 +353,7 @@ def test_unparsable_answers_are_errors_that_keep_their_text(llm_models, llm_cont
     assert ResponseTable.load(tmp_path / "random.parquet").raws == t.raws
 
 
-def test_self_agreement_of_sampling_is_below_one_and_of_greedy_is_one(llm_models, llm_contexts, llm_server,
-                                                                       tmp_path):
+def test_self_agreement_of_sampling_is_below_one_and_of_greedy_is_one(llm_models, llm_contexts, llm_server, tmp_path):
     cs_file = tmp_path / "c.jsonl"
     llm_contexts.save(cs_file)
     model = llm_models["chat"]
@@ -330,8 +366,17 @@ def test_self_agreement_of_sampling_is_below_one_and_of_greedy_is_one(llm_models
     served = respond(f"openai:{model}@{llm_server.url}:temperature=1", llm_contexts, repeat=2)
     assert served.self_agreement_tmr < 1
     out = tmp_path / "greedy.jsonl"
-    r = _cli("respond", "--policy", f"openai:{model}@{llm_server.url}", "--contexts", str(cs_file), "--repeat", "2",
-             "-o", str(out))
+    r = _cli(
+        "respond",
+        "--policy",
+        f"openai:{model}@{llm_server.url}",
+        "--contexts",
+        str(cs_file),
+        "--repeat",
+        "2",
+        "-o",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     assert "chat  self-agreement TMR 1.000" in r.stdout
     greedy = ResponseTable.load(out)
@@ -369,8 +414,15 @@ def test_refused_connection_ends_in_one_clear_line(llm_models, llm_contexts, tmp
     cs_file = tmp_path / "c.jsonl"
     llm_contexts.save(cs_file)
     url = f"http://127.0.0.1:{free_port()}/v1"
-    r = _cli("respond", "--policy", f"openai:{llm_models['chat']}@{url}:retries=1:backoff=0.05",
-             "--contexts", str(cs_file), "-o", str(tmp_path / "t.jsonl"))
+    r = _cli(
+        "respond",
+        "--policy",
+        f"openai:{llm_models['chat']}@{url}:retries=1:backoff=0.05",
+        "--contexts",
+        str(cs_file),
+        "-o",
+        str(tmp_path / "t.jsonl"),
+    )
     assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
@@ -392,8 +444,9 @@ def _run_until(server, cmd: list[str], after: int, then) -> subprocess.Completed
 
 
 @pytest.mark.parametrize("failure", ["timeout", "killed"])
-def test_a_server_that_stops_answering_ends_the_run_resumably(failure, llm_models, llm_contexts, own_server,
-                                                               tmp_path, private_cache, with_histories):
+def test_a_server_that_stops_answering_ends_the_run_resumably(
+    failure, llm_models, llm_contexts, own_server, tmp_path, private_cache, with_histories
+):
     """The server hangs (SIGSTOP: requests time out) or dies (SIGKILL) mid-run: one clear line,
     the answers so far kept; the same command on a server again asks only for the rest, and the
     table equals the one of an uninterrupted run (hf:, the same model)."""
@@ -404,14 +457,28 @@ def test_a_server_that_stops_answering_ends_the_run_resumably(failure, llm_model
     server = own_server()
     spec = f"openai:{model}@{server.url}:timeout=3:retries=1:backoff=0.1:seed=11"
     out = tmp_path / "t.jsonl"
-    cmd = [sys.executable, "-m", "behavsim.cli", "respond", "--policy", spec, "--contexts", str(cs_file), "-o",
-           str(out), "--id", "m"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "behavsim.cli",
+        "respond",
+        "--policy",
+        spec,
+        "--contexts",
+        str(cs_file),
+        "-o",
+        str(out),
+        "--id",
+        "m",
+    ]
     sig = signal.SIGSTOP if failure == "timeout" else signal.SIGKILL
     r = _run_until(server, cmd, 4, lambda: server.signal(sig))
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"behavsim respond: error: openai:{model}@{server.url}: ")
-    cause = "no answer within the timeout of 3 s" if failure == "timeout" else "the connection failed|connection refused"
+    cause = (
+        "no answer within the timeout of 3 s" if failure == "timeout" else "the connection failed|connection refused"
+    )
     import re
 
     assert re.search(cause, lines[0]), lines[0]
@@ -423,8 +490,17 @@ def test_a_server_that_stops_answering_ends_the_run_resumably(failure, llm_model
     else:
         again = own_server()  # a new server, on another port: the cache does not key on the URL
     n0 = again.requests()
-    r = _cli("respond", "--policy", spec.replace(server.url, again.url), "--contexts", str(cs_file), "-o", str(out),
-             "--id", "m")
+    r = _cli(
+        "respond",
+        "--policy",
+        spec.replace(server.url, again.url),
+        "--contexts",
+        str(cs_file),
+        "-o",
+        str(out),
+        "--id",
+        "m",
+    )
     assert r.returncode == 0, r.stderr
     assert again.requests() - n0 == _distinct_requests(spec, cs) - kept
     whole = respond(f"hf:{model}", cs)
@@ -448,10 +524,12 @@ def test_service_error_is_a_behavsim_error():
 def test_llm_kinds_import_nothing_heavy_until_used():
     """Listing the kinds and parsing specs imports no torch, transformers or jinja2; an openai:
     policy never imports torch or transformers."""
-    code = ("import sys, behavsim, policies.adapters, policies.commands.respond; behavsim.list_policy_kinds(); "
-            "behavsim.parse_spec('hf:x'); behavsim.parse_spec('openai:m@http://127.0.0.1:9/v1'); "
-            "h = lambda: [m for m in ('torch', 'transformers', 'jinja2') if m in sys.modules]; print(h()); "
-            "behavsim.load_policy('openai:m@http://127.0.0.1:9/v1'); print(h())")
+    code = (
+        "import sys, behavsim, policies.adapters, policies.commands.respond; behavsim.list_policy_kinds(); "
+        "behavsim.parse_spec('hf:x'); behavsim.parse_spec('openai:m@http://127.0.0.1:9/v1'); "
+        "h = lambda: [m for m in ('torch', 'transformers', 'jinja2') if m in sys.modules]; print(h()); "
+        "behavsim.load_policy('openai:m@http://127.0.0.1:9/v1'); print(h())"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split("\n")[:2] == ["[]", "['jinja2']"], r.stderr
 
@@ -469,8 +547,23 @@ def test_monitor_follows_a_model_folder_per_training_step(llm_models, llm_contex
         shutil.copytree(llm_models[which], run / f"checkpoint-{step}")
     llm_contexts.save(tmp_path / "c.jsonl")
     for loader, out in (("hf:{}", "mon-hf"), (f"openai:{{}}@{llm_server.url}", "mon-openai")):
-        assert monitor_main([str(run), "--pattern", "checkpoint-*", "--loader", loader, "--contexts",
-                             str(tmp_path / "c.jsonl"), "--no-plot", "-o", str(tmp_path / out)]) == 0
+        assert (
+            monitor_main(
+                [
+                    str(run),
+                    "--pattern",
+                    "checkpoint-*",
+                    "--loader",
+                    loader,
+                    "--contexts",
+                    str(tmp_path / "c.jsonl"),
+                    "--no-plot",
+                    "-o",
+                    str(tmp_path / out),
+                ]
+            )
+            == 0
+        )
         rows = read_convergence(tmp_path / out / "run" / "convergence.csv")
         assert [(r["dialogues"], r["prev_dialogues"]) for r in rows] == [(300, 200)]  # 100 answered nothing
         assert rows[0]["TMR"] == 1.0  # the same weights at 200 and 300

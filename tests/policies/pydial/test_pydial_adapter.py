@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from behavsim import ConfigError, ContextSet, ModelNotAvailable, ResponseTable
+from behavsim import ConfigError, ContextSet, ModelNotAvailable, ResponseTable, load_policy
 from behavsim.cli import main
-from behavsim import load_policy
-from policies.pydial import PyDialAdapter, StateVectorMismatch
 from behavsim.policy import respond, respond_many
+from policies.pydial import PyDialAdapter, StateVectorMismatch
 
 pytestmark = pytest.mark.filterwarnings("ignore::behavsim.policy.PolicyErrorsWarning")
 

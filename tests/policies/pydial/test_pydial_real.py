@@ -20,7 +20,6 @@ REPO = Path(__file__).resolve().parents[3]
 CONFIGS = "env1-configs"
 
 
-
 def behavsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYDIAL_ROOT", None)

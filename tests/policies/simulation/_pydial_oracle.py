@@ -12,6 +12,7 @@ Output: ``{"vectors": [[float, ...], ...], "masks": [[masked action, ...], ...],
 "master": [act string, ...], "actions": [summary action, ...],
 "dialogues": [[{"beliefs": ..., "features": ...}, ...], ...]}``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,16 +34,18 @@ def run(job: dict) -> dict:
     sys.path.insert(0, os.getcwd())
     os.environ.setdefault("MPLBACKEND", "Agg")
     from utils import Settings
+
     Settings.init(job["config"], job.get("seed", 0))
     from ontology import Ontology
+
     Ontology.init_global_ontology()
     from belieftracking.baseline import FocusTracker
     from policy.GPPolicy import GPState
     from policy.SummaryAction import SummaryAction
+
     dom = job["domain"]
     out: dict = {"actions": SummaryAction(dom).action_names}
-    out["vectors"] = [list(map(float, GPState(b, domainString=dom).beliefStateVec))
-                      for b in job.get("vectors", [])]
+    out["vectors"] = [list(map(float, GPState(b, domainString=dom).beliefStateVec)) for b in job.get("vectors", [])]
     masks = []
     for belief, last in job.get("masks", []):
         masks.append(SummaryAction(dom).getNonExecutable(belief, last))  # fresh: no memory
@@ -61,8 +64,7 @@ def run(job: dict) -> dict:
         states = []
         for sys_act, nbest in turns:
             b = tracker.update_belief_state(sys_act, [tuple(h) for h in nbest])
-            states.append({"beliefs": copy.deepcopy(b["beliefs"]),
-                           "features": copy.deepcopy(b["features"])})
+            states.append({"beliefs": copy.deepcopy(b["beliefs"]), "features": copy.deepcopy(b["features"])})
         dialogues.append(states)
     out["dialogues"] = dialogues
     return out

@@ -152,9 +152,9 @@ def run_ours(n: int, seed: int, user_config="env1", step=None, **env_kwargs) -> 
     counts the agent's answer to it), plus the counted opening ``hello()`` with ``hello=True``,
     which is taken off. ``step(env, belief)`` plays one system turn (default: the handcrafted
     policy's summary action). Returns the rows and the seconds spent."""
+    from policies.handcrafted.policy import HandcraftedPolicy
     from policies.simulation.domain import resolve_domain
     from policies.simulation.env import DialogueEnv
-    from policies.handcrafted.policy import HandcraftedPolicy
 
     kwargs = {**PYDIAL_LOOP, **env_kwargs}
     offset = TURN_OFFSET if kwargs.get("hello") else 0

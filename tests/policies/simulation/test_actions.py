@@ -3,8 +3,15 @@ import pytest
 
 import behavsim
 from behavsim import ActParseError, DialogueAct, parse_act
-from policies.simulation.actions import (SUMMARY_ACTIONS, DiaAct, UnknownSummaryAction,
-                              action_mask, master_act, summary_actions, to_master_act)
+from policies.simulation.actions import (
+    SUMMARY_ACTIONS,
+    DiaAct,
+    UnknownSummaryAction,
+    action_mask,
+    master_act,
+    summary_actions,
+    to_master_act,
+)
 from policies.simulation.domain import Domain
 from policies.simulation.tracker import FocusTracker
 
@@ -20,19 +27,32 @@ def allowed(b):
 def test_summary_action_names():
     assert len(SUMMARY_ACTIONS) == 16
     assert SUMMARY_ACTIONS[:3] == ("request_area", "confirm_area", "select_area")
-    assert SUMMARY_ACTIONS[9:] == ("inform", "inform_byname", "inform_alternatives", "bye",
-                                   "repeat", "reqmore", "restart")
+    assert SUMMARY_ACTIONS[9:] == (
+        "inform",
+        "inform_byname",
+        "inform_alternatives",
+        "bye",
+        "repeat",
+        "reqmore",
+        "restart",
+    )
     assert summary_actions(D) == SUMMARY_ACTIONS
 
 
-@pytest.mark.parametrize("text,act", [
-    ("request(food)", DiaAct("request", (("food", None),))),
-    ('inform(name="pizza palace",area="centre")', DiaAct("inform", (("name", "pizza palace"), ("area", "centre")))),
-    ('select(area="north",area="south")', DiaAct("select", (("area", "north"), ("area", "south")))),
-    ('inform(name=none,name!="x, y",food="thai")', DiaAct("inform", (("name", "none"), ("name!", "x, y"), ("food", "thai")))),
-    ('inform(name="a \\"b\\" c")', DiaAct("inform", (("name", 'a "b" c'),))),
-    ("bye()", DiaAct("bye")),
-])
+@pytest.mark.parametrize(
+    "text,act",
+    [
+        ("request(food)", DiaAct("request", (("food", None),))),
+        ('inform(name="pizza palace",area="centre")', DiaAct("inform", (("name", "pizza palace"), ("area", "centre")))),
+        ('select(area="north",area="south")', DiaAct("select", (("area", "north"), ("area", "south")))),
+        (
+            'inform(name=none,name!="x, y",food="thai")',
+            DiaAct("inform", (("name", "none"), ("name!", "x, y"), ("food", "thai"))),
+        ),
+        ('inform(name="a \\"b\\" c")', DiaAct("inform", (("name", 'a "b" c'),))),
+        ("bye()", DiaAct("bye")),
+    ],
+)
 def test_pydial_form_and_the_core_parser(text, act):
     """One parser: policies.simulation.actions re-exports behavsim's; DiaAct prints PyDial's form, which
     the core parser reads back to the act's canonical form."""
@@ -41,20 +61,34 @@ def test_pydial_form_and_the_core_parser(text, act):
     assert parse_act(text) == parse_act(str(act)) == act.canonical()
     assert act.canonical() == DialogueAct.create(act.type, [(s, v or "") for s, v in act.items])
     back = DiaAct.from_act(text)  # canonical item order, bare slots as None
-    assert back == DiaAct.from_act(act.canonical()) == DiaAct(act.type, tuple(sorted(act.items, key=lambda x: (x[0], x[1] or ""))))
+    assert (
+        back
+        == DiaAct.from_act(act.canonical())
+        == DiaAct(act.type, tuple(sorted(act.items, key=lambda x: (x[0], x[1] or ""))))
+    )
     assert DiaAct.from_act(act) is act
     assert DiaAct.from_act('INFORM(Name = "Pizza Palace")') == DiaAct("inform", (("name", "pizza palace"),))
 
 
-@pytest.mark.parametrize("bad,where", [("inform(food=\"thai)", "unterminated quoted value"),
-                                        ("inform", "expected '\\('"), ("(food)", "expected a dialogue-act type"),
-                                        ("inform(=x)", "expected a slot name")])
+@pytest.mark.parametrize(
+    "bad,where",
+    [
+        ('inform(food="thai)', "unterminated quoted value"),
+        ("inform", "expected '\\('"),
+        ("(food)", "expected a dialogue-act type"),
+        ("inform(=x)", "expected a slot name"),
+    ],
+)
 def test_act_strings_are_parsed_by_the_core(bad, where):
     from policies.simulation.nlg import TemplateNLG
     from policies.simulation.user import SimulatedUser
 
-    for call in (lambda: FocusTracker(D).update([(bad, 1.0)]), lambda: FocusTracker(D).update([("null()", 1.0)], bad),
-                 lambda: TemplateNLG(0).generate(bad), lambda: DiaAct.from_act(bad)):
+    for call in (
+        lambda: FocusTracker(D).update([(bad, 1.0)]),
+        lambda: FocusTracker(D).update([("null()", 1.0)], bad),
+        lambda: TemplateNLG(0).generate(bad),
+        lambda: DiaAct.from_act(bad),
+    ):
         with pytest.raises(behavsim.ActParseError, match=where):
             call()
     u = SimulatedUser(D)
@@ -68,17 +102,25 @@ def test_masks_through_a_dialogue():
     b = t.update([("hello()", 1.0)])
     ok = allowed(b)
     assert {"request_area", "request_food", "request_pricerange"} <= ok
-    assert not ok & {"confirm_area", "select_area", "inform_byname", "inform_alternatives", "bye",
-                     "repeat", "restart", "reqmore"}
+    assert not ok & {
+        "confirm_area",
+        "select_area",
+        "inform_byname",
+        "inform_alternatives",
+        "bye",
+        "repeat",
+        "restart",
+        "reqmore",
+    }
     assert "inform" not in ok  # 102 venues can be told apart
     v = D.venues[0]
-    b = t.update([(f'inform(area="{v["area"]}",food="{v["food"]}",pricerange="{v["pricerange"]}")', 1.0)],
-                 "request(area)")
+    b = t.update(
+        [(f'inform(area="{v["area"]}",food="{v["food"]}",pricerange="{v["pricerange"]}")', 1.0)], "request(area)"
+    )
     ok = allowed(b)
     assert "inform" in ok and "confirm_food" in ok and "select_food" not in ok
     act = to_master_act("inform", b, D)
-    assert act == (f'inform(name="{v["name"]}",area="{v["area"]}",food="{v["food"]}",'
-                   f'pricerange="{v["pricerange"]}")')
+    assert act == (f'inform(name="{v["name"]}",area="{v["area"]}",food="{v["food"]}",pricerange="{v["pricerange"]}")')
     b = t.update([("request(phone)", 1.0)], act)
     ok = allowed(b)
     assert {"inform_byname", "reqmore"} <= ok
@@ -86,8 +128,11 @@ def test_masks_through_a_dialogue():
     b = t.update([("reqalts()", 1.0)], to_master_act("inform_byname", b, D))
     assert "inform_alternatives" in allowed(b)
     alt = to_master_act("inform_alternatives", b, D)
-    others = [D.venues[i]["name"] for i in D.matches({s: v[s] for s in ("area", "food", "pricerange")})
-              if D.venues[i]["name"] != v["name"]]
+    others = [
+        D.venues[i]["name"]
+        for i in D.matches({s: v[s] for s in ("area", "food", "pricerange")})
+        if D.venues[i]["name"] != v["name"]
+    ]
     assert f'name="{others[0]}"' in alt
     b = t.update([("bye()", 1.0)], alt)
     assert "bye" in allowed(b) and to_master_act("bye", b, D) == "bye()"
@@ -138,9 +183,13 @@ def test_generated_context_without_features():
 
 def test_alternatives_exhausted():
     t = FocusTracker(D)
-    c = next({"area": a, "food": f, "pricerange": p} for a in D.informable["area"]
-             for f in D.informable["food"] for p in D.informable["pricerange"]
-             if D.count({"area": a, "food": f, "pricerange": p}) == 2)
+    c = next(
+        {"area": a, "food": f, "pricerange": p}
+        for a in D.informable["area"]
+        for f in D.informable["food"]
+        for p in D.informable["pricerange"]
+        if D.count({"area": a, "food": f, "pricerange": p}) == 2
+    )
     names = [D.venues[i]["name"] for i in D.matches(c)]
     t.update([(DiaAct("inform", tuple(c.items())), 1.0)])
     b = t.update([("reqalts()", 1.0)], f'inform(name="{names[0]}")')
@@ -178,10 +227,23 @@ def _tie_beliefs(n, seed=0):
         for s in D.system_requestable:
             vals = D.informable[s]
             a, b = (vals[int(i)] for i in rng.choice(len(vals), 2, replace=False))
-            slots[s] = [{a: 0.5}, {a: 0.4, b: 0.4}, {a: 0.5, "dontcare": 0.5}, {"dontcare": 0.5}, {b: 1.0},
-                        {}, {a: 0.25, b: 0.25}][int(rng.integers(7))]
-        method = [{"byconstraints": 0.5}, {"byalternatives": 0.5}, {"finished": 0.5, "byname": 0.5},
-                  {"byconstraints": 1.0}, {"byname": 0.5}, {"restart": 0.5}][int(rng.integers(6))]
+            slots[s] = [
+                {a: 0.5},
+                {a: 0.4, b: 0.4},
+                {a: 0.5, "dontcare": 0.5},
+                {"dontcare": 0.5},
+                {b: 1.0},
+                {},
+                {a: 0.25, b: 0.25},
+            ][int(rng.integers(7))]
+        method = [
+            {"byconstraints": 0.5},
+            {"byalternatives": 0.5},
+            {"finished": 0.5, "byname": 0.5},
+            {"byconstraints": 1.0},
+            {"byname": 0.5},
+            {"restart": 0.5},
+        ][int(rng.integers(6))]
         da = [{}, {"thankyou": 0.5}, {"ack": 0.5, "thankyou": 0.5}][int(rng.integers(3))]
         req = {r: 0.6 for r in D.requestable if rng.random() < 0.3}
         feats = {}
@@ -196,8 +258,8 @@ def _tie_beliefs(n, seed=0):
 
 
 def _env_beliefs(n_dialogues):
-    from policies.simulation.env import DialogueEnv
     from policies.handcrafted.policy import HandcraftedPolicy
+    from policies.simulation.env import DialogueEnv
     from policies.simulation.tracker import ErrorModel
 
     out = []
@@ -215,15 +277,21 @@ def _env_beliefs(n_dialogues):
 
 
 def _everything(b):
-    from policies.simulation.features import belief_vector
     from policies.handcrafted.policy import HandcraftedPolicy
-    from policies.simulation.tracker import inform_info
     from policies.simulation.actions import accepted_constraints
+    from policies.simulation.features import belief_vector
+    from policies.simulation.tracker import inform_info
 
     pol = HandcraftedPolicy(D)
-    return (tuple(action_mask(b, D)), tuple(to_master_act(a, b, D) for a in SUMMARY_ACTIONS if a != "repeat"),
-            pol.act(b), pol.summary_action(b), tuple(belief_vector(b, D)), inform_info(b, D),
-            accepted_constraints(b, D))
+    return (
+        tuple(action_mask(b, D)),
+        tuple(to_master_act(a, b, D) for a in SUMMARY_ACTIONS if a != "repeat"),
+        pol.act(b),
+        pol.summary_action(b),
+        tuple(belief_vector(b, D)),
+        inform_info(b, D),
+        accepted_constraints(b, D),
+    )
 
 
 def test_decisions_do_not_depend_on_key_order():
@@ -243,8 +311,8 @@ def test_ties_follow_the_domain_order():
     also after a JSON round trip with sorted keys (the review's case)."""
     import json
 
-    from policies.simulation.actions import accepted_constraints, top_value, value_rank
     from policies.handcrafted.policy import HandcraftedPolicy
+    from policies.simulation.actions import accepted_constraints, top_value, value_rank
     from policies.simulation.tracker import make_belief
 
     food = D.informable["food"]
@@ -265,5 +333,7 @@ def test_ties_follow_the_domain_order():
     assert top_value({"zz": 0.5, food[-1]: 0.5}, rank)[0] == food[-1]
     assert top_value({}) == ("**NONE**", -1.0)
     b = make_belief(D, {"area": {D.informable["area"][4]: 0.3, D.informable["area"][1]: 0.3}})
-    assert to_master_act("select_area", _reorder(b, sorted), D) == \
-        f'select(area="{D.informable["area"][1]}",area="{D.informable["area"][4]}")'
+    assert (
+        to_master_act("select_area", _reorder(b, sorted), D)
+        == f'select(area="{D.informable["area"][1]}",area="{D.informable["area"][4]}")'
+    )

@@ -1,12 +1,10 @@
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 
 from policies.simulation.data import make_domain
 from policies.simulation.domain import DONTCARE, Domain, DomainError
-
 
 
 def test_builtin_shape():
@@ -24,19 +22,25 @@ def test_builtin_goal_coverage():
     d = Domain.builtin()
     ok = 0
     for f in d.informable["food"]:
-        n = sum(2 <= d.count({"food": f, "area": a, "pricerange": p}) <= 3
-                for a in d.informable["area"] + (DONTCARE,) for p in d.informable["pricerange"] + (DONTCARE,))
+        n = sum(
+            2 <= d.count({"food": f, "area": a, "pricerange": p}) <= 3
+            for a in d.informable["area"] + (DONTCARE,)
+            for p in d.informable["pricerange"] + (DONTCARE,)
+        )
         ok += n > 0
     assert ok >= 0.8 * len(d.informable["food"])  # most foods appear in a 2-3 venue goal
 
 
 def test_matches_against_brute_force():
     d = Domain.builtin()
-    for c in ({"area": "centre"}, {"food": "indian", "pricerange": "cheap"},
-              {"area": "north", "food": "chinese", "pricerange": DONTCARE}, {},
-              {"food": "no such food"}):
-        want = [i for i, v in enumerate(d.venues)
-                if all(val == DONTCARE or v[s] == val for s, val in c.items())]
+    for c in (
+        {"area": "centre"},
+        {"food": "indian", "pricerange": "cheap"},
+        {"area": "north", "food": "chinese", "pricerange": DONTCARE},
+        {},
+        {"food": "no such food"},
+    ):
+        want = [i for i, v in enumerate(d.venues) if all(val == DONTCARE or v[s] == val for s, val in c.items())]
         assert d.matches(c) == want
         assert d.count(c) == len(want)
 

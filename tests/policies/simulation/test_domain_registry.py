@@ -1,4 +1,5 @@
 """The shipped-domain registry and resolve_domain."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from policies.simulation.domain import (DATA_DIR, DEFAULT_DOMAIN, DOMAINS, Domain, DomainError,
-                             UnknownDomain, resolve_domain)
+from policies.simulation.domain import (
+    DATA_DIR,
+    DEFAULT_DOMAIN,
+    DOMAINS,
+    Domain,
+    DomainError,
+    UnknownDomain,
+    resolve_domain,
+)
 
 CAM = DATA_DIR / "camrestaurants"
 

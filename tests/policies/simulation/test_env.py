@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.actions import SUMMARY_ACTIONS, UnknownSummaryAction
 from policies.simulation.env import EXCHANGE_KEYS, DialogueEnv, EnvError
-from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.tracker import ErrorModel
 
 
@@ -27,9 +27,11 @@ def hdc(env):
 
 def random_policy(seed):
     rng = np.random.default_rng(seed)
+
     def act(b, info):
         ok = np.flatnonzero(info["action_mask"])
         return SUMMARY_ACTIONS[int(rng.choice(ok))]
+
     return act
 
 
@@ -82,7 +84,7 @@ def test_reprompt_flag_and_truncation():
 def test_patience_ends_dialogue():
     env = DialogueEnv()
     env.reset(seed=2)
-    for i in range(5):  # patience 5: four repeats leave 1
+    for _i in range(5):  # patience 5: four repeats leave 1
         b, r, term, trunc, info = env.step("request_food")
         assert not term
     b, r, term, trunc, info = env.step("request_food")
@@ -115,11 +117,13 @@ def test_errors_derive_from_the_core_hierarchy(tmp_path):
     from policies.simulation.tracker import make_belief
     from policies.simulation.user import UserConfig, UserConfigError
 
-    for cls, core, builtin in ((DomainError, behavsim.BehavsimError, ValueError),
-                               (UserConfigError, behavsim.ConfigError, ValueError),
-                               (EnvError, behavsim.BehavsimError, RuntimeError),
-                               (UnknownSummaryAction, behavsim.UnknownName, ValueError),
-                               (PolicyCheckError, behavsim.BehavsimError, AssertionError)):
+    for cls, core, builtin in (
+        (DomainError, behavsim.BehavsimError, ValueError),
+        (UserConfigError, behavsim.ConfigError, ValueError),
+        (EnvError, behavsim.BehavsimError, RuntimeError),
+        (UnknownSummaryAction, behavsim.UnknownName, ValueError),
+        (PolicyCheckError, behavsim.BehavsimError, AssertionError),
+    ):
         assert issubclass(cls, core) and issubclass(cls, builtin)
     env = DialogueEnv()
     env.reset(seed=0)
@@ -128,11 +132,16 @@ def test_errors_derive_from_the_core_hierarchy(tmp_path):
     assert err.value.valid == list(env.actions) and err.value.name == "request_fod"
     assert str(err.value).startswith("unknown summary action 'request_fod'. Did you mean 'request_food'?")
     D = env.domain
-    bad = [lambda: Domain.from_pydial(tmp_path / "none.json", tmp_path / "none.db"),
-           lambda: UserConfig(patience=0), lambda: UserConfig(probs={"InformCombo": 0.5}),
-           lambda: DialogueEnv(max_turns=0), lambda: ErrorModel(error_rate=2.0),
-           lambda: make_belief(D, {"area": {"atlantis": 0.5}}),
-           lambda: check_policy(object(), []), lambda: env.step(3)]
+    bad = [
+        lambda: Domain.from_pydial(tmp_path / "none.json", tmp_path / "none.db"),
+        lambda: UserConfig(patience=0),
+        lambda: UserConfig(probs={"InformCombo": 0.5}),
+        lambda: DialogueEnv(max_turns=0),
+        lambda: ErrorModel(error_rate=2.0),
+        lambda: make_belief(D, {"area": {"atlantis": 0.5}}),
+        lambda: check_policy(object(), []),
+        lambda: env.step(3),
+    ]
     for call in bad:
         with pytest.raises(behavsim.BehavsimError) as err:
             call()
@@ -158,6 +167,7 @@ def test_noisy_environment_runs():
 
 def test_docs_quick_start_runs(capsys):
     from pathlib import Path
+
     text = (Path(__file__).resolve().parents[3] / "docs" / "environment.md").read_text()
     block = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(block, "docs/environment.md", "exec"), {})
@@ -166,6 +176,7 @@ def test_docs_quick_start_runs(capsys):
 
 def test_pydial_domain_environment(pydial_ontology):
     from policies.simulation.domain import Domain
+
     r = pydial_ontology
     d = Domain.from_pydial(r / "CamRestaurants-rules.json", r / "CamRestaurants-dbase.db")
     env = DialogueEnv(d)
@@ -185,6 +196,7 @@ def test_pydial_domain_environment(pydial_ontology):
 @pytest.mark.parametrize("error_model", [None, ErrorModel(error_rate=0.4, nbest=4)])
 def test_belief_invariants_under_random_play(error_model):
     from policies.simulation.features import belief_vector, vector_length
+
     env = DialogueEnv(error_model=error_model, hello=True)
     d = env.domain
     n = vector_length(d)
@@ -215,6 +227,7 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
     import os
     import subprocess
     import sys
+
     code = (
         "import hashlib, json\n"
         "from policies.simulation.env import DialogueEnv\n"
@@ -229,19 +242,30 @@ def test_dialogues_do_not_depend_on_python_hash_seed():
         "        b, r, t, tr, info = env.step(pol.summary_action(b)); done = t or tr\n"
         "        h.update(info['prompt'].encode())\n"
         "    h.update(json.dumps([info['exchanges'], b], sort_keys=True).encode())\n"
-        "print(h.hexdigest())\n")
+        "print(h.hexdigest())\n"
+    )
     outs = set()
     for hs in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hs}
-        outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                text=True, check=True).stdout)
+        outs.add(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        )
     assert len(outs) == 1
 
 
-@pytest.mark.parametrize("kw", [{}, {"hello": True}, {"error_model": ErrorModel(0.2, 3)},
-                                {"user_config": {"unsatisfiable_goals": True}}, {"max_turns": 5}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"hello": True},
+        {"error_model": ErrorModel(0.2, 3)},
+        {"user_config": {"unsatisfiable_goals": True}},
+        {"max_turns": 5},
+    ],
+)
 def test_check_env(kw):
     from policies.simulation.env import check_env
+
     assert check_env(DialogueEnv(**kw), n_dialogues=5) > 0
 
 

@@ -38,8 +38,19 @@ SAMPLE = Path(iq.__file__).resolve().parent.parent / "data" / "iq" / "sample_exc
 # helpers
 
 
-def ex(turn, sys_type="request", user_type="inform", *, reprompt=False, asr=1.0, filled=0, goal=3,
-       venue=False, success=False, sys_act=None):
+def ex(
+    turn,
+    sys_type="request",
+    user_type="inform",
+    *,
+    reprompt=False,
+    asr=1.0,
+    filled=0,
+    goal=3,
+    venue=False,
+    success=False,
+    sys_act=None,
+):
     return {
         "turn": turn,
         "system_act": sys_act or f"{sys_type}()",
@@ -61,8 +72,16 @@ def clean_success(n_requests: int = 0) -> list[dict]:
     d = [ex(t, filled=t) for t in (1, 2, 3)]
     d.append(ex(4, "inform", "request" if n_requests else "thankyou", filled=3, venue=True, success=n_requests == 0))
     for k in range(n_requests):
-        d.append(ex(5 + k, "inform", "request" if k < n_requests - 1 else "thankyou", filled=3, venue=True,
-                    success=k == n_requests - 1))
+        d.append(
+            ex(
+                5 + k,
+                "inform",
+                "request" if k < n_requests - 1 else "thankyou",
+                filled=3,
+                venue=True,
+                success=k == n_requests - 1,
+            )
+        )
     d.append(ex(len(d) + 1, "bye", "bye", filled=3, venue=True, success=True))
     return d
 
@@ -87,7 +106,9 @@ def test_registry_lists_and_builds_default():
 def test_registry_rejects_unknown_name_with_closest():
     with pytest.raises(UnknownIQEstimator, match=r"unknown IQ estimator 'bilstn'\. Did you mean 'bilstm'\?"):
         get_iq_estimator("bilstn")
-    with pytest.raises(UnknownIQEstimator, match=r"Did you mean 'parameters'\? Valid IQ estimators: parameters, bilstm"):
+    with pytest.raises(
+        UnknownIQEstimator, match=r"Did you mean 'parameters'\? Valid IQ estimators: parameters, bilstm"
+    ):
         get_iq_estimator("parameter")
     with pytest.raises(KeyError):  # also catchable as a built-in
         get_iq_estimator("nope")
@@ -151,7 +172,10 @@ def test_exchange_features_of_a_prefix_are_its_first_rows():
         (lambda d: d.clear(), r"at least one exchange"),
         (lambda d: d[1].pop("reprompt"), r"exchanges\[1\]: missing key\(s\) 'reprompt'"),
         (lambda d: d[2].update(turn=7), r"exchanges\[2\]\['turn'\]: expected 3"),
-        (lambda d: d[0].update(asr_confidence=1.5), r"exchanges\[0\]\['asr_confidence'\]: expected a number in \[0, 1\]"),
+        (
+            lambda d: d[0].update(asr_confidence=1.5),
+            r"exchanges\[0\]\['asr_confidence'\]: expected a number in \[0, 1\]",
+        ),
         (lambda d: d[0].update(constraints_filled=-1), r"'constraints_filled'\]: expected an integer >= 0"),
     ],
 )
@@ -187,8 +211,11 @@ def test_parameter_estimator_golden_values():
     assert est.estimate(clean_success(0)) == 4  # 5 exchanges: 5 - 0.8 = 4.2
     assert est.estimate(clean_success(2)) == 4  # 7 exchanges: 3.8
     assert est.estimate(clean_success(0)[:1]) == 5  # a dialogue starts at 5
-    short = [ex(1, filled=1, goal=1), ex(2, "inform", "thankyou", filled=1, goal=1, venue=True, success=True),
-             ex(3, "bye", "bye", filled=1, goal=1, venue=True, success=True)]
+    short = [
+        ex(1, filled=1, goal=1),
+        ex(2, "inform", "thankyou", filled=1, goal=1, venue=True, success=True),
+        ex(3, "bye", "bye", filled=1, goal=1, venue=True, success=True),
+    ]
     assert est.estimate(short) == 5  # 4.6
     assert est.score(short) == pytest.approx(4.6)
     # closed without success after 2 exchanges: 5 - 0.2 - 1*(1 - 1/3) - 1.5 = 2.63
@@ -249,7 +276,8 @@ def test_parameter_estimator_fits_table_1_of_the_paper():
     dialogues = synthetic(1500, seed=2)
     ok = [est.estimate(d) for d in dialogues if d[-1]["success_so_far"] and 4 <= len(d) <= 7]
     clean = [
-        est.estimate(d) for d in dialogues
+        est.estimate(d)
+        for d in dialogues
         if d[-1]["success_so_far"] and 4 <= len(d) <= 7 and all(e["asr_confidence"] == 1.0 for e in d)
     ]
     assert np.mean([v >= 4 for v in ok]) >= 0.75
@@ -315,22 +343,37 @@ def _set_cell(lines: list[str], row: int, column: str, value: str) -> list[str]:
     cells[header.index(column)] = value
     buf = io.StringIO()
     csv.writer(buf, lineterminator="").writerow(cells)
-    return lines[:row] + [buf.getvalue()] + lines[row + 1:]
+    return lines[:row] + [buf.getvalue()] + lines[row + 1 :]
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (lambda ls: [ls[0].replace(",iq", ",quality")] + ls[1:], r"bad\.csv: missing required column\(s\) 'iq'"),
-        (lambda ls: [ls[0].replace("asr_confidence", "asr")] + ls[1:], r"missing required column\(s\) 'asr_confidence'"),
-        (lambda ls: _set_cell(ls, 3, "iq", "6"), r"bad\.csv: row 3 \(line 4\), column 'iq': expected an integer IQ label in 1\.\.5, got '6'"),
+        (
+            lambda ls: [ls[0].replace("asr_confidence", "asr")] + ls[1:],
+            r"missing required column\(s\) 'asr_confidence'",
+        ),
+        (
+            lambda ls: _set_cell(ls, 3, "iq", "6"),
+            r"bad\.csv: row 3 \(line 4\), column 'iq': expected an integer IQ label in 1\.\.5, got '6'",
+        ),
         (lambda ls: _set_cell(ls, 7, "iq", "0"), r"row 7 \(line 8\), column 'iq'.*got '0'"),
         (lambda ls: _set_cell(ls, 2, "iq", "3.5"), r"row 2 \(line 3\), column 'iq'.*got '3\.5'"),
         (lambda ls: _set_cell(ls, 2, "iq", "good"), r"row 2 \(line 3\), column 'iq'.*got 'good'"),
         (lambda ls: _set_cell(ls, 5, "reprompt", "maybe"), r"row 5 \(line 6\), column 'reprompt': expected a boolean"),
-        (lambda ls: _set_cell(ls, 4, "asr_confidence", "1.2"), r"row 4 \(line 5\), column 'asr_confidence': expected a number in \[0, 1\]"),
-        (lambda ls: _set_cell(ls, 2, "turn", "5"), r"row 2 \(line 3\), column 'turn': expected turn 2 of dialogue 'd000'"),
-        (lambda ls: _set_cell(ls, 1, "constraints_filled", "x"), r"row 1 \(line 2\), column 'constraints_filled': expected an integer"),
+        (
+            lambda ls: _set_cell(ls, 4, "asr_confidence", "1.2"),
+            r"row 4 \(line 5\), column 'asr_confidence': expected a number in \[0, 1\]",
+        ),
+        (
+            lambda ls: _set_cell(ls, 2, "turn", "5"),
+            r"row 2 \(line 3\), column 'turn': expected turn 2 of dialogue 'd000'",
+        ),
+        (
+            lambda ls: _set_cell(ls, 1, "constraints_filled", "x"),
+            r"row 1 \(line 2\), column 'constraints_filled': expected an integer",
+        ),
         (lambda ls: ls[:1], r"bad\.csv: no data rows"),
         (lambda ls: ls[:3] + [ls[1]], r"row 3 \(line 4\), column 'turn': expected turn 3 of dialogue 'd000'.*got 1"),
     ],

@@ -1,10 +1,19 @@
 from behavsim import parse_act
 from policies.simulation.nlg import TemplateNLG
 
-ACTS = ['inform(name="shiraz",area="centre",pricerange="expensive",food="mediterranean")',
-        "request(area)", "request(food)", "request(pricerange)", 'confirm(food="thai")',
-        'select(area="north",area="south")', "bye()", "reqmore()", "hello()",
-        'inform(name=none,area="centre",food="korean")', 'inform(name="x",phone="01223 1")']
+ACTS = [
+    'inform(name="shiraz",area="centre",pricerange="expensive",food="mediterranean")',
+    "request(area)",
+    "request(food)",
+    "request(pricerange)",
+    'confirm(food="thai")',
+    'select(area="north",area="south")',
+    "bye()",
+    "reqmore()",
+    "hello()",
+    'inform(name=none,area="centre",food="korean")',
+    'inform(name="x",phone="01223 1")',
+]
 
 
 def test_deterministic_and_lower_case():
@@ -17,8 +26,9 @@ def test_deterministic_and_lower_case():
 
 def test_item_order_does_not_matter():
     n = TemplateNLG(0)
-    assert n.generate('inform(name="shiraz",area="centre",food="thai")') == \
-        n.generate('inform(food="thai",name="shiraz",area="centre")')
+    assert n.generate('inform(name="shiraz",area="centre",food="thai")') == n.generate(
+        'inform(food="thai",name="shiraz",area="centre")'
+    )
 
 
 def test_seeds_paraphrase_differently():
@@ -27,8 +37,15 @@ def test_seeds_paraphrase_differently():
     assert len(prompts) >= 5
     for p in prompts:
         assert "shiraz" in p and "centre" in p and "mediterranean" in p and "expensive" in p
-    for act_type in ("bye()", "reqmore()", "hello()", "request(food)", 'confirm(area="north")',
-                     'select(area="north",area="south")', 'inform(name=none,food="thai")'):
+    for act_type in (
+        "bye()",
+        "reqmore()",
+        "hello()",
+        "request(food)",
+        'confirm(area="north")',
+        'select(area="north",area="south")',
+        'inform(name=none,food="thai")',
+    ):
         assert len({TemplateNLG(s).generate(act_type) for s in range(30)}) >= 3
 
 

@@ -14,6 +14,7 @@ be equal:
 PyDial is looked for in ``../shared/pydial3`` beside the repository root (or
 ``$BEHAVSIM_SHARED/pydial3``); the module is skipped, saying so, only when that folder is absent.
 """
+
 from __future__ import annotations
 
 import json
@@ -130,16 +131,24 @@ def oracle(cam, grid, collected, tmp_path_factory, pydial_root):
             if ok:
                 master.append((belief, a, last))
     job = {
-        "config": str(cfg), "domain": "CamRestaurants", "seed": 1,
+        "config": str(cfg),
+        "domain": "CamRestaurants",
+        "seed": 1,
         "vectors": [pydial_layout(b, cam) for b in grid] + [pydial_layout(b, cam) for b, _ in contexts],
         "masks": [[pydial_layout(b, cam), None] for b in grid]
-                 + [[pydial_layout(b, cam), last] for b, last in contexts],
+        + [[pydial_layout(b, cam), last] for b, last in contexts],
         "master": [[pydial_layout(b, cam), a, last] for b, a, last in master],
         "dialogues": dialogues,
     }
-    proc = subprocess.run([sys.executable, str(ORACLE)], input=json.dumps(job), cwd=pydial_root,
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"})
+    proc = subprocess.run(
+        [sys.executable, str(ORACLE)],
+        input=json.dumps(job),
+        cwd=pydial_root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"},
+    )
     if proc.returncode != 0:
         pytest.fail("PyDial3 oracle failed:\n" + textwrap.indent(proc.stderr[-4000:], "  "))
     out = json.loads(proc.stdout)
@@ -209,8 +218,7 @@ def _tracker_state(belief: dict, domain) -> dict:
     for key in [*domain.informable, "method", "discourseAct", "requested"]:
         out[key] = {k: round(float(v), 12) for k, v in b.get(key, {}).items() if abs(v) > 1e-12}
     f = belief["features"]
-    for key in ("lastInformedVenue", "informedVenueSinceNone", "lastActionInformNone",
-                "offerHappened", "inform_info"):
+    for key in ("lastInformedVenue", "informedVenueSinceNone", "lastActionInformNone", "offerHappened", "inform_info"):
         out[key] = f.get(key)
     return out
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -57,7 +56,6 @@ N_OURS = 5000  # cheap (≈ 5 s); narrows our side of the interval
 N_BAD = 1000
 PYDIAL_SEED = 1
 OURS_SEED = 0
-
 
 
 def _load_helper():

@@ -73,7 +73,7 @@ def test_registry():
     assert "Valid rewards: ts, iq" in str(err.value)
     with pytest.raises(LookupError):
         get_reward("IQQ")
-    from behavsim._errors import BehavsimError
+    from behavsim import BehavsimError
 
     assert issubclass(UnknownReward, BehavsimError) and issubclass(UnknownReward, KeyError)
     assert isinstance(get_reward("TS"), TaskSuccessReward)  # case-insensitive

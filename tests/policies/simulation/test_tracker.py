@@ -21,8 +21,14 @@ def test_initial_layout():
         assert list(bel[s])[-2:] == [DONTCARE, NONE_VALUE]
         assert bel[s][NONE_VALUE] == 1.0 and len(bel[s]) == len(D.informable[s]) + 2
     assert DONTCARE not in bel["name"] and bel["name"][NONE_VALUE] == 1.0
-    assert bel["method"] == {"none": 1.0, "byconstraints": 0.0, "byname": 0.0, "finished": 0.0,
-                             "byalternatives": 0.0, "restart": 0.0}
+    assert bel["method"] == {
+        "none": 1.0,
+        "byconstraints": 0.0,
+        "byname": 0.0,
+        "finished": 0.0,
+        "byalternatives": 0.0,
+        "restart": 0.0,
+    }
     assert len(bel["discourseAct"]) == 7 and bel["discourseAct"]["none"] == 1.0
     assert set(bel["requested"]) == set(D.requestable)
     f = b["features"]
@@ -41,8 +47,7 @@ def test_hand_computed_focus_updates():
     assert b["beliefs"]["area"]["centre"] == approx(0.6) and b["beliefs"]["area"]["north"] == approx(0.4)
     assert b["beliefs"]["food"]["italian"] == 1.0  # untouched slot keeps its belief
     # confirm(area=centre): affirm 0.5 -> centre; negate(area=north) 0.3 -> north; null 0.2
-    b = t.update([("affirm()", 0.5), ('negate(area="north")', 0.3), ("null()", 0.2)],
-                 'confirm(area="centre")')
+    b = t.update([("affirm()", 0.5), ('negate(area="north")', 0.3), ("null()", 0.2)], 'confirm(area="centre")')
     area = b["beliefs"]["area"]
     # q = 1 - 0.8 = 0.2: centre 0.2*0.6 + 0.5, north 0.2*0.4 + 0.3
     assert area["centre"] == approx(0.62) and area["north"] == approx(0.38)
@@ -54,8 +59,7 @@ def test_hand_computed_focus_updates():
 def test_nbest_is_merged_and_normalised():
     t = FocusTracker(D)
     x, y, z = D.informable["food"][:3]
-    b = t.update([(f'inform(food="{x}")', 0.5), (f'inform(food="{x}")', 0.5),
-                  (f'inform(food="{y}")', 1.0)])
+    b = t.update([(f'inform(food="{x}")', 0.5), (f'inform(food="{x}")', 0.5), (f'inform(food="{y}")', 1.0)])
     assert b["beliefs"]["food"][x] == approx(0.5)
     assert b["beliefs"]["food"][y] == approx(0.5)
     b = t.update([(f'inform(food="{z}")', 0.25), ("null()", 0.75)], "request(food)")
@@ -147,20 +151,28 @@ def test_belief_vector_layout_and_values():
     s, n = lay["slot:food"]
     assert n == len(D.informable["food"]) + 2
     assert v[s] == 0.0 and v[s + 1] == pytest.approx(0.7) and v[s + 2] == pytest.approx(0.3)
-    assert not v[s + 3:s + n].any()
+    assert not v[s + 3 : s + n].any()
     s, n = lay["slot:area"]
-    assert v[s] == 1.0 and not v[s + 1:s + n].any()
+    assert v[s] == 1.0 and not v[s + 1 : s + n].any()
     s, n = lay["method"]
-    assert list(v[s:s + n]) == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    assert list(v[s : s + n]) == [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     s, n = lay["inform_info"]
     flags = b["features"]["inform_info"]
-    assert list(v[s:s + n:2]) == [float(x) for x in flags]
-    assert np.allclose(v[s:s + n:2] + v[s + 1:s + n:2], 1.0)
+    assert list(v[s : s + n : 2]) == [float(x) for x in flags]
+    assert np.allclose(v[s : s + n : 2] + v[s + 1 : s + n : 2], 1.0)
 
 
 def test_belief_vector_tolerates_sparse_beliefs():
-    sparse = {"beliefs": {"area": {"north": 0.6}, "food": {}, "pricerange": {"cheap": 1.0, NONE_VALUE: 0.0},
-                          "method": {"byconstraints": 1.0}, "discourseAct": {}, "requested": {}}}
+    sparse = {
+        "beliefs": {
+            "area": {"north": 0.6},
+            "food": {},
+            "pricerange": {"cheap": 1.0, NONE_VALUE: 0.0},
+            "method": {"byconstraints": 1.0},
+            "discourseAct": {},
+            "requested": {},
+        }
+    }
     v = belief_vector(sparse, D)
     assert v.shape == (220,)
     lay = {name: (s, n) for name, s, n in vector_layout(D)}
@@ -200,9 +212,9 @@ def test_labels_of_other_user_acts():
 
 def test_make_belief_for_generated_contexts():
     from policies.simulation.tracker import make_belief
+
     a, f, p = D.informable["area"][0], D.informable["food"][0], D.informable["pricerange"][0]
-    b = make_belief(D, {"area": {a: 0.6}, "food": {f: 1.0}, "pricerange": {p: 0.0}},
-                    method={"byconstraints": 0.4})
+    b = make_belief(D, {"area": {a: 0.6}, "food": {f: 1.0}, "pricerange": {p: 0.0}}, method={"byconstraints": 0.4})
     ref = FocusTracker(D).update([("null()", 1.0)])
     assert set(b["beliefs"]) == set(ref["beliefs"]) and set(b["features"]) == set(ref["features"])
     assert b["beliefs"]["area"][a] == 0.6 and b["beliefs"]["area"][NONE_VALUE] == pytest.approx(0.4)
@@ -233,7 +245,7 @@ def test_act_strings_and_core_acts_canonical_order():
     t = FocusTracker(D)
     b = t.update([(f'deny(area="{a_early}",area="{a_late}")', 1.0)], f'confirm(area="{a_early}")')
     assert b["beliefs"]["area"][a_late] == 1.0
-    b = FocusTracker(D).update([('inform(food="Indian")', 0.5), (parse_act('inform( FOOD = indian )'), 0.5)])
+    b = FocusTracker(D).update([('inform(food="Indian")', 0.5), (parse_act("inform( FOOD = indian )"), 0.5)])
     assert b["beliefs"]["food"]["indian"] == 1.0
 
 

@@ -40,8 +40,10 @@ def test_goals_have_two_or_three_matches_and_valid_requests():
 
 
 def test_unsatisfiable_goals_option():
-    counts = [D.count(SimulatedUser(D, {"unsatisfiable_goals": True}).reset(np.random.default_rng(s)).constraints)
-              for s in range(200)]
+    counts = [
+        D.count(SimulatedUser(D, {"unsatisfiable_goals": True}).reset(np.random.default_rng(s)).constraints)
+        for s in range(200)
+    ]
     assert min(counts) == 0
 
 
@@ -61,8 +63,9 @@ def test_request_confirm_select():
     assert u.respond(DiaAct("confirm", (("food", g["food"]),))) == DiaAct("affirm")
     wrong = next(a for a in D.informable["food"] if a != g["food"])
     assert u.respond(DiaAct("confirm", (("food", wrong),))) == DiaAct("negate", (("food", g["food"]),))
-    assert u.respond(DiaAct("select", (("pricerange", "cheap"), ("pricerange", "expensive")))) == \
-        DiaAct("inform", (("pricerange", g["pricerange"]),))
+    assert u.respond(DiaAct("select", (("pricerange", "cheap"), ("pricerange", "expensive")))) == DiaAct(
+        "inform", (("pricerange", g["pricerange"]),)
+    )
     assert u.respond(parse_act("request(phone)")) == DiaAct("negate")  # only the user asks for phones
 
 
@@ -173,8 +176,9 @@ def test_same_seed_same_user():
     assert a.reset(np.random.default_rng(11)) == b.reset(np.random.default_rng(11))
     assert a.p == b.p
     acts = ["request(area)", 'confirm(food="thai")', "reqmore()"]
-    assert [a.respond(None)] + [a.respond(parse_act(x)) for x in acts] == \
-        [b.respond(None)] + [b.respond(parse_act(x)) for x in acts]
+    assert [a.respond(None)] + [a.respond(parse_act(x)) for x in acts] == [b.respond(None)] + [
+        b.respond(parse_act(x)) for x in acts
+    ]
 
 
 def test_probabilities_are_drawn_per_dialogue_within_ranges():
@@ -188,10 +192,15 @@ def test_probabilities_are_drawn_per_dialogue_within_ranges():
     assert len(set(draws)) == 20
 
 
-@pytest.mark.parametrize("cfg,msg", [({"patience": 0}, "patience"),
-                                      ({"probs": {"InformCombination": (0.5, 0.2)}}, "InformCombination"),
-                                      ({"probs": {"InformCombinaton": 0.5}}, "Did you mean 'InformCombination'"),
-                                      ({"min_matches": 4, "max_matches": 2}, "min_matches")])
+@pytest.mark.parametrize(
+    "cfg,msg",
+    [
+        ({"patience": 0}, "patience"),
+        ({"probs": {"InformCombination": (0.5, 0.2)}}, "InformCombination"),
+        ({"probs": {"InformCombinaton": 0.5}}, "Did you mean 'InformCombination'"),
+        ({"min_matches": 4, "max_matches": 2}, "min_matches"),
+    ],
+)
 def test_bad_config(cfg, msg):
     with pytest.raises(UserConfigError, match=msg):
         UserConfig(**cfg)

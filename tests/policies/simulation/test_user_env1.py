@@ -1,9 +1,9 @@
 """Environment 1's simulated user: sampledUM.cfg ranges, patience 4..6 drawn per dialogue."""
+
 from __future__ import annotations
 
 import configparser
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +11,18 @@ import pytest
 from policies.simulation.actions import DiaAct
 from policies.simulation.domain import resolve_domain
 from policies.simulation.env import DialogueEnv
-from policies.simulation.user import (DEFAULT_PROBS, ENV1_PATIENCE, ENV1_PROBS, ENV1_UNMODELLED, LEGACY_PROBS, USER_CONFIGS,
-                           SimulatedUser, UnknownUserConfig, UserConfig, UserConfigError)
-
+from policies.simulation.user import (
+    DEFAULT_PROBS,
+    ENV1_PATIENCE,
+    ENV1_PROBS,
+    ENV1_UNMODELLED,
+    LEGACY_PROBS,
+    USER_CONFIGS,
+    SimulatedUser,
+    UnknownUserConfig,
+    UserConfig,
+    UserConfigError,
+)
 
 
 def test_named_configs():
@@ -128,7 +137,7 @@ def test_empty_value_in_env_step_act_succeeds():
 def test_valueless_name_or_request_act_is_not_an_answer():
     """Only informed slots answer requests: a ``request(description)`` or a bare ``name`` does not."""
     user = _user_holding("prezzo", {"description": None})
-    user.respond('request(description)')
+    user.respond("request(description)")
     assert user.goal.requests["description"] is None
     user = _user_holding("prezzo", {"description": None})
     user.goal.requests["name"] = None

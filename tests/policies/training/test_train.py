@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.gp.checkpoint import CheckpointError, load_checkpoint
 from behavsim import ConfigError
+from policies.gp.checkpoint import CheckpointError, load_checkpoint
 from policies.training.evaluation import evaluate_policy
 from policies.training.files import METRIC_COLUMNS, list_checkpoints, read_metrics
 from policies.training.train import ConfigMismatch, TrainConfig, run_training
@@ -48,12 +48,19 @@ def test_layout_and_metrics(reference):
     top = read_metrics(d / "metrics.csv")
     assert list(top[0]) == list(METRIC_COLUMNS)
     assert [(r["reward"], r["dialogues"]) for r in top] == [
-        ("iq", 20), ("iq", 40), ("iq", 60), ("ts", 20), ("ts", 40), ("ts", 60)]
+        ("iq", 20),
+        ("iq", 40),
+        ("iq", 60),
+        ("ts", 20),
+        ("ts", 40),
+        ("ts", 60),
+    ]
     for r in top:
         assert 0 <= r["tsr"] <= 1 and 1 <= r["aiq"] <= 5 and 1 <= r["adl"] <= 25
         assert r["dictionary_size"] > 0 and r["policy"] == "gp" and r["seed"] == 0
     assert rows_wo_timing(rows) == rows_wo_timing(
-        [r for r in top if r["reward"] == "ts"] + [r for r in top if r["reward"] == "iq"])
+        [r for r in top if r["reward"] == "ts"] + [r for r in top if r["reward"] == "iq"]
+    )
     pol = load_checkpoint(d / "ts-seed0" / "ckpt-000060.npz")
     assert pol.name == "gp-ts-seed0-60"
     ev = evaluate_policy(pol, 5, reward="ts")
@@ -174,8 +181,10 @@ def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
     tmp_path.joinpath(".lock").touch()
     with open(tmp_path / ".lock", "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # another process would hold this
-        code = ("from policies.training.train import TrainConfig, run_training\n"
-                f"run_training(TrainConfig(**{TINY!r}), {str(tmp_path)!r}, workers=1, progress=False)\n")
+        code = (
+            "from policies.training.train import TrainConfig, run_training\n"
+            f"run_training(TrainConfig(**{TINY!r}), {str(tmp_path)!r}, workers=1, progress=False)\n"
+        )
         res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert res.returncode != 0 and "RunLocked" in res.stderr and "in use by another" in res.stderr
     run_training(TrainConfig(**TINY), tmp_path, workers=1, progress=False)  # released: fine
@@ -194,7 +203,10 @@ def test_concurrent_run_in_the_same_folder_is_refused(tmp_path):
         ({"seeds": ("a",)}, "seeds"),
         ({"dialogues": 0}, "dialogues: expected a positive integer"),
         ({"checkpoint_every": 2.5}, "checkpoint_every"),
-        ({"dialogues": 150, "checkpoint_every": 100}, r"dialogues \(150\) is not a multiple of checkpoint_every \(100\).*100 or 200"),
+        (
+            {"dialogues": 150, "checkpoint_every": 100},
+            r"dialogues \(150\) is not a multiple of checkpoint_every \(100\).*100 or 200",
+        ),
         ({"eval_dialogues": -3}, "eval_dialogues"),
         ({"gamma": 1.5}, "gamma: expected a number in"),
         ({"sigma": 0.0}, "sigma"),
@@ -249,8 +261,25 @@ def _parse(argv):
 
 def test_cli(reference, tmp_path, capsys):
     d, _ = reference
-    args = _parse(["train", "--rewards", "ts", "iq", "--seed", "0", "--dialogues", "60",
-                   "--checkpoint-every", "20", "--eval-dialogues", "5", "--no-progress", "-o", str(tmp_path)])
+    args = _parse(
+        [
+            "train",
+            "--rewards",
+            "ts",
+            "iq",
+            "--seed",
+            "0",
+            "--dialogues",
+            "60",
+            "--checkpoint-every",
+            "20",
+            "--eval-dialogues",
+            "5",
+            "--no-progress",
+            "-o",
+            str(tmp_path),
+        ]
+    )
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "ts-seed0" in out and "iq-seed0" in out and "metrics.csv" in out
@@ -267,8 +296,24 @@ def test_cli_entry_point_through_behavsim(tmp_path):
     exe = shutil.which("behavsim") or os.path.join(os.path.dirname(sys.executable), "behavsim")
     if not os.path.exists(exe):
         pytest.skip("behavsim console script not installed")
-    res = subprocess.run([exe, "train", "--policy", "handcrafted", "--dialogues", "10", "--checkpoint-every", "10",
-                          "--eval-dialogues", "3", "-o", str(tmp_path)], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            exe,
+            "train",
+            "--policy",
+            "handcrafted",
+            "--dialogues",
+            "10",
+            "--checkpoint-every",
+            "10",
+            "--eval-dialogues",
+            "3",
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     assert "metrics.csv" in res.stdout
     assert "10/10 dialogues" in res.stderr  # one line per checkpoint when not a terminal
@@ -346,8 +391,8 @@ def test_evaluate_any_protocol_policy():
 
 def test_learner_kinds_are_a_registry(tmp_path, monkeypatch):
     from behavsim import Registry
-    from policies.training import train
     from policies.handcrafted.policy import HandcraftedPolicy
+    from policies.training import train
 
     assert train.list_learners() == ["gp", "handcrafted"]
     assert train.learner_kind("gp").learns and not train.learner_kind("handcrafted").learns
@@ -355,14 +400,18 @@ def test_learner_kinds_are_a_registry(tmp_path, monkeypatch):
     learners = Registry("policy")
     for name in train.list_learners():
         learners.register(name, train.learner_kind(name))
-    learners.register("quiet", train.LearnerKind("quiet", lambda config, seed: HandcraftedPolicy(nlg_seed=seed),
-                                                 learns=False))
+    learners.register(
+        "quiet", train.LearnerKind("quiet", lambda config, seed: HandcraftedPolicy(nlg_seed=seed), learns=False)
+    )
     monkeypatch.setattr(train, "LEARNERS", learners)
     rows = run_training(TrainConfig(policy="quiet", **TINY), tmp_path, workers=1, progress=False)
     assert [r["dialogues"] for r in rows] == [20, 40, 60] and {r["policy"] for r in rows} == {"quiet"}
     assert not list(tmp_path.rglob("*.npz"))
-    with pytest.raises(ConfigError, match=r"policy: unknown policy 'quiett'; valid: \['gp', 'handcrafted', 'quiet'\]"
-                                          r"\. Did you mean 'quiet'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"policy: unknown policy 'quiett'; valid: \['gp', 'handcrafted', 'quiet'\]"
+        r"\. Did you mean 'quiet'\?",
+    ):
         TrainConfig(policy="quiett")
 
 
@@ -373,8 +422,9 @@ def test_training_on_another_domain(tmp_path):
 
     from policies.simulation.domain import resolve_domain
 
-    cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=3,
-                      domain="camrestaurants")
+    cfg = TrainConfig(
+        rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=3, domain="camrestaurants"
+    )
     run_training(cfg, tmp_path / "cam")
     assert json.loads((tmp_path / "cam" / "config.json").read_text())["domain"] == "camrestaurants"
     pol = load_checkpoint(tmp_path / "cam" / "ts-seed0" / "ckpt-000040.npz")
@@ -390,8 +440,16 @@ def test_environment_1_user_and_sampled_evaluation(tmp_path):
     evaluation is deterministic (seeded per dialogue) and leaves the policy greedy afterwards."""
     import json
 
-    cfg = TrainConfig(rewards=("ts",), seeds=(0,), dialogues=40, checkpoint_every=20, eval_dialogues=10,
-                      domain="camrestaurants", user="env1", eval_scale=1.0)
+    cfg = TrainConfig(
+        rewards=("ts",),
+        seeds=(0,),
+        dialogues=40,
+        checkpoint_every=20,
+        eval_dialogues=10,
+        domain="camrestaurants",
+        user="env1",
+        eval_scale=1.0,
+    )
     a = run_training(cfg, tmp_path / "a")
     b = run_training(cfg, tmp_path / "b")
     strip = [{k: v for k, v in r.items() if k not in TIMING} for r in a]

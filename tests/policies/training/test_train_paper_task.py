@@ -11,8 +11,8 @@ import json
 import pytest
 
 from policies.simulation.domain import DEFAULT_DOMAIN, resolve_domain
-from policies.training.train import TrainConfig, run_training
 from policies.simulation.user import DEFAULT_USER
+from policies.training.train import TrainConfig, run_training
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,9 @@ def test_every_seed_reaches_095_within_2000_dialogues(rows, reward):
 def test_a_version_1_config_keeps_its_environment():
     old = TrainConfig.from_dict({"rewards": ["ts"], "seeds": [0], "dialogues": 10, "checkpoint_every": 10})
     assert (old.domain, old.user) == ("example-restaurants", "legacy")
-    new = TrainConfig.from_dict({"rewards": ["ts"], "seeds": [0], "dialogues": 10, "checkpoint_every": 10, "version": 2})
+    new = TrainConfig.from_dict(
+        {"rewards": ["ts"], "seeds": [0], "dialogues": 10, "checkpoint_every": 10, "version": 2}
+    )
     assert (new.domain, new.user) == ("camrestaurants", "env1")
     assert old.fixed() != new.fixed()
 

@@ -1,10 +1,10 @@
 """Stand-in for PyDial3's policy/GPPolicy.py: state vector layout as PyDial's GPState, a linear
 kernel that returns 0 for vectors of another length (as PyDial does), greedy when scale <= 0."""
+
 import json
 import os
 
 import numpy as np
-
 from policy.Policy import Policy
 from utils import Settings
 
@@ -72,12 +72,16 @@ class GPPolicy(Policy):
 
     def nextAction(self, belief):
         state = self.get_State(belief)
-        executable = [a for a in self.action_names
-                      if a != "inform" or belief["beliefs"]["method"].get("byconstraints", 0.0) > 0.5]
+        executable = [
+            a for a in self.action_names if a != "inform" or belief["beliefs"]["method"].get("byconstraints", 0.0) > 0.5
+        ]
         scored = []
         for a in executable:
-            q = sum(alpha * _kernel(state, ds) for (ds, da), alpha in
-                    zip(self.learner.params["_dictionary"], self.learner.params["_alpha_tilda"]) if da.act == a)
+            q = sum(
+                alpha * _kernel(state, ds)
+                for (ds, da), alpha in zip(self.learner.params["_dictionary"], self.learner.params["_alpha_tilda"])
+                if da.act == a
+            )
             if self.scale > 0:
                 q += self.scale * Settings.random.randn()
             scored.append((q, a))

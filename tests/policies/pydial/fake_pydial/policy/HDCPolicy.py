@@ -1,4 +1,5 @@
 """Stand-in for PyDial3's policy/HDCPolicy.py: ask for the first unsure slot, else inform."""
+
 from ontology import Ontology
 from policy.Policy import Policy, top
 

@@ -1,4 +1,5 @@
 """Stand-in for PyDial3's policy/Policy.py: state kept between turns, summary -> master act."""
+
 from ontology import Ontology
 from utils import Settings
 

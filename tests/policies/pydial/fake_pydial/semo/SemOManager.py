@@ -1,4 +1,5 @@
 """Stand-in for PyDial3's semo/SemOManager.py: templates read lazily by relative path."""
+
 import json
 import random
 

@@ -1,4 +1,5 @@
 """Stand-in for PyDial3's utils/Settings.py: module-global config and random generator."""
+
 import configparser
 
 import numpy.random as nprandom
