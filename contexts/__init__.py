@@ -20,10 +20,10 @@ from __future__ import annotations
 from contexts._collect import ENV_OPTIONS, collect, dialogue_seed
 from contexts._dialogues import from_dialogues_jsonl, is_dialogue_log, logged_responses
 from contexts._grid import default_values, generate_grid, grid_levels
-from contexts._logged import ContextRecorder, LogFormatError, check_belief, from_jsonl
+from contexts._logged import ContextRecorder, check_belief, from_jsonl
 from contexts._perturb import PERTURBATION_KINDS, check_noise, perturb
 from contexts._select import select, top_belief
-from contexts.corpus import from_unified, read_unified
+from contexts.corpus import from_unified
 
 __all__ = [
     "generate_grid",
@@ -38,8 +38,6 @@ __all__ = [
     "is_dialogue_log",
     "logged_responses",
     "from_unified",
-    "read_unified",
-    "LogFormatError",
     "check_belief",
     "select",
     "top_belief",

@@ -19,7 +19,7 @@ policy answers and a modular one cannot). The context's ``meta``: ``origin="logg
 ``dialogue`` (the dialogue's id), ``turn`` (1-based system turn), ``log_line``, the dialogue's
 ``meta``, and what the logged system did there — ``system_text`` and ``system_act`` — so the
 logged system itself can be compared with other policies (:func:`logged_responses`). Every
-problem raises :class:`~contexts.LogFormatError` naming ``file:line`` and the turn; with
+problem raises :class:`~policies.corpora.LogFormatError` naming ``file:line`` and the turn; with
 ``strict=False`` (``contexts import --lenient``) the bad lines are skipped instead and listed in
 the set's ``meta["skipped"]``.
 """
@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import ContextSet, ResponseTable, TableFormatError, canonical_copy, check_history
-from contexts._logged import LogFormatError, check_belief, reject_non_finite
+from contexts._logged import check_belief
 from contexts.commands import output_path
+from policies.corpora import LogFormatError, reject_non_finite
 
 __all__ = ["from_dialogues_jsonl", "logged_responses", "is_dialogue_log", "register_wizard"]
 

@@ -12,7 +12,7 @@ a ``beliefs`` object mapping each slot to a ``{value: probability}`` object, pro
 [0, 1]; non-finite numbers are refused anywhere). Every context's ``meta`` gets
 ``origin="logged"`` (overriding any ``origin`` given); contexts imported from a file also get
 ``log_line``. :func:`from_jsonl` refuses a file at its first bad line with a
-:class:`LogFormatError` naming ``file:line``; with ``strict=False`` it skips the bad lines
+:class:`policies.corpora.LogFormatError` naming ``file:line``; with ``strict=False`` it skips the bad lines
 instead and lists them in the set's ``meta["skipped"]`` (``behavsim contexts import --lenient``
 prints them). ``ContextRecorder(strict=False)`` records any JSON object (for a policy of your
 own that reads another layout; such a set is used in memory, and :meth:`ContextSet.save`
@@ -28,18 +28,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, ContextSet, TableFormatError, belief_problem, canonical_copy
+from behavsim import ConfigError, ContextSet, belief_problem, canonical_copy
+from policies.corpora import LogFormatError, reject_non_finite
 
-__all__ = ["ContextRecorder", "from_jsonl", "LogFormatError", "check_belief", "reject_non_finite"]
-
-
-class LogFormatError(TableFormatError):
-    """A logged belief state or a line of a JSONL log is not usable; the message names where."""
-
-
-def reject_non_finite(name: str) -> Any:
-    """``json.loads(..., parse_constant=reject_non_finite)``: NaN and infinities are refused."""
-    raise ValueError(f"non-finite number {name} is not allowed")
+__all__ = ["ContextRecorder", "from_jsonl", "check_belief"]
 
 
 def check_belief(belief: Any, strict: bool = True) -> str | None:

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from behavsim import BehavsimError, ConfigError, ContextSet
-from contexts import ContextRecorder, LogFormatError, collect, from_jsonl
+from contexts import ContextRecorder, collect, from_jsonl
+from policies.corpora import LogFormatError
 from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.env import DialogueEnv
 

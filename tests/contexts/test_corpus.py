@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from behavsim import ContextSet, ResponseTable, compare, parse_acts
-from contexts import LogFormatError, logged_responses
-from contexts.corpus import BELIEF_SOURCES, from_unified, read_unified, state_agreement
+from contexts import logged_responses
+from contexts.corpus import BELIEF_SOURCES, from_unified, state_agreement
+from policies.corpora import LogFormatError, read_unified
 from policies.simulation.domain import resolve_domain
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ import pytest
 import contexts
 from behavsim import ContextSet, ResponseTable, TableFormatError, check_policy, respond
 from behavsim.policy import PolicyErrorsWarning, UnanswerableContexts
+from policies.corpora import LogFormatError
 
 # Fingerprints computed by behavsim before histories existed (commit e874c1d): sets without
 # histories must keep them.
@@ -230,7 +231,7 @@ def test_import_logged_dialogues(tmp_path):
     ],
 )
 def test_dialogue_log_errors_are_named(tmp_path, dialogue, message):
-    with pytest.raises(contexts.LogFormatError, match=message):
+    with pytest.raises(LogFormatError, match=message):
         contexts.from_dialogues_jsonl(_log(tmp_path, [dialogue]))
 
 
@@ -240,7 +241,7 @@ def test_lenient_import_skips_bad_dialogues_and_lists_them(tmp_path, capsys):
     good = {"id": "d1", "turns": [{"speaker": "user", "text": "hi"}, {"speaker": "system", "text": "hello"}]}
     bad_belief = {"id": "d2", "turns": [{"speaker": "system", "text": "x", "belief": {"beliefs": {"area": [1]}}}]}
     p = _log(tmp_path, [good, bad_belief, good])  # line 3: d1 again
-    with pytest.raises(contexts.LogFormatError, match=r":2: turn 0: beliefs\.area: expected \{value: probability\}"):
+    with pytest.raises(LogFormatError, match=r":2: turn 0: beliefs\.area: expected \{value: probability\}"):
         contexts.from_dialogues_jsonl(p)
     cs = contexts.from_dialogues_jsonl(p, strict=False)
     assert cs.ids == ["d1/t1"] and cs.meta["dialogues"] == 1
@@ -250,7 +251,7 @@ def test_lenient_import_skips_bad_dialogues_and_lists_them(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"skipped {p}:2: turn 0: beliefs.area:")
     assert err[-1] == f"skipped 2 bad dialogue lines of {p}; kept 1 contexts"
-    with pytest.raises(contexts.LogFormatError, match=r"no system turns in the file \(every .*\(2 bad lines skipped"):
+    with pytest.raises(LogFormatError, match=r"no system turns in the file \(every .*\(2 bad lines skipped"):
         contexts.from_dialogues_jsonl(_log(tmp_path, [bad_belief, {"turns": []}]), strict=False)
 
 

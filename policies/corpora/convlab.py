@@ -7,7 +7,8 @@ PyDial domain: one act per intent (:data:`INTENTS`; :data:`NO_VENUE_INTENTS` bec
 ``inform(name=none, …)``), slot names as PyDial spells them (:data:`SLOT_NAMES`), values
 lower-cased, the turn's acts an act set (``inform(…)|request(…)``, :func:`behavsim.parse_acts`) —
 and counts in :class:`ImportCounts` what it keeps, renames and cannot keep. Used by
-:func:`contexts.corpus.from_unified`; ``docs/contexts.md`` prints the table.
+:func:`contexts.corpus.from_unified` and the end-to-end model's training on a corpus
+(:mod:`policies.e2e`); ``docs/contexts.md`` prints the table.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from behavsim import DialogueAct, format_acts
-from contexts._logged import LogFormatError
+from policies.corpora.errors import LogFormatError
 from policies.simulation.domain import DONTCARE, Domain
 
 __all__ = ["INTENTS", "NO_VENUE_INTENTS", "SLOT_NAMES", "GENERAL_DOMAIN", "ImportCounts", "ActMapper", "normalise"]
