@@ -252,9 +252,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Run the ``train`` command; returns the exit code (0 ok, 2 bad input)."""
     if args.policy == "e2e":
         return cmd_train_e2e(args)
-    if getattr(args, "teacher", None):
-        print("behavsim train: error: --teacher applies to --policy e2e only", file=sys.stderr)
-        return 2
+    for option, name in (("--teacher", "teacher"), ("--corpus", "corpus")):
+        if getattr(args, name, None):
+            print(f"behavsim train: error: {option} applies to --policy e2e only", file=sys.stderr)
+            return 2
     monitor = None
     try:
         config = _config_from_args(args)

@@ -6,6 +6,11 @@ The options that only the end-to-end model has (``--teacher``, ``--epochs``, ``-
 
     behavsim train --policy e2e --teacher handcrafted --seed 0 -o runs/e2e-hc0
     behavsim train --policy e2e --teacher runs/gp/ts-seed0/ckpt-010000.npz --seed 1 -o runs/e2e-gp1
+    behavsim train --policy e2e --corpus camrest676/data.zip --split train --seed 0 -o runs/e2e-people0
+
+``--corpus PATH`` trains on people's dialogues (a corpus in ConvLab-3's unified format) instead
+of a teacher's: every system turn of ``--split`` is an example, ``--validation-split`` chooses
+the checkpoint and stops training early (:mod:`policies.e2e._corpus`).
 
 Running it again on the same folder resumes from the last checkpoint; a folder holding a run with
 other settings is refused.
@@ -14,12 +19,15 @@ other settings is refused.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError
-from policies.e2e._train import E2EConfig, train_e2e
+from policies.e2e._corpus import corpus_dialogues
+from policies.e2e._train import BEST_FILE, E2EConfig, train_e2e
 
 __all__ = ["add_e2e_options", "cmd_train_e2e", "e2e_config_from_args"]
 
@@ -33,14 +41,38 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         help="the policy the model imitates: any policy spec (handcrafted, a GP-SARSA checkpoint .npz, pydial:CFG, ...)",
     )
     g.add_argument(
-        "--epochs", type=int, default=d.epochs, help=f"passes over the teacher's dialogues (default {d.epochs})"
+        "--corpus",
+        metavar="PATH",
+        help="train on people's dialogues instead of a teacher's: a corpus in ConvLab-3's unified format "
+        "(its data.zip, folder or dialogues.json); every system turn of --split is an example",
+    )
+    g.add_argument("--split", help="--corpus: the split trained on (default train)")
+    g.add_argument(
+        "--validation-split",
+        metavar="SPLIT",
+        help="--corpus: the split that chooses the checkpoint and stops training early (default validation; "
+        "none: no validation)",
+    )
+    g.add_argument(
+        "--patience",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"--corpus: stop after N checkpoints without a better validation loss (default {CORPUS_DEFAULTS['patience']}; 0: never)",
+    )
+    g.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"passes over the teacher's dialogues (default {d.epochs}; --corpus: {CORPUS_DEFAULTS['epochs']})",
     )
     g.add_argument(
         "--batch-dialogues",
         type=int,
-        default=d.batch_dialogues,
+        default=None,
         metavar="B",
-        help=f"teacher dialogues (all their turns) per optimiser step (default {d.batch_dialogues})",
+        help=f"teacher dialogues (all their turns) per optimiser step (default {d.batch_dialogues}; --corpus: "
+        f"{CORPUS_DEFAULTS['batch_dialogues']})",
     )
     g.add_argument(
         "--threads", type=int, default=d.threads, help=f"PyTorch threads, fixed for determinism (default {d.threads})"
@@ -80,11 +112,28 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: A corpus run's defaults where they differ from a teacher run's (a few hundred dialogues, not
+#: thousands: more passes, and more dialogues per step).
+CORPUS_DEFAULTS: dict[str, Any] = {"epochs": 12, "batch_dialogues": 4, "patience": 2, "validation": "validation"}
+
+
 def e2e_config_from_args(args: argparse.Namespace):
     """The :class:`~policies.e2e.E2EConfig` of a ``train --policy e2e`` command line."""
     d = E2EConfig()
+    corpus = getattr(args, "corpus", None)
+    if corpus and args.teacher:
+        raise ConfigError("--policy e2e: give --teacher SPEC or --corpus PATH, not both")
+    if not corpus:
+        given = [o for o, v in (("--split", args.split), ("--validation-split", args.validation_split),
+                                ("--patience", args.patience)) if v is not None]  # fmt: skip
+        if given:
+            raise ConfigError(f"{', '.join(given)}: for --corpus PATH (people's dialogues), not for a teacher")
+    if corpus:
+        return _corpus_config(args, corpus)
     if not args.teacher:
-        raise ConfigError("--policy e2e needs --teacher SPEC (the policy to imitate, e.g. handcrafted)")
+        raise ConfigError(
+            "--policy e2e needs --teacher SPEC (the policy to imitate, e.g. handcrafted) or --corpus PATH (people's dialogues)"
+        )
     seeds = args.seeds if args.seeds is not None else [0]
     if len(seeds) != 1:
         raise ConfigError(f"--policy e2e trains one seed per run folder; got --seed {' '.join(map(str, seeds))}")
@@ -97,9 +146,9 @@ def e2e_config_from_args(args: argparse.Namespace):
         teacher=args.teacher,
         seed=int(seeds[0]),
         dialogues=dialogues,
-        epochs=args.epochs,
+        epochs=args.epochs if args.epochs is not None else d.epochs,
         checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else dialogues,
-        batch_dialogues=args.batch_dialogues,
+        batch_dialogues=args.batch_dialogues if args.batch_dialogues is not None else d.batch_dialogues,
         n_layer=args.layers,
         n_embd=args.width,
         n_head=args.heads,
@@ -111,6 +160,50 @@ def e2e_config_from_args(args: argparse.Namespace):
         belief_weight=args.belief_weight,
         domain=args.domain,
         user=args.user,
+    )
+
+
+def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
+    """A corpus run's configuration: every dialogue of the split in each epoch (the largest
+    multiple of the batch; each epoch draws its own), unless ``--dialogues`` says fewer."""
+    seeds = args.seeds if args.seeds is not None else [0]
+    if len(seeds) != 1:
+        raise ConfigError(f"--policy e2e trains one seed per run folder; got --seed {' '.join(map(str, seeds))}")
+    if args.rewards:
+        raise ConfigError("--reward does not apply to --policy e2e (it imitates people; it has no reward)")
+    if args.dagger_dialogues:
+        raise ConfigError("--dagger-dialogues: DAgger needs a teacher to label the model's dialogues, not --corpus")
+    if args.user:
+        raise ConfigError("--user: a corpus run plays no simulated user")
+    split = args.split or "train"
+    batch = args.batch_dialogues if args.batch_dialogues is not None else CORPUS_DEFAULTS["batch_dialogues"]
+    if batch < 1:
+        raise ConfigError(f"--batch-dialogues must be a positive integer, got {batch}")
+    available = corpus_dialogues(corpus, split)
+    dialogues = args.dialogues if args.dialogues is not None else available - available % batch
+    if dialogues < 1:
+        raise ConfigError(f"{corpus}: split {split!r} has {available} dialogues, fewer than --batch-dialogues {batch}")
+    validation = args.validation_split or CORPUS_DEFAULTS["validation"]
+    return E2EConfig(
+        teacher="wizard",
+        corpus=str(corpus),
+        split=split,
+        validation=None if validation == "none" else validation,
+        patience=args.patience if args.patience is not None else CORPUS_DEFAULTS["patience"],
+        seed=int(seeds[0]),
+        dialogues=dialogues,
+        epochs=args.epochs if args.epochs is not None else CORPUS_DEFAULTS["epochs"],
+        checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else dialogues,
+        batch_dialogues=batch,
+        n_layer=args.layers,
+        n_embd=args.width,
+        n_head=args.heads,
+        lr=args.lr,
+        threads=args.threads,
+        chat=bool(getattr(args, "chat", True)),
+        dagger_dialogues=0,
+        belief_weight=args.belief_weight,
+        domain=args.domain,
     )
 
 
@@ -128,6 +221,10 @@ def cmd_train_e2e(args: argparse.Namespace) -> int:
     print(f"{'checkpoint':<28} {'dialogues':>9}")
     for n, path in ckpts:
         print(f"{str(path):<28} {n:>9}")
+    best = Path(args.output) / BEST_FILE
+    if best.is_file():
+        info = json.loads(best.read_text(encoding="utf-8"))
+        print(f"best on validation: {info['checkpoint']} (validation loss {info['validation']:.4f})")
     print(
         f"end-to-end model: {ckpts[-1][1] if ckpts else '-'} (wall {time.perf_counter() - t0:.1f} s, "
         f"CPU {time.process_time() - c0:.1f} s)"

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from behavsim import DialogueAct, canonical_act, format_act, parse_act
+from behavsim import DialogueAct, canonical_act, format_act, format_acts, parse_acts
 
 __all__ = [
     "SPECIAL",
@@ -69,7 +69,9 @@ __all__ = [
     "parse_act_text",
     "lex_act",
     "delex_prompt",
+    "delex_words",
     "lex_prompt",
+    "ACT_JOIN",
     "E2EFormatError",
 ]
 
@@ -86,6 +88,8 @@ SPECIAL = {
     "response": "<|response|>",
     "answer": "<|answer|>",
 }
+#: Between the acts of an act set as the model writes it (``inform name = [v] | request area``).
+ACT_JOIN = " |"
 #: In an act: "the named venue's value of this slot", filled from the database.
 PLACEHOLDER = "[v]"
 #: How many matching venues the database result names.
@@ -257,7 +261,10 @@ def delex_act(
     first venue of the database result (``shown``) is written ``[v]``: the venue the database puts
     first, which :func:`lex_act` fills back. In an act that says no venue matches (``name = none``),
     a value of the constraints the database was queried with (``constraints``) is written ``[v]``."""
-    a = parse_act(act)
+    acts = parse_acts(act)
+    if len(acts) > 1:  # an act set (people's turns): each act as one, joined
+        return ACT_JOIN.join(delex_act(format_act(x), domain, lexicon, shown, constraints) for x in acts)
+    a = acts[0]
     venue = _venue_of(a.items, domain)
     top = shown[0] if shown and venue is not None else None
     held = dict(constraints) if _no_venue(a.items, venue) else {}
@@ -304,7 +311,11 @@ def lex_act(
     venue of the database result the model read (``shown``, in the order shown), as task-oriented
     end-to-end systems lexicalise a name from the database; in an act that says no venue matches
     (``name = none``), ``[v]`` is the value of that slot in the constraints the database was
-    queried with (``constraints``: the model's own belief span); an item written twice counts once."""
+    queried with (``constraints``: the model's own belief span); an item written twice counts once.
+    Acts joined by ``|`` (:data:`ACT_JOIN`) are an act set, each act read as one."""
+    if "|" in text:
+        parts = [lex_act(part, domain, lexicon, shown, constraints) for part in text.split("|")]
+        return format_acts([a for part in parts for a in parse_acts(part)])
     t, items = parse_act_text(text)
     items = [(s, v if v == PLACEHOLDER else lexicon.value(v)) for s, v in items]
     if shown and not any(s == "name" and v != PLACEHOLDER for s, v in items):
@@ -335,12 +346,13 @@ def lex_act(
 
 # ------------------------------------------------------------------------- prompts
 def _value_map(act: str) -> dict[str, str]:
-    """Slot -> value for the act's slots that occur once with a value worth a placeholder."""
-    a = parse_act(act)
+    """Slot -> value for the act's slots that occur once with a value worth a placeholder (the
+    acts of an act set together)."""
+    items = [item for a in parse_acts(act) for item in a.items]
     counts: dict[str, int] = {}
-    for s, _ in a.items:
+    for s, _ in items:
         counts[s] = counts.get(s, 0) + 1
-    return {s: v for s, v in a.items if counts[s] == 1 and v not in ("", "none", "dontcare")}
+    return {s: v for s, v in items if counts[s] == 1 and v not in ("", "none", "dontcare")}
 
 
 def _word(value: str) -> re.Pattern:
@@ -357,6 +369,56 @@ def delex_prompt(prompt: str, act: str) -> str:
     if price is not None:
         text = _word(_PRICE_ADVERB.get(price, price + "ly")).sub("[pricerange_adv]", text)
     return " " + text if text else ""
+
+
+#: The venue fields whose values :func:`delex_words` replaces besides the informable slots'.
+VENUE_FIELDS = ("name", "addr", "phone", "postcode")
+_ONTOLOGY: dict[int, tuple[re.Pattern, dict[str, str]]] = {}
+
+
+def _ontology(domain: Any) -> tuple[re.Pattern, dict[str, str]]:
+    """A pattern of every value of the domain's ontology (informable values, the venues' names,
+    addresses, phones and postcodes, the price adverbs), longest first, and each value's placeholder."""
+    key = id(domain)
+    if key not in _ONTOLOGY:
+        ref: dict[str, str] = {}
+        for v in domain.venues:
+            for f in VENUE_FIELDS:
+                value = clean(v.get(f) or "")
+                if value and value not in ("none", "dontcare"):
+                    ref.setdefault(value, f"[{f}]")
+                    for variant in _postcode_variants(value) if f == "postcode" else ():
+                        ref.setdefault(variant, f"[{f}]")
+        for slot, values in domain.informable.items():
+            for value in values:
+                value = clean(value)
+                if value and value not in ("none", "dontcare"):
+                    ref.setdefault(value, f"[{slot}]")
+        for price in domain.informable.get("pricerange", ()):
+            ref.setdefault(_PRICE_ADVERB.get(price, price + "ly"), "[pricerange_adv]")
+        ordered = sorted(ref, key=lambda v: (-len(v), v))
+        pattern = re.compile(r"(?<![a-z0-9\[])(?:" + "|".join(re.escape(v) for v in ordered) + r")(?![a-z0-9\]])")
+        _ONTOLOGY[key] = (pattern, ref)
+    return _ONTOLOGY[key]
+
+
+def _postcode_variants(value: str) -> list[str]:
+    """How people write a postcode the database spells PyDial's way: ``c.b 4, 1 u.y`` is also
+    ``cb4 1uy`` and ``cb41uy``."""
+    parts = re.sub(r"[.,]", "", value).split()
+    if len(parts) != 4:
+        return []
+    return [f"{parts[0]}{parts[1]} {parts[2]}{parts[3]}", "".join(parts)]
+
+
+def delex_words(text: str, act: str | None, domain: Any) -> str:
+    """A person's words as a response target: the act's values as ``[slot]`` placeholders
+    (:func:`delex_prompt`; none without an act), then every value of the domain's ontology left in
+    them — a venue's name, address, phone or postcode, a food, area or price range (and its
+    adverb) — as its slot's placeholder, longest values first, whole words."""
+    words = delex_prompt(text, act) if act else (" " + clean(text) if clean(text) else "")
+    pattern, ref = _ontology(domain)
+    return pattern.sub(lambda m: ref[m.group(0)], words)
 
 
 def lex_prompt(text: str, act: str) -> str:

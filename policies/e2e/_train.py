@@ -45,6 +45,7 @@ import numpy as np
 from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
+from policies.e2e._corpus import corpus_data
 from policies.e2e._data import constraints_of, play_corrected, play_teacher
 from policies.e2e._format import (
     MAX_MATCHES,
@@ -55,13 +56,14 @@ from policies.e2e._format import (
     db_text,
     delex_act,
     delex_prompt,
+    delex_words,
 )
 from policies.e2e._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
 from policies.e2e._session import decision_points, history_parts, token_ids
 from policies.e2e._tokenizer import build_tokenizer
 from policies.simulation.domain import resolve_domain
 
-__all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE"]
+__all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE", "BEST_FILE"]
 
 #: The chat mode's prompt template (``behavsim-prompt``, see :mod:`policies.llm._prompts`),
 #: written into every checkpoint folder of a run with ``chat``: the folder's default template for
@@ -87,8 +89,10 @@ role = "history"
 #: venue's description is long (below the 128 new tokens hf: and openai: ask for by default).
 CHAT_ACT_LIMIT = 120
 
-#: What a configuration written before these settings existed meant by their absence.
-_ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0}
+#: What a configuration written before these settings existed meant by their absence (the corpus
+#: settings are left out of a teacher run's configuration: its files are as they were before them).
+_CORPUS = {"corpus": None, "split": "train", "validation": "validation", "patience": 2}
+_ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0, **_CORPUS}
 #: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
 AUTO = -1
 
@@ -123,8 +127,21 @@ class E2EConfig:
     dagger_dialogues: int = AUTO  # AUTO: a tenth of ``dialogues`` (200 of the default 2,000); 0: none
     dagger_from: int = 2
     belief_weight: float = 3.0  # the loss weight of the belief spans' tokens (1: every target alike)
+    corpus: str | None = None  # a corpus of people's dialogues to imitate instead of a teacher
+    split: str = "train"  # the corpus's split trained on
+    validation: str | None = "validation"  # the corpus's split for model selection and early stopping
+    patience: int = 2  # stop after this many checkpoints without a better validation loss (0: never)
 
     def __post_init__(self) -> None:
+        if self.corpus is not None:
+            if self.dagger_dialogues == AUTO:
+                object.__setattr__(self, "dagger_dialogues", 0)
+            if self.dagger_dialogues:
+                raise ConfigError("e2e training: DAgger needs a teacher to label the model's dialogues, not a corpus")
+            if not isinstance(self.split, str) or not self.split:
+                raise ConfigError(f"e2e training: split must be a split name, got {self.split!r}")
+            if isinstance(self.patience, bool) or not isinstance(self.patience, int) or self.patience < 0:
+                raise ConfigError(f"e2e training: patience must be a non-negative integer, got {self.patience!r}")
         if self.checkpoint_every == 0 and isinstance(self.dialogues, int):
             object.__setattr__(self, "checkpoint_every", self.dialogues)
         if self.dagger_dialogues == AUTO and isinstance(self.dialogues, int):
@@ -187,7 +204,8 @@ class E2EConfig:
         return points if points and points[-1] == self.total else [*points, self.total]
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        return {k: v for k, v in d.items() if k not in _CORPUS} if self.corpus is None else d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "E2EConfig":
@@ -266,13 +284,17 @@ class _Row:
 class _DialogueTexts:
     segments: list[str]  # per decision point: its turns' text
     beliefs: list[str]  # per decision point: the belief span's label
-    blocks: list[tuple[int, str, str, str]]  # per context: decision point, db result, act, response
+    blocks: list[tuple[int, str, str | None, str]]  # per context: decision point, db result, act (None: none), response
     chat: list[str]  # per decision point: its turns as said (the chat mode)
     chat_blocks: list[tuple[int, str]]  # per context: decision point, the act as behavsim writes it
 
 
-def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int]) -> _DialogueTexts:
-    """The texts of one teacher dialogue (its contexts' indices in order)."""
+def _texts(
+    cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int], people: bool = False
+) -> _DialogueTexts:
+    """The texts of one teacher dialogue (its contexts' indices in order). ``people``: a corpus's
+    dialogue (:mod:`._corpus`): a turn without an act trains its words only, and the words are
+    delexicalised with the domain's ontology (:func:`~._format.delex_words`)."""
     last = dialogue[-1]
     segments, _, lexicons = history_parts(cs.history(last) or [], domain)
     chat = [chat_text(part) for part in decision_points(cs.history(last) or [])]
@@ -286,16 +308,20 @@ def _texts(cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int
     blocks, chat_blocks = [], []
     for j, c in sorted((j, c) for j, c in labels.items()):
         act = table.acts[c]
-        if act is None:
+        if act is None and not people:
             raise ConfigError(f"teacher table: no act for context {cs.ids[c]!r} ({table.errors[c]})")
         lex = lexicons[j].copy()
         constraints = constraints_of(cs.beliefs[c], domain)
         result = db_query(domain, constraints)
         shown = lex.recent(result.names)[:MAX_MATCHES]
         db = db_text(result, lex)
-        written = delex_act(act, domain, lex, shown, constraints)
-        blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act)))
-        chat_blocks.append((j, act))
+        written = delex_act(act, domain, lex, shown, constraints) if act is not None else None
+        if people:
+            blocks.append((j, db, written, delex_words(table.prompts[c] or "", act, domain)))
+        else:
+            blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act)))
+        if act is not None:
+            chat_blocks.append((j, act))
     return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
 
 
@@ -305,7 +331,8 @@ _Encode = Callable[[Sequence[str]], list[list[int]]]
 
 def _all_texts(t: _DialogueTexts) -> Iterator[str]:
     """Every text of a dialogue that becomes tokens (what the tokenizer's vocabulary covers)."""
-    yield from (*t.segments, *t.beliefs, *(y for b in t.blocks for y in b[1:]), *t.chat, *(a for _, a in t.chat_blocks))
+    yield from (*t.segments, *t.beliefs, *(y or "" for b in t.blocks for y in b[1:]), *t.chat)
+    yield from (a for _, a in t.chat_blocks)
 
 
 def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
@@ -333,11 +360,16 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -
         ids += span
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets, belief_targets=len(targets))
-    cols = [encode([str(b[k]) for b in t.blocks]) for k in (1, 2, 3)]
+    cols = [encode([b[k] or "" for b in t.blocks]) for k in (1, 2, 3)]
     dropped = 0
-    for (j, *_), db, act, resp in zip(t.blocks, *cols):
+    for (j, _, written, _), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
+        if written is None:  # a person's turn without an act: its words are the only targets
+            head.append(sp["response"])
+            act = []
         block = [*head, *act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
+        if written is None:
+            block = [*head, *resp[: LIMITS["response"] - 1], sp["eos"]]
         if j >= len(ends) or ends[j] + len(block) > n_positions:
             dropped += 1
             continue
@@ -385,8 +417,9 @@ def _prepare(config: E2EConfig, out: Path) -> None:
         except ValueError as exc:
             raise ConfigError(f"{run}: unreadable ({exc})") from None
         old_config = {**_ABSENT, **(old.get("config") or {})}
-        if old_config != config.to_dict():
-            diff = sorted(k for k in config.to_dict() if old_config.get(k) != config.to_dict()[k])
+        new_config = {**_ABSENT, **config.to_dict()}
+        if old_config != new_config:
+            diff = sorted(k for k in new_config if old_config.get(k) != new_config[k])
             raise ConfigError(
                 f"{out}: holds an end-to-end run with other settings (differs in {', '.join(diff)}); "
                 "use another folder, or the same settings to resume"
@@ -448,16 +481,33 @@ def train_e2e(
     out = Path(out)
     say = report or (lambda line: None)
     domain = resolve_domain(config.domain)
-    parse_spec(config.teacher)  # an unknown kind is refused before the folder is made
-    _prepare(config, out)
-    cs, table = _teacher_data(config, out, domain, say)
-    texts = [_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    validation: list[list[_Row]] = []
+    if config.corpus is not None:
+        cs, table, groups = corpus_data(config.corpus, config.split, domain)  # bad input: refused before the folder
+        if config.dialogues > len(groups):
+            raise ConfigError(
+                f"e2e training: dialogues {config.dialogues} per epoch, but split {config.split!r} of "
+                f"{config.corpus} has {len(groups)}"
+            )
+        held = corpus_data(config.corpus, config.validation, domain) if config.validation is not None else None
+        _prepare(config, out)
+        texts = [_texts(cs, table, domain, idx, people=True) for idx in groups]
+        say(f"{table.policy['corpus']} split {config.split}: {len(groups)} dialogues, {len(cs)} system turns")
+    else:
+        parse_spec(config.teacher)  # an unknown kind is refused before the folder is made
+        _prepare(config, out)
+        cs, table = _teacher_data(config, out, domain, say)
+        texts = [_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
     tokenizer = build_tokenizer((x for t in texts for x in _all_texts(t)), domain)
     rows, dropped = _rows(config, tokenizer, texts)
     if dropped:
-        say(f"{dropped} of {len(cs)} teacher contexts do not fit {config.n_positions} positions: not trained on")
+        say(f"{dropped} of {len(cs)} training contexts do not fit {config.n_positions} positions: not trained on")
+    if config.corpus is not None and held is not None:
+        vcs, vtable, vgroups = held
+        validation, _ = _rows(config, tokenizer, [_texts(vcs, vtable, domain, idx, people=True) for idx in vgroups])
+        say(f"validation: split {config.validation}, {len(vgroups)} dialogues, {len(vcs)} system turns")
     with _torch_settings(config.threads) as torch:
-        _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after)
+        _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, validation)
     return list_e2e_checkpoints(out)
 
 
@@ -527,11 +577,13 @@ class _Corrections:
         return self._rows[b]
 
 
-def _epoch_order(config: E2EConfig, epoch: int, extra: int) -> np.ndarray:
+def _epoch_order(config: E2EConfig, epoch: int, extra: int, pool: int = 0) -> np.ndarray:
     """The dialogues epoch ``epoch`` trains on, in order: indices below ``dialogues`` are the
     teacher's, the others the ``extra`` corrected dialogues (all of them, with teacher dialogues
-    filling the epoch)."""
+    filling the epoch). A corpus run draws its ``dialogues`` from all ``pool`` of the split."""
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, epoch]))
+    if config.corpus is not None:
+        return rng.permutation(pool)[: config.dialogues]
     order = rng.permutation(config.dialogues)
     if not extra:
         return order
@@ -567,7 +619,7 @@ def _optimizer(torch: Any, model: Any, config: E2EConfig) -> Any:
     return torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True)
 
 
-def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) -> None:
+def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, validation=()) -> None:
     from safetensors.torch import load_file  # comes with transformers: loaded only to read or write weights
 
     model = _new_model(torch, config, tokenizer)
@@ -584,6 +636,9 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
         _load_optimizer(torch, opt, last / "optimizer.safetensors")
         losses = json.loads((last / "trainer_state.json").read_text(encoding="utf-8"))["losses"]
         say(f"resuming from {last.name} ({done} dialogues trained on)")
+        if _stopped(losses, config.patience):
+            say(f"stopped early at {last.name}: no better validation loss in {config.patience} checkpoints")
+            return
     model.train()
     total_steps = config.total // config.batch_dialogues
     schedule = set(config.schedule())
@@ -595,7 +650,7 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
         epoch, offset = divmod(done, config.dialogues)
         if pool is None or pool[0] != epoch:
             extra = corrections.rows_before(epoch)
-            pool = (epoch, rows + extra, _epoch_order(config, epoch, len(extra)))
+            pool = (epoch, rows + extra, _epoch_order(config, epoch, len(extra), len(rows)))
         chosen = pool[2][offset : offset + config.batch_dialogues]
         step = done // config.batch_dialogues
         for g in opt.param_groups:
@@ -605,11 +660,52 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after) ->
         done += config.batch_dialogues
         if done in schedule:
             losses.append({"dialogues": done, "loss": float(np.mean(window)), "epoch": epoch + 1})
+            held = ""
+            if validation:
+                losses[-1]["validation"] = _validation_loss(torch, model, [r for d in validation for r in d])
+                held = f", validation {losses[-1]['validation']:.4f}"
             window = []
             path = _save(torch, model, opt, tokenizer, config, out, done, losses, table, domain)
-            say(f"{path.name}: loss {losses[-1]['loss']:.4f} ({time.perf_counter() - t0:.1f} s)")
+            if validation:
+                _write_best(out, losses)
+            say(f"{path.name}: loss {losses[-1]['loss']:.4f}{held} ({time.perf_counter() - t0:.1f} s)")
             if stop_after is not None and done >= stop_after:
                 return
+            if _stopped(losses, config.patience):
+                say(f"stopped early: no better validation loss in {config.patience} checkpoints")
+                return
+
+
+#: The run folder's record of its best checkpoint by validation loss (a corpus run with a validation split).
+BEST_FILE = "e2e-best.json"
+
+
+def _stopped(losses: list[dict[str, Any]], patience: int) -> bool:
+    """Early stopping: the last ``patience`` checkpoints' validation losses are none better than
+    the best before them (never with ``patience`` 0 or without validation losses)."""
+    held = [x["validation"] for x in losses if "validation" in x]
+    if not patience or len(held) <= patience:
+        return False
+    return min(held[-patience:]) >= min(held[:-patience])
+
+
+def _write_best(out: Path, losses: list[dict[str, Any]]) -> None:
+    """``e2e-best.json``: the checkpoint with the lowest validation loss so far (the first of equals)."""
+    best = min((x for x in losses if "validation" in x), key=lambda x: x["validation"])
+    info = {"checkpoint": checkpoint_dir(out, best["dialogues"]).name, **best}
+    with atomic_path(out / BEST_FILE) as tmp:
+        tmp.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _validation_loss(torch, model, rows: list[_Row], batch: int = 16) -> float:
+    """The mean cross-entropy of every target of ``rows`` (no weighting), without gradients."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for b in range(0, len(rows), batch):
+            logits, targets = _forward(torch, model, rows[b : b + batch])
+            total += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
+            count += len(targets)
+    return total / max(1, count)
 
 
 def _step(torch, model, opt, rows: list[_Row], belief_weight: float = 1.0) -> float:
@@ -726,6 +822,7 @@ def _save(torch, model, opt, tokenizer, config: E2EConfig, out: Path, done: int,
         "format": MODEL_FORMAT,
         "version": MODEL_VERSION,
         "name": f"e2e-{teacher.get('id', 'teacher')}-seed{config.seed}",
+        **({"corpus": config.corpus, "split": config.split} if config.corpus is not None else {}),
         "reads": ["history"],
         "domain": domain.name,
         "domain_spec": config.domain,

@@ -1,0 +1,253 @@
+"""behavsim's end-to-end model trained on people's dialogues (``train --policy e2e --corpus``): the
+examples a small unified-format corpus written here makes, checked by hand; bad input; a tiny
+training that is deterministic, resumes to the same bytes and whose model loads and answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from behavsim import ResponseTable, parse_acts
+from policies.simulation.domain import resolve_domain
+
+
+def _acts(*entries):
+    """``dialogue_acts`` of entries ``(intent, slot[, value])`` (``general`` for greetings)."""
+    out = {"binary": [], "categorical": [], "non-categorical": []}
+    for intent, slot, *value in entries:
+        domain = "general" if intent in ("bye", "thank") else "restaurant"
+        if not value:
+            out["binary"].append({"intent": intent, "domain": domain, "slot": slot})
+        else:
+            kind = "non-categorical" if slot in ("name", "food") else "categorical"
+            out[kind].append({"intent": intent, "domain": domain, "slot": slot, "value": value[0]})
+    return out
+
+
+def _user(text, acts, state):
+    return {"speaker": "user", "utterance": text, "dialogue_acts": acts, "state": {"restaurant": state}}
+
+
+def _system(text, acts):
+    return {"speaker": "system", "utterance": text, "dialogue_acts": acts}
+
+
+def _dialogues(split: str, n: int) -> list[dict]:
+    """Dialogue 0: several intents in a system turn, a user value off the ontology (martian), a
+    system turn without an act, a goodbye; dialogue 1: a question for the food."""
+    first = [
+        _user(
+            "I want Chinese food in the north.",
+            _acts(("inform", "food", "Chinese"), ("inform", "area", "north")),
+            {"price range": "", "area": "north", "food": "chinese"},
+        ),
+        _system(
+            "Golden Wok is a Chinese place in the north. What price range?",
+            _acts(
+                ("inform", "name", "Golden Wok"),
+                ("inform", "food", "Chinese"),
+                ("inform", "area", "north"),
+                ("request", "price range"),
+            ),
+        ),
+        _user(
+            "Something martian please. The phone number?",
+            _acts(("inform", "food", "martian"), ("request", "phone")),
+            {"price range": "", "area": "north", "food": "martian"},
+        ),
+        _system("Sure.", _acts()),
+        _user("Thank you, bye.", _acts(("thank", "none"), ("bye", "none")), {}),
+        _system("Goodbye.", _acts(("bye", "none"))),
+    ]
+    second = [
+        _user(
+            "Cheap food in the centre.",
+            _acts(("inform", "price range", "cheap"), ("inform", "area", "centre")),
+            {"price range": "cheap", "area": "centre", "food": ""},
+        ),
+        _system("What kind of food would you like?", _acts(("request", "food"))),
+    ]
+    dialogues = []
+    for i in range(n):
+        turns = [dict(t, utt_idx=k) for k, t in enumerate(first if i % 2 == 0 else second)]
+        dialogues.append(
+            {
+                "dataset": "toy",
+                "data_split": split,
+                "dialogue_id": f"toy-{split}-{i}",
+                "domains": ["restaurant"],
+                "turns": turns,
+            }
+        )
+    return dialogues
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("toy")
+    data = _dialogues("train", 2) + _dialogues("validation", 2) + _dialogues("test", 2)
+    (folder / "dialogues.json").write_text(json.dumps(data), encoding="utf-8")
+    return folder
+
+
+def test_corpus_examples_checked_by_hand(corpus):
+    from policies.e2e._corpus import corpus_data
+    from policies.e2e._train import _texts
+
+    domain = resolve_domain(None)
+    cs, table, groups = corpus_data(corpus, "train", domain)
+    assert groups == [[0, 1, 2], [3]] and cs.ids == [
+        "toy-train-0/t1",
+        "toy-train-0/t2",
+        "toy-train-0/t3",
+        "toy-train-1/t1",
+    ]
+    assert isinstance(table, ResponseTable) and table.policy["id"] == "wizard"
+    # the wizard's act: an act set for the turn of two intents, None for the turn without one
+    assert table.acts == [
+        'inform(area="north",food="chinese",name="golden wok")|request(pricerange)',
+        None,
+        "bye()",
+        "request(food)",
+    ]
+    assert len(parse_acts(table.acts[0])) == 2
+    t = _texts(cs, table, domain, groups[0], people=True)
+    # the history: speakers and words, the big slots' values (food, name) as numbered placeholders
+    assert t.segments == [
+        "<|user|> i want [food_1] food in the north.",
+        "<|system|> [name_1] is a [food_1] place in the north. what price range?"
+        "<|user|> something martian please. the phone number?",
+        "<|system|> sure.<|user|> thank you, bye.",
+    ]
+    # the belief span's labels: the tracker's constraints after the user's acts; the martian food
+    # is off the ontology: the tracker keeps chinese
+    assert t.beliefs == [" area = north ; food = [food_1]"] * 3
+    (j0, db0, act0, words0), (j1, _, act1, words1), (j2, _, act2, words2) = t.blocks
+    assert (j0, j1, j2) == (0, 1, 2)
+    # three chinese venues in the north, in database order (hakka, golden wok, the hotpot): the act
+    # names golden wok, not the first shown, so it is written by its placeholder; its area and food are [v]
+    assert db0 == " matches 3 ; differ yes ; [name_1] ; [name_2] ; [name_3]"
+    assert act0 == " inform name = [name_2] ; area = [v] ; food = [v] | request pricerange"
+    # the words, delexicalised by the act and the ontology
+    assert words0 == " [name] is a [food] place in the [area]. what price range?"
+    assert (act1, words1) == (None, " sure.")  # no act: the words alone are targets
+    assert (act2, words2) == (" bye", " goodbye.")
+
+
+def test_a_turn_without_an_act_trains_its_words_only(corpus):
+    from policies.e2e._corpus import corpus_data
+    from policies.e2e._tokenizer import build_tokenizer
+    from policies.e2e._train import _all_texts, _encoder, _row, _texts
+
+    domain = resolve_domain(None)
+    cs, table, groups = corpus_data(corpus, "train", domain)
+    t = _texts(cs, table, domain, groups[0], people=True)
+    tok = build_tokenizer(list(_all_texts(t)), domain)
+    row, dropped = _row(tok, t, 1024, _encoder(tok, _all_texts(t)))
+    assert dropped == 0
+    blocks = []
+    for k in range(len(row.seen)):
+        blocks.append(tok.decode([tok_id for (i, tok_id) in row.targets if row.block[i + 1] == k]))
+    assert blocks == [
+        " inform name = [name_2] ; area = [v] ; food = [v] | request pricerange<|response|>"
+        " [name] is a [food] place in the [area]. what price range?<|endoftext|>",
+        " sure.<|endoftext|>",
+        " bye<|response|> goodbye.<|endoftext|>",
+    ]
+
+
+def test_words_off_the_vocabulary_are_unknown_one_by_one(corpus):
+    from policies.e2e._tokenizer import build_tokenizer
+
+    tok = build_tokenizer(["<|user|> i want chinese food"], resolve_domain(None))
+    ids = tok("<|user|> i want zorblax food", add_special_tokens=False)["input_ids"]
+    assert tok.convert_ids_to_tokens(ids) == ["<|user|>", " i", " want", "<|unk|>", " food"]
+
+
+def test_bad_corpus_input_is_one_line(corpus, tmp_path, capsys):
+    from behavsim.cli import main
+
+    base = ["train", "--policy", "e2e", "--layers", "1", "--width", "32", "--heads", "2", "--batch-dialogues", "2"]
+    base.append("--no-progress")
+    assert main([*base, "--corpus", str(corpus), "--split", "dev", "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no split 'dev' (--split; splits: test 2, train 2, validation 2 dialogues)" in err
+    assert not (tmp_path / "a").exists()
+    damaged = tmp_path / "data.zip"
+    damaged.write_bytes(b"PK\x03\x04 not really a zip")
+    assert main([*base, "--corpus", str(damaged), "-o", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "data.zip: not a readable zip file" in err
+    assert main([*base, "--corpus", str(corpus), "--validation-split", "dev", "-o", str(tmp_path / "c")]) == 2
+    assert "no split 'dev'" in capsys.readouterr().err
+    assert main([*base, "--corpus", str(corpus), "--teacher", "handcrafted", "-o", str(tmp_path / "d")]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main([*base, "--teacher", "handcrafted", "--split", "train", "-o", str(tmp_path / "e")]) == 2
+    assert "--split: for --corpus PATH" in capsys.readouterr().err
+    assert main(["train", "--corpus", str(corpus), "-o", str(tmp_path / "f")]) == 2
+    assert "--corpus applies to --policy e2e only" in capsys.readouterr().err
+
+
+def test_early_stopping_by_validation_loss():
+    from policies.e2e._train import _stopped
+
+    losses = [{"validation": v} for v in (3.0, 2.0, 2.5, 2.1)]
+    assert _stopped(losses, 2)  # 2.5 and 2.1: none better than 2.0
+    assert not _stopped(losses, 3)  # 2.0 is better than 3.0
+    assert not _stopped(losses, 0)
+    assert not _stopped([{"loss": 1.0}] * 5, 1)  # no validation: never
+
+
+TINY = dict(
+    teacher="wizard",
+    split="train",
+    validation="validation",
+    patience=0,
+    dialogues=2,
+    epochs=40,
+    checkpoint_every=40,
+    batch_dialogues=2,
+    n_layer=1,
+    n_embd=32,
+    n_head=2,
+    lr=1e-2,
+    warmup_steps=2,
+    chat=False,
+    belief_weight=1.0,
+)
+
+
+def _bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answers(corpus, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    import contexts
+    from behavsim import respond
+    from policies.e2e import E2EConfig, train_e2e
+
+    config = E2EConfig(corpus=str(corpus), **TINY)
+    a = train_e2e(config, tmp_path / "a")
+    assert [n for n, _ in a] == [40, 80]
+    b = train_e2e(config, tmp_path / "b", stop_after=40)
+    assert [n for n, _ in b] == [40]
+    b = train_e2e(config, tmp_path / "b")  # resumed
+    assert _bytes(a[-1][1]) == _bytes(b[-1][1])
+    state = json.loads((a[-1][1] / "trainer_state.json").read_text())
+    assert [x["dialogues"] for x in state["losses"]] == [40, 80] and all("validation" in x for x in state["losses"])
+    best = json.loads((tmp_path / "a" / "e2e-best.json").read_text())
+    assert best["checkpoint"] in ("ckpt-000040", "ckpt-000080")
+    info = json.loads((a[-1][1] / "behavsim-e2e.json").read_text())
+    assert info["teacher"]["id"] == "wizard" and info["split"] == "train"
+    model = AutoModelForCausalLM.from_pretrained(a[-1][1])
+    assert model.config.n_embd == 32
+    cs = contexts.from_unified(corpus, split="test")
+    table = respond(f"e2e:{a[-1][1]}", cs)
+    assert len(table.acts) == len(cs) == 4
+    # the test split's dialogues are the training ones: the model says what the wizard said
+    assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
+    assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
