@@ -1,0 +1,106 @@
+"""behavsim's end-to-end model trained on people (CamRest676's train split): training time, loading,
+and failures on the test split's human contexts — beside the ratio to a job of familiar size.
+
+    python benchmarks/e2e_corpus.py                      # the default training (target: <= 600 s wall, quiet 2 cores)
+    python benchmarks/e2e_corpus.py --out runs/bench-ec  # keep the folders
+    python benchmarks/e2e_corpus.py --corpus PATH        # another unified-format corpus
+
+Measures, each printed with the command that produced it:
+
+1. ``behavsim train --policy e2e --corpus C --split train --seed 0 --no-progress -o DIR`` (the
+   defaults): wall and CPU time of the command, the machine's load average beside it, and the wall
+   ratio to a GP-SARSA training of 1,000 dialogues run in the same process (the baseline of the
+   same run: a time measured on a loaded machine says little alone);
+2. the last checkpoint loads with ``AutoModelForCausalLM.from_pretrained``;
+3. ``behavsim respond --policy e2e:CKPT`` on ``behavsim contexts import C --split test``: how many
+   contexts fail (the acceptance check wants at most 1%), and the respond command's wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CORPUS = Path("/work/shared/corpora/camrest676/data.zip")
+
+
+def _run(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return wall, cpu, proc
+
+
+def _gp_seconds() -> float:
+    """A GP-SARSA training of 1,000 dialogues in this process (the scale of a familiar job)."""
+    from policies.training.train import TrainConfig, run_training
+
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        run_training(
+            TrainConfig(dialogues=1000, checkpoint_every=1000, eval_dialogues=10), d, workers=1, progress=False
+        )
+        return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS, help=f"a unified-format corpus (default {CORPUS})")
+    ap.add_argument("--out", type=Path, help="keep the folders here (default: a temporary folder)")
+    args = ap.parse_args(argv)
+    work = args.out or Path(tempfile.mkdtemp(prefix="bench-e2e-corpus-"))
+    work.mkdir(parents=True, exist_ok=True)
+    exe = str(Path(sys.executable).with_name("behavsim"))
+    corpus = str(args.corpus.resolve())
+    print(f"work folder {work}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    try:
+        _run([exe, "contexts", "import", corpus, "--split", "test", "-o", "ct.jsonl"], work)
+        cmd = [exe, "train", "--policy", "e2e", "--corpus", corpus, "--split", "train", "--seed", "0"]
+        cmd += ["--no-progress", "-o", "e2e"]
+        load = os.getloadavg()[0]
+        wall, cpu, proc = _run(cmd, work)
+        gp = _gp_seconds()
+        print(f"1. {' '.join(cmd[1:])}")
+        print(
+            f"   wall {wall:.1f} s, CPU {cpu:.1f} s (target <= 600 s wall on a quiet 2-core machine; load "
+            f"average {load:.1f} at the start); a GP-SARSA training of 1,000 dialogues here took {gp:.1f} s "
+            f"(e2e-corpus/GP wall ratio {wall / gp:.1f})"
+        )
+        for line in proc.stdout.splitlines():
+            if line.startswith(("best on validation", "end-to-end model")):
+                print(f"   {line}")
+        ckpt = sorted(p.parent for p in (work / "e2e").glob("*/config.json"))[-1]
+        from transformers import AutoModelForCausalLM  # optional heavy dependency, loaded only here
+
+        model = AutoModelForCausalLM.from_pretrained(ckpt)
+        print(f"2. {ckpt.name} loads with AutoModelForCausalLM.from_pretrained: {type(model).__name__}")
+        rcmd = [exe, "respond", "--policy", f"e2e:{ckpt}", "--contexts", "ct.jsonl", "-o", "e2e.jsonl"]
+        rwall, _, _ = _run([*rcmd, "--no-progress"], work)
+        rows = [json.loads(line) for line in (work / "e2e.jsonl").read_text().splitlines()][1:]
+        failed = sum(1 for r in rows if r.get("error"))
+        print(f"3. {' '.join(rcmd[1:])}")
+        print(
+            f"   failed {failed} of {len(rows)} test contexts ({100 * failed / max(1, len(rows)):.1f}%; want <= 1%), "
+            f"respond wall {rwall:.1f} s"
+        )
+    finally:
+        if args.out is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
