@@ -305,6 +305,7 @@ def lex_act(
     lexicon: Lexicon,
     shown: Sequence[str] = (),
     constraints: Sequence[tuple[str, str]] = (),
+    default_venue: str | None = None,
 ) -> str:
     """The canonical act of what the model wrote: placeholders read back, ``[v]`` filled with the
     named venue's values. An act that names no venue but writes ``name = [v]`` is given the first
@@ -312,10 +313,15 @@ def lex_act(
     end-to-end systems lexicalise a name from the database; in an act that says no venue matches
     (``name = none``), ``[v]`` is the value of that slot in the constraints the database was
     queried with (``constraints``: the model's own belief span); an item written twice counts once.
-    Acts joined by ``|`` (:data:`ACT_JOIN`) are an act set, each act read as one."""
+    Acts joined by ``|`` (:data:`ACT_JOIN`) are an act set, each act read as one; an act of the
+    set that names no venue fills its ``[v]`` from the venue another act of the set names."""
     if "|" in text:
-        parts = [lex_act(part, domain, lexicon, shown, constraints) for part in text.split("|")]
-        return format_acts([a for part in parts for a in parse_acts(part)])
+        parts = text.split("|")
+        named = [lexicon.value(v) for part in parts for s, v in parse_act_text(part)[1] if s == "name"]
+        venues = {v for v in named if domain.venue_index(v) is not None}
+        default = venues.pop() if len(venues) == 1 else None
+        acts = [lex_act(part, domain, lexicon, shown, constraints, default) for part in parts]
+        return format_acts([a for act in acts for a in parse_acts(act)])
     t, items = parse_act_text(text)
     items = [(s, v if v == PLACEHOLDER else lexicon.value(v)) for s, v in items]
     if shown and not any(s == "name" and v != PLACEHOLDER for s, v in items):
@@ -325,6 +331,8 @@ def lex_act(
     if unknown:
         raise E2EFormatError(f"the act {text.strip()!r:.80} refers to {unknown[0]}, which the dialogue does not hold")
     venue = _venue_of([(s, v) for s, v in items if v != PLACEHOLDER], domain)
+    if venue is None and default_venue is not None and not any(s == "name" for s, _ in items):
+        venue = domain.venue(default_venue)
     held = dict(constraints) if _no_venue(items, venue) else {}
     out = []
     for s, v in items:
