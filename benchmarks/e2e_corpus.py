@@ -13,7 +13,14 @@ Measures, each printed with the command that produced it:
    same run: a time measured on a loaded machine says little alone);
 2. the last checkpoint loads with ``AutoModelForCausalLM.from_pretrained``;
 3. ``behavsim respond --policy e2e:CKPT`` on ``behavsim contexts import C --split test``: how many
-   contexts fail (the acceptance check wants at most 1%), and the respond command's wall time.
+   contexts fail (the acceptance check wants at most 1%), and the respond command's wall time;
+4. against the human wizard (``behavsim contexts wizard ct.jsonl``): corpus BLEU-4 (NLTK's
+   ``corpus_bleu``, uniform weights, no smoothing) of the model's words against the wizard's, both
+   delexicalised with the ontology (:func:`policies.e2e._format.delex_words`; a failed context is an
+   empty hypothesis), and TMR, DMR, CER on the contexts where the wizard has an act
+   (:func:`behavsim.compare`; a failed context is a missing value, counted).
+
+    python benchmarks/e2e_corpus.py --tables WIZARD.jsonl A.jsonl [B.jsonl ...]   # step 4 alone
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -56,11 +64,47 @@ def _gp_seconds() -> float:
         return time.perf_counter() - t0
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\[[a-z_]+\]|[a-z0-9']+|[^\sa-z0-9]", text)
+
+
+def figures(wizard: Path, tables: list[Path]) -> None:
+    """Step 4: each table against the wizard's (see the module doc), one line each."""
+    from nltk.translate.bleu_score import corpus_bleu  # comes with behavsim's BLEU4 score
+
+    from behavsim import ResponseTable, compare
+    from policies.e2e._format import delex_words  # benchmark of the format's delexicalisation: its own function
+    from policies.simulation.domain import resolve_domain
+
+    domain = resolve_domain(None)
+    ref = ResponseTable.load(wizard)
+    refs = [[_words(delex_words(p or "", a, domain))] for a, p in zip(ref.acts, ref.prompts)]
+    for path in tables:
+        t = ResponseTable.load(path)
+        hyps = [_words(delex_words(p or "", a, domain)) if p else [] for a, p in zip(t.acts, t.prompts)]
+        bleu = corpus_bleu(refs, hyps)
+        means = compare([ref, t], [(0, 1)], scores=["TMR", "DMR", "CER"], allow_unanswered=True).means.iloc[0]
+        failed = sum(1 for e in t.errors if e)
+        acts = sum(1 for a in ref.acts if a is not None)
+        print(
+            f"   {t.id}: corpus BLEU-4 (delexicalised) {bleu:.4f} on {len(refs)} turns; on the {acts} turns with a "
+            f"wizard act: TMR {means['TMR']:.3f}, DMR {means['DMR']:.3f}, CER {means['CER']:.3f} "
+            f"(missing {int(means.get('n_missing_TMR', 0))}); failed {failed} of {len(t.acts)}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS, help=f"a unified-format corpus (default {CORPUS})")
     ap.add_argument("--out", type=Path, help="keep the folders here (default: a temporary folder)")
+    ap.add_argument("--tables", nargs="+", type=Path, metavar="TABLE", help="step 4 alone: WIZARD TABLE [TABLE ...]")
     args = ap.parse_args(argv)
+    if args.tables:
+        if len(args.tables) < 2:
+            raise SystemExit("--tables: the wizard's table, then at least one table to compare with it")
+        print("4. against the human wizard")
+        figures(args.tables[0], args.tables[1:])
+        return 0
     work = args.out or Path(tempfile.mkdtemp(prefix="bench-e2e-corpus-"))
     work.mkdir(parents=True, exist_ok=True)
     exe = str(Path(sys.executable).with_name("behavsim"))
@@ -96,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             f"   failed {failed} of {len(rows)} test contexts ({100 * failed / max(1, len(rows)):.1f}%; want <= 1%), "
             f"respond wall {rwall:.1f} s"
         )
+        _run([exe, "contexts", "wizard", "ct.jsonl", "-o", "wizard.jsonl"], work)
+        print("4. against the human wizard (behavsim contexts wizard ct.jsonl)")
+        figures(work / "wizard.jsonl", [work / "e2e.jsonl"])
     finally:
         if args.out is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -306,6 +306,7 @@ def lex_act(
     shown: Sequence[str] = (),
     constraints: Sequence[tuple[str, str]] = (),
     default_venue: str | None = None,
+    lenient: bool = False,
 ) -> str:
     """The canonical act of what the model wrote: placeholders read back, ``[v]`` filled with the
     named venue's values. An act that names no venue but writes ``name = [v]`` is given the first
@@ -314,13 +315,15 @@ def lex_act(
     (``name = none``), ``[v]`` is the value of that slot in the constraints the database was
     queried with (``constraints``: the model's own belief span); an item written twice counts once.
     Acts joined by ``|`` (:data:`ACT_JOIN`) are an act set, each act read as one; an act of the
-    set that names no venue fills its ``[v]`` from the venue another act of the set names."""
+    set that names no venue fills its ``[v]`` from the venue another act of the set names.
+    ``lenient`` (a model trained on people's noisier acts): an item whose ``[v]`` nothing fills
+    is left out of the act instead of failing the answer."""
     if "|" in text:
         parts = text.split("|")
         named = [lexicon.value(v) for part in parts for s, v in parse_act_text(part)[1] if s == "name"]
         venues = {v for v in named if domain.venue_index(v) is not None}
         default = venues.pop() if len(venues) == 1 else None
-        acts = [lex_act(part, domain, lexicon, shown, constraints, default) for part in parts]
+        acts = [lex_act(part, domain, lexicon, shown, constraints, default, lenient) for part in parts]
         return format_acts([a for act in acts for a in parse_acts(act)])
     t, items = parse_act_text(text)
     items = [(s, v if v == PLACEHOLDER else lexicon.value(v)) for s, v in items]
@@ -341,6 +344,8 @@ def lex_act(
                 v = venue.get(s, "none")
             elif s in held:
                 v = held[s]
+            elif lenient:
+                continue
             elif _no_venue(items, venue):
                 raise E2EFormatError(f"the act {text.strip()!r:.80} fills {s} from its constraints, which hold none")
             else:

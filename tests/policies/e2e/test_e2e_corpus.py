@@ -251,3 +251,20 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     # the test split's dialogues are the training ones: the model says what the wizard said
     assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
     assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
+
+
+def test_act_sets_read_back_and_a_model_of_people_leaves_out_what_it_cannot_fill():
+    from policies.e2e._format import E2EFormatError, Lexicon, lex_act
+
+    domain = resolve_domain(None)
+    lex = Lexicon(domain)
+    assert lex.text("golden wok") == "[name_1]"
+    # an act of the set that names no venue fills [v] from the venue another act names (golden wok:
+    # north, chinese in the database)
+    got = lex_act(" inform name = [name_1] | inform area = [v] ; food = [v] | request pricerange", domain, lex)
+    assert got == 'inform(area="north",food="chinese")|inform(name="golden wok")|request(pricerange)'
+    # a no-venue act's [v] come from the query's constraints; phone is not one of them
+    act = " inform name = none ; food = [v] ; phone = [v]"
+    with pytest.raises(E2EFormatError, match="fills phone from its constraints, which hold none"):
+        lex_act(act, domain, lex, [], [("food", "chinese")])
+    assert lex_act(act, domain, lex, [], [("food", "chinese")], lenient=True) == 'inform(food="chinese",name="none")'
