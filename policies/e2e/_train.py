@@ -319,7 +319,7 @@ def _texts(
         if people:
             blocks.append((j, db, written, delex_words(table.prompts[c] or "", act, domain)))
         else:
-            blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act)))
+            blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act or "")))
         if act is not None:
             chat_blocks.append((j, act))
     return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
@@ -360,7 +360,7 @@ def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -
         ids += span
         ends.append(len(ids))
     row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets, belief_targets=len(targets))
-    cols = [encode([b[k] or "" for b in t.blocks]) for k in (1, 2, 3)]
+    cols = [encode([str(b[k] or "") for b in t.blocks]) for k in (1, 2, 3)]
     dropped = 0
     for (j, _, written, _), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
