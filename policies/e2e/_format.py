@@ -71,6 +71,7 @@ __all__ = [
     "delex_prompt",
     "delex_words",
     "lex_prompt",
+    "fill_from_venue",
     "ACT_JOIN",
     "E2EFormatError",
 ]
@@ -446,6 +447,24 @@ def lex_prompt(text: str, act: str) -> str:
         return values.get(key, m.group(0))
 
     return re.sub(r"\[([a-z_!]+)\]", fill, text).strip()
+
+
+def fill_from_venue(text: str, act: str, domain: Any) -> str:
+    """A response's placeholders its act left unfilled (``[phone]`` after an act that names a venue
+    but not its phone), filled from the database entry of the one venue the act names (the text as
+    it is when the act names none, or several)."""
+    names = {v for a in parse_acts(act) for s, v in a.items if s == "name" and domain.venue_index(v) is not None}
+    if len(names) != 1:
+        return text
+    venue = domain.venue(names.pop())
+
+    def fill(m: re.Match) -> str:
+        key = m.group(1)
+        if key == "pricerange_adv" and venue.get("pricerange"):
+            return _PRICE_ADVERB.get(venue["pricerange"], venue["pricerange"] + "ly")
+        return venue.get(key) or m.group(0)
+
+    return re.sub(r"\[([a-z_]+)\]", fill, text)
 
 
 def canonical(act: str) -> str:

@@ -39,6 +39,7 @@ from policies.e2e._format import (
     clean,
     db_query,
     db_text,
+    fill_from_venue,
     lex_act,
     lex_prompt,
     parse_belief,
@@ -110,7 +111,8 @@ class E2EModel:
         self.threads = threads
         self._torch = torch
         # a model trained on people (a corpus) leaves out an act's item it cannot fill (lex_act's
-        # lenient): people's acts are noisier than a teacher's; a teacher's model fails as it did
+        # lenient) and fills the placeholders its act left open from the named venue's entry:
+        # people's acts say less than their words; a teacher's model answers as it did
         self.lenient = bool(self.info.get("corpus"))
         self._cache: dict[str, Response | Exception] = {}
         self._beliefs: dict[str, list[int]] = {}  # the belief span the model writes after a history prefix
@@ -243,7 +245,10 @@ class E2EModel:
         try:
             lex = r.lexicon or Lexicon(self.domain)
             act = lex_act(act_text, self.domain, lex, r.shown, r.constraints, lenient=self.lenient)
-            r.answer = Response(act=act, prompt=clean(lex_prompt(resp, act)) if sep else None)
+            prompt = clean(lex_prompt(resp, act)) if sep else None
+            if prompt and self.lenient:  # a model of people: what its act left open, from the venue's entry
+                prompt = fill_from_venue(prompt, act, self.domain)
+            r.answer = Response(act=act, prompt=prompt)
         except E2EFormatError as exc:
             r.answer = exc
         r.done = True

@@ -268,3 +268,14 @@ def test_act_sets_read_back_and_a_model_of_people_leaves_out_what_it_cannot_fill
     with pytest.raises(E2EFormatError, match="fills phone from its constraints, which hold none"):
         lex_act(act, domain, lex, [], [("food", "chinese")])
     assert lex_act(act, domain, lex, [], [("food", "chinese")], lenient=True) == 'inform(food="chinese",name="none")'
+
+
+def test_a_response_s_open_placeholders_come_from_the_named_venue_s_entry():
+    from policies.e2e._format import fill_from_venue
+
+    domain = resolve_domain(None)
+    # golden wok: 01223 350688, moderate, chinese, north (the database)
+    act = 'inform(name="golden wok")'
+    text = "[name] is [pricerange_adv] priced, call [phone]; [food] in the [area]"
+    assert fill_from_venue(text, act, domain) == "golden wok is moderately priced, call 01223 350688; chinese in the north"
+    assert fill_from_venue("call [phone]", "request(food)", domain) == "call [phone]"  # no venue: as it is
