@@ -671,7 +671,7 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, va
             say(f"{path.name}: loss {losses[-1]['loss']:.4f}{held} ({time.perf_counter() - t0:.1f} s)")
             if stop_after is not None and done >= stop_after:
                 return
-            if _stopped(losses, config.patience):
+            if done < config.total and _stopped(losses, config.patience):
                 say(f"stopped early: no better validation loss in {config.patience} checkpoints")
                 return
 
