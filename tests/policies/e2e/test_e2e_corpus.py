@@ -277,5 +277,7 @@ def test_a_response_s_open_placeholders_come_from_the_named_venue_s_entry():
     # golden wok: 01223 350688, moderate, chinese, north (the database)
     act = 'inform(name="golden wok")'
     text = "[name] is [pricerange_adv] priced, call [phone]; [food] in the [area]"
-    assert fill_from_venue(text, act, domain) == "golden wok is moderately priced, call 01223 350688; chinese in the north"
+    assert (
+        fill_from_venue(text, act, domain) == "golden wok is moderately priced, call 01223 350688; chinese in the north"
+    )
     assert fill_from_venue("call [phone]", "request(food)", domain) == "call [phone]"  # no venue: as it is
