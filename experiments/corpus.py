@@ -551,7 +551,7 @@ RESPOND_STAGE = Stage(
 )
 COMPARE_STAGE = Stage(
     name="corpus",
-    order=460,
+    order=455,
     title="the study against people: every policy against the human wizard",
     run=_compare,
     inputs={"responses/corpus-*/": "the human wizard's and the policies' answers"},
