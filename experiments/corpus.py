@@ -210,7 +210,7 @@ def _key(study: Study) -> str:
 
 
 def _last_user_words(cs: ContextSet, i: int) -> str:
-    for turn in reversed(cs.history(i)):
+    for turn in reversed(cs.history(i) or []):
         if turn.get("speaker") == "user":
             return str(turn.get("text") or "")
     return ""
@@ -343,6 +343,7 @@ def _compare(study: Study) -> None:
     run.write_csv("results/corpus.csv", _means(cfg, comp, labels, name))
     run.write_csv("results/corpus_slices.csv", _slices(comp, cs, group, labels))
     run.write_csv("results/corpus_disagreements.csv", _disagreements(cfg, comp, cs, group, labels))
+    assert comp.per_context is not None  # kept in memory: compare's default
     per = comp.per_context.copy()
     per_frames = [per.assign(kind="wizard")]
     seed_rows: list[dict] = []
@@ -352,6 +353,7 @@ def _compare(study: Study) -> None:
             seed_ids = {s: tables[trials[(reward, s)][-1]].id for s in cfg.seeds}
             gp = [tables[trials[(reward, s)][-1]] for s in cfg.seeds]
             rc = compare([wizard, *gp], "all", scores=scores, executor=study.executor, allow_unanswered=True)
+            assert rc.per_context is not None
             seed_rows += _seed_rows(cfg, rc.per_context, wizard.id, seed_ids, reward)
             per_frames.append(rc.per_context.assign(kind=f"seeds-{reward}"))
     if seed_rows:
