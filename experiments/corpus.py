@@ -80,6 +80,8 @@ WIZARD = "wizard"
 WIZARD_NAME = "human wizard"
 #: The score pair of the paper's Sec. 5 claim.
 _CLAIM = ("CER", "USE_cos")
+#: Version of the imported set's form (2: with its description): a set kept by another is imported again.
+_IMPORT_VERSION = 2
 #: Disagreements shown per policy in the report (the file holds the config's ``disagreements``).
 _SHOWN = 3
 _ACT_SCORES = ("TMR", "DMR", "CER", "CMR")
@@ -144,15 +146,19 @@ def import_corpus(cfg: StudyConfig) -> ContextSet:
     """The config's corpus split as a context set: every system turn of its dialogues (the first
     ``corpus_dialogues`` of them, in the corpus's order; 0: all)."""
     s = cfg.settings
+    what = (
+        f"the {s['corpus_split']} split of a corpus: one context per system turn, with its history, a belief "
+        "from the corpus and what the human wizard did there"
+    )
     try:
-        cs = from_unified(s["corpus"], split=s["corpus_split"], domain=cfg.domain)
+        cs = from_unified(s["corpus"], split=s["corpus_split"], domain=cfg.domain, description=what)
     except BehavsimError as exc:
         raise ConfigError(f"study config 'corpus' (--corpus): {exc}") from None
     limit = s["corpus_dialogues"]
     if limit:
         keep = list(dict.fromkeys(m["dialogue"] for m in cs.metas))[:limit]
         wanted = set(keep)
-        cs = cs.select(lambda _b, m: m["dialogue"] in wanted, description=f"the first {len(keep)} dialogues")
+        cs = cs.select(lambda _b, m: m["dialogue"] in wanted, description=f"{what} (its first {len(keep)} dialogues)")
     return cs
 
 
@@ -167,7 +173,14 @@ def _contexts(study: Study) -> None:
     cfg, run = study.cfg, study.run
     name = corpus_set_name(cfg)
     s = cfg.settings
-    key = stage_key("corpus", _corpus_digest(Path(s["corpus"])), s["corpus_split"], s["corpus_dialogues"], cfg.domain)
+    key = stage_key(
+        "corpus",
+        _IMPORT_VERSION,
+        _corpus_digest(Path(s["corpus"])),
+        s["corpus_split"],
+        s["corpus_dialogues"],
+        cfg.domain,
+    )
     cs = run.cached_context_set(name, key, lambda: import_corpus(cfg))
     store = run.responses(name)
     if store.find(WIZARD) is None:

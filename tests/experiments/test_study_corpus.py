@@ -11,6 +11,7 @@ import pytest
 
 from behavsim import ConfigError, ResponseTable
 from behavsim.cli import main as cli_main
+from experiments.corpus import import_corpus
 from experiments.study import load_config, run_study
 
 # Two dialogues: the first as in docs/contexts.md (a value off the ontology, a bare nooffer beside
@@ -281,3 +282,12 @@ def test_a_missing_or_bad_corpus_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()  # refused before any work
     with pytest.raises(ConfigError, match="corpus_split"):
         load_config("quick", corpus=str(tmp_path / "x.zip"))
+
+
+def test_corpus_dialogues_keeps_the_first_dialogues(corpus_run):
+    root, _, _ = corpus_run
+    cs = import_corpus(load_config(str(root / "study.toml"), corpus=str(root / "lab"), corpus_dialogues=1))
+    assert list(cs.ids) == ["lab-test-0/t1", "lab-test-0/t2"]
+    assert "its first 1 dialogues" in cs.meta["description"]
+    full = import_corpus(load_config(str(root / "study.toml"), corpus=str(root / "lab")))
+    assert len(full) == 4 and full.meta["description"].startswith("the test split of a corpus")
