@@ -393,10 +393,14 @@ def _main_table(df: pd.DataFrame) -> str:
     cols = ["policy"]
     if act is not None:
         na = d[f"n_na_{act}"] if f"n_na_{act}" in d.columns else ["0"] * len(d)
-        d["contexts with the wizard's acts"] = [
+        d["contexts scored on acts"] = [
             fmt_int(int(float(n)) - int(float(m)) - int(float(a))) for n, m, a in zip(d["n"], d[f"n_missing_{act}"], na)
         ]
-        cols.append("contexts with the wizard's acts")
+        cols.append("contexts scored on acts")
+        failed = [int(float(m)) for m in d[f"n_missing_{act}"]]
+        if any(failed):  # a policy that failed to answer (an end-to-end model's words without an act)
+            d["failed"] = [f"{fmt_int(f)} of {fmt_int(int(float(n)))}" for f, n in zip(failed, d["n"])]
+            cols.append("failed")
     cols += scores
     return plain_table(
         d,
@@ -404,8 +408,9 @@ def _main_table(df: pd.DataFrame) -> str:
         "corpus-means",
         "Each policy against the human wizard (what the person in the system's seat did) on the corpus's "
         "contexts: the mean with its 95% bootstrap interval over the contexts. The act scores count the "
-        "contexts where the corpus gives the wizard's turn acts (the others are n/a); the text scores the "
-        "contexts where both said something.",
+        "contexts where the corpus gives the wizard's turn acts (the others are n/a) and the policy answered "
+        "(contexts scored on acts); the text scores the contexts where both said something. Failed: the "
+        "contexts a policy did not answer (left out of its means).",
         text_cols=cols,
     )
 
