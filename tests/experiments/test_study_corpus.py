@@ -291,3 +291,11 @@ def test_corpus_dialogues_keeps_the_first_dialogues(corpus_run):
     assert "its first 1 dialogues" in cs.meta["description"]
     full = import_corpus(load_config(str(root / "study.toml"), corpus=str(root / "lab")))
     assert len(full) == 4 and full.meta["description"].startswith("the test split of a corpus")
+
+
+def test_reproduce_help_names_the_config_and_the_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["reproduce", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "camrest676" in out and "--corpus PATH" in out
