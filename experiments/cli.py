@@ -34,13 +34,25 @@ def register_reproduce(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME|RULES_JSON",
         help="override: the study's domain (camrestaurants: PyDial's Cambridge restaurants; default: the config's)",
     )
+    p.add_argument(
+        "--corpus",
+        metavar="PATH",
+        help="a corpus in ConvLab-3's unified format (its data.zip): the study against people compares "
+        "every policy with the human wizard of its split (config camrest676: CamRest676's test split)",
+    )
     add_executor_option(p, default=None)
     p.set_defaults(func=_cmd_reproduce)
     return p
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    overrides = {"dialogues": args.dialogues, "seeds": args.seeds, "domain": args.domain, "executor": args.executor}
+    overrides = {
+        "dialogues": args.dialogues,
+        "seeds": args.seeds,
+        "domain": args.domain,
+        "executor": args.executor,
+        "corpus": str(Path(args.corpus).resolve()) if args.corpus else None,
+    }
     if args.no_report:
         overrides["report"] = False
     cfg = load_config(args.config, **overrides)

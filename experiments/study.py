@@ -17,10 +17,13 @@ The built-in stages (``behavsim reproduce`` logs them as ``[k/N] ...``)::
      100  train        GP-SARSA trials, a checkpoint every K dialogues (Table 1)   stages/train.py
      150  e2e-train    end-to-end models imitating their teachers (e2e_teachers)    e2e.py
      200  contexts     C_gen (the grid), C_col per reward and their union           stages/contexts.py
+     250  corpus-contexts  a corpus split as a context set; the human wizard's table  corpus.py
      300  respond      every checkpoint and the handcrafted policy on every set     stages/respond.py
      350  e2e-respond  the end-to-end checkpoints on C_col^all                      e2e.py
+     360  corpus-respond  the corpus_policies on the corpus's contexts              corpus.py
      400  compare      convergence, seeds, rewards, other policies; bootstrap CIs   stages/compare.py
      450  e2e          the end-to-end comparisons and the CER-USE agreement         e2e.py
+     455  corpus       every policy against the human wizard (with a corpus)        corpus.py
      500  analyse      score agreement, the reward-vs-seed tests                    stages/analyse.py
      600  figures      the figures of results/                                      stages/figures.py
      700  map          the behaviour map of every policy on C_gen                   behaviour_map.py

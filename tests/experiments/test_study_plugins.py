@@ -29,10 +29,13 @@ BUILT_IN_STAGES = [
     "train",
     "e2e-train",
     "contexts",
+    "corpus-contexts",
     "respond",
     "e2e-respond",
+    "corpus-respond",
     "compare",
     "e2e",
+    "corpus",
     "analyse",
     "figures",
     "map",
@@ -50,6 +53,7 @@ BUILT_IN_SECTIONS = [
     "rewards",
     "policies",
     "e2e",
+    "corpus",
     "scores",
     "map",
     "robustness",
@@ -141,7 +145,7 @@ def test_the_built_in_stages_and_sections_are_registered_through_entry_points():
 
 def test_a_registered_stage_and_section_run_and_appear_in_a_tiny_study(registered, tiny_run, tmp_path):
     stages = list_study_stages()
-    assert stages[stages.index("compare") + 1 : stages.index("analyse")] == ["e2e", "requests"]
+    assert stages[stages.index("compare") + 1 : stages.index("analyse")] == ["e2e", "corpus", "requests"]
     assert "requests" in list_report_sections()
     run = shutil.copytree(tiny_run, tmp_path / "run")  # everything else is up to date
     logs = []

@@ -21,6 +21,8 @@ from behavsim.monitor import read_convergence
 from behavsim.policy import PolicyErrorsWarning, respond
 from contexts import generate_grid
 from policies.commands.monitor import main
+from policies.gp.checkpoint import CheckpointError
+from policies.training import follow
 from policies.training.files import list_checkpoints
 from policies.training.follow import OutputLock
 from policies.training.train import TrainConfig, run_training
@@ -101,8 +103,6 @@ def test_trial_folder_default_output_and_follow_stops_when_run_is_complete(run, 
 
 
 def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
-    from policies.gp import checkpoint
-
     run_dir, grid = run
     trial = tmp_path / "watch" / "ts-seed0"  # no config.json above: only --stop-after ends it
     trial.mkdir(parents=True)
@@ -111,16 +111,16 @@ def test_follow_picks_up_a_later_checkpoint(run, tmp_path, capsys, monkeypatch):
         shutil.copy(ckpts[d], trial / ckpts[d].name)
     data = ckpts[300].read_bytes()
     refused = threading.Event()  # the monitor tried the half-copied file
-    read_meta = checkpoint.read_meta
+    read_meta = follow.read_meta
 
     def watched_read_meta(path, *a, **kw):
         try:
             return read_meta(path, *a, **kw)
-        except checkpoint.CheckpointError:
+        except CheckpointError:
             refused.set()
             raise
 
-    monkeypatch.setattr(checkpoint, "read_meta", watched_read_meta)
+    monkeypatch.setattr(follow, "read_meta", watched_read_meta)  # the name the follower reads a file's meta by
 
     def writer():
         # once the monitor has scored 200 vs 100 (however long that takes on a loaded machine)

@@ -1,0 +1,301 @@
+"""The study against people (experiments/corpus.py): a tiny study on a small corpus written here
+in ConvLab-3's unified format, end to end — the human wizard against the handcrafted policy, the
+GP-SARSA trials' last checkpoints and an extra policy (the wizard's own table replayed as
+``recorded:FILE``, which must score 1 against it) — and the one-line errors of a missing or bad
+corpus."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from behavsim import ConfigError, ResponseTable
+from behavsim.cli import main as cli_main
+from experiments.corpus import import_corpus
+from experiments.study import load_config, run_study
+
+# Two dialogues: the first as in docs/contexts.md (a value off the ontology, a bare nooffer beside
+# a request, a system turn without acts); the second asks for the area, then the food, then says
+# goodbye (a `general` act).
+_CORPUS = [
+    {
+        "dataset": "lab",
+        "data_split": "test",
+        "dialogue_id": "lab-test-0",
+        "domains": ["restaurant"],
+        "turns": [
+            {
+                "speaker": "user",
+                "utterance": "Cheap Klingon food in the north, please.",
+                "dialogue_acts": {
+                    "binary": [],
+                    "categorical": [
+                        {"intent": "inform", "domain": "restaurant", "slot": "price range", "value": "cheap"},
+                        {"intent": "inform", "domain": "restaurant", "slot": "area", "value": "north"},
+                    ],
+                    "non-categorical": [
+                        {"intent": "inform", "domain": "restaurant", "slot": "food", "value": "Klingon"}
+                    ],
+                },
+                "state": {"restaurant": {"price range": "cheap", "area": "north", "food": "klingon"}},
+            },
+            {
+                "speaker": "system",
+                "utterance": "There is no Klingon place. Would Indian do?",
+                "dialogue_acts": {
+                    "binary": [
+                        {"intent": "nooffer", "domain": "restaurant", "slot": ""},
+                        {"intent": "request", "domain": "restaurant", "slot": "food"},
+                    ]
+                },
+            },
+            {
+                "speaker": "user",
+                "utterance": "Indian is fine. What is the address?",
+                "dialogue_acts": {
+                    "binary": [{"intent": "request", "domain": "restaurant", "slot": "address"}],
+                    "non-categorical": [
+                        {"intent": "inform", "domain": "restaurant", "slot": "food", "value": "indian"}
+                    ],
+                },
+                "state": {"restaurant": {"price range": "cheap", "area": "north", "food": "indian"}},
+            },
+            {"speaker": "system", "utterance": "Royal Spice is at Victoria Avenue Chesterton."},
+        ],
+    },
+    {
+        "dataset": "lab",
+        "data_split": "test",
+        "dialogue_id": "lab-test-1",
+        "domains": ["restaurant"],
+        "turns": [
+            {
+                "speaker": "user",
+                "utterance": "I want an expensive restaurant.",
+                "dialogue_acts": {
+                    "categorical": [
+                        {"intent": "inform", "domain": "restaurant", "slot": "price range", "value": "expensive"}
+                    ]
+                },
+                "state": {"restaurant": {"price range": "expensive", "area": "", "food": ""}},
+            },
+            {
+                "speaker": "system",
+                "utterance": "Which part of town?",
+                "dialogue_acts": {"binary": [{"intent": "request", "domain": "restaurant", "slot": "area"}]},
+            },
+            {
+                "speaker": "user",
+                "utterance": "The centre.",
+                "dialogue_acts": {
+                    "categorical": [{"intent": "inform", "domain": "restaurant", "slot": "area", "value": "centre"}]
+                },
+                "state": {"restaurant": {"price range": "expensive", "area": "centre", "food": ""}},
+            },
+            {
+                "speaker": "system",
+                "utterance": "What kind of food would you like?",
+                "dialogue_acts": {"binary": [{"intent": "request", "domain": "restaurant", "slot": "food"}]},
+            },
+        ],
+    },
+]
+
+# a tiny study: one reward, two seeds (the seed claim needs two), minutes of nothing
+_CONFIG = """
+rewards = ["ts"]
+seeds = [0, 1]
+dialogues = 100
+checkpoint_every = 100
+eval_dialogues = 2
+grid_step = 0.5
+collect_dialogues = 1
+bootstrap = 50
+permutations = 100
+disagreements = 2
+scores = ["TMR", "DMR", "CER", "CMR", "USE_cos", "BLEU4"]
+corpus_split = "test"
+corpus_policies = ["recorded:{wizard}"]
+"""
+
+ACT_SCORES = ["TMR", "DMR", "CER", "CMR"]
+
+
+@pytest.fixture(scope="module")
+def corpus_run(tmp_path_factory):
+    """The corpus, the wizard's table made by the CLI, and one run of the tiny study on them."""
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "lab" / "data").mkdir(parents=True)
+    (root / "lab" / "data" / "dialogues.json").write_text(json.dumps(_CORPUS), encoding="utf-8")
+    assert cli_main(["contexts", "import", str(root / "lab"), "--split", "test", "-o", str(root / "ct.jsonl")]) == 0
+    assert cli_main(["contexts", "wizard", str(root / "ct.jsonl"), "-o", str(root / "wizard.jsonl")]) == 0
+    replayed = ResponseTable.load(root / "wizard.jsonl")  # under another id: ids are unique in a comparison
+    replayed.policy = {**replayed.policy, "id": "wizard-replayed"}
+    replayed.save(root / "replayed.jsonl")
+    (root / "study.toml").write_text(_CONFIG.replace("{wizard}", str(root / "replayed.jsonl")), encoding="utf-8")
+    cfg = load_config(str(root / "study.toml"), corpus=str(root / "lab"))
+    logs: list[str] = []
+    run = run_study(cfg, root / "run", log=logs.append)
+    return root, run, logs
+
+
+def _policy_rows(run):
+    return pd.read_csv(run / "results" / "corpus.csv").set_index("policy")
+
+
+def test_the_corpus_is_one_of_the_run_s_context_sets_and_every_policy_answers_it(corpus_run):
+    root, run, logs = corpus_run
+    assert "      corpus-test: 4 contexts of 2 dialogues; the human wizard's acts on 3" in logs
+    index = json.loads((run / "responses" / "corpus-test" / "index.json").read_text())
+    assert "wizard" in index and "handcrafted" in index
+    # every checkpoint answers it in the respond stage, as they answer C_gen and C_col
+    assert sum(k.startswith("checkpoint:train/") for k in index) == 2
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["context_sets"]["corpus-test"]["size"] == 4
+
+
+def test_each_policy_against_the_human_wizard(corpus_run):
+    root, run, _ = corpus_run
+    rows = _policy_rows(run)
+    assert list(rows.index) == ["handcrafted", "GP ts seed 0", "GP ts seed 1", f"recorded:{root / 'replayed.jsonl'}"]
+    assert set(rows["a"]) == {"wizard"}
+    assert (rows["n"] == 4).all()
+    # the act scores count the 3 contexts where the wizard's turn has acts; the 4th is n/a
+    assert (rows[[f"n_na_{s}" for s in ACT_SCORES]] == 1).all().all()
+    # the wizard's own answers replayed: 1 on every score
+    me = rows.loc[f"recorded:{root / 'replayed.jsonl'}"]
+    for s in [*ACT_SCORES, "BLEU4"]:
+        assert me[s] == 1.0 and me[f"{s}_lo"] == 1.0 and me[f"{s}_hi"] == 1.0
+    assert me["USE_cos"] == pytest.approx(1.0, abs=1e-6)
+    # each interval holds its mean
+    for s in ACT_SCORES:
+        assert (rows[f"{s}_lo"] <= rows[s] + 1e-12).all() and (rows[s] <= rows[f"{s}_hi"] + 1e-12).all()
+
+
+def test_the_handcrafted_policy_s_scores_equal_behavsim_compare_on_the_same_tables(corpus_run, tmp_path):
+    root, run, _ = corpus_run
+    folder = run / "responses" / "corpus-test"
+    index = json.loads((folder / "index.json").read_text())
+    hc = folder / index["handcrafted"]
+    assert (
+        cli_main(
+            [
+                "compare",
+                str(root / "wizard.jsonl"),
+                str(hc),
+                "--scores",
+                "TMR,DMR,CER,CMR",
+                "-o",
+                str(tmp_path / "c.csv"),
+            ]
+        )
+        == 0
+    )
+    per = pd.read_csv(tmp_path / "c.csv")
+    row = _policy_rows(run).loc["handcrafted"]
+    for s in ACT_SCORES:
+        assert row[s] == pytest.approx(per[s].mean(skipna=True), abs=1e-12)
+    # and by hand: TMR is the share of the wizard's act contexts where the acts are equal
+    wiz, hand = ResponseTable.load(root / "wizard.jsonl"), ResponseTable.load(hc)
+    pairs = [(a, b) for a, b in zip(wiz.acts, hand.acts) if a is not None]
+    assert row["TMR"] == pytest.approx(sum(str(a) == str(b) for a, b in pairs) / len(pairs))
+
+
+def test_slices_disagreements_seeds_and_agreement(corpus_run):
+    root, run, _ = corpus_run
+    res = run / "results"
+    sl = pd.read_csv(res / "corpus_slices.csv")
+    assert set(sl["slice"]) == {"acttype", "turn"}
+    hc = sl[(sl["policy"] == "handcrafted") & (sl["slice"] == "acttype")].set_index("value")
+    # the wizard's act types: inform|request (Klingon), request (twice), none (the text-only turn)
+    assert hc.loc["request", "n_contexts"] == 2 and hc.loc["inform|request", "n_contexts"] == 1
+    d = pd.read_csv(res / "corpus_disagreements.csv", keep_default_na=False)
+    klingon = d[d["context_id"] == "lab-test-0/t1"]
+    assert not klingon.empty
+    assert set(klingon["user_said"]) == {"Cheap Klingon food in the north, please."}
+    assert set(klingon["wizard_said"]) == {"There is no Klingon place. Would Indian do?"}
+    seeds = pd.read_csv(res / "corpus_seeds.csv").set_index("score")
+    assert set(seeds["reward"]) == {"ts"} and (seeds["n_seeds"] == 2).all()
+    assert (seeds.loc[ACT_SCORES, "n_contexts"] == 3).all() and seeds.loc["BLEU4", "n_contexts"] == 4
+    assert (seeds["min_p"] == 0.5).all()  # two seeds: 4 sign vectors, the smallest two-sided p is 1/2
+    # by hand: the seed pair's TMR over the wizard's act contexts, and each seed's TMR against the wizard
+    folder = run / "responses" / "corpus-test"
+    index = json.loads((folder / "index.json").read_text())
+    ck = sorted(k for k in index if k.startswith("checkpoint:"))
+    s0, s1 = (ResponseTable.load(folder / index[k]) for k in ck)
+    wiz = ResponseTable.load(root / "wizard.jsonl")
+    keep = [i for i, a in enumerate(wiz.acts) if a is not None]
+    same = lambda x, y: sum(str(x.acts[i]) == str(y.acts[i]) for i in keep) / len(keep)  # noqa: E731
+    assert seeds.loc["TMR", "seed_vs_seed"] == pytest.approx(same(s0, s1))
+    assert seeds.loc["TMR", "seed_vs_wizard"] == pytest.approx((same(s0, wiz) + same(s1, wiz)) / 2)
+    agreement = pd.read_csv(res / "corpus_agreement.csv")
+    overall = agreement[(agreement["policy"] == "all policies") & ~agreement["only_mismatch"]].iloc[0]
+    assert overall["n"] == 4 * 3  # 4 policies x the 3 contexts where the wizard has acts (and text)
+    assert (run / "results" / "per_context" / "corpus.csv").is_file()
+
+
+def test_the_report_has_the_study_against_people(corpus_run):
+    _, run, _ = corpus_run
+    html = (run / "report.html").read_text(encoding="utf-8")
+    assert "The study against people" in html and "human wizard" in html
+    assert 'id="corpus-means"' in html and 'id="corpus-seeds"' in html
+
+
+def test_the_study_resumes_with_nothing_to_do(corpus_run):
+    root, run, _ = corpus_run
+    before = (run / "results" / "corpus.csv").read_bytes()
+    logs: list[str] = []
+    run_study(load_config(str(root / "study.toml"), corpus=str(root / "lab")), run, log=logs.append)
+    assert any("the study against people" in m and "up to date" in m for m in logs)
+    assert (run / "results" / "corpus.csv").read_bytes() == before
+
+
+def test_a_missing_or_bad_corpus_is_one_line(tmp_path, capsys):
+    assert cli_main(["reproduce", "--config", "camrest676", "-o", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--corpus PATH" in err[0]
+    assert (
+        cli_main(
+            ["reproduce", "--config", "camrest676", "--corpus", str(tmp_path / "nope.zip"), "-o", str(tmp_path / "b")]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope.zip" in err[0] and "not found" in err[0]
+    (tmp_path / "damaged.zip").write_text("not a zip")
+    assert (
+        cli_main(
+            [
+                "reproduce",
+                "--config",
+                "camrest676",
+                "--corpus",
+                str(tmp_path / "damaged.zip"),
+                "-o",
+                str(tmp_path / "c"),
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "damaged.zip" in err[0]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()  # refused before any work
+    with pytest.raises(ConfigError, match="corpus_split"):
+        load_config("quick", corpus=str(tmp_path / "x.zip"))
+
+
+def test_corpus_dialogues_keeps_the_first_dialogues(corpus_run):
+    root, _, _ = corpus_run
+    cs = import_corpus(load_config(str(root / "study.toml"), corpus=str(root / "lab"), corpus_dialogues=1))
+    assert list(cs.ids) == ["lab-test-0/t1", "lab-test-0/t2"]
+    assert "its first 1 dialogues" in cs.meta["description"]
+    full = import_corpus(load_config(str(root / "study.toml"), corpus=str(root / "lab")))
+    assert len(full) == 4 and full.meta["description"].startswith("the test split of a corpus")
+
+
+def test_reproduce_help_names_the_config_and_the_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["reproduce", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "camrest676" in out and "--corpus PATH" in out
