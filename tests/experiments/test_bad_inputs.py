@@ -637,8 +637,8 @@ USAGE_CASES = [
      "'cross') — see behavsim compare --help"),
     (["frobnicate"], "behavsim: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'pair', "),
     ([], "behavsim: error: COMMAND missing (choose from pair, compare, scores, map, contexts, "),
-    (["contexts"], "behavsim contexts: error: ACTION missing (choose from generate, collect, collect-pydial, import, "
-                   "select, perturb, info) — see behavsim contexts --help"),
+    (["contexts"], "behavsim contexts: error: ACTION missing (choose from collect, collect-pydial, generate, import, "
+                   "perturb, select, union, wizard, info) — see behavsim contexts --help"),
     (["contexts", "generate", "--step", "0.5", "-o", "g.jsonl", "--bogus", "1"],
      "behavsim contexts generate: error: unrecognized arguments: --bogus 1 — see behavsim contexts generate --help"),
     (["monitor", "run"], "behavsim monitor: error: the following arguments are required: --contexts — see behavsim "
