@@ -411,7 +411,7 @@ def test_quick_sized_report_prints_on_at_most_15_a4_pages(quick_like, tmp_path):
     text = html.read_text(encoding="utf-8")
     present = re.findall(r'<section id="(\w+)">', text)
     assert present == [
-        k for k in list_report_sections() if k not in ("robustness", "other", "policies", "e2e")
+        k for k in list_report_sections() if k not in ("robustness", "other", "policies", "e2e", "corpus")
     ]  # none in this run
     assert "Robustness (set robustness = [0, 0.05, 0.15, 0.3] in the config)" in " ".join(
         "".join(checks.parse(text).text).split()

@@ -287,8 +287,8 @@ def test_report_of_a_real_run_prints_on_few_a4_pages(tiny_run, tmp_path):
     html = tiny_run / "report.html"
     text = html.read_text(encoding="utf-8")
     assert re.findall(r'<section id="(\w+)">', text) == [
-        k for k in list_report_sections() if k not in ("other", "policies", "e2e")
-    ]  # no other policies, no end-to-end trials in the tiny run
+        k for k in list_report_sections() if k not in ("other", "policies", "e2e", "corpus")
+    ]  # no other policies, no end-to-end trials, no corpus in the tiny run
     checks.need_chromium()
     pages, sizes = checks.print_pages(html, tmp_path)
     assert sizes == {checks.A4_POINTS} and pages <= 15, (pages, sizes)
