@@ -35,7 +35,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,20 +46,12 @@ from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
 from policies.e2e._corpus import corpus_data
-from policies.e2e._data import constraints_of, play_corrected, play_teacher
+from policies.e2e._data import play_corrected, play_teacher
 from policies.e2e._format import (
-    MAX_MATCHES,
     SPECIAL,
-    belief_text,
-    chat_text,
-    db_query,
-    db_text,
-    delex_act,
-    delex_prompt,
-    delex_words,
 )
 from policies.e2e._model import LIMITS, MODEL_FILE, MODEL_FORMAT, MODEL_VERSION, E2EModel, special_ids
-from policies.e2e._session import decision_points, history_parts, token_ids
+from policies.e2e._rows import DialogueTexts, TrainRow, all_texts, chat_row, dialogue_texts, encoder, main_row
 from policies.e2e._tokenizer import build_tokenizer
 from policies.simulation.domain import resolve_domain
 
@@ -85,9 +77,6 @@ utterance = false
 role = "history"
 """
 
-#: The longest act (in tokens) the chat mode is trained on: values are spelled out there, and a
-#: venue's description is long (below the 128 new tokens hf: and openai: ask for by default).
-CHAT_ACT_LIMIT = 120
 
 #: What a configuration written before these settings existed meant by their absence (the corpus
 #: settings are left out of a teacher run's configuration: its files are as they were before them).
@@ -256,158 +245,6 @@ def _torch_settings(threads: int) -> Iterator[Any]:
         torch.use_deterministic_algorithms(before[1])
 
 
-# ----------------------------------------------------------------------------- examples
-@dataclass
-class _Row:
-    """One packed training sequence: a teacher dialogue as the model reads it, and every context's
-    answer after it.
-
-    The shared part is the dialogue's last history with a belief span at every decision point
-    (:mod:`._session`; the spans' labels: the teacher's belief there). Context k's block — the
-    database result, the act, the response — sees the shared part up to its decision point's span
-    (``seen[k]`` tokens) and itself, at the positions it would have alone: the same computation as
-    one sequence per context, with the shared part computed once. The chat mode's row (``chat``)
-    is built the same way: the turns as said (:func:`~._format.chat_text`), then per context
-    ``<|answer|>``, the act, ``<|endoftext|>``.
-    """
-
-    ids: list[int]
-    pos: list[int]
-    block: list[int]  # -1: the shared part; k: context k's block
-    seen: list[int]  # per block: how many shared tokens it sees
-    targets: list[tuple[int, int]]  # (index whose output predicts it, token id)
-    chat: bool = False  # the chat mode's row
-    belief_targets: int = 0  # the first targets, the belief spans' (a main row's shared part)
-
-
-@dataclass
-class _DialogueTexts:
-    segments: list[str]  # per decision point: its turns' text
-    beliefs: list[str]  # per decision point: the belief span's label
-    blocks: list[tuple[int, str, str | None, str]]  # per context: decision point, db result, act (None: none), response
-    chat: list[str]  # per decision point: its turns as said (the chat mode)
-    chat_blocks: list[tuple[int, str]]  # per context: decision point, the act as behavsim writes it
-
-
-def _texts(
-    cs: ContextSet, table: ResponseTable, domain: Any, dialogue: list[int], people: bool = False
-) -> _DialogueTexts:
-    """The texts of one teacher dialogue (its contexts' indices in order). ``people``: a corpus's
-    dialogue (:mod:`._corpus`): a turn without an act trains its words only, and the words are
-    delexicalised with the domain's ontology (:func:`~._format.delex_words`)."""
-    last = dialogue[-1]
-    segments, _, lexicons = history_parts(cs.history(last) or [], domain)
-    chat = [chat_text(part) for part in decision_points(cs.history(last) or [])]
-    labels: dict[int, int] = {}
-    for c in dialogue:
-        labels[len(decision_points(cs.history(c) or [])) - 1] = c
-    beliefs = []
-    for j, lex in enumerate(lexicons):
-        at = labels.get(j)
-        beliefs.append(belief_text(constraints_of(cs.beliefs[at], domain), lex) if at is not None else "")
-    blocks, chat_blocks = [], []
-    for j, c in sorted((j, c) for j, c in labels.items()):
-        act = table.acts[c]
-        if act is None and not people:
-            raise ConfigError(f"teacher table: no act for context {cs.ids[c]!r} ({table.errors[c]})")
-        lex = lexicons[j].copy()
-        constraints = constraints_of(cs.beliefs[c], domain)
-        result = db_query(domain, constraints)
-        shown = lex.recent(result.names)[:MAX_MATCHES]
-        db = db_text(result, lex)
-        written = delex_act(act, domain, lex, shown, constraints) if act is not None else None
-        if people:
-            blocks.append((j, db, written, delex_words(table.prompts[c] or "", act, domain)))
-        else:
-            blocks.append((j, db, written, delex_prompt(table.prompts[c] or "", act or "")))
-        if act is not None:
-            chat_blocks.append((j, act))
-    return _DialogueTexts(segments, beliefs, blocks, chat, chat_blocks)
-
-
-#: Token ids of texts (one list per text).
-_Encode = Callable[[Sequence[str]], list[list[int]]]
-
-
-def _all_texts(t: _DialogueTexts) -> Iterator[str]:
-    """Every text of a dialogue that becomes tokens (what the tokenizer's vocabulary covers)."""
-    yield from (*t.segments, *t.beliefs, *(y or "" for b in t.blocks for y in b[1:]), *t.chat)
-    yield from (a for _, a in t.chat_blocks)
-
-
-def _encoder(tokenizer: Any, texts: Iterable[str]) -> _Encode:
-    """Token ids of ``texts``, each distinct text encoded once, all in one call (most repeat: a
-    dialogue's segments recur in its chat row, templates' acts and responses across dialogues)."""
-    distinct = list(dict.fromkeys(texts))
-    known = dict(zip(distinct, token_ids(tokenizer, distinct)))
-    return lambda xs: [known[x] for x in xs]
-
-
-def _row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -> tuple[_Row, int]:
-    """A dialogue's packed row, and how many of its contexts did not fit the model's positions
-    (a long dialogue's shared part ends at the last decision point that fits: the contexts after
-    it are left out, as is a block that does not fit after its decision point)."""
-    sp = special_ids(tokenizer)
-    segs = encode(t.segments)
-    bels = encode(t.beliefs)
-    ids, targets, ends = [sp["eos"]], [], []
-    for seg, bel in zip(segs, bels):
-        span = [*bel[: LIMITS["belief"]], sp["db"]]
-        if len(ids) + len(seg) + 1 + len(span) > n_positions:
-            break
-        ids += [*seg, sp["belief"]]
-        targets += [(len(ids) + k - 1, tok) for k, tok in enumerate(span)]
-        ids += span
-        ends.append(len(ids))
-    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], targets, belief_targets=len(targets))
-    cols = [encode([str(b[k] or "") for b in t.blocks]) for k in (1, 2, 3)]
-    dropped = 0
-    for (j, _, written, _), db, act, resp in zip(t.blocks, *cols):
-        head = [*db[: LIMITS["db"]], sp["act"]]
-        if written is None:  # a person's turn without an act: its words are the only targets
-            head.append(sp["response"])
-            act = []
-        block = [*head, *act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
-        if written is None:
-            block = [*head, *resp[: LIMITS["response"] - 1], sp["eos"]]
-        if j >= len(ends) or ends[j] + len(block) > n_positions:
-            dropped += 1
-            continue
-        seen = ends[j]
-        start = len(row.ids)
-        row.ids += block
-        row.pos += list(range(seen, seen + len(block)))
-        row.block += [len(row.seen)] * len(block)
-        row.seen.append(seen)
-        row.targets += [(start + i - 1, block[i]) for i in range(len(head), len(block))]
-    return row, dropped
-
-
-def _chat_row(tokenizer: Any, t: _DialogueTexts, n_positions: int, encode: _Encode) -> _Row:
-    """A dialogue's row in the chat mode (see :class:`_Row`); a context whose act is longer than
-    :data:`CHAT_ACT_LIMIT` or that does not fit the model's positions is left out."""
-    sp = special_ids(tokenizer)
-    ids, ends = [sp["eos"]], []
-    for seg in encode(t.chat):
-        if len(ids) + len(seg) > n_positions:
-            break  # a long dialogue ends at the last decision point that fits
-        ids += seg
-        ends.append(len(ids))
-    row = _Row(ids, list(range(len(ids))), [-1] * len(ids), [], [], chat=True)
-    for (j, _), act in zip(t.chat_blocks, encode([a for _, a in t.chat_blocks])):
-        block = [sp["answer"], *act, sp["eos"]]
-        if len(act) > CHAT_ACT_LIMIT or j >= len(ends) or ends[j] + len(block) > n_positions:
-            continue  # never a cut act: the model would learn to write one
-        seen = ends[j]
-        start = len(row.ids)
-        row.ids += block
-        row.pos += list(range(seen, seen + len(block)))
-        row.block += [len(row.seen)] * len(block)
-        row.seen.append(seen)
-        row.targets += [(start + i - 1, block[i]) for i in range(1, len(block))]
-    return row
-
-
 # ----------------------------------------------------------------------------- the run
 def _prepare(config: E2EConfig, out: Path) -> None:
     run = out / RUN_FILE
@@ -481,7 +318,7 @@ def train_e2e(
     out = Path(out)
     say = report or (lambda line: None)
     domain = resolve_domain(config.domain)
-    validation: list[list[_Row]] = []
+    validation: list[list[TrainRow]] = []
     if config.corpus is not None:
         cs, table, groups = corpus_data(config.corpus, config.split, domain)  # bad input: refused before the folder
         if config.dialogues > len(groups):
@@ -491,20 +328,22 @@ def train_e2e(
             )
         held = corpus_data(config.corpus, config.validation, domain) if config.validation is not None else None
         _prepare(config, out)
-        texts = [_texts(cs, table, domain, idx, people=True) for idx in groups]
+        texts = [dialogue_texts(cs, table, domain, idx, people=True) for idx in groups]
         say(f"{table.policy['corpus']} split {config.split}: {len(groups)} dialogues, {len(cs)} system turns")
     else:
         parse_spec(config.teacher)  # an unknown kind is refused before the folder is made
         _prepare(config, out)
         cs, table = _teacher_data(config, out, domain, say)
-        texts = [_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
-    tokenizer = build_tokenizer((x for t in texts for x in _all_texts(t)), domain)
+        texts = [dialogue_texts(cs, table, domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    tokenizer = build_tokenizer((x for t in texts for x in all_texts(t)), domain)
     rows, dropped = _rows(config, tokenizer, texts)
     if dropped:
         say(f"{dropped} of {len(cs)} training contexts do not fit {config.n_positions} positions: not trained on")
     if config.corpus is not None and held is not None:
         vcs, vtable, vgroups = held
-        validation, _ = _rows(config, tokenizer, [_texts(vcs, vtable, domain, idx, people=True) for idx in vgroups])
+        validation, _ = _rows(
+            config, tokenizer, [dialogue_texts(vcs, vtable, domain, idx, people=True) for idx in vgroups]
+        )
         say(f"validation: split {config.validation}, {len(vgroups)} dialogues, {len(vcs)} system turns")
     with _torch_settings(config.threads) as torch:
         _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, validation)
@@ -518,13 +357,13 @@ def _by_dialogue(cs: ContextSet, n: int) -> list[list[int]]:
     return by_dialogue
 
 
-def _rows(config: E2EConfig, tokenizer: Any, texts: list[_DialogueTexts]) -> tuple[list[list[_Row]], int]:
+def _rows(config: E2EConfig, tokenizer: Any, texts: list[DialogueTexts]) -> tuple[list[list[TrainRow]], int]:
     """Each dialogue's training rows (the main row, and the chat row with ``chat``), and how many
     contexts did not fit the model's positions."""
-    encode = _encoder(tokenizer, (x for t in texts for x in _all_texts(t)))
-    built = [_row(tokenizer, t, config.n_positions, encode) for t in texts]
+    encode = encoder(tokenizer, (x for t in texts for x in all_texts(t)))
+    built = [main_row(tokenizer, t, config.n_positions, encode) for t in texts]
     rows = [
-        [r, _chat_row(tokenizer, t, config.n_positions, encode)] if config.chat else [r]
+        [r, chat_row(tokenizer, t, config.n_positions, encode)] if config.chat else [r]
         for (r, _), t in zip(built, texts)
     ]
     return rows, sum(d for _, d in built)
@@ -537,16 +376,16 @@ class _Corrections:
 
     def __init__(self, config: E2EConfig, out: Path, tokenizer: Any, domain: Any, say: Callable[[str], None]) -> None:
         self.config, self.out, self.tokenizer, self.domain, self.say = config, out, tokenizer, domain, say
-        self._rows: dict[int, list[list[_Row]]] = {}
+        self._rows: dict[int, list[list[TrainRow]]] = {}
 
-    def rows_before(self, epoch: int) -> list[list[_Row]]:
+    def rows_before(self, epoch: int) -> list[list[TrainRow]]:
         """The corrected dialogues' rows an epoch (0-based) trains on: the rounds after epochs ≤ it."""
         c = self.config
         if not c.dagger_dialogues:
             return []
         return [r for b in range(c.dagger_from, min(epoch, c.epochs - 1) + 1) for r in self._round(b)]
 
-    def _round(self, b: int) -> list[list[_Row]]:
+    def _round(self, b: int) -> list[list[TrainRow]]:
         if b in self._rows:
             return self._rows[b]
         c = self.config
@@ -568,7 +407,7 @@ class _Corrections:
             table.save(tpath)
         else:
             cs, table = saved
-        texts = [_texts(cs, table, self.domain, idx) for idx in _by_dialogue(cs, c.dagger_dialogues)]
+        texts = [dialogue_texts(cs, table, self.domain, idx) for idx in _by_dialogue(cs, c.dagger_dialogues)]
         self._rows[b], dropped = _rows(c, self.tokenizer, texts)
         if dropped:
             self.say(
@@ -645,7 +484,7 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, va
     t0 = time.perf_counter()
     window: list[float] = []
     corrections = _Corrections(config, out, tokenizer, domain, say)
-    pool: tuple[int, list[list[_Row]], np.ndarray] | None = None
+    pool: tuple[int, list[list[TrainRow]], np.ndarray] | None = None
     while done < config.total:
         epoch, offset = divmod(done, config.dialogues)
         if pool is None or pool[0] != epoch:
@@ -697,7 +536,7 @@ def _write_best(out: Path, losses: list[dict[str, Any]]) -> None:
         tmp.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _validation_loss(torch, model, rows: list[_Row], batch: int = 16) -> float:
+def _validation_loss(torch, model, rows: list[TrainRow], batch: int = 16) -> float:
     """The mean cross-entropy of every target of ``rows`` (no weighting), without gradients."""
     total, count = 0.0, 0
     with torch.no_grad():
@@ -708,7 +547,7 @@ def _validation_loss(torch, model, rows: list[_Row], batch: int = 16) -> float:
     return total / max(1, count)
 
 
-def _step(torch, model, opt, rows: list[_Row], belief_weight: float = 1.0) -> float:
+def _step(torch, model, opt, rows: list[TrainRow], belief_weight: float = 1.0) -> float:
     """One optimiser step on ``rows`` (the main rows and the chat rows): one loss over all their
     targets, the mean cross-entropy — weighted, with ``belief_weight`` ≠ 1, by that weight on the
     belief spans' tokens (a main row's targets read from its shared part) and 1 elsewhere."""
@@ -728,11 +567,11 @@ def _step(torch, model, opt, rows: list[_Row], belief_weight: float = 1.0) -> fl
     return float(loss.detach())
 
 
-def _forward(torch, model, rows: list[_Row]) -> tuple[Any, Any]:
+def _forward(torch, model, rows: list[TrainRow]) -> tuple[Any, Any]:
     """The logits at the rows' target positions, and the targets.
 
     GPT-2's computation, written with the model's own modules so that attention follows the rows'
-    structure (:class:`_Row`) instead of a dense mask: the rows' tokens go through as one sequence,
+    structure (:class:`TrainRow`) instead of a dense mask: the rows' tokens go through as one sequence,
     without padding (embeddings of tokens and positions; per layer, attention and the MLP each after
     its layer norm and added to the residual stream; the final layer norm), and each row attends
     within itself — its shared part causally, its blocks through :func:`_block_mask` — which is
@@ -768,9 +607,9 @@ def _forward(torch, model, rows: list[_Row]) -> tuple[Any, Any]:
     return model.lm_head(x[src]), tgt
 
 
-def _block_mask(torch, row: _Row, shared: int) -> Any:
+def _block_mask(torch, row: TrainRow, shared: int) -> Any:
     """What a row's blocks see, as an additive mask (block tokens × row tokens): block k the shared
-    part's first ``seen[k]`` tokens and itself, causally (see :class:`_Row`); None without blocks."""
+    part's first ``seen[k]`` tokens and itself, causally (see :class:`TrainRow`); None without blocks."""
     n = len(row.ids)
     if n == shared:
         return None

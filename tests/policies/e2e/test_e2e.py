@@ -321,7 +321,8 @@ def test_a_packed_row_computes_what_transformers_computes_for_each_block_alone()
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from policies.e2e._train import _forward, _Row
+    from policies.e2e._rows import TrainRow
+    from policies.e2e._train import _forward
 
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=50, n_positions=64, n_embd=32, n_layer=2, n_head=4, activation_function="gelu")
@@ -332,8 +333,8 @@ def test_a_packed_row_computes_what_transformers_computes_for_each_block_alone()
     # block 0 after 4 shared tokens, block 1 after all 7; every position a target
     ids = shared + b0 + b1
     pos = [*range(7), *range(4, 8), *range(7, 10)]
-    row = _Row(ids, pos, [-1] * 7 + [0] * 4 + [1] * 3, [4, 7], [(i, 0) for i in range(len(ids))])
-    other = _Row(b1 + b0, list(range(7)), [-1] * 7, [], [(i, 0) for i in range(7)])
+    row = TrainRow(ids, pos, [-1] * 7 + [0] * 4 + [1] * 3, [4, 7], [(i, 0) for i in range(len(ids))])
+    other = TrainRow(b1 + b0, list(range(7)), [-1] * 7, [], [(i, 0) for i in range(7)])
     with torch.no_grad():
         got = _forward(torch, model, [other, row])[0][7:]
         alone = [model(torch.tensor([seq])).logits[0] for seq in (shared, shared[:4] + b0, shared + b1)]
@@ -557,14 +558,15 @@ def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from policies.e2e._train import _forward, _Row, _step
+    from policies.e2e._rows import TrainRow
+    from policies.e2e._train import _forward, _step
 
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=30, n_positions=32, n_embd=16, n_layer=1, n_head=2, activation_function="gelu")
     cfg.resid_pdrop = cfg.embd_pdrop = cfg.attn_pdrop = 0.0
     model = GPT2LMHeadModel(cfg)
     # main row: 4 shared tokens (2 belief targets), a block of 3 (2 act targets); a chat row: 1 target
-    row = _Row(
+    row = TrainRow(
         list(range(7)),
         [0, 1, 2, 3, 4, 5, 6],
         [-1] * 4 + [0] * 3,
@@ -572,7 +574,7 @@ def test_belief_weight_weighs_the_targets_of_the_belief_spans_only():
         [(1, 5), (2, 6), (4, 7), (5, 8)],
         belief_targets=2,
     )
-    chat = _Row([1, 2, 3], [0, 1, 2], [-1, -1, 0], [2], [(2, 9)], chat=True)
+    chat = TrainRow([1, 2, 3], [0, 1, 2], [-1, -1, 0], [2], [(2, 9)], chat=True)
     with torch.no_grad():
         logits, targets = _forward(torch, model, [row, chat])
         ce = torch.nn.functional.cross_entropy(logits, targets, reduction="none").tolist()
@@ -590,13 +592,14 @@ def test_a_rows_belief_targets_are_its_first_those_its_shared_part_predicts(e2e_
 
     from behavsim import ContextSet, ResponseTable
     from policies.e2e import E2EModel
-    from policies.e2e._train import _by_dialogue, _rows, _texts
+    from policies.e2e._rows import dialogue_texts
+    from policies.e2e._train import _by_dialogue, _rows
 
     config, out, last = e2e_run
     model = E2EModel(last)
     cs = ContextSet.load(out / "teacher-contexts.jsonl")
     table = ResponseTable.load(out / "teacher-responses.jsonl")
-    texts = [_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    texts = [dialogue_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
     rows, _ = _rows(dataclasses.replace(config, chat=True), model.tokenizer, texts)
     assert len(rows) == config.dialogues
     for main, chat in rows:
@@ -611,26 +614,27 @@ def test_a_dialogue_longer_than_the_positions_ends_at_its_last_decision_point_th
     contexts after it are left out and counted, the rest of the row is unchanged."""
     from behavsim import ContextSet, ResponseTable
     from policies.e2e import E2EModel
-    from policies.e2e._train import _all_texts, _by_dialogue, _chat_row, _encoder, _row, _texts
+    from policies.e2e._rows import all_texts, chat_row, dialogue_texts, encoder, main_row
+    from policies.e2e._train import _by_dialogue
 
     config, out, last = e2e_run
     model = E2EModel(last)
     cs = ContextSet.load(out / "teacher-contexts.jsonl")
     table = ResponseTable.load(out / "teacher-responses.jsonl")
-    texts = [_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
+    texts = [dialogue_texts(cs, table, model.domain, idx) for idx in _by_dialogue(cs, config.dialogues)]
     t = max(texts, key=lambda x: len(x.segments))
     assert len(t.segments) >= 3
-    encode = _encoder(model.tokenizer, _all_texts(t))
-    full, none = _row(model.tokenizer, t, 10**6, encode)
+    encode = encoder(model.tokenizer, all_texts(t))
+    full, none = main_row(model.tokenizer, t, 10**6, encode)
     shared = full.block.count(-1)
-    cut, dropped = _row(model.tokenizer, t, shared - 1, encode)
+    cut, dropped = main_row(model.tokenizer, t, shared - 1, encode)
     kept = cut.block.count(-1)
     assert none == 0 and 0 < kept < shared and max(cut.pos) < shared - 1
     assert cut.ids[:kept] == full.ids[:kept] and cut.ids[kept - 1] == model.sp["db"]  # ends after a span
     assert cut.belief_targets == len([i for i, _ in full.targets[: full.belief_targets] if i < kept])
     assert dropped == len(full.seen) - len(cut.seen) >= 1 and all(s <= kept for s in cut.seen)
-    chat = _chat_row(model.tokenizer, t, 10**6, encode)
-    short = _chat_row(model.tokenizer, t, chat.block.count(-1) - 1, encode)
+    chat = chat_row(model.tokenizer, t, 10**6, encode)
+    short = chat_row(model.tokenizer, t, chat.block.count(-1) - 1, encode)
     assert max(short.pos) < chat.block.count(-1) - 1 and len(short.seen) < len(chat.seen)
     assert short.ids[: short.block.count(-1)] == chat.ids[: short.block.count(-1)]
 

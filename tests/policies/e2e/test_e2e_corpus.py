@@ -94,7 +94,7 @@ def corpus(tmp_path_factory) -> Path:
 
 def test_corpus_examples_checked_by_hand(corpus):
     from policies.e2e._corpus import corpus_data
-    from policies.e2e._train import _texts
+    from policies.e2e._rows import dialogue_texts
 
     domain = resolve_domain(None)
     cs, table, groups = corpus_data(corpus, "train", domain)
@@ -113,7 +113,7 @@ def test_corpus_examples_checked_by_hand(corpus):
         "request(food)",
     ]
     assert len(parse_acts(table.acts[0])) == 2
-    t = _texts(cs, table, domain, groups[0], people=True)
+    t = dialogue_texts(cs, table, domain, groups[0], people=True)
     # the history: speakers and words, the big slots' values (food, name) as numbered placeholders
     assert t.segments == [
         "<|user|> i want [food_1] food in the north.",
@@ -138,14 +138,14 @@ def test_corpus_examples_checked_by_hand(corpus):
 
 def test_a_turn_without_an_act_trains_its_words_only(corpus):
     from policies.e2e._corpus import corpus_data
+    from policies.e2e._rows import all_texts, dialogue_texts, encoder, main_row
     from policies.e2e._tokenizer import build_tokenizer
-    from policies.e2e._train import _all_texts, _encoder, _row, _texts
 
     domain = resolve_domain(None)
     cs, table, groups = corpus_data(corpus, "train", domain)
-    t = _texts(cs, table, domain, groups[0], people=True)
-    tok = build_tokenizer(list(_all_texts(t)), domain)
-    row, dropped = _row(tok, t, 1024, _encoder(tok, _all_texts(t)))
+    t = dialogue_texts(cs, table, domain, groups[0], people=True)
+    tok = build_tokenizer(list(all_texts(t)), domain)
+    row, dropped = main_row(tok, t, 1024, encoder(tok, all_texts(t)))
     assert dropped == 0
     blocks = []
     for k in range(len(row.seen)):
