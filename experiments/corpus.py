@@ -45,7 +45,6 @@ The report's section (``corpus``, "The study against people").
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +56,7 @@ from behavsim.io import file_digest
 from behavsim.report import escape, fmt_int, fmt_num, note, plain_table
 from contexts import from_unified, logged_responses
 from experiments.report import Report, Section, fold
+from experiments.stages.analyse import CLAIM, claim_agreement
 from experiments.stages.respond import respond_set
 from experiments.stages.train import trial_specs
 from experiments.study import Stage, Study, StudyConfig, stage_key
@@ -78,8 +78,6 @@ SETTINGS: dict[str, Any] = {"corpus": "", "corpus_split": "", "corpus_dialogues"
 #: The human wizard's key in the response index, and how the results name it.
 WIZARD = "wizard"
 WIZARD_NAME = "human wizard"
-#: The score pair of the paper's Sec. 5 claim.
-_CLAIM = ("CER", "USE_cos")
 #: Version of the imported set's form (2: with its description): a set kept by another is imported again.
 _IMPORT_VERSION = 2
 #: Disagreements shown per policy in the report (the file holds the config's ``disagreements``).
@@ -314,35 +312,6 @@ def _seed_rows(
     return rows
 
 
-def _agreement(cfg: StudyConfig, per: pd.DataFrame, labels: dict[int, str]) -> pd.DataFrame:
-    """CER against USE cosine over the contexts, per policy and over every policy's rows."""
-    x, y = _CLAIM
-    rows = []
-    modes = (False, True) if "TMR" in cfg.scores else (False,)
-    subsets = [(labels[p], per[per["pair"] == p]) for p in labels] + [("all policies", per)]
-    for name, df in subsets:
-        for only in modes:
-            c, mse = analysis.score_agreement(df, [x, y, *(["TMR"] if only else [])], only_mismatch=only)
-            rows.append(
-                {
-                    "policy": name,
-                    "only_mismatch": only,
-                    "score_a": x,
-                    "score_b": y,
-                    "pearson": _num(c.loc[x, y]),
-                    "mse": _num(mse.loc[x, y]),
-                    "n": int(c.attrs["n_rows"]),
-                    "n_dropped_nan": int(c.attrs["n_dropped_nan"]),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _num(v: Any) -> float:
-    v = float(v)
-    return v if math.isfinite(v) else math.nan
-
-
 def _compare(study: Study) -> None:
     cfg, run = study.cfg, study.run
     cs, wizard, tables = _tables(study)
@@ -371,8 +340,9 @@ def _compare(study: Study) -> None:
             per_frames.append(rc.per_context.assign(kind=f"seeds-{reward}"))
     if seed_rows:
         run.write_csv("results/corpus_seeds.csv", pd.DataFrame(seed_rows))
-    if all(s in scores for s in _CLAIM):
-        run.write_csv("results/corpus_agreement.csv", _agreement(cfg, per, dict(enumerate(labels))))
+    if all(s in scores for s in CLAIM):
+        subsets = {name: per[per["pair"] == p] for p, name in enumerate(labels)} | {"all policies": per}
+        run.write_csv("results/corpus_agreement.csv", claim_agreement(subsets, cfg.scores, "policy"))
     allper = pd.concat(per_frames, ignore_index=True)
     allper.insert(0, "kind", allper.pop("kind"))
     allper.insert(1, "context_set", name)

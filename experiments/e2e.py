@@ -39,7 +39,6 @@ Sec. 5, and where the models depart from their teachers.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from behavsim import ConfigError, ContextSet, ResponseTable, analysis, compare, 
 from behavsim.io import atomic_path, file_digest
 from behavsim.report import escape, fmt_int, fmt_num, note, plain_table
 from experiments.report import Section
+from experiments.stages.analyse import CLAIM, claim_agreement
 from experiments.stages.respond import respond_set
 from experiments.stages.train import gp_spec
 from experiments.study import Stage, Study, StudyConfig, stage_key
@@ -79,8 +79,6 @@ SETTINGS = {"e2e_teachers": (), "e2e_dialogues": 0, "e2e_epochs": 0}
 
 _SUCCESS_FILE = "success.json"
 _PER_CONTEXT = "results/per_context/all.csv"
-#: The score pair of the paper's Sec. 5 claim.
-_CLAIM = ("CER", "USE_cos")
 
 
 # ------------------------------------------------------------------------------- settings
@@ -425,34 +423,10 @@ def _write_agreement(study: Study, e2e_rows: pd.DataFrame, gp_rows: pd.DataFrame
     scores: Sequence[str] = list(study.cfg.scores)
     corr, _ = analysis.score_agreement(e2e_rows, scores)
     study.run.write_csv("results/e2e_score_corr.csv", corr.rename_axis("score").reset_index())
-    if not all(s in scores for s in _CLAIM):
+    if not all(s in scores for s in CLAIM):
         return
-    x, y = _CLAIM
-    rows = []
     subsets = {"end-to-end pairs": e2e_rows, "GP-SARSA pairs": gp_rows, "all pairs": pd.concat([e2e_rows, gp_rows])}
-    # mismatches only: the rows whose acts differ (TMR 0), when TMR is scored
-    modes = (False, True) if "TMR" in scores else (False,)
-    for name, df in subsets.items():
-        for only in modes:
-            c, mse = analysis.score_agreement(df, [x, y, *(["TMR"] if only else [])], only_mismatch=only)
-            rows.append(
-                {
-                    "rows": name,
-                    "only_mismatch": only,
-                    "score_a": x,
-                    "score_b": y,
-                    "pearson": _num(c.loc[x, y]),
-                    "mse": _num(mse.loc[x, y]),
-                    "n": int(c.attrs["n_rows"]),
-                    "n_dropped_nan": int(c.attrs["n_dropped_nan"]),
-                }
-            )
-    study.run.write_csv("results/e2e_agreement.csv", pd.DataFrame(rows))
-
-
-def _num(v: Any) -> float:
-    v = float(v)
-    return v if math.isfinite(v) else math.nan
+    study.run.write_csv("results/e2e_agreement.csv", claim_agreement(subsets, scores, "rows"))
 
 
 # ------------------------------------------------------------------------------ summaries

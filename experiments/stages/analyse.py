@@ -5,6 +5,8 @@ reward-vs-seed tests: first over trials (the training runs are the units), then 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -16,10 +18,43 @@ from experiments.stages.respond import response_tables
 from experiments.stages.train import trial_specs
 from experiments.study import Stage, Study, StudyConfig, stage_key
 
-__all__ = ["ANALYSE"]
+__all__ = ["ANALYSE", "CLAIM", "claim_agreement"]
+
+#: The score pair of the paper's Sec. 5 claim (CER and USE cosine agree).
+CLAIM = ("CER", "USE_cos")
 
 _PER_CONTEXT = "results/per_context/all.csv"
 _ALPHA = 0.05
+
+
+def claim_agreement(subsets: Mapping[str, pd.DataFrame], scores: Sequence[str], key: str) -> pd.DataFrame:
+    """The :data:`CLAIM` pair's correlation and MSE over each named subset of per-context rows (a
+    row each; ``key``: the column naming the subset), and over its rows whose acts differ (TMR 0)
+    when TMR is among ``scores``."""
+    x, y = CLAIM
+    modes = (False, True) if "TMR" in scores else (False,)
+    rows = []
+    for name, df in subsets.items():
+        for only in modes:
+            c, mse = analysis.score_agreement(df, [x, y, *(["TMR"] if only else [])], only_mismatch=only)
+            rows.append(
+                {
+                    key: name,
+                    "only_mismatch": only,
+                    "score_a": x,
+                    "score_b": y,
+                    "pearson": _finite(c.loc[x, y]),
+                    "mse": _finite(mse.loc[x, y]),
+                    "n": int(c.attrs["n_rows"]),
+                    "n_dropped_nan": int(c.attrs["n_dropped_nan"]),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _finite(v: Any) -> float:
+    v = float(v)
+    return v if math.isfinite(v) else math.nan
 
 
 def _key(study: Study) -> str:
