@@ -31,6 +31,7 @@ from policies.corpora import (
     Beliefs,
     ImportCounts,
     LogFormatError,
+    UnifiedCorpus,
     dialogue_contexts,
     read_unified,
     select_dialogues,
@@ -49,10 +50,14 @@ def corpus_dialogues(path: str | Path, split: str | None) -> int:
     return len(dialogues)
 
 
-def corpus_data(path: str | Path, split: str | None, domain: Any) -> tuple[ContextSet, ResponseTable, list[list[int]]]:
+def corpus_data(
+    path: str | Path, split: str | None, domain: Any, corpus: UnifiedCorpus | None = None
+) -> tuple[ContextSet, ResponseTable, list[list[int]]]:
     """One split of a corpus as a context set with histories (tracker beliefs), the wizard's
-    response table on it, and each dialogue's contexts (indices, in order)."""
-    corpus = read_unified(path)
+    response table on it, and each dialogue's contexts (indices, in order). ``corpus``: the file
+    at ``path`` already read (read here if None), so that two splits cost one read."""
+    if corpus is None:
+        corpus = read_unified(path)
     dialogues, cdomain, others = select_dialogues(corpus, split, None)
     counts = ImportCounts()
     mapper = ActMapper(domain, cdomain, counts)

@@ -45,6 +45,7 @@ import numpy as np
 from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
+from policies.corpora import read_unified
 from policies.e2e._corpus import corpus_data
 from policies.e2e._data import play_corrected, play_teacher
 from policies.e2e._format import (
@@ -320,13 +321,14 @@ def train_e2e(
     domain = resolve_domain(config.domain)
     validation: list[list[TrainRow]] = []
     if config.corpus is not None:
-        cs, table, groups = corpus_data(config.corpus, config.split, domain)  # bad input: refused before the folder
+        corpus = read_unified(config.corpus)  # bad input: refused before the folder
+        cs, table, groups = corpus_data(config.corpus, config.split, domain, corpus)
         if config.dialogues > len(groups):
             raise ConfigError(
                 f"e2e training: dialogues {config.dialogues} per epoch, but split {config.split!r} of "
                 f"{config.corpus} has {len(groups)}"
             )
-        held = corpus_data(config.corpus, config.validation, domain) if config.validation is not None else None
+        held = corpus_data(config.corpus, config.validation, domain, corpus) if config.validation is not None else None
         _prepare(config, out)
         texts = [dialogue_texts(cs, table, domain, idx, people=True) for idx in groups]
         say(f"{table.policy['corpus']} split {config.split}: {len(groups)} dialogues, {len(cs)} system turns")
