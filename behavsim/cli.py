@@ -386,7 +386,20 @@ def console_main(argv: Sequence[str] | None = None) -> NoReturn:
     alone."""
     os.environ.update(OFFLINE_ENVIRONMENT)
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    sys.exit(_command(argv, restore=False))
+    status = _command(argv, restore=False)
+    _forget_stray_keyboard_interrupt()
+    sys.exit(status)
+
+
+def _forget_stray_keyboard_interrupt() -> None:
+    """CPython marks the process as ended by an unhandled KeyboardInterrupt whenever one leaves
+    code that ``exec``/``eval`` runs from a string (a namedtuple or a dataclass being made while a
+    module is imported, when the signal lands there), even if the command then catches it; after
+    finalising, ``python -m behavsim.cli`` kills itself with SIGINT (exit -2) whatever the
+    command's status (a console script's exit takes another path in CPython and is spared).
+    The next string run through ``exec`` clears that mark, and nothing can set it again: the
+    command's signals now end the process at once with its status or are ignored."""
+    exec("None")  # noqa: S102 -- a constant string: the call clears the interpreter's mark
 
 
 def _command(argv: Sequence[str] | None, restore: bool) -> int:

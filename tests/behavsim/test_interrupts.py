@@ -343,3 +343,43 @@ def test_pools_after_main_finish(tmp_path, spawn):
         pytest.fail("the pools hung after main() returned")
     assert proc.returncode == 0, err[-2000:]
     assert out.splitlines()[-1] == "pools: 200"
+
+
+# ------------------------------------------------------------------ the program's exit status
+EXEC_SCRIPT = textwrap.dedent("""
+    import pkgutil, sys
+    import behavsim.cli as cli
+
+    def command(args):
+        # the signal lands in code that exec runs from a string, as when a namedtuple or a
+        # dataclass is made while a module is imported
+        exec("import os, signal, time\\nos.kill(os.getpid(), signal.SIGINT)\\nfor _ in range(1000): time.sleep(0.01)")
+        return 0
+
+    pkgutil.resolve_name("behavsim._scores_cli")._cmd_list = command  # the 'scores' group's listing
+    cli.console_main(["scores"])
+""")
+
+
+def _default_signals() -> None:
+    """preexec_fn: SIGINT at its default disposition (a test runner started as a background job
+    of a non-interactive shell has it ignored, which the command would keep)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_an_interrupt_inside_exec_ends_the_program_with_130(tmp_path, spawn):
+    """CI run of stop 39: ``reproduce`` interrupted ~1 s into its comparisons ended by SIGINT
+    (-2) after printing "interrupted": CPython marks a KeyboardInterrupt that leaves code run by
+    exec from a string as unhandled, and ``python -m`` kills itself at exit, even though the
+    command caught it."""
+    (tmp_path / "exec_interrupt.py").write_text(EXEC_SCRIPT)
+    proc = spawn(  # run as a module, as ``python -m behavsim.cli`` is (a script's exit takes another path)
+        [sys.executable, "-m", "exec_interrupt"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err.splitlines()) == (130, ["interrupted"])
