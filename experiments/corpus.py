@@ -1,5 +1,6 @@
 """The study against people, in one module: its settings (``corpus``, ``corpus_split``,
-``corpus_dialogues``, ``corpus_policies``), its study stages and its report section.
+``corpus_dialogues``, ``corpus_policies``, ``corpus_e2e`` and the training keys of its end-to-end
+models), its study stages and its report section.
 
 A corpus of real dialogues in ConvLab-3's unified format (CamRest676: ``--corpus
 data.zip``) gives one context per system turn of a split, each with its history, a belief from
@@ -16,13 +17,26 @@ The stages:
   ``responses/corpus-<split>/`` (index key ``wizard``). Being one of the run's context sets,
   every checkpoint and the handcrafted policy answer it in the ``respond`` stage, as they answer
   C_gen and C_col;
-* ``corpus-respond`` (after ``respond``; with ``corpus_policies``) — the config's extra policies
-  on it (``e2e:DIR`` — behavsim's end-to-end model trained on the corpus —, ``recorded:FILE``,
+* ``corpus-e2e`` (with ``corpus_e2e``; every run, finished models are not opened again) —
+  behavsim's end-to-end model (:mod:`policies.e2e`) trained by the study itself, once per name
+  of ``corpus_e2e``, seed the config's first, into ``train/corpus-e2e-<name>/``:
+
+  * ``simulation`` — imitating the handcrafted policy in simulation, as an end-to-end trial of
+    the e2e study is trained (``e2e_dialogues``, ``e2e_epochs``; ``experiments.e2e.e2e_config``):
+    the model a researcher trains without people; its last checkpoint answers;
+  * ``people`` — imitating the human wizards of the corpus's ``corpus_train_split`` (default
+    ``train``), as ``behavsim train --policy e2e --corpus`` trains it (its defaults; epochs
+    ``corpus_e2e_epochs`` when set, model selection on ``corpus_validation_split``, default
+    ``validation``, ``none``: none): the checkpoint best on validation answers (the last without
+    a validation split). Its contexts are the test split's only if ``corpus_train_split`` says so;
+
+* ``corpus-respond`` (after ``respond``; with ``corpus_e2e`` or ``corpus_policies``) — those
+  end-to-end models and the config's extra policies on it (``e2e:DIR``, ``recorded:FILE``,
   ``hf:DIR``, ...);
 * ``corpus`` (up to date unless its inputs change), into ``results/``:
 
   * ``corpus.csv`` — each policy (the handcrafted one, the last checkpoint of every GP-SARSA
-    trial, the extra policies) against the human wizard: the mean of every score with its
+    trial, the end-to-end models, the extra policies) against the human wizard: the mean of every score with its
     bootstrap interval. The act scores count the contexts where the wizard's turn has acts (the
     others are n/a, ``n_missing_<score>``); the text scores those where both said something;
   * ``corpus_slices.csv`` — the same by the wizard's act type and by system turn;
@@ -45,21 +59,34 @@ The report's section (``corpus``, "The study against people").
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from behavsim import BehavsimError, ConfigError, ContextSet, ResponseTable, analysis, compare, load_policy, slice_scores
-from behavsim.io import file_digest
+from behavsim import (
+    BehavsimError,
+    ConfigError,
+    ContextSet,
+    ResponseTable,
+    analysis,
+    compare,
+    get_executor,
+    load_policy,
+    slice_scores,
+)
+from behavsim.io import atomic_path, file_digest
 from behavsim.report import escape, fmt_int, fmt_num, note, plain_table
 from contexts import from_unified, logged_responses
+from experiments.e2e import e2e_config
 from experiments.report import Report, Section, fold
 from experiments.stages.analyse import CLAIM, claim_agreement
 from experiments.stages.respond import respond_set
 from experiments.stages.train import trial_specs
 from experiments.study import Stage, Study, StudyConfig, stage_key
+from policies.e2e import BEST_FILE, E2EConfig, corpus_e2e_config, list_e2e_checkpoints, train_e2e
 
 __all__ = [
     "SETTINGS",
@@ -67,14 +94,31 @@ __all__ = [
     "corpus_set_name",
     "import_corpus",
     "compared_policies",
+    "CORPUS_E2E",
+    "corpus_e2e_configs",
+    "corpus_e2e_specs",
     "CONTEXTS_STAGE",
+    "E2E_STAGE",
     "RESPOND_STAGE",
     "COMPARE_STAGE",
     "SECTION",
 ]
 
 #: The study config's keys of the study against people, with their defaults (none).
-SETTINGS: dict[str, Any] = {"corpus": "", "corpus_split": "", "corpus_dialogues": 0, "corpus_policies": ()}
+SETTINGS: dict[str, Any] = {
+    "corpus": "",
+    "corpus_split": "",
+    "corpus_dialogues": 0,
+    "corpus_policies": (),
+    "corpus_e2e": (),
+    "corpus_train_split": "train",
+    "corpus_validation_split": "validation",
+    "corpus_e2e_epochs": 0,
+}
+#: The end-to-end models the study can train itself (``corpus_e2e``), and how its results name them.
+CORPUS_E2E = {"simulation": "e2e (simulation)", "people": "e2e (people)"}
+#: A trained model's record in its folder: its settings and the checkpoint that answers.
+_E2E_DONE = "corpus-e2e.json"
 #: The human wizard's key in the response index, and how the results name it.
 WIZARD = "wizard"
 WIZARD_NAME = "human wizard"
@@ -120,6 +164,19 @@ def _check(cfg: StudyConfig) -> None:
         raise ConfigError(f"study config 'corpus_policies': expected a list of policy specs, got {specs!r}")
     if len(set(specs)) != len(specs):
         raise ConfigError(f"study config 'corpus_policies': a policy is listed twice: {list(specs)}")
+    models = s["corpus_e2e"]
+    if not isinstance(models, tuple) or any(m not in CORPUS_E2E for m in models):
+        raise ConfigError(f"study config 'corpus_e2e': expected some of {list(CORPUS_E2E)}, got {models!r}")
+    if len(set(models)) != len(models):
+        raise ConfigError(f"study config 'corpus_e2e': a model is listed twice: {list(models)}")
+    for key in ("corpus_train_split", "corpus_validation_split"):
+        if not isinstance(s[key], str) or not s[key]:
+            raise ConfigError(f"study config {key!r}: expected a split name ('none': no validation), got {s[key]!r}")
+    n = s["corpus_e2e_epochs"]
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ConfigError(
+            f"study config 'corpus_e2e_epochs': expected a non-negative integer (0: the default), got {n!r}"
+        )
 
 
 def _preflight(cfg: StudyConfig) -> None:
@@ -130,6 +187,7 @@ def _preflight(cfg: StudyConfig) -> None:
     if not path.exists():
         raise ConfigError(f"study config 'corpus' (--corpus): {str(path)!r} not found")
     import_corpus(cfg)
+    corpus_e2e_configs(cfg)
     options = {} if cfg.domain is None else {"domain": cfg.domain}
     for spec in cfg.settings["corpus_policies"]:
         try:
@@ -165,6 +223,91 @@ def _corpus_digest(path: Path) -> list[str]:
     return [f"{p.relative_to(path).as_posix() if p != path else p.name}:{file_digest(p)}" for p in files]
 
 
+def corpus_e2e_configs(cfg: StudyConfig) -> dict[str, E2EConfig]:
+    """The training configuration of each end-to-end model of ``corpus_e2e``, by name (a missing
+    split, a damaged corpus: one error naming it)."""
+    s, seed = cfg.settings, cfg.seeds[0]
+    out: dict[str, E2EConfig] = {}
+    for name in s["corpus_e2e"]:
+        if name == "simulation":
+            out[name] = e2e_config(cfg, "handcrafted", seed)
+            continue
+        try:
+            out[name] = corpus_e2e_config(
+                s["corpus"],
+                s["corpus_train_split"],
+                validation=s["corpus_validation_split"],
+                seed=seed,
+                epochs=s["corpus_e2e_epochs"] or None,
+                domain=cfg.domain,
+            )
+        except BehavsimError as exc:
+            raise ConfigError(f"study config 'corpus_e2e' ({name}): {exc}") from None
+    return out
+
+
+def _e2e_key(config: E2EConfig, corpus: Path | None) -> dict[str, Any]:
+    """What a trained model's record must match: its settings (the corpus by its digest, not its path)."""
+    d = config.to_dict()
+    if corpus is not None:
+        d["corpus"] = _corpus_digest(corpus)
+    return d
+
+
+def _e2e_record(study: Study, name: str, config: E2EConfig) -> dict[str, Any] | None:
+    """The record of model ``name`` when it is trained with ``config`` (its folder's ``corpus-e2e.json``)."""
+    path = study.run.path(f"train/corpus-e2e-{name}") / _E2E_DONE
+    corpus = Path(config.corpus) if config.corpus is not None else None
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("key") == _e2e_key(config, corpus) else None
+
+
+def corpus_e2e_specs(study: Study) -> dict[str, str]:
+    """``{spec: label}`` of the trained end-to-end models (``e2e:DIR`` of the checkpoint that answers)."""
+    out = {}
+    for name, config in corpus_e2e_configs(study.cfg).items():
+        rec = _e2e_record(study, name, config)
+        if rec is not None:
+            out[f"e2e:{study.run.path(f'train/corpus-e2e-{name}') / rec['checkpoint']}"] = CORPUS_E2E[name]
+    return out
+
+
+def _train_e2e_task(job: tuple[dict[str, Any], str]) -> None:
+    """One model (in a worker process): train it, or resume it from its last checkpoint."""
+    import torch  # an optional dependency: only the end-to-end models need it
+
+    torch.set_num_threads(1)  # as the e2e study's trials (the trainer then sets its own)
+    config_dict, out = job
+    train_e2e(E2EConfig.from_dict(config_dict), out)
+
+
+def _train_e2e_models(study: Study) -> None:
+    """Train (or resume) each model of ``corpus_e2e``, one after the other in a worker process, and
+    record the checkpoint that answers; a model already recorded with its settings is not opened."""
+    for name, config in corpus_e2e_configs(study.cfg).items():
+        out = study.run.path(f"train/corpus-e2e-{name}")
+        if _e2e_record(study, name, config) is None:
+            get_executor("local:1").map(_train_e2e_task, [(config.to_dict(), str(out))])
+            ckpts = list_e2e_checkpoints(out)
+            best = out / BEST_FILE
+            chosen = json.loads(best.read_text(encoding="utf-8"))["checkpoint"] if best.is_file() else ckpts[-1][1].name
+            corpus = Path(config.corpus) if config.corpus is not None else None
+            made = {"key": _e2e_key(config, corpus), "checkpoint": chosen, "checkpoints": len(ckpts)}
+            with atomic_path(out / _E2E_DONE) as tmp:
+                tmp.write_text(json.dumps(made, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        rec = _e2e_record(study, name, config)
+        assert rec is not None
+        study.log(f"      {CORPUS_E2E[name]}: {rec['checkpoints']} checkpoints, {rec['checkpoint']} answers")
+
+
+def _e2e_title(cfg: StudyConfig) -> str:
+    names = ", ".join(CORPUS_E2E[n] for n in cfg.settings["corpus_e2e"])
+    return f"the end-to-end models of the study against people: {names}"
+
+
 # --------------------------------------------------------------------------------- stages
 def _contexts(study: Study) -> None:
     """The corpus split as one of the run's context sets, and the human wizard's answers."""
@@ -190,18 +333,24 @@ def _contexts(study: Study) -> None:
 
 
 def _respond(study: Study) -> None:
+    models = corpus_e2e_specs(study)
     specs = list(study.cfg.settings["corpus_policies"])
     name = corpus_set_name(study.cfg)
-    study.log(f"      extra policies on {name}: {', '.join(specs)}")
-    respond_set(study, name, specs)
+    if models:
+        study.log(f"      end-to-end models on {name}: {', '.join(models.values())}")
+    if specs:
+        study.log(f"      extra policies on {name}: {', '.join(specs)}")
+    respond_set(study, name, [*models, *specs])
 
 
 def compared_policies(study: Study) -> dict[str, str]:
     """``{spec: label}`` of the policies compared with the human wizard, in order: the handcrafted
-    policy, the last checkpoint of every GP-SARSA trial (rewards x seeds), the extra policies."""
+    policy, the last checkpoint of every GP-SARSA trial (rewards x seeds), the end-to-end models
+    of ``corpus_e2e``, the extra policies."""
     out = {"handcrafted": "handcrafted"}
     for (reward, seed), specs in trial_specs(study).items():
         out[specs[-1]] = f"GP {reward} seed {seed}"
+    out.update(corpus_e2e_specs(study))
     out.update({spec: spec for spec in study.cfg.settings["corpus_policies"]})
     return out
 
@@ -530,14 +679,24 @@ CONTEXTS_STAGE = Stage(
     check=_check,
     preflight=_preflight,
 )
+E2E_STAGE = Stage(
+    name="corpus-e2e",
+    order=260,
+    title=_e2e_title,
+    run=_train_e2e_models,
+    outputs={"train/corpus-e2e-*/": "each end-to-end model's checkpoints and the record of the one that answers"},
+    applies=lambda study: _applies(study) and bool(study.cfg.settings["corpus_e2e"]),
+)
 RESPOND_STAGE = Stage(
     name="corpus-respond",
     order=360,
-    title="the extra policies on the corpus's contexts",
+    title="the end-to-end models and the extra policies on the corpus's contexts",
     run=_respond,
-    inputs={"contexts/corpus-*.jsonl": "the corpus split's contexts"},
-    outputs={"responses/corpus-*/": "one response table per extra policy"},
-    applies=lambda study: _applies(study) and bool(study.cfg.settings["corpus_policies"]),
+    inputs={"contexts/corpus-*.jsonl": "the corpus split's contexts", "train/corpus-e2e-*/": "the end-to-end models"},
+    outputs={"responses/corpus-*/": "one response table per end-to-end model and extra policy"},
+    applies=lambda study: (
+        _applies(study) and bool(study.cfg.settings["corpus_policies"] or study.cfg.settings["corpus_e2e"])
+    ),
 )
 COMPARE_STAGE = Stage(
     name="corpus",

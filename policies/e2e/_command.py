@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from behavsim import BehavsimError, ConfigError
-from policies.e2e._corpus import corpus_dialogues
-from policies.e2e._train import BEST_FILE, E2EConfig, train_e2e
+from policies.e2e._corpus import CORPUS_DEFAULTS
+from policies.e2e._train import BEST_FILE, E2EConfig, corpus_e2e_config, train_e2e
 
 __all__ = ["add_e2e_options", "cmd_train_e2e", "e2e_config_from_args"]
 
@@ -117,7 +117,6 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
 #: A corpus run's defaults where they differ from a teacher run's (a few hundred dialogues, not
 #: thousands: more passes, and more dialogues per step).
 #: No chat mode by default: it is for tools that know nothing of behavsim, and costs training time.
-CORPUS_DEFAULTS: dict[str, Any] = {"epochs": 12, "batch_dialogues": 4, "patience": 2, "validation": "validation"}
 
 
 def e2e_config_from_args(args: argparse.Namespace):
@@ -178,33 +177,23 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         raise ConfigError("--dagger-dialogues: DAgger needs a teacher to label the model's dialogues, not --corpus")
     if args.user:
         raise ConfigError("--user: a corpus run plays no simulated user")
-    split = args.split or "train"
-    batch = args.batch_dialogues if args.batch_dialogues is not None else CORPUS_DEFAULTS["batch_dialogues"]
-    if batch < 1:
-        raise ConfigError(f"--batch-dialogues must be a positive integer, got {batch}")
-    available = corpus_dialogues(corpus, split)
-    dialogues = args.dialogues if args.dialogues is not None else available - available % batch
-    if dialogues < 1:
-        raise ConfigError(f"{corpus}: split {split!r} has {available} dialogues, fewer than --batch-dialogues {batch}")
     validation = args.validation_split or CORPUS_DEFAULTS["validation"]
-    return E2EConfig(
-        teacher="wizard",
-        corpus=str(corpus),
-        split=split,
-        validation=None if validation == "none" else validation,
-        patience=args.patience if args.patience is not None else CORPUS_DEFAULTS["patience"],
+    return corpus_e2e_config(
+        corpus,
+        args.split or "train",
+        validation=validation,
         seed=int(seeds[0]),
-        dialogues=dialogues,
-        epochs=args.epochs if args.epochs is not None else CORPUS_DEFAULTS["epochs"],
-        checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else dialogues,
-        batch_dialogues=batch,
+        dialogues=args.dialogues,
+        epochs=args.epochs,
+        batch_dialogues=args.batch_dialogues,
+        checkpoint_every=args.checkpoint_every,
+        patience=args.patience,
         n_layer=args.layers,
         n_embd=args.width,
         n_head=args.heads,
         lr=args.lr,
         threads=args.threads,
         chat=bool(getattr(args, "chat", None)),
-        dagger_dialogues=0,
         belief_weight=args.belief_weight,
         domain=args.domain,
     )

@@ -37,10 +37,12 @@ from policies.corpora import (
     select_dialogues,
 )
 
-__all__ = ["corpus_data", "corpus_dialogues", "WIZARD_ID"]
+__all__ = ["corpus_data", "corpus_dialogues", "CORPUS_DEFAULTS", "WIZARD_ID"]
 
 #: The id of the corpus's human wizard as the model's teacher.
 WIZARD_ID = "wizard"
+#: A corpus run's defaults where they differ from a teacher run's.
+CORPUS_DEFAULTS: dict[str, Any] = {"epochs": 12, "batch_dialogues": 4, "patience": 2, "validation": "validation"}
 
 
 def corpus_dialogues(path: str | Path, split: str | None) -> int:

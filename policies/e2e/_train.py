@@ -46,7 +46,7 @@ from behavsim import ConfigError, ContextSet, ResponseTable
 from behavsim.io import atomic_path
 from behavsim.policy import parse_spec
 from policies.corpora import read_unified
-from policies.e2e._corpus import corpus_data
+from policies.e2e._corpus import CORPUS_DEFAULTS, WIZARD_ID, corpus_data, corpus_dialogues
 from policies.e2e._data import play_corrected, play_teacher
 from policies.e2e._format import (
     SPECIAL,
@@ -56,7 +56,7 @@ from policies.e2e._rows import DialogueTexts, TrainRow, all_texts, chat_row, dia
 from policies.e2e._tokenizer import build_tokenizer
 from policies.simulation.domain import resolve_domain
 
-__all__ = ["E2EConfig", "train_e2e", "list_e2e_checkpoints", "RUN_FILE", "BEST_FILE"]
+__all__ = ["E2EConfig", "corpus_e2e_config", "train_e2e", "list_e2e_checkpoints", "RUN_FILE", "BEST_FILE"]
 
 #: The chat mode's prompt template (``behavsim-prompt``, see :mod:`policies.llm._prompts`),
 #: written into every checkpoint folder of a run with ``chat``: the folder's default template for
@@ -213,6 +213,49 @@ class E2EConfig:
         progress = min(1.0, (step - self.warmup_steps) / span)
         floor = self.lr * self.final_lr_ratio
         return floor + (self.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def corpus_e2e_config(
+    corpus: str | Path,
+    split: str = "train",
+    *,
+    validation: str | None = CORPUS_DEFAULTS["validation"],
+    seed: int = 0,
+    dialogues: int | None = None,
+    epochs: int | None = None,
+    batch_dialogues: int | None = None,
+    checkpoint_every: int | None = None,
+    patience: int | None = None,
+    **options: Any,
+) -> E2EConfig:
+    """The :class:`~policies.e2e.E2EConfig` of a model imitating the people of ``corpus``, as
+    ``behavsim train --policy e2e --corpus`` makes it: every dialogue of ``split`` in each epoch
+    (the largest multiple of the batch, unless ``dialogues`` says fewer), a checkpoint per epoch,
+    :data:`CORPUS_DEFAULTS` for the rest; ``validation`` None or ``"none"``: no validation split.
+    ``options``: the model's other settings (``n_layer``, ``threads``, ``chat`` — off unless set —,
+    ...). A missing split or a damaged file: one error naming it."""
+    batch = batch_dialogues if batch_dialogues is not None else CORPUS_DEFAULTS["batch_dialogues"]
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"--batch-dialogues must be a positive integer, got {batch}")
+    available = corpus_dialogues(corpus, split)
+    n = dialogues if dialogues is not None else available - available % batch
+    if n < 1:
+        raise ConfigError(f"{corpus}: split {split!r} has {available} dialogues, fewer than --batch-dialogues {batch}")
+    options.setdefault("chat", False)
+    return E2EConfig(
+        teacher=WIZARD_ID,
+        corpus=str(corpus),
+        split=split,
+        validation=None if validation in (None, "none") else validation,
+        patience=patience if patience is not None else CORPUS_DEFAULTS["patience"],
+        seed=seed,
+        dialogues=n,
+        epochs=epochs if epochs is not None else CORPUS_DEFAULTS["epochs"],
+        checkpoint_every=checkpoint_every if checkpoint_every is not None else n,
+        batch_dialogues=batch,
+        dagger_dialogues=0,
+        **options,
+    )
 
 
 def checkpoint_dir(out: Path, dialogues: int) -> Path:

@@ -299,3 +299,96 @@ def test_reproduce_help_names_the_config_and_the_option(capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "camrest676" in out and "--corpus PATH" in out
+
+
+# ------------------------------------------------------------ the study's own end-to-end models
+def _split_copy(dialogue: dict, split: str, k: int) -> dict:
+    return {**json.loads(json.dumps(dialogue)), "data_split": split, "dialogue_id": f"lab-{split}-{k}"}
+
+
+# the same people in a train split (4 dialogues: one batch) and a validation split; the test split as above
+_SPLITS = [_split_copy(d, "train", k) for k, d in enumerate(_CORPUS * 2)] + [
+    _split_copy(d, "validation", k) for k, d in enumerate(_CORPUS)
+]
+_E2E_CONFIG = (
+    _CONFIG.replace('corpus_policies = ["recorded:{wizard}"]\n', "")
+    + 'corpus_e2e = ["simulation", "people"]\ne2e_dialogues = 20\ne2e_epochs = 1\ncorpus_e2e_epochs = 2\n'
+)
+
+
+@pytest.fixture(scope="module")
+def e2e_run(tmp_path_factory):
+    """The tiny study against people with both end-to-end models of its own."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("corpus-e2e")
+    (root / "lab" / "data").mkdir(parents=True)
+    (root / "lab" / "data" / "dialogues.json").write_text(json.dumps(_CORPUS + _SPLITS), encoding="utf-8")
+    (root / "study.toml").write_text(_E2E_CONFIG, encoding="utf-8")
+    logs: list[str] = []
+    run = run_study(load_config(str(root / "study.toml"), corpus=str(root / "lab")), root / "run", log=logs.append)
+    return root, run, logs
+
+
+def test_the_study_s_end_to_end_models_answer_every_context_and_face_the_wizard(e2e_run):
+    """Each model writes one row per context of the test split and is compared with the wizard;
+    a context it fails on (these models are trained for seconds) is counted, not dropped."""
+    _, run, logs = e2e_run
+    rows = pd.read_csv(run / "results" / "corpus.csv").set_index("policy")
+    tables = {t.id: t for t in map(ResponseTable.load, (run / "responses" / "corpus-test").glob("*.jsonl"))}
+    for label, teacher in (("e2e (simulation)", "handcrafted"), ("e2e (people)", "wizard")):
+        row = rows.loc[label]
+        table = tables[row["b"]]
+        assert table.policy["kind"] == "e2e" and table.id.startswith(f"e2e-{teacher}-seed0-")
+        assert (row["n"], len(table)) == (4, 4)
+        assert row["n_missing_USE_cos"] == table.n_errors  # its failed contexts
+        assert any(f"{label}:" in m and "answers" in m for m in logs), logs
+
+
+def test_the_people_model_is_the_one_the_train_command_makes(e2e_run, tmp_path):
+    """The study's model trained on people has the bytes of ``behavsim train --policy e2e --corpus``'s
+    with the same split, epochs and seed; the checkpoint that answers is the best on validation."""
+    root, run, _ = e2e_run
+    folder = run / "train" / "corpus-e2e-people"
+    record = json.loads((folder / "corpus-e2e.json").read_text())
+    assert record["checkpoint"] == json.loads((folder / "e2e-best.json").read_text())["checkpoint"]
+    argv = ["train", "--policy", "e2e", "--corpus", str(root / "lab"), "--split", "train", "--epochs", "2"]
+    assert cli_main([*argv, "--seed", "0", "-o", str(tmp_path / "cli")]) == 0
+    ours = sorted(p.name for p in folder.glob("ckpt-*"))
+    assert ours == sorted(p.name for p in (tmp_path / "cli").glob("ckpt-*")) and ours
+    for name in ours:
+        a = (folder / name / "model.safetensors").read_bytes()
+        assert a == (tmp_path / "cli" / name / "model.safetensors").read_bytes()
+
+
+def test_a_rerun_trains_no_model_again(e2e_run):
+    root, run, _ = e2e_run
+    ckpts = sorted((run / "train").glob("corpus-e2e-*/ckpt-*/model.safetensors"))
+    stamps = [p.stat().st_mtime_ns for p in ckpts]
+    logs: list[str] = []
+    run_study(load_config(str(root / "study.toml"), corpus=str(root / "lab")), run, log=logs.append)
+    assert [p.stat().st_mtime_ns for p in ckpts] == stamps and len(ckpts) >= 2
+    assert any("the study against people" in m and "up to date" in m for m in logs)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"corpus_e2e": ("robot",)}, r"study config 'corpus_e2e': expected some of \['simulation', 'people'\]"),
+        ({"corpus_e2e": ("people", "people")}, r"study config 'corpus_e2e': a model is listed twice"),
+        ({"corpus_e2e_epochs": -1}, r"study config 'corpus_e2e_epochs': expected a non-negative integer"),
+        ({"corpus_train_split": ""}, r"study config 'corpus_train_split': expected a split name"),
+    ],
+)
+def test_bad_end_to_end_settings_are_refused_in_one_line(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config("camrest676", corpus=str(tmp_path / "lab"), **change)
+
+
+def test_a_missing_training_split_is_one_line_before_any_work(tmp_path, capsys):
+    (tmp_path / "lab" / "data").mkdir(parents=True)
+    (tmp_path / "lab" / "data" / "dialogues.json").write_text(json.dumps(_CORPUS), encoding="utf-8")  # no train split
+    out = tmp_path / "run"
+    assert cli_main(["reproduce", "--config", "camrest676", "--corpus", str(tmp_path / "lab"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "corpus_e2e" in err[0] and "'train'" in err[0], err
+    assert not out.exists()
