@@ -254,24 +254,31 @@ def _e2e_key(config: E2EConfig, corpus: Path | None) -> dict[str, Any]:
     return d
 
 
-def _e2e_record(study: Study, name: str, config: E2EConfig) -> dict[str, Any] | None:
-    """The record of model ``name`` when it is trained with ``config`` (its folder's ``corpus-e2e.json``)."""
-    path = study.run.path(f"train/corpus-e2e-{name}") / _E2E_DONE
-    corpus = Path(config.corpus) if config.corpus is not None else None
+def _e2e_dir(study: Study, name: str) -> Path:
+    return study.run.path(f"train/corpus-e2e-{name}")
+
+
+def _e2e_record(study: Study, name: str, key: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The record of model ``name`` (its folder's ``corpus-e2e.json``); with ``key``, only when it
+    was trained with those settings."""
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
+        rec = json.loads((_e2e_dir(study, name) / _E2E_DONE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return rec if isinstance(rec, dict) and rec.get("key") == _e2e_key(config, corpus) else None
+    if not isinstance(rec, dict) or not isinstance(rec.get("checkpoint"), str):
+        return None
+    return rec if key is None or rec.get("key") == key else None
 
 
 def corpus_e2e_specs(study: Study) -> dict[str, str]:
-    """``{spec: label}`` of the trained end-to-end models (``e2e:DIR`` of the checkpoint that answers)."""
+    """``{spec: label}`` of the trained end-to-end models (``e2e:DIR`` of the checkpoint that
+    answers). The stage ``corpus-e2e``, which runs before every stage that asks, has checked each
+    record against its settings: the later stages read it without reading the corpus again."""
     out = {}
-    for name, config in corpus_e2e_configs(study.cfg).items():
-        rec = _e2e_record(study, name, config)
+    for name in study.cfg.settings["corpus_e2e"]:
+        rec = _e2e_record(study, name)
         if rec is not None:
-            out[f"e2e:{study.run.path(f'train/corpus-e2e-{name}') / rec['checkpoint']}"] = CORPUS_E2E[name]
+            out[f"e2e:{_e2e_dir(study, name) / rec['checkpoint']}"] = CORPUS_E2E[name]
     return out
 
 
@@ -288,18 +295,17 @@ def _train_e2e_models(study: Study) -> None:
     """Train (or resume) each model of ``corpus_e2e``, one after the other in a worker process, and
     record the checkpoint that answers; a model already recorded with its settings is not opened."""
     for name, config in corpus_e2e_configs(study.cfg).items():
-        out = study.run.path(f"train/corpus-e2e-{name}")
-        if _e2e_record(study, name, config) is None:
+        out = _e2e_dir(study, name)
+        key = _e2e_key(config, Path(config.corpus) if config.corpus is not None else None)
+        rec = _e2e_record(study, name, key)
+        if rec is None:
             get_executor("local:1").map(_train_e2e_task, [(config.to_dict(), str(out))])
             ckpts = list_e2e_checkpoints(out)
             best = out / BEST_FILE
             chosen = json.loads(best.read_text(encoding="utf-8"))["checkpoint"] if best.is_file() else ckpts[-1][1].name
-            corpus = Path(config.corpus) if config.corpus is not None else None
-            made = {"key": _e2e_key(config, corpus), "checkpoint": chosen, "checkpoints": len(ckpts)}
+            rec = {"key": key, "checkpoint": chosen, "checkpoints": len(ckpts)}
             with atomic_path(out / _E2E_DONE) as tmp:
-                tmp.write_text(json.dumps(made, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        rec = _e2e_record(study, name, config)
-        assert rec is not None
+                tmp.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         study.log(f"      {CORPUS_E2E[name]}: {rec['checkpoints']} checkpoints, {rec['checkpoint']} answers")
 
 

@@ -114,11 +114,6 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-#: A corpus run's defaults where they differ from a teacher run's (a few hundred dialogues, not
-#: thousands: more passes, and more dialogues per step).
-#: No chat mode by default: it is for tools that know nothing of behavsim, and costs training time.
-
-
 def e2e_config_from_args(args: argparse.Namespace):
     """The :class:`~policies.e2e.E2EConfig` of a ``train --policy e2e`` command line."""
     d = E2EConfig()
@@ -177,11 +172,10 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         raise ConfigError("--dagger-dialogues: DAgger needs a teacher to label the model's dialogues, not --corpus")
     if args.user:
         raise ConfigError("--user: a corpus run plays no simulated user")
-    validation = args.validation_split or CORPUS_DEFAULTS["validation"]
     return corpus_e2e_config(
         corpus,
         args.split or "train",
-        validation=validation,
+        validation=args.validation_split or CORPUS_DEFAULTS["validation"],
         seed=int(seeds[0]),
         dialogues=args.dialogues,
         epochs=args.epochs,

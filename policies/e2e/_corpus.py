@@ -41,7 +41,10 @@ __all__ = ["corpus_data", "corpus_dialogues", "CORPUS_DEFAULTS", "WIZARD_ID"]
 
 #: The id of the corpus's human wizard as the model's teacher.
 WIZARD_ID = "wizard"
-#: A corpus run's defaults where they differ from a teacher run's.
+#: A corpus run's defaults where they differ from a teacher run's (a few hundred dialogues, not
+#: thousands: more passes, and more dialogues per step). No chat mode by default
+#: (:func:`~policies.e2e.corpus_e2e_config`): it is for tools that know nothing of behavsim, and
+#: costs training time.
 CORPUS_DEFAULTS: dict[str, Any] = {"epochs": 12, "batch_dialogues": 4, "patience": 2, "validation": "validation"}
 
 
