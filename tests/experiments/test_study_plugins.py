@@ -30,6 +30,7 @@ BUILT_IN_STAGES = [
     "e2e-train",
     "contexts",
     "corpus-contexts",
+    "corpus-e2e",
     "respond",
     "e2e-respond",
     "corpus-respond",
