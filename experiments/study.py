@@ -18,6 +18,7 @@ The built-in stages (``behavsim reproduce`` logs them as ``[k/N] ...``)::
      150  e2e-train    end-to-end models imitating their teachers (e2e_teachers)    e2e.py
      200  contexts     C_gen (the grid), C_col per reward and their union           stages/contexts.py
      250  corpus-contexts  a corpus split as a context set; the human wizard's table  corpus.py
+     260  corpus-e2e   end-to-end models trained for the study against people  corpus.py
      300  respond      every checkpoint and the handcrafted policy on every set     stages/respond.py
      350  e2e-respond  the end-to-end checkpoints on C_col^all                      e2e.py
      360  corpus-respond  the corpus_policies on the corpus's contexts              corpus.py
