@@ -63,11 +63,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from behavsim import DialogueAct, UnknownName, closest_name, parse_act
+from behavsim import DialogueAct, UnknownName, closest_name, parse_act, parse_acts
 from policies.simulation.domain import DONTCARE, NONE_VALUE, Domain
 
 __all__ = [
     "DiaAct",
+    "system_turn",
+    "turn_acts",
+    "turn_string",
     "summary_actions",
     "SUMMARY_ACTIONS",
     "action_mask",
@@ -134,6 +137,36 @@ class DiaAct(NamedTuple):
     def canonical(self) -> DialogueAct:
         """The core's canonical act (:class:`behavsim.DialogueAct`, items sorted)."""
         return DialogueAct.create(self.type, self.items)
+
+
+def system_turn(act: "DiaAct | DialogueAct | str | tuple | list") -> "DiaAct | tuple[DiaAct, ...]":
+    """A system turn in the environment's form: one :class:`DiaAct` for a single act, a tuple of
+    two or more for an act set — a string ``a(...)|b(...)`` (read by :func:`behavsim.parse_acts`:
+    distinct acts in canonical order) or a sequence of acts. Raises ``ValueError`` (a bad act
+    string), ``TypeError`` (not an act) or ``ValueError`` for an empty sequence."""
+    if isinstance(act, DiaAct):
+        return act
+    if isinstance(act, (str, DialogueAct)):
+        acts = parse_acts(act)
+        return DiaAct.from_act(acts[0]) if len(acts) == 1 else tuple(_from_canonical(a) for a in acts)
+    if isinstance(act, (tuple, list)):
+        turn = tuple(dict.fromkeys(DiaAct.from_act(a) for a in act))
+        if not turn:
+            raise ValueError("an empty act set")
+        return turn[0] if len(turn) == 1 else turn
+    raise TypeError(f"expected an act string, a DialogueAct or a sequence of acts, got {type(act).__name__}")
+
+
+def turn_acts(turn: "DiaAct | tuple[DiaAct, ...] | None") -> "tuple[DiaAct, ...]":
+    """The acts of a system turn (:func:`system_turn`'s form): none, one, or the set's."""
+    if turn is None:
+        return ()
+    return (turn,) if isinstance(turn, DiaAct) else tuple(turn)
+
+
+def turn_string(turn: "DiaAct | tuple[DiaAct, ...]") -> str:
+    """A system turn's string: PyDial's form of its act, or its acts joined by ``|``."""
+    return str(turn) if isinstance(turn, DiaAct) else "|".join(str(a) for a in turn)
 
 
 @lru_cache(maxsize=8192)

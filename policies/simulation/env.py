@@ -37,6 +37,9 @@ from policies.simulation.actions import (
     action_mask,
     master_act,
     summary_actions,
+    system_turn,
+    turn_acts,
+    turn_string,
     unknown_action,
 )
 from policies.simulation.domain import Domain, resolve_domain
@@ -111,6 +114,7 @@ class DialogueEnv:
         self.exchanges: list[dict] = []
         self.last_system_act = None
         self._last_sys: DiaAct | None = None
+        self._last_turn: tuple[DiaAct, ...] = ()
         self._done = False
         self._closing = False
         self._goal_constraints = len(goal.constraints)
@@ -123,7 +127,7 @@ class DialogueEnv:
             self.turns = 1
             self._log(sys_act, user_act, conf, belief)
             self.last_system_act = str(sys_act)
-            self._last_sys = sys_act
+            self._remember(sys_act)
         self._mask = action_mask(belief, self.domain)
         info = {
             "action_mask": self._mask,
@@ -159,11 +163,19 @@ class DialogueEnv:
         """One exchange on a system act given directly (a string such as ``request(food)``, a
         :class:`behavsim.DialogueAct` or a :class:`DiaAct`), for policies without summary actions
         (e.g. a callable or a toolkit's policy). ``info["summary_action"]`` is ``None`` and
-        ``info["masked_action"]`` is False: there is no summary action to check against the mask."""
+        ``info["masked_action"]`` is False: there is no summary action to check against the mask.
+
+        An act set — ``inform(...)|request(area)`` or a sequence of acts, as a model trained on
+        human wizards answers — is one turn: the user receives its acts in turn and answers once
+        (:meth:`SimulatedUser.respond`), the tracker reads all of them, and the exchange records
+        the set (``system_act`` its acts joined by ``|`` in canonical order, ``system_act_type``
+        their types joined likewise; ``confirmation`` and ``informed_venue`` hold when one of its
+        acts does; the prompt is each act's words in turn). A set with ``bye`` ends the dialogue
+        like ``bye()``; a later ``step("repeat")`` repeats the set's last act."""
         if self._done:
             raise EnvError("DialogueEnv.step_act() called after the dialogue ended; call reset()")
         try:
-            sys_act = DiaAct.from_act(act)  # type: ignore[arg-type]
+            sys_act = system_turn(act)  # type: ignore[arg-type]
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"DialogueEnv.step_act: not a system act: {act!r:.80} ({exc})") from None
         self.turns += 1
@@ -171,14 +183,16 @@ class DialogueEnv:
             return self._closing_step(None, False, sys_act)
         return self._exchange(sys_act, None, False)
 
-    def _exchange(self, sys_act: DiaAct, summary_action: str | None, masked: bool):
+    def _exchange(self, sys_act: "DiaAct | tuple[DiaAct, ...]", summary_action: str | None, masked: bool):
         user_act = self.user.respond(sys_act)
         new_belief, conf = self._observe(user_act, sys_act)
         ex = self._log(sys_act, user_act, conf, new_belief)
         self.last_system_act = ex["system_act"]
-        self._last_sys = sys_act
-        terminated = user_act.type == "bye" or sys_act.type == "bye"
-        if terminated and sys_act.type != "bye" and self.final_system_turn and self.turns < self.max_turns:
+        self._remember(sys_act)
+        acts = turn_acts(sys_act)
+        said_bye = any(a.type == "bye" for a in acts)
+        terminated = user_act.type == "bye" or said_bye
+        if terminated and not said_bye and self.final_system_turn and self.turns < self.max_turns:
             terminated = False  # the user hung up: the system still takes its closing turn
             self._closing = True
         truncated = (not terminated) and (not self._closing) and self.turns >= self.max_turns
@@ -188,7 +202,7 @@ class DialogueEnv:
             "action_mask": self._mask,
             "turns": self.turns,
             "master_act": ex["system_act"],
-            "prompt": self.nlg.generate(sys_act),
+            "prompt": " ".join(self.nlg.generate(a) for a in acts),
             "summary_action": summary_action,
             "masked_action": masked,
             "user_act": ex["user_act"],
@@ -201,7 +215,13 @@ class DialogueEnv:
         }
         return new_belief, -1.0, terminated, truncated, info
 
-    def _closing_step(self, summary_action: str | None, masked: bool, chosen: DiaAct | None):
+    def _remember(self, sys_act: "DiaAct | tuple[DiaAct, ...]") -> None:
+        """The turn just said: as a whole (a repeated turn is a reprompt) and its last act (the one
+        ``step("repeat")`` repeats)."""
+        self._last_turn = turn_acts(sys_act)
+        self._last_sys = self._last_turn[-1]
+
+    def _closing_step(self, summary_action: str | None, masked: bool, chosen: "DiaAct | tuple[DiaAct, ...] | None"):
         """PyDial's last turn after the user's bye: the policy acts on the final belief, the
         agent replaces whatever it chose by ``bye()``, and the dialogue ends."""
         belief = self.belief
@@ -212,14 +232,14 @@ class DialogueEnv:
         user_act = DiaAct("null")
         ex = self._log(sys_act, user_act, 1.0, belief)
         self.last_system_act = ex["system_act"]
-        self._last_sys = sys_act
+        self._remember(sys_act)
         self._done = True
         self._closing = False
         info = {
             "action_mask": self._mask,
             "turns": self.turns,
             "master_act": ex["system_act"],
-            "chosen_act": str(chosen),
+            "chosen_act": str(chosen) if chosen is None else turn_string(chosen),
             "prompt": self.nlg.generate(sys_act),
             "summary_action": summary_action,
             "masked_action": masked,
@@ -234,27 +254,27 @@ class DialogueEnv:
         return belief, -1.0, True, False, info
 
     # ------------------------------------------------------------------ internals
-    def _observe(self, user_act: DiaAct, sys_act: DiaAct | None):
+    def _observe(self, user_act: DiaAct, sys_act: "DiaAct | tuple[DiaAct, ...] | None"):
         assert self.np_random is not None  # seeded by reset()
         nbest = self.error_model.apply(user_act, self.domain, self.np_random)
         belief = self.tracker.update(nbest, sys_act)
         self.belief = belief
         return belief, float(nbest[0][1])
 
-    def _log(self, sys_act: DiaAct, user_act: DiaAct, conf: float, belief: dict) -> dict:
-        sys_str = str(sys_act)
+    def _log(self, sys_act: "DiaAct | tuple[DiaAct, ...]", user_act: DiaAct, conf: float, belief: dict) -> dict:
+        acts = turn_acts(sys_act)
         ex = {
             "turn": len(self.exchanges) + 1,
-            "system_act": sys_str,
-            "system_act_type": sys_act.type,
+            "system_act": turn_string(sys_act),
+            "system_act_type": "|".join(a.type for a in acts),
             "user_act": str(user_act),
             "user_act_type": user_act.type,
-            "reprompt": self._last_sys is not None and sys_act == self._last_sys,
-            "confirmation": sys_act.type == "confirm",
+            "reprompt": bool(self._last_turn) and acts == self._last_turn,
+            "confirmation": any(a.type == "confirm" for a in acts),
             "asr_confidence": conf,
             "constraints_filled": len(accepted_constraints(belief, self.domain)),
             "user_goal_constraints": self._goal_constraints,
-            "informed_venue": sys_act.type == "inform" and sys_act.get("name") not in (None, "none"),
+            "informed_venue": any(a.type == "inform" and a.get("name") not in (None, "none") for a in acts),
             "success_so_far": self.user.success,
         }
         self.exchanges.append(ex)

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from behavsim import ConfigError, DialogueAct, Registry, UnknownName, did_you_mean
-from policies.simulation.actions import DiaAct
+from policies.simulation.actions import DiaAct, system_turn, turn_acts
 from policies.simulation.domain import DONTCARE, Domain
 
 __all__ = [
@@ -341,6 +341,8 @@ class SimulatedUser:
         self.prev_used = {s: {v} for s, v in constraints.items()}
         self.first_recommendation = True
         self.last_sys: DiaAct | None = None
+        self._last_turn: tuple[DiaAct, ...] = ()
+        self._received = 0
         self.last_user: DiaAct | None = None
         self.finished = False
         self.gave_up = False
@@ -720,6 +722,7 @@ class SimulatedUser:
             return DiaAct(t, tuple(items))
         if (
             last in ("request", "select")
+            and self._received == 1  # after several acts, "this" would not say which slot
             and t == "inform"
             and items
             and items[0][1] == DONTCARE
@@ -746,33 +749,54 @@ class SimulatedUser:
                     break
         return DiaAct(t, tuple(items))
 
-    def respond(self, system_act: "DiaAct | DialogueAct | str | None") -> DiaAct:
+    def respond(self, system_act: "DiaAct | DialogueAct | str | tuple | None") -> DiaAct:
         """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first).
         The environment passes :class:`DiaAct` objects (used as they are); an act string or a
         :class:`behavsim.DialogueAct` is converted with :meth:`DiaAct.from_act` (canonical item
-        order, values lower-cased like the domain's)."""
+        order, values lower-cased like the domain's).
+
+        An act set (``a(...)|b(...)`` or a sequence of acts: a turn of a system that says several
+        things, as a human wizard does) is one turn: the user receives its acts one after the
+        other (:func:`_received_order`), then speaks once; patience falls once for the turn, when
+        all its acts are null/badact or the whole set repeats the previous turn."""
         if self.goal is None:
             raise RuntimeError("SimulatedUser.respond() before reset()")
         if self.finished:
             return DiaAct("bye")
         if system_act is not None:
-            if not isinstance(system_act, DiaAct):
-                system_act = DiaAct.from_act(system_act)
-            if system_act.type in ("null", "badact") or (
-                self.last_sys is not None
+            acts = turn_acts(system_act if isinstance(system_act, DiaAct) else system_turn(system_act))
+            if all(a.type in ("null", "badact") for a in acts) or (
+                self._last_turn
                 and self.last_user is not None
                 and self.last_user.type != "repeat"
-                and system_act == self.last_sys
+                and acts == self._last_turn
             ):
                 self.patience -= 1
             if self.patience < 1:
                 self.gave_up = True
                 self.agenda = [_act("bye")]
             else:
-                self.last_sys = system_act
-                self._receive(system_act)
+                ordered = _received_order(acts)
+                self.last_sys = ordered[-1]
+                self._last_turn, self._received = acts, len(ordered)
+                for act in ordered:
+                    self._receive(act)
         act = self._pop()
         if act.type == "bye":
             self.finished = True
         self.last_user = act
         return act
+
+
+#: The system act types the user reacts to (any other is heard as ``null``).
+_KNOWN = frozenset(("hello", "bye", "request", "confirm", "select", "inform", "affirm", "negate", "reqmore", "repeat"))
+
+
+def _received_order(acts: tuple[DiaAct, ...]) -> tuple[DiaAct, ...]:
+    """The order in which the user receives a turn's acts: a single act as it is; in a set, the
+    acts in the set's order with ``bye`` last (the turn then ends the dialogue), leaving out acts of
+    types the user does not know (a greeting beside an inform) unless the set has no other."""
+    if len(acts) == 1:
+        return acts
+    known = [a for a in acts if a.type in _KNOWN] or list(acts)
+    return tuple([a for a in known if a.type != "bye"] + [a for a in known if a.type == "bye"])

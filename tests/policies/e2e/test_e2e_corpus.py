@@ -251,6 +251,11 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     # the test split's dialogues are the training ones: the model says what the wizard said
     assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
     assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
+    # the environment plays its answers, act sets too (each dialogue's first answer is such a set)
+    from policies.training.play import play_dialogues
+
+    played = play_dialogues(f"e2e:{a[-1][1]}", 4, env_options={"user_config": "env1"})
+    assert len(played.success) == 4 and "not a system act" not in (played.first_failure or "")
 
 
 def test_act_sets_read_back_and_a_model_of_people_leaves_out_what_it_cannot_fill():
