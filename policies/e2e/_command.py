@@ -105,6 +105,15 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         f"(default {d.belief_weight:g}; 1: every target alike)",
     )
     g.add_argument(
+        "--dropout",
+        type=float,
+        default=None,
+        metavar="P",
+        help="GPT-2's embedding and residual dropout while training (default "
+        f"{d.dropout:g} with --teacher, {CORPUS_DEFAULTS.get('dropout', d.dropout):g} with --corpus; each step's masks "
+        "drawn from the seed and the step: deterministic and resumable)",
+    )
+    g.add_argument(
         "--chat",
         dest="chat",
         action=argparse.BooleanOptionalAction,
@@ -155,6 +164,7 @@ def e2e_config_from_args(args: argparse.Namespace):
         **({} if args.dagger_dialogues is None else {"dagger_dialogues": args.dagger_dialogues}),
         dagger_from=args.dagger_from,
         belief_weight=args.belief_weight,
+        dropout=args.dropout if args.dropout is not None else d.dropout,
         domain=args.domain,
         user=args.user,
     )
@@ -189,6 +199,7 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         threads=args.threads,
         chat=bool(getattr(args, "chat", None)),
         belief_weight=args.belief_weight,
+        dropout=args.dropout,
         domain=args.domain,
     )
 

@@ -82,7 +82,7 @@ role = "history"
 #: What a configuration written before these settings existed meant by their absence (the corpus
 #: settings are left out of a teacher run's configuration: its files are as they were before them).
 _CORPUS = {"corpus": None, "split": "train", "validation": "validation", "patience": 2}
-_ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0, **_CORPUS}
+_ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0, "dropout": 0.0, **_CORPUS}
 #: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
 AUTO = -1
 
@@ -121,6 +121,7 @@ class E2EConfig:
     split: str = "train"  # the corpus's split trained on
     validation: str | None = "validation"  # the corpus's split for model selection and early stopping
     patience: int = 2  # stop after this many checkpoints without a better validation loss (0: never)
+    dropout: float = 0.0  # GPT-2's embedding and residual dropout while training (0: none, as before it existed)
 
     def __post_init__(self) -> None:
         if self.corpus is not None:
@@ -177,6 +178,9 @@ class E2EConfig:
         w = self.belief_weight
         if not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w) or w <= 0:
             raise ConfigError(f"e2e training: belief_weight must be a positive number, got {w!r}")
+        p = self.dropout
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
+            raise ConfigError(f"e2e training: dropout must be a number in [0, 1), got {p!r}")
 
     @property
     def dagger_rounds(self) -> int:
@@ -194,7 +198,11 @@ class E2EConfig:
         return points if points and points[-1] == self.total else [*points, self.total]
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings as the run's files record them: a teacher run leaves out the corpus
+        settings, and any run a dropout of 0 (its files are as they were before these existed)."""
         d = dataclasses.asdict(self)
+        if not self.dropout:
+            del d["dropout"]
         return {k: v for k, v in d.items() if k not in _CORPUS} if self.corpus is None else d
 
     @classmethod
@@ -226,6 +234,7 @@ def corpus_e2e_config(
     batch_dialogues: int | None = None,
     checkpoint_every: int | None = None,
     patience: int | None = None,
+    dropout: float | None = None,
     **options: Any,
 ) -> E2EConfig:
     """The :class:`~policies.e2e.E2EConfig` of a model imitating the people of ``corpus``, as
@@ -248,6 +257,7 @@ def corpus_e2e_config(
         split=split,
         validation=None if validation in (None, "none") else validation,
         patience=patience if patience is not None else CORPUS_DEFAULTS["patience"],
+        dropout=dropout if dropout is not None else CORPUS_DEFAULTS.get("dropout", 0.0),
         seed=seed,
         dialogues=n,
         epochs=epochs if epochs is not None else CORPUS_DEFAULTS["epochs"],
@@ -486,9 +496,9 @@ def _new_model(torch: Any, config: E2EConfig, tokenizer: Any) -> Any:
         n_layer=config.n_layer,
         n_head=config.n_head,
         activation_function="gelu",
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
+        resid_pdrop=float(config.dropout),  # the residual stream's and the MLP's
+        embd_pdrop=float(config.dropout),
+        attn_pdrop=0.0,  # not applied by the training's own attention (_forward)
         bos_token_id=sp["eos"],
         eos_token_id=sp["eos"],
         pad_token_id=sp["pad"],
@@ -539,6 +549,8 @@ def _run(torch, config, out, tokenizer, rows, table, domain, say, stop_after, va
         step = done // config.batch_dialogues
         for g in opt.param_groups:
             g["lr"] = config.lr_at(step, total_steps)
+        if config.dropout:  # each step's dropout masks from its own seed: a resumed run draws the same
+            torch.manual_seed(int(np.random.SeedSequence([config.seed, step]).generate_state(1)[0]))
         loss = _step(torch, model, opt, [r for d in chosen for r in pool[1][int(d)]], config.belief_weight)
         window.append(loss)
         done += config.batch_dialogues
@@ -584,11 +596,13 @@ def _write_best(out: Path, losses: list[dict[str, Any]]) -> None:
 def _validation_loss(torch, model, rows: list[TrainRow], batch: int = 16) -> float:
     """The mean cross-entropy of every target of ``rows`` (no weighting), without gradients."""
     total, count = 0.0, 0
+    model.eval()  # no dropout
     with torch.no_grad():
         for b in range(0, len(rows), batch):
             logits, targets = _forward(torch, model, rows[b : b + batch])
             total += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
             count += len(targets)
+    model.train()
     return total / max(1, count)
 
 

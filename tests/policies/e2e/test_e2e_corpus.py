@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from behavsim import ResponseTable, parse_acts
+from behavsim import ConfigError, ResponseTable, parse_acts
 from policies.simulation.domain import resolve_domain
 
 
@@ -256,6 +256,26 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
 
     played = play_dialogues(f"e2e:{a[-1][1]}", 4, env_options={"user_config": "env1"})
     assert len(played.success) == 4 and "not a system act" not in (played.first_failure or "")
+
+
+def test_dropout_is_deterministic_resumes_to_the_same_bytes_and_is_left_out_of_the_files_when_off(corpus, tmp_path):
+    from policies.e2e import E2EConfig, train_e2e
+
+    plain = E2EConfig(corpus=str(corpus), **TINY)
+    dropped = E2EConfig(corpus=str(corpus), **{**TINY, "dropout": 0.3})
+    a = train_e2e(dropped, tmp_path / "a")
+    b = train_e2e(dropped, tmp_path / "b", stop_after=40)
+    # resumed: the second half's masks are drawn alike (and the validation after the first
+    # checkpoint, without dropout, left the model training with it: else the bytes would differ)
+    b = train_e2e(dropped, tmp_path / "b")
+    assert _bytes(a[-1][1]) == _bytes(b[-1][1])
+    c = train_e2e(plain, tmp_path / "c")
+    assert _bytes(c[-1][1])["model.safetensors"] != _bytes(a[-1][1])["model.safetensors"]
+    run = lambda name: json.loads((tmp_path / name / "e2e-run.json").read_text())["config"]  # noqa: E731
+    assert run("a")["dropout"] == 0.3 and "dropout" not in run("c")  # a run without: its files as before
+    assert E2EConfig.from_dict(run("c")) == plain and E2EConfig.from_dict(run("a")) == dropped
+    with pytest.raises(ConfigError, match=r"dropout must be a number in \[0, 1\)"):
+        E2EConfig(corpus=str(corpus), **{**TINY, "dropout": 1.0})
 
 
 def test_act_sets_read_back_and_a_model_of_people_leaves_out_what_it_cannot_fill():
