@@ -109,8 +109,7 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="P",
-        help="GPT-2's embedding and residual dropout while training (default "
-        f"{d.dropout:g} with --teacher, {CORPUS_DEFAULTS.get('dropout', d.dropout):g} with --corpus; each step's masks "
+        help=f"GPT-2's embedding and residual dropout while training (default {d.dropout:g}; each step's masks "
         "drawn from the seed and the step: deterministic and resumable)",
     )
     g.add_argument(
@@ -199,7 +198,7 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         threads=args.threads,
         chat=bool(getattr(args, "chat", None)),
         belief_weight=args.belief_weight,
-        dropout=args.dropout,
+        **({} if args.dropout is None else {"dropout": args.dropout}),
         domain=args.domain,
     )
 

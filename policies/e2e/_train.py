@@ -234,7 +234,6 @@ def corpus_e2e_config(
     batch_dialogues: int | None = None,
     checkpoint_every: int | None = None,
     patience: int | None = None,
-    dropout: float | None = None,
     **options: Any,
 ) -> E2EConfig:
     """The :class:`~policies.e2e.E2EConfig` of a model imitating the people of ``corpus``, as
@@ -257,7 +256,6 @@ def corpus_e2e_config(
         split=split,
         validation=None if validation in (None, "none") else validation,
         patience=patience if patience is not None else CORPUS_DEFAULTS["patience"],
-        dropout=dropout if dropout is not None else CORPUS_DEFAULTS.get("dropout", 0.0),
         seed=seed,
         dialogues=n,
         epochs=epochs if epochs is not None else CORPUS_DEFAULTS["epochs"],

@@ -764,7 +764,7 @@ class SimulatedUser:
         if self.finished:
             return DiaAct("bye")
         if system_act is not None:
-            acts = turn_acts(system_act if isinstance(system_act, DiaAct) else system_turn(system_act))
+            acts = turn_acts(system_turn(system_act))  # a DiaAct passes as it is
             if all(a.type in ("null", "badact") for a in acts) or (
                 self._last_turn
                 and self.last_user is not None
