@@ -750,15 +750,11 @@ class SimulatedUser:
         return DiaAct(t, tuple(items))
 
     def respond(self, system_act: "DiaAct | DialogueAct | str | tuple | None") -> DiaAct:
-        """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first).
-        The environment passes :class:`DiaAct` objects (used as they are); an act string or a
-        :class:`behavsim.DialogueAct` is converted with :meth:`DiaAct.from_act` (canonical item
-        order, values lower-cased like the domain's).
-
-        An act set (``a(...)|b(...)`` or a sequence of acts: a turn of a system that says several
-        things, as a human wizard does) is one turn: the user receives its acts one after the
-        other (:func:`_received_order`), then speaks once; patience falls once for the turn, when
-        all its acts are null/badact or the whole set repeats the previous turn."""
+        """The user's (true) act in reply to ``system_act`` (``None``: the user speaks first): a
+        :class:`DiaAct` as it is, an act string or :class:`behavsim.DialogueAct` converted by
+        :func:`~policies.simulation.actions.system_turn`. An act set (``a(...)|b(...)`` or a sequence)
+        is one turn: its acts received in turn (:func:`_received_order`), one reply; patience falls
+        once, when all its acts are null/badact or the whole set repeats the previous turn."""
         if self.goal is None:
             raise RuntimeError("SimulatedUser.respond() before reset()")
         if self.finished:
