@@ -53,8 +53,10 @@ class E2EAdapter(Adapter):
 
 
 def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
-    """``e2e:DIR[:batch=N][:threads=T]``: a checkpoint folder of behavsim's end-to-end model."""
-    spec.check_options(("batch", "threads"))
+    """``e2e:DIR[:batch=N][:threads=T][:beam=K]``: a checkpoint folder of behavsim's end-to-end
+    model; ``beam``: beams searching its words (default: 4 for a model trained on a corpus, 1 —
+    greedy — for one trained on a teacher)."""
+    spec.check_options(("batch", "threads", "beam"))
     if not spec.target:
         raise ConfigError(
             f"policy spec {spec.text!r}: expected e2e:DIR (a checkpoint folder of `behavsim train --policy e2e`)"
@@ -63,7 +65,10 @@ def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
     if not path.is_dir():
         raise ConfigError(f"policy spec {spec.text!r}: folder {str(path)!r} not found")
     batch = spec.int_option("batch", 32) or 32
-    model = E2EModel(path, batch_size=batch, threads=spec.int_option("threads", 1) or None)
+    beam = spec.int_option("beam", None)
+    if beam == 0:
+        raise ConfigError(f"policy spec {spec.text!r}: beam must be a positive integer (1: greedy), got 0")
+    model = E2EModel(path, batch_size=batch, threads=spec.int_option("threads", 1) or None, beam=beam)
     info = model.info
     teacher = info.get("teacher") or {}
     dialogues = int(info.get("dialogues", 0))
@@ -79,4 +84,8 @@ def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
         "domain": info.get("domain"),
         "path": source_info(path / "model.safetensors", folder=str(path)),
     }
+    if model.beam != model.default_beam:  # another decoding than the model's own: another policy
+        meta["id"] += f"-beam{model.beam}"
+    if model.beam > 1:
+        meta["beam"] = model.beam
     return E2EAdapter(model, meta, label=meta["id"])

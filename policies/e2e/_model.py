@@ -55,6 +55,8 @@ MODEL_FORMAT = "behavsim-e2e"
 MODEL_VERSION = 1
 #: Token budgets of a sequence's parts (a history too long for the model loses its oldest turns).
 LIMITS = {"belief": 24, "db": 32, "act": 48, "response": 96}
+#: Beams that search a model of people's words (a model trained on a corpus) by default.
+BEAM_OF_PEOPLE = 4
 
 
 def special_ids(tokenizer: Any) -> dict[str, int]:
@@ -70,7 +72,15 @@ class E2EModel:
 
     reads = ("history",)
 
-    def __init__(self, path: str | os.PathLike, *, batch_size: int = 32, threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        batch_size: int = 32,
+        threads: int | None = 1,
+        beam: int | None = None,
+        length_penalty: float = 1.0,
+    ) -> None:
         import torch  # optional heavy dependency, loaded on first use
         from transformers import AutoModelForCausalLM, AutoTokenizer  # optional heavy dependency, loaded on first use
 
@@ -114,6 +124,13 @@ class E2EModel:
         # lenient) and fills the placeholders its act left open from the named venue's entry:
         # people's acts say less than their words; a teacher's model answers as it did
         self.lenient = bool(self.info.get("corpus"))
+        # the words: a model of people's words by beam search (BEAM_OF_PEOPLE beams), a model of a
+        # teacher's templates greedily (its words are the template's); ``beam`` chooses
+        self.default_beam = BEAM_OF_PEOPLE if self.lenient else 1
+        self.beam = int(beam) if beam else self.default_beam
+        if self.beam < 1:
+            raise ConfigError(f"e2e model: beam must be a positive integer, got {beam!r}")
+        self.length_penalty = float(length_penalty)
         self._cache: dict[str, Response | Exception] = {}
         self._beliefs: dict[str, list[int]] = {}  # the belief span the model writes after a history prefix
         self._vocab: dict[str, int] = self.tokenizer.get_vocab()
@@ -175,7 +192,7 @@ class E2EModel:
         rows = [_Row(p) for p in plans]
         session = Session(self._torch, self.model, len(rows), sp["pad"], self.n_positions)
         pending: list[list[int]] = [[sp["eos"]] for _ in rows]
-        while not all(r.done for r in rows):
+        while not all(r.done or r.act_written is not None for r in rows):
             chunks, stops, limits, banned, rules = [], [], [], [], []
             for r, feed in zip(rows, pending):
                 chunk, stop, limit, ban = self._next(r, feed)
@@ -187,6 +204,14 @@ class E2EModel:
             session.feed(chunks)
             written = session.generate(stops, limits, banned, rules)
             pending = [self._took(r, w) for r, w in zip(rows, written)]
+        waiting = [r.act_written is not None for r in rows]
+        if any(waiting):  # the words of the rows whose act is written, by beam search
+            banned = [self._banned(r.lexicon, "eos") if r.lexicon else [] for r in rows]
+            words = session.beam(waiting, self.beam, self.sp["eos"], LIMITS["response"], banned, self.length_penalty)
+            for r, w in zip(rows, words):
+                if r.act_written is not None:
+                    act_written, r.act_written = r.act_written, None
+                    self._took(r, [*act_written, *w])
         return [r.answer for r in rows]  # type: ignore[misc]
 
     def _fit(self, plan: Plan) -> Plan:
@@ -204,10 +229,10 @@ class E2EModel:
             first += 1
         return Plan(plan.segments[first:], plan.keys[first:], plan.lexicons[first:])
 
-    def _next(self, r: "_Row", feed: list[int]) -> tuple[list[int], int | None, int, list[int]]:
+    def _next(self, r: "_Row", feed: list[int]) -> tuple[list[int], int | tuple[int, int] | None, int, list[int]]:
         """What row ``r`` reads next and what it writes: a belief span, or the act and response."""
         sp, plan = self.sp, r.plan
-        if r.done:
+        if r.done or r.act_written is not None:
             return feed, None, 0, []
         tokens = list(feed)
         while r.j < len(plan.segments):
@@ -227,12 +252,16 @@ class E2EModel:
         db_ids = token_ids(self.tokenizer, [db_text(result, lex)])[0][: LIMITS["db"]]
         r.lexicon, r.final = lex, True
         limit = LIMITS["act"] + LIMITS["response"]
-        return [*tokens, *db_ids, sp["act"]], sp["eos"], limit, self._banned(lex, "response", "eos")
+        stop: int | tuple[int, int] = sp["eos"] if self.beam == 1 else (sp["response"], sp["eos"])
+        return [*tokens, *db_ids, sp["act"]], stop, limit, self._banned(lex, "response", "eos")
 
     def _took(self, r: "_Row", written: list[int]) -> list[int]:
         """Record what row ``r`` wrote; returns what it must read before its next step."""
         sp = self.sp
-        if r.done:
+        if r.done or r.act_written is not None:  # answered, or waiting for its words
+            return []
+        if r.final and self.beam > 1 and r.act_written is None and written and written[-1] == sp["response"]:
+            r.act_written = written  # its words come next, by beam search
             return []
         if not r.final:
             span = written if written and written[-1] == sp["db"] else [*written, sp["db"]]
@@ -293,3 +322,4 @@ class _Row:
         self.shown: list[str] = []
         self.constraints: list[tuple[str, str]] = []  # the last belief span's, which queried the database
         self.answer: Response | Exception | None = None
+        self.act_written: list[int] | None = None  # the act, up to <|response|>, waiting for its words

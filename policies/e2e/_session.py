@@ -90,7 +90,7 @@ class Session:
     def __init__(self, torch: Any, model: Any, n: int, pad: int, positions: int | None = None) -> None:
         self.torch, self.model, self.n, self.pad = torch, model, n, pad
         self.positions = positions  # the model's positions: the padded cache may not grow beyond
-        self.past = None
+        self.past: Any = None
         self.mask = torch.zeros((n, 0), dtype=torch.long)
         self.pos = [0] * n
         self.logits: Any = None
@@ -127,13 +127,13 @@ class Session:
 
     def generate(
         self,
-        stops: Sequence[int | None],
+        stops: Sequence["int | Sequence[int] | None"],
         limits: Sequence[int],
         banned: Sequence[Sequence[int]] | None = None,
         rules: Sequence[Rule | None] | None = None,
     ) -> list[list[int]]:
-        """Greedy continuations of the rows whose stop token is not None (argmax; the first of
-        equal scores); ``banned[i]``: tokens row ``i`` never writes; ``rules[i]``: given what row
+        """Greedy continuations of the rows whose stop token (or tokens) is not None (argmax; the
+        first of equal scores); ``banned[i]``: tokens row ``i`` never writes; ``rules[i]``: given what row
         ``i`` wrote so far, the only tokens it may write next (None: any not banned)."""
         torch = self.torch
         out: list[list[int]] = [[] for _ in range(self.n)]
@@ -158,10 +158,101 @@ class Session:
                 if live[i]:
                     out[i].append(nxt[i])
                     chunks[i] = [nxt[i]]
-                    if nxt[i] == stops[i] or len(out[i]) >= limits[i]:
+                    if _stops(nxt[i], stops[i]) or len(out[i]) >= limits[i]:
                         live[i] = False
             self.feed(chunks)
         return out
+
+    def beam(
+        self,
+        rows: Sequence[bool],
+        width: int,
+        stop: int,
+        limit: int,
+        banned: Sequence[Sequence[int]],
+        length_penalty: float = 1.0,
+    ) -> list[list[int]]:
+        """Beam-search continuations of the chosen rows until ``stop`` (or ``limit`` tokens): the
+        continuation with the highest sum of log-probabilities divided by its length (stop token
+        included) to the power ``length_penalty``, among the first ``width`` to stop (or, at the
+        limit, among those and the beams). Every row's cache is copied ``width`` times; the session
+        holds the copies afterwards (it is done with). Candidates are ranked by score with ties to
+        the lower beam, then the lower token id, so the result is a function of the scores alone."""
+        torch = self.torch
+        k, n, vocab = width, self.n, self.logits.shape[1]
+        self._expand(k)
+        ban = torch.zeros((n, vocab), dtype=torch.bool)
+        for i, ids in enumerate(banned):
+            ban[i, list(ids)] = True
+        ban = ban.repeat_interleave(k, dim=0)
+        beams: list[list[list[int]]] = [[[] for _ in range(k)] for _ in range(n)]
+        score = torch.full((n, k), float("-inf"))
+        score[:, 0] = 0.0  # one beam to start from: its copies would give the same candidates
+        done: list[list[tuple[float, list[int]]]] = [[] for _ in range(n)]
+        live = list(rows)
+        steps = 0
+        while any(live):
+            logp = torch.log_softmax(self.logits.float(), dim=-1).masked_fill(ban, float("-inf")).view(n, k, vocab)
+            total = (score[:, :, None] + logp).view(n, k * vocab)
+            order = torch.sort(total, dim=1, descending=True, stable=True).indices[:, : 2 * k].tolist()
+            steps += 1
+            source = list(range(n * k))
+            chunks: list[list[int]] = [[] for _ in range(n * k)]
+            for i in range(n):
+                if not live[i]:
+                    continue
+                kept: list[tuple[int, int, float]] = []
+                for rank, c in enumerate(order[i]):
+                    b, tok = divmod(c, vocab)
+                    s = float(total[i, c])
+                    if s == float("-inf"):
+                        break
+                    if tok == stop:
+                        if rank < k:
+                            done[i].append((s / steps**length_penalty, [*beams[i][b], tok]))
+                    else:
+                        kept.append((b, tok, s))
+                    if len(kept) == k:
+                        break
+                if len(done[i]) >= k or steps >= limit or not kept:
+                    pool = list(done[i])
+                    if len(done[i]) < k:  # at the limit: the beams compete with what stopped
+                        pool += [(s / steps**length_penalty, [*beams[i][b], t]) for b, t, s in kept]
+                    best = max(range(len(pool)), key=lambda j: (pool[j][0], -j)) if pool else None
+                    beams[i] = [pool[best][1] if best is not None else []]
+                    live[i] = False
+                    continue
+                kept += [(kept[0][0], kept[0][1], float("-inf"))] * (k - len(kept))  # dead copies
+                beams[i] = [[*beams[i][b], t] for b, t, _ in kept]
+                score[i] = torch.tensor([s for _, _, s in kept])
+                for j, (b, t, _) in enumerate(kept):
+                    source[i * k + j] = i * k + b
+                    chunks[i * k + j] = [t]
+            if any(chunks):
+                self._select(source)
+                self.feed(chunks)
+        return [beams[i][0] if rows[i] else [] for i in range(n)]
+
+    def _expand(self, k: int) -> None:
+        """Every row ``k`` times (rows ``i * k`` to ``i * k + k - 1`` are copies of row ``i``)."""
+        self._select([i for i in range(self.n) for _ in range(k)])
+
+    def _select(self, source: Sequence[int]) -> None:
+        """The rows of the session become ``source``'s rows, in that order (copies allowed)."""
+        torch = self.torch
+        idx = torch.tensor(list(source), dtype=torch.long)
+        if hasattr(self.past, "reorder_cache"):
+            self.past.reorder_cache(idx)
+        else:  # legacy tuples of (keys, values)
+            self.past = tuple(tuple(t.index_select(0, idx) for t in layer) for layer in self.past)
+        self.mask = self.mask.index_select(0, idx)
+        self.logits = self.logits.index_select(0, idx)
+        self.pos = [self.pos[s] for s in source]
+        self.n = len(source)
+
+
+def _stops(token: int, stop: "int | Sequence[int] | None") -> bool:
+    return token == stop if stop is None or isinstance(stop, int) else token in stop
 
 
 def _additive_mask(torch: Any, mask: Any, q_len: int) -> Any:

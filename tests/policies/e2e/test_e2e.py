@@ -4,6 +4,7 @@ format, determinism, resuming), the ``e2e:DIR`` policy kind, and dialogues it pl
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from _e2e_teacher import SMALL
@@ -709,3 +710,56 @@ def test_the_act_names_a_venue_or_none_after_name_and_generation_follows_rules(e
     free, ruled = generate(None), generate([lambda w: [tok], None])
     assert free[0] != [tok, tok, tok] and ruled[0] == [tok, tok, tok]
     assert ruled[1] == free[1]  # a row without a rule writes as before
+
+
+class _Bigram:
+    """A model whose next-token probabilities depend on the last token only (a table), with a
+    cache of the tokens it read (legacy tuples), as :class:`Session` drives a causal LM."""
+
+    def __init__(self, table):
+        import torch
+
+        self.log = torch.log(torch.tensor(table, dtype=torch.float32))
+
+    def __call__(self, input_ids, attention_mask, position_ids, past_key_values, use_cache):
+        import torch
+
+        seen = input_ids[:, None, :, None].float()
+        past = seen if past_key_values is None else torch.cat([past_key_values[0][0], seen], dim=2)
+        return SimpleNamespace(past_key_values=((past, past),), logits=self.log[input_ids])
+
+
+def _bigram_session(n):
+    """Tokens 0 pad, 1 start, 2 a, 3 b, 4 z, 5 end: from start a .5, b .4, end .1; after a: z .4,
+    a .3, b .3; after b: end .9, a .1; after z: end. Greedy: a z end (p .2); the most probable
+    continuation: b end (p .36)."""
+    import torch
+
+    e = 1e-9
+    table = [
+        [e, e, e, e, e, 1.0],
+        [e, e, 0.5, 0.4, e, 0.1],
+        [e, e, 0.3, 0.3, 0.4, e],
+        [e, e, 0.1, e, e, 0.9],
+        [e, e, e, e, e, 1.0],
+        [e, e, e, e, e, 1.0],
+    ]
+    from policies.e2e._session import Session
+
+    session = Session(torch, _Bigram(table), n, 0)
+    session.feed([[1]] * n)
+    return session
+
+
+def test_beam_search_finds_the_most_probable_words_checked_by_hand():
+    """Beam search on a bigram table worked out by hand: two beams find ``b end`` (p .36) where
+    greedy writes ``a z end`` (p .2); a length penalty of 3 favours the longer one (log .2 / 3^3 >
+    log .36 / 2^3); a banned token is never written; rows not chosen write nothing."""
+    assert _bigram_session(1).generate([5], [10]) == [[2, 4, 5]]
+    assert _bigram_session(2).beam([True, False], 2, 5, 10, [[], []]) == [[3, 5], []]
+    assert _bigram_session(1).beam([True], 2, 5, 10, [[]], length_penalty=3.0) == [[2, 4, 5]]
+    assert _bigram_session(1).beam([True], 2, 5, 10, [[3]]) == [[2, 4, 5]]
+    assert _bigram_session(1).beam([True], 1, 5, 10, [[]]) == [[2, 4, 5]]  # one beam: greedy
+    assert _bigram_session(1).beam([True], 2, 5, 1, [[]]) == [[2]]  # at the limit: the best beam so far
+    two = _bigram_session(2).beam([True, True], 2, 5, 10, [[], [3]])
+    assert two == [[3, 5], [2, 4, 5]]  # rows apart: each its own
