@@ -55,6 +55,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         lr=args.lr,
         loss=args.loss,
+        orders=args.orders,
         limit=args.limit,
         checkpoint_every=args.checkpoint_every,
     )
@@ -138,6 +139,12 @@ def register_scores(subparsers: Any) -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int, default=5, help="passes over the training pairs (default 5)")
     t.add_argument("--batch-size", type=int, default=16, help="pairs per step (default 16)")
     t.add_argument("--lr", type=float, default=8e-5, help="peak learning rate (default 8e-5)")
+    t.add_argument(
+        "--orders",
+        choices=["both", "one"],
+        default="one",
+        help="each epoch shows every pair in both orders (a, b and b, a) or in one drawn at random (default one)",
+    )
     t.add_argument(
         "--loss",
         choices=("bce", "mse"),

@@ -10,9 +10,10 @@
    0-5 label itself (mean squared error) and STSScore divides by 5.
 3. **Training**: AdamW (weight decay 0.01), a linear warm-up over the first 10 % of the steps then a
    linear decay to 0, gradients clipped to norm 1; ``epochs`` passes over the pairs in an order
-   drawn from ``SeedSequence([seed, epoch])``, each pair in one of its two orders (drawn there as
-   well: the model sees both orders, and STSScore averages both), in batches of ``batch_size``
-   pairs of similar length (pairs sorted by length within windows of 50 batches, the batches then
+   drawn from ``SeedSequence([seed, epoch])``: with ``orders="both"`` each pair in both of its
+   orders (a, b and b, a), with ``orders="one"`` in one of them (drawn there as well; the model
+   still sees both over the epochs) — STSScore averages both orders either way; in batches of
+   ``batch_size`` sequences of similar length (pairs sorted by length within windows of 50 batches, the batches then
    shuffled), padded to the longest of the batch. Dropout draws from a generator seeded per step.
 4. **Checkpoints**: every ``checkpoint_every`` steps and at the end of each epoch, the weights and
    the optimizer's state (safetensors, no pickle) and ``state.json`` in ``<out>.training/ckpt-NNNNNN/``
@@ -50,7 +51,7 @@ from ._stsb import load_stsb
 from ._util import package_version
 from .scores._sts import STS_MODEL_NAME, TRAINING_RECORD, sts_model_dir
 
-__all__ = ["STSTrainConfig", "train_sts", "base_model_dir", "TRAINING_FORMAT"]
+__all__ = ["STSTrainConfig", "train_sts", "base_model_dir", "epoch_batches", "epoch_sequences", "TRAINING_FORMAT"]
 
 #: ``format`` of :data:`TRAINING_RECORD` and of a checkpoint's ``state.json``.
 TRAINING_FORMAT = "behavsim-sts"
@@ -64,6 +65,8 @@ LOSSES = {
 #: What a model's ``config.json`` says of its output when it is read through the sigmoid
 #: (sentence-transformers' key for its cross-encoders).
 SIGMOID_OUTPUT = {"sbert_ce_default_activation_function": "torch.nn.modules.activation.Sigmoid"}
+#: How each epoch presents a pair: in both of its orders, or in one drawn per epoch.
+ORDERS = ("both", "one")
 #: Batches per window within which pairs are sorted by length.
 WINDOW_BATCHES = 50
 
@@ -78,6 +81,7 @@ class STSTrainConfig:
     batch_size: int = 16
     lr: float = 8e-5
     loss: str = "bce"  # "bce": label / 5 as a probability (sigmoid output); "mse": the 0-5 label
+    orders: str = "one"  # "both": every pair in both orders each epoch; "one": in one order, drawn
     weight_decay: float = 0.01
     warmup: float = 0.1
     limit: int | None = None  # train on the first N pairs only (quick trials)
@@ -102,6 +106,8 @@ class STSTrainConfig:
             raise ConfigError(f"train-sts weight_decay must be in [0, 1), got {self.weight_decay!r}")
         if not (0 <= self.warmup < 1):
             raise ConfigError(f"train-sts warmup must be in [0, 1), got {self.warmup!r}")
+        if self.orders not in ORDERS:
+            raise ConfigError(f"train-sts orders must be one of {', '.join(ORDERS)}, got {self.orders!r}")
         if self.loss not in LOSSES:
             raise ConfigError(f"train-sts loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
 
@@ -143,16 +149,24 @@ def _encode(tokenizer: Any, config: STSTrainConfig) -> _Data:
     return _Data(ids, types, split.labels[:n].astype(np.float32), split.digest)
 
 
+def epoch_sequences(n_pairs: int, config: STSTrainConfig) -> int:
+    """How many sequences one epoch presents: every pair once or (``orders="both"``) twice."""
+    return 2 * n_pairs if config.orders == "both" else n_pairs
+
+
 def epoch_batches(data_lengths: list[int], n_pairs: int, config: STSTrainConfig, epoch: int) -> list[np.ndarray]:
-    """The batches of one epoch: arrays of sequence indices (``2k`` or ``2k + 1`` for pair k),
+    """The batches of one epoch: arrays of sequence indices (``2k`` and/or ``2k + 1`` for pair k),
     from ``SeedSequence([seed, epoch])`` alone."""
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, epoch]))
-    order = rng.permutation(n_pairs)
-    flip = rng.random(n_pairs) < 0.5
-    seqs = 2 * order + flip[order]
+    if config.orders == "both":
+        seqs = rng.permutation(2 * n_pairs)
+    else:
+        order = rng.permutation(n_pairs)
+        flip = rng.random(n_pairs) < 0.5
+        seqs = 2 * order + flip[order]
     window = config.batch_size * WINDOW_BATCHES
     batches: list[np.ndarray] = []
-    for start in range(0, n_pairs, window):
+    for start in range(0, len(seqs), window):
         chunk = seqs[start : start + window]
         chunk = chunk[np.argsort([data_lengths[s] for s in chunk], kind="stable")]
         batches += [chunk[k : k + config.batch_size] for k in range(0, len(chunk), config.batch_size)]
@@ -213,7 +227,7 @@ def train_sts(
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     data = _encode(tokenizer, config)
     n_pairs = len(data.labels)
-    steps_per_epoch = math.ceil(n_pairs / config.batch_size)
+    steps_per_epoch = math.ceil(epoch_sequences(n_pairs, config) / config.batch_size)
     total = steps_per_epoch * config.epochs
     lengths = [len(x) for x in data.ids]
     plan = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file
 
-from behavsim import ModelNotAvailable, ResponseTable, compare
+from behavsim import ConfigError, ModelNotAvailable, ResponseTable, compare
 from behavsim._sts_train import (  # private: the trainer's schedule and batches
     STSTrainConfig,
     epoch_batches,
@@ -71,6 +71,18 @@ def test_epoch_batches_cover_every_pair_once_in_one_order_each():
     assert all(np.array_equal(x, y) for x, y in zip(batches, again))
     other = np.concatenate(epoch_batches(lengths, 50, cfg, epoch=1))
     assert not np.array_equal(seqs, other)
+
+
+def test_epoch_batches_with_both_orders_show_every_pair_in_each_order_once():
+    from behavsim._sts_train import epoch_sequences
+
+    lengths = [5 + (k * 7) % 13 for k in range(2 * 50)]
+    cfg = STSTrainConfig(batch_size=8, orders="both")
+    seqs = np.concatenate(epoch_batches(lengths, 50, cfg, epoch=0))
+    assert sorted(seqs) == list(range(100)) and epoch_sequences(50, cfg) == 100
+    assert epoch_sequences(50, STSTrainConfig()) == 50
+    with pytest.raises(ConfigError, match="orders must be one of both, one"):
+        STSTrainConfig(orders="two")
 
 
 def test_learning_rate_warms_up_then_decays_to_zero():
