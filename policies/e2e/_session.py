@@ -177,7 +177,8 @@ class Session:
         included) to the power ``length_penalty``, among the first ``width`` to stop (or, at the
         limit, among those and the beams). Every row's cache is copied ``width`` times; the session
         holds the copies afterwards (it is done with). Candidates are ranked by score with ties to
-        the lower beam, then the lower token id, so the result is a function of the scores alone."""
+        the lower beam, then the lower token id, so the result is a function of the scores alone. The stop token is not the
+        first token: a continuation has at least one word."""
         torch = self.torch
         k, n, vocab = width, self.n, self.logits.shape[1]
         self._expand(k)
@@ -192,7 +193,10 @@ class Session:
         live = list(rows)
         steps = 0
         while any(live):
-            logp = torch.log_softmax(self.logits.float(), dim=-1).masked_fill(ban, float("-inf")).view(n, k, vocab)
+            logp = torch.log_softmax(self.logits.float(), dim=-1).masked_fill(ban, float("-inf"))
+            if steps == 0:  # at least one word before the stop (the part was opened to say something)
+                logp[:, stop] = float("-inf")
+            logp = logp.view(n, k, vocab)
             total = (score[:, :, None] + logp).view(n, k * vocab)
             order = torch.sort(total, dim=1, descending=True, stable=True).indices[:, : 2 * k].tolist()
             steps += 1

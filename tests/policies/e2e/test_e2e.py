@@ -761,5 +761,6 @@ def test_beam_search_finds_the_most_probable_words_checked_by_hand():
     assert _bigram_session(1).beam([True], 2, 5, 10, [[3]]) == [[2, 4, 5]]
     assert _bigram_session(1).beam([True], 1, 5, 10, [[]]) == [[2, 4, 5]]  # one beam: greedy
     assert _bigram_session(1).beam([True], 2, 5, 1, [[]]) == [[2]]  # at the limit: the best beam so far
+    assert _bigram_session(1).beam([True], 2, 5, 10, [[2, 3, 4]]) != [[5]]  # never the stop alone
     two = _bigram_session(2).beam([True, True], 2, 5, 10, [[], [3]])
     assert two == [[3, 5], [2, 4, 5]]  # rows apart: each its own
