@@ -77,12 +77,7 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--threads", type=int, default=d.threads, help=f"PyTorch threads, fixed for determinism (default {d.threads})"
     )
-    g.add_argument(
-        "--layers",
-        type=int,
-        default=None,
-        help=f"transformer layers (default {d.n_layer}; --corpus: {CORPUS_DEFAULTS['n_layer']})",
-    )
+    g.add_argument("--layers", type=int, default=d.n_layer, help=f"transformer layers (default {d.n_layer})")
     g.add_argument("--width", type=int, default=d.n_embd, help=f"hidden size (default {d.n_embd})")
     g.add_argument("--heads", type=int, default=d.n_head, help=f"attention heads (default {d.n_head})")
     g.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default {d.lr})")
@@ -114,8 +109,7 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="P",
-        help=f"GPT-2's embedding and residual dropout while training (default {d.dropout:g}; --corpus: "
-        f"{CORPUS_DEFAULTS['dropout']:g}; each step's masks "
+        help=f"GPT-2's embedding and residual dropout while training (default {d.dropout:g}; each step's masks "
         "drawn from the seed and the step: deterministic and resumable)",
     )
     g.add_argument(
@@ -160,7 +154,7 @@ def e2e_config_from_args(args: argparse.Namespace):
         epochs=args.epochs if args.epochs is not None else d.epochs,
         checkpoint_every=args.checkpoint_every if args.checkpoint_every is not None else dialogues,
         batch_dialogues=args.batch_dialogues if args.batch_dialogues is not None else d.batch_dialogues,
-        n_layer=args.layers if args.layers is not None else d.n_layer,
+        n_layer=args.layers,
         n_embd=args.width,
         n_head=args.heads,
         lr=args.lr,
@@ -197,7 +191,7 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         batch_dialogues=args.batch_dialogues,
         checkpoint_every=args.checkpoint_every,
         patience=args.patience,
-        **({} if args.layers is None else {"n_layer": args.layers}),
+        n_layer=args.layers,
         n_embd=args.width,
         n_head=args.heads,
         lr=args.lr,

@@ -45,14 +45,7 @@ WIZARD_ID = "wizard"
 #: thousands: more passes, and more dialogues per step). No chat mode by default
 #: (:func:`~policies.e2e.corpus_e2e_config`): it is for tools that know nothing of behavsim, and
 #: costs training time.
-CORPUS_DEFAULTS: dict[str, Any] = {
-    "epochs": 20,
-    "batch_dialogues": 4,
-    "patience": 3,
-    "validation": "validation",
-    "n_layer": 4,  # people's words: measured against 2 layers (docs/e2e.md, BLEU-4)
-    "dropout": 0.1,
-}
+CORPUS_DEFAULTS: dict[str, Any] = {"epochs": 12, "batch_dialogues": 4, "patience": 2, "validation": "validation"}
 
 
 def corpus_dialogues(path: str | Path, split: str | None) -> int:

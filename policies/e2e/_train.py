@@ -250,8 +250,6 @@ def corpus_e2e_config(
     if n < 1:
         raise ConfigError(f"{corpus}: split {split!r} has {available} dialogues, fewer than --batch-dialogues {batch}")
     options.setdefault("chat", False)
-    options.setdefault("n_layer", CORPUS_DEFAULTS["n_layer"])
-    options.setdefault("dropout", CORPUS_DEFAULTS["dropout"])
     return E2EConfig(
         teacher=WIZARD_ID,
         corpus=str(corpus),

@@ -306,20 +306,3 @@ def test_a_response_s_open_placeholders_come_from_the_named_venue_s_entry():
         fill_from_venue(text, act, domain) == "golden wok is moderately priced, call 01223 350688; chinese in the north"
     )
     assert fill_from_venue("call [phone]", "request(food)", domain) == "call [phone]"  # no venue: as it is
-
-
-def test_a_corpus_run_s_defaults_are_the_measured_ones_and_options_override_them(corpus):
-    """A model of people: 4 layers, dropout 0.1, up to 20 epochs with patience 3 (measured on
-    CamRest676 against 2 layers without dropout, docs/e2e.md); a model of a teacher keeps 2 layers
-    and no dropout; the command's options win over both."""
-    from policies.e2e import CORPUS_DEFAULTS, E2EConfig, corpus_e2e_config
-
-    c = corpus_e2e_config(corpus, "train", batch_dialogues=2)
-    assert (
-        (c.n_layer, c.dropout, c.epochs, c.patience)
-        == (4, 0.1, 20, 3)
-        == tuple(CORPUS_DEFAULTS[k] for k in ("n_layer", "dropout", "epochs", "patience"))
-    )
-    assert (E2EConfig().n_layer, E2EConfig().dropout) == (2, 0.0)
-    c = corpus_e2e_config(corpus, "train", batch_dialogues=2, n_layer=2, dropout=0.0, epochs=3)
-    assert (c.n_layer, c.dropout, c.epochs) == (2, 0.0, 3)
