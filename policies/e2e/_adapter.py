@@ -54,8 +54,7 @@ class E2EAdapter(Adapter):
 
 def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
     """``e2e:DIR[:batch=N][:threads=T][:beam=K]``: a checkpoint folder of behavsim's end-to-end
-    model; ``beam``: beams searching its words (default: 4 for a model trained on a corpus, 1 —
-    greedy — for one trained on a teacher)."""
+    model; ``beam``: beams searching its words (default 1: greedy)."""
     spec.check_options(("batch", "threads", "beam"))
     if not spec.target:
         raise ConfigError(

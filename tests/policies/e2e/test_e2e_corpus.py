@@ -251,6 +251,10 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     # the test split's dialogues are the training ones: the model says what the wizard said
     assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
     assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
+    # words by beam search: the same acts (written greedily), its own id, the width recorded
+    beam = respond(f"e2e:{a[-1][1]}:beam=4", cs)
+    assert beam.acts == table.acts and beam.id == f"{table.id}-beam4" and beam.policy["beam"] == 4
+    assert beam.prompts[3] == "what kind of food would you like?"
     # the environment plays its answers, act sets too (each dialogue's first answer is such a set)
     from policies.training.play import play_dialogues
 
