@@ -258,7 +258,7 @@ class E2EModel:
         sp = self.sp
         if r.done or r.act_written is not None:  # answered, or waiting for its words
             return []
-        if r.final and self.beam > 1 and r.act_written is None and written and written[-1] == sp["response"]:
+        if r.final and self.beam > 1 and written and written[-1] == sp["response"]:
             r.act_written = written  # its words come next, by beam search
             return []
         if not r.final:

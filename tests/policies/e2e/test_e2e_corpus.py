@@ -255,6 +255,9 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     beam = respond(f"e2e:{a[-1][1]}:beam=4", cs)
     assert beam.acts == table.acts and beam.id == f"{table.id}-beam4" and beam.policy["beam"] == 4
     assert beam.prompts[3] == "what kind of food would you like?"
+    with pytest.raises(ConfigError, match="beam must be a positive integer") as exc:
+        respond(f"e2e:{a[-1][1]}:beam=0", cs)
+    assert "\n" not in str(exc.value)
     # the environment plays its answers, act sets too (each dialogue's first answer is such a set)
     from policies.training.play import play_dialogues
 
