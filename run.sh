@@ -2,7 +2,8 @@
 # behavsim's two entry points; each sets everything up on a fresh machine first.
 #   bash run.sh main    the main job on the embedded defaults
 #   bash run.sh test    the test suite
-#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports) and mypy (on all four packages)
+#   bash run.sh lint    ruff (lint and format check), the import contracts (lint-imports), mypy (on all four
+#                       packages) and the layout checks of tests/test_architecture.py
 #   bash run.sh test-tfhub  the TensorFlow Hub encoder tests (tests/tfhub) in their own environment
 #   bash run.sh test-stress the interrupt, kill and Ray tests: every stage x SIGINT and SIGTERM, and
 #                           each repeated $BEHAVSIM_STRESS times (default 20); not part of .ci/run
@@ -97,6 +98,9 @@ case "${1:-}" in
         "$VENV/bin/ruff" format --check behavsim contexts policies experiments tests benchmarks
         "$VENV/bin/lint-imports"
         "$VENV/bin/mypy" behavsim contexts policies experiments
+        # The layout rules no contract tool can state (a family in one place, private imports in
+        # tests and benchmarks saying why): the same checks the test suite runs.
+        "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests/test_architecture.py
         ;;
     *)
         echo "usage: bash run.sh main|test|test-stress|test-tfhub|lint [args...]" >&2

@@ -14,6 +14,7 @@ from behavsim import ConfigError, ModelNotAvailable, ResponseTable, compare
 from behavsim._sts_train import (  # private: the trainer's schedule and batches
     STSTrainConfig,
     epoch_batches,
+    epoch_sequences,
     lr_at,
     train_sts,
 )
@@ -74,8 +75,6 @@ def test_epoch_batches_cover_every_pair_once_in_one_order_each():
 
 
 def test_epoch_batches_with_both_orders_show_every_pair_in_each_order_once():
-    from behavsim._sts_train import epoch_sequences
-
     lengths = [5 + (k * 7) % 13 for k in range(2 * 50)]
     cfg = STSTrainConfig(batch_size=8, orders="both")
     seqs = np.concatenate(epoch_batches(lengths, 50, cfg, epoch=0))
