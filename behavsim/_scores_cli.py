@@ -51,6 +51,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     config = STSTrainConfig(
         seed=args.seed,
         threads=args.threads,
+        architecture=args.architecture,
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
@@ -121,9 +122,9 @@ def register_scores(subparsers: Any) -> argparse.ArgumentParser:
 
     t = sub.add_parser(
         "train-sts",
-        help="fine-tune STSScore's cross-encoder on STS-B's training split (offline, CPU; resumable)",
-        description="Fine-tune a cross-encoder from the offline all-MiniLM-L6-v2 weights on STS-B's training split "
-        "(5,749 human-rated pairs) and save it in Hugging Face's format. Deterministic (same seed and threads: "
+        help="fine-tune STSScore's model on STS-B's training split (offline, CPU; resumable)",
+        description="Fine-tune a bi-encoder (default) or a cross-encoder from the offline all-MiniLM-L6-v2 weights on "
+        "STS-B's training split (5,749 human-rated pairs) and save it in Hugging Face's format. Deterministic (same seed and threads: "
         "the same weights), resumable (run it again after an interrupt), on CPU.",
     )
     t.add_argument(
@@ -133,12 +134,19 @@ def register_scores(subparsers: Any) -> argparse.ArgumentParser:
         help="where the model goes (default: the cache, where --scores STSScore finds it)",
     )
     t.add_argument(
-        "--seed", type=int, default=0, help="seed of the head's initialisation, the order and dropout (default 0)"
+        "--seed", type=int, default=0, help="seed of the order, dropout and a cross-encoder's head (default 0)"
     )
     t.add_argument("--threads", type=int, default=2, help="PyTorch threads, fixed and recorded (default 2)")
-    t.add_argument("--epochs", type=int, default=5, help="passes over the training pairs (default 5)")
+    t.add_argument(
+        "--architecture",
+        choices=("bi", "cross"),
+        default="bi",
+        help="bi (default): the cosine of two mean-pooled embeddings, symmetric by construction, one pass per "
+        "prompt; cross: one output per pair read in both orders",
+    )
+    t.add_argument("--epochs", type=int, help="passes over the training pairs (default: bi 1, cross 5)")
     t.add_argument("--batch-size", type=int, default=16, help="pairs per step (default 16)")
-    t.add_argument("--lr", type=float, default=8e-5, help="peak learning rate (default 8e-5)")
+    t.add_argument("--lr", type=float, help="peak learning rate (default: bi 5e-5, cross 8e-5)")
     t.add_argument(
         "--orders",
         choices=["both", "one"],
@@ -147,9 +155,9 @@ def register_scores(subparsers: Any) -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--loss",
-        choices=("bce", "mse"),
-        default="bce",
-        help="bce (default): the label / 5 as a probability, the model read through the sigmoid; mse: the 0-5 label",
+        choices=("cosine", "bce", "mse"),
+        help="bi: cosine (the only one: the cosine against the label / 5); cross: bce (its default: the label / 5 "
+        "as a probability, the model read through the sigmoid) or mse (the 0-5 label)",
     )
     t.add_argument("--limit", type=int, metavar="N", help="train on the first N pairs only (a quick trial)")
     t.add_argument("--checkpoint-every", type=int, default=100, metavar="STEPS", help="steps between checkpoints")

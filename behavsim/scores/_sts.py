@@ -3,27 +3,34 @@
 Herbold ("Semantic similarity prediction is better than other semantic similarity measures")
 scores a text pair with a cross-encoder fine-tuned on STS-B, whose labels are human ratings from
 0 (unrelated) to 5 (same meaning): score = prediction / 5. Here the model is a local Hugging Face
-sequence-pair regression model (one output): by default the one ``behavsim scores train-sts``
-fine-tunes from the offline all-MiniLM-L6-v2 weights into the cache, or any other one given as a
-folder or a name in the local Hugging Face cache (``model_path``, ``--sts-model``), such as the
-paper's ``WillHeld/roberta-base-stsb`` if it is on the machine. Nothing is downloaded.
+model: by default the one ``behavsim scores train-sts`` fine-tunes from the offline
+all-MiniLM-L6-v2 weights into the cache, or any other one given as a folder or a name in the local
+Hugging Face cache (``model_path``, ``--sts-model``), such as the paper's
+``WillHeld/roberta-base-stsb`` if it is on the machine. Nothing is downloaded. Two kinds are read:
 
-The value of a prompt pair (p, p') is ``(σ(f(p, p')) + σ(f(p', p))) / 2`` with f the model's
-output for the input ``[CLS] p [SEP] p' [SEP]`` and σ the sigmoid, for a model that learnt the
-label / 5 as a probability — ``train-sts``'s (its default loss), or any model whose
-``config.json`` names the sigmoid as its activation, as sentence-transformers' cross-encoders do
-(``sbert_ce_default_activation_function``, or ``sentence_transformers.activation_fn``) — and
-``clip((f(p, p') + f(p', p)) / 2 / 5, 0, 1)`` for a model that predicts the 0-5 label itself
-(``train-sts --loss mse``; the paper's ``WillHeld/roberta-base-stsb``). A cross-encoder reads its
-two texts in order, so the score is made symmetric by averaging both orders (exactly symmetric:
-the two values are added in either order to the same float). The text scores' rules hold (missing
--> NaN, identical -> 1.0, empty against non-empty -> 0.0).
+- **A bi-encoder** (``train-sts``'s default; any folder in sentence-transformers' format, told by
+  its ``modules.json``, with mean or [CLS] pooling): each prompt p gets one embedding e(p), its
+  pooled last hidden states, and the value of (p, p') is ``clip(cos(e(p), e(p')), 0, 1)``. Trained
+  so that the cosine is the label / 5, the cosine *is* the prediction / 5. **Symmetric by
+  construction** (the dot product of two unit vectors adds the same products in the same order
+  either way). Cost: one forward pass per distinct prompt, not per pair.
+- **A cross-encoder** (a sequence-pair regression model with one output, ``train-sts
+  --architecture cross``): ``(σ(f(p, p')) + σ(f(p', p))) / 2`` with f the model's output for
+  ``[CLS] p [SEP] p' [SEP]`` and σ the sigmoid, for a model that learnt the label / 5 as a
+  probability (``train-sts --architecture cross``'s default loss, or any model whose ``config.json``
+  names the sigmoid as its activation, as sentence-transformers' cross-encoders do:
+  ``sbert_ce_default_activation_function`` or ``sentence_transformers.activation_fn``), and
+  ``clip((f(p, p') + f(p', p)) / 2 / 5, 0, 1)`` for a model that predicts the 0-5 label itself
+  (``--loss mse``; the paper's ``WillHeld/roberta-base-stsb``). It reads its two texts in order, so
+  the score is made symmetric by averaging both orders (exactly: the two values are added in either
+  order to the same float). Cost: two forward passes per distinct prompt pair.
 
-Cost: two forward passes per distinct prompt pair (the engine scores each distinct pair once),
-memoised in memory and on disk (the embedding cache, under the model's signature). Determinism:
-as for the token encoders, the sequences are run in batches of one fixed shape (``batch_size``
-sequences of one token length, the batch filled up by repeating its first) on one thread, so a
-pair's value never depends on which other pairs are scored with it, nor on the process.
+The text scores' rules hold (missing -> NaN, identical -> 1.0, empty against non-empty -> 0.0).
+Predictions (a bi-encoder's embeddings, a cross-encoder's pair outputs) are memoised in memory and
+on disk (the embedding cache, under the model's signature). Determinism: as for the token encoders,
+the sequences are run in batches of one fixed shape (``batch_size`` sequences of one token length,
+the batch filled up by repeating its first) on one thread, so a value never depends on which
+other prompts are scored with it, nor on the process.
 """
 
 from __future__ import annotations
@@ -42,7 +49,15 @@ from .._errors import ConfigError, ModelNotAvailable
 from .._util import package_version
 from ._base import ScoreInfo, TextScore
 
-__all__ = ["STSScore", "CrossEncoder", "sts_model_dir", "STS_MODEL_NAME", "TRAIN_COMMAND", "TRAINING_RECORD"]
+__all__ = [
+    "STSScore",
+    "BiEncoder",
+    "CrossEncoder",
+    "sts_model_dir",
+    "STS_MODEL_NAME",
+    "TRAIN_COMMAND",
+    "TRAINING_RECORD",
+]
 
 #: The folder name of the model ``behavsim scores train-sts`` makes in the cache.
 STS_MODEL_NAME = "stsscore-minilm-l6"
@@ -70,7 +85,7 @@ def _resolve(model_path: str | os.PathLike | None) -> tuple[str, str]:
         folder = sts_model_dir()
         if not (folder / "config.json").is_file():
             raise ModelNotAvailable(
-                f"STSScore needs a cross-encoder trained on STS-B and there is none at {folder}: `{TRAIN_COMMAND}` "
+                f"STSScore needs a model trained on STS-B and there is none at {folder}: `{TRAIN_COMMAND}` "
                 "makes one there (offline, on CPU), or give one with --sts-model DIR (model_path=DIR)"
             )
         return str(folder), STS_MODEL_NAME
@@ -169,16 +184,8 @@ class CrossEncoder:
         seqs = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
         enc = self._tokenizer([s[0] for s in seqs], [s[1] for s in seqs], truncation=True, max_length=self.max_length)
         ids, types = enc["input_ids"], enc.get("token_type_ids")
-        by_len: dict[int, list[int]] = {}
-        for k, x in enumerate(ids):
-            by_len.setdefault(len(x), []).append(k)
         out = np.empty(len(seqs), dtype=np.float32)
-        batches = [
-            members[s : s + self.batch_size]
-            for length in sorted(by_len)
-            for members in [by_len[length]]
-            for s in range(0, len(members), self.batch_size)
-        ]
+        batches = _fixed_shape_batches(ids, self.batch_size)
         it: Any = batches
         if self.progress and len(batches) > 10:
             from tqdm.auto import tqdm
@@ -204,13 +211,152 @@ class CrossEncoder:
         return [np.array([out[k], out[n + k]], dtype=np.float32) for k in range(n)]
 
 
-class STSScore(TextScore):
-    """STS-B similarity predicted by a cross-encoder, mean of both orders: the sigmoid of its output
-    (a model of label / 5, as ``train-sts`` trains) or its output / 5 clipped to [0, 1] (a model of
-    the 0-5 label); see the module doc.
+def _bi_encoder_pooling(folder: Path) -> str | None:
+    """``"mean"`` or ``"cls"`` for a folder in sentence-transformers' format (``modules.json`` with a
+    Pooling module), None for any other folder (a cross-encoder); ConfigError for a pooling STSScore
+    does not compute."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    except ValueError as exc:
+        raise ConfigError(f"STSScore: {folder}/modules.json is not JSON ({exc})") from None
+    pools = [m for m in modules if isinstance(m, dict) and str(m.get("type", "")).endswith(".Pooling")]
+    if not pools:
+        return None
+    try:
+        cfg = json.loads((folder / str(pools[0].get("path", "")) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"STSScore: the pooling of the bi-encoder {folder} cannot be read ({exc})") from None
+    modes = sorted(k[len("pooling_mode_") :] for k, v in cfg.items() if k.startswith("pooling_mode_") and v is True)
+    if modes == ["mean_tokens"]:
+        return "mean"
+    if modes == ["cls_token"]:
+        return "cls"
+    raise ConfigError(f"STSScore computes mean or [CLS] pooling; the bi-encoder {folder} pools by {modes}")
 
-    ``model_path``: a local Hugging Face sequence-pair regression model (a folder, or a name in
-    the local Hugging Face cache); default: the model ``behavsim scores train-sts`` made in the
+
+class BiEncoder:
+    """A local model in sentence-transformers' format, run as STSScore runs it: :meth:`embed` gives
+    each text's unit-length pooled embedding, memoised in memory and, unless ``cache=False``, on
+    disk under :attr:`signature`."""
+
+    def __init__(
+        self,
+        model_path: str,
+        label: str,
+        pooling: str,
+        cache: bool | str | os.PathLike = True,
+        batch_size: int = 16,
+        device: str | None = None,
+    ):
+        self.model_path = model_path
+        self.label = label
+        self.pooling = pooling
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"STSScore batch_size must be a positive integer, got {batch_size!r}")
+        self.batch_size = batch_size
+        self.max_length = _max_seq_length(Path(model_path))
+        self.device = device or "cpu"
+        self.progress = False
+        self._memo = Memo(cache)
+        self._digest: str | None = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def signature(self) -> str:
+        """Names the model's content (a digest of its files), pooling, batch shape and libraries."""
+        if self._digest is None:
+            self._digest = model_digest(Path(self.model_path), whole=1 << 30, exclude=(TRAINING_RECORD,))
+        return (
+            f"{self.label}@{self._digest}|bi:{self.pooling}|batch:{self.batch_size}|max_len:{self.max_length}"
+            f"|transformers-{package_version('transformers')}|torch-{package_version('torch')}"
+        )
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        # optional dependency, and seconds to import: only when a prompt is embedded
+        from transformers import AutoModel, AutoTokenizer
+
+        try:
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+            model = AutoModel.from_pretrained(self.model_path)
+        except (OSError, ValueError) as exc:
+            raise ModelNotAvailable(
+                f"STSScore: no bi-encoder could be loaded from {self.model_path}: {' '.join(str(exc).split())}"
+            ) from exc
+        model.eval()
+        model.to(self.device)
+        self._model = model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """``(n, d)`` float32 unit-length embeddings of ``texts``."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(self._memo.lookup(self.signature, list(texts), self._compute))
+
+    def _compute(self, texts: list[str]) -> list[np.ndarray]:
+        import torch
+
+        self._load()
+        ids = self._tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+        out: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+        batches = _fixed_shape_batches(ids, self.batch_size)
+        it: Any = batches
+        if self.progress and len(batches) > 10:
+            from tqdm.auto import tqdm
+
+            it = tqdm(batches, desc="STSScore prompts", unit="batch")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(ENCODER_THREADS)  # as the token encoders: the values must not depend on the process
+        try:
+            with torch.no_grad():
+                for chunk in it:
+                    rows = chunk + [chunk[0]] * (self.batch_size - len(chunk))
+                    batch = torch.tensor([ids[k] for k in rows], dtype=torch.long, device=self.device)
+                    hidden = self._model(input_ids=batch, attention_mask=torch.ones_like(batch)).last_hidden_state
+                    # one length per batch, no padding: the mean over the tokens is sentence-transformers' mean pooling
+                    emb = hidden.mean(dim=1) if self.pooling == "mean" else hidden[:, 0]
+                    emb = torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+                    for row, k in enumerate(chunk):
+                        out[k] = emb[row].copy()
+        finally:
+            torch.set_num_threads(threads)
+        return out
+
+
+def _max_seq_length(folder: Path) -> int:
+    """``max_seq_length`` of ``sentence_bert_config.json`` (default 128)."""
+    try:
+        value = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8")).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):
+        return 128
+    return int(value) if isinstance(value, int) and value >= 8 else 128
+
+
+def _fixed_shape_batches(ids: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """Indices of ``ids`` in batches of one token length each, shortest first."""
+    by_len: dict[int, list[int]] = {}
+    for k, x in enumerate(ids):
+        by_len.setdefault(len(x), []).append(k)
+    return [
+        members[s : s + batch_size]
+        for length in sorted(by_len)
+        for members in [by_len[length]]
+        for s in range(0, len(members), batch_size)
+    ]
+
+
+class STSScore(TextScore):
+    """STS-B similarity predicted by a model trained on it: the cosine of a bi-encoder's two
+    embeddings clipped to [0, 1] (``train-sts``'s default; symmetric by construction), or a
+    cross-encoder's mean of both orders (its output through the sigmoid, or / 5 clipped); see the
+    module doc.
+
+    ``model_path``: a local Hugging Face model (a folder, or a name in the local Hugging Face cache):
+    in sentence-transformers' format a bi-encoder, otherwise a sequence-pair regression model; default: the model ``behavsim scores train-sts`` made in the
     cache (:func:`sts_model_dir`). Without one, :class:`~behavsim.ModelNotAvailable` names the
     command that makes it. ``cache``: the on-disk memo of the pairs' predictions (True: the
     default cache, False: none, or a folder).
@@ -218,7 +364,7 @@ class STSScore(TextScore):
 
     info = ScoreInfo(
         "STSScore",
-        "STS-B similarity predicted by a cross-encoder: sigmoid(output) or output/5 in [0,1], mean of both orders",
+        "STS-B similarity predicted by a model trained on it: a bi-encoder's cosine, or a cross-encoder's mean of both orders, in [0,1]",
         "text",
         needs_model=True,
         title="STSScore",
@@ -232,29 +378,48 @@ class STSScore(TextScore):
         device: str | None = None,
     ):
         local, label = _resolve(model_path)
-        self.model = CrossEncoder(local, label, cache=cache, batch_size=batch_size, device=device)
+        pooling = _bi_encoder_pooling(Path(local))
+        self.model: BiEncoder | CrossEncoder
+        if pooling is not None:
+            self.model = BiEncoder(local, label, pooling, cache=cache, batch_size=batch_size, device=device)
+        else:
+            self.model = CrossEncoder(local, label, cache=cache, batch_size=batch_size, device=device)
         self.encoder = self.model  # the engine switches the progress bar of a score's ``encoder``
         self._options = {"model_path": None if model_path is None else str(model_path), "batch_size": batch_size}
 
     @classmethod
     def model_summary(cls, **options: Any) -> str:
         path = options.get("model_path")
-        if path is not None:
-            return f"cross-encoder {path}"
         folder = sts_model_dir()
-        if (folder / "config.json").is_file():
-            return f"cross-encoder {folder}"
+        if path is not None or (folder / "config.json").is_file():
+            where = Path(str(path)) if path is not None else folder
+            try:
+                kind = "cross-encoder" if _bi_encoder_pooling(where) is None else "bi-encoder"
+            except ConfigError:
+                kind = "bi-encoder (of a pooling STSScore does not compute)"
+            return f"{kind} {where if path is None else path}"
         return f"none yet: `{TRAIN_COMMAND}` trains one into {folder}"
 
     def options(self) -> dict[str, Any]:
         return dict(self._options)
 
     def _signature_parts(self) -> list[str]:
+        if isinstance(self.model, BiEncoder):
+            return [f"model:{self.model.signature}", "input:[CLS]p[SEP]", "sym:cosine", "scale:clip:0-1"]
         scale = "scale:sigmoid" if self.model.sigmoid else "scale:/5,clip:0-1"
         return [f"model:{self.model.signature}", "input:[CLS]a[SEP]b[SEP]", "sym:mean-of-orders", scale]
 
     def _text_pairs(self, a: list[str], b: list[str]) -> np.ndarray:
         pairs, where = self._distinct_pairs(a, b)
+        if isinstance(self.model, BiEncoder):
+            texts = sorted({t for pair in pairs for t in pair})
+            if not texts:
+                return np.zeros(len(where))
+            index = {t: i for i, t in enumerate(texts)}
+            emb = self.model.embed(texts).astype(np.float64)
+            first = emb[[index[x] for x, _ in pairs]]
+            second = emb[[index[y] for _, y in pairs]]
+            return np.clip((first * second).sum(axis=1), 0.0, 1.0)[where]
         pred = self.model.predict(pairs).astype(np.float64)
         if self.model.sigmoid:
             unit = 0.5 * (1.0 + np.tanh(pred / 2.0))  # the sigmoid, without overflow

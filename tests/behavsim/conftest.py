@@ -89,8 +89,8 @@ def appendix_a():
 
 @pytest.fixture(scope="session")
 def tiny_sts_model(tmp_path_factory):
-    """A cross-encoder trained by ``train_sts`` for two steps on 32 STS-B pairs: the real model
-    format and code path of STSScore in seconds (its values mean nothing)."""
+    """A bi-encoder (train-sts's default) trained by ``train_sts`` for two steps on 32 STS-B pairs:
+    the real model format and code path of STSScore in seconds (its values mean nothing)."""
     from behavsim._sts_train import STSTrainConfig, train_sts  # private: a small STS model built in the test
 
     out = tmp_path_factory.mktemp("sts") / "model"
@@ -98,10 +98,20 @@ def tiny_sts_model(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_sts_cross_model(tmp_path_factory):
+    """As ``tiny_sts_model``, a cross-encoder (``architecture="cross"``, its default loss bce)."""
+    from behavsim._sts_train import STSTrainConfig, train_sts  # private: a small STS model built in the test
+
+    out = tmp_path_factory.mktemp("sts-cross") / "model"
+    config = STSTrainConfig(limit=32, epochs=1, threads=1, architecture="cross")
+    return train_sts(out, config, progress=False, say=lambda m: None)
+
+
+@pytest.fixture(scope="session")
 def tiny_sts_mse_model(tmp_path_factory):
-    """As ``tiny_sts_model``, trained to predict the 0-5 label itself (``loss="mse"``)."""
+    """As ``tiny_sts_cross_model``, trained to predict the 0-5 label itself (``loss="mse"``)."""
     from behavsim._sts_train import STSTrainConfig, train_sts  # private: a small STS model built in the test
 
     out = tmp_path_factory.mktemp("sts-mse") / "model"
-    config = STSTrainConfig(limit=32, epochs=1, threads=1, loss="mse")
+    config = STSTrainConfig(limit=32, epochs=1, threads=1, architecture="cross", loss="mse")
     return train_sts(out, config, progress=False, say=lambda m: None)

@@ -98,28 +98,40 @@ def _train(tmp_path, name, **kw):
     return train_sts(tmp_path / name, STSTrainConfig(**cfg), progress=False, say=lambda m: None, stop_after=stop)
 
 
+def test_the_architecture_decides_the_defaults_and_the_losses():
+    bi, cross = STSTrainConfig(), STSTrainConfig(architecture="cross")
+    assert (bi.architecture, bi.epochs, bi.lr, bi.loss) == ("bi", 1, 5e-5, "cosine")
+    assert (cross.epochs, cross.lr, cross.loss) == (5, 8e-5, "bce")
+    assert STSTrainConfig(architecture="cross", epochs=2).epochs == 2
+    with pytest.raises(ConfigError, match="loss of a bi-encoder must be one of cosine, got 'bce'"):
+        STSTrainConfig(loss="bce")
+    with pytest.raises(ConfigError, match="architecture must be one of bi, cross"):
+        STSTrainConfig(architecture="dual")
+
+
 @pytest.mark.timeout(1800)
-def test_training_is_deterministic_and_resumes_to_the_same_bytes(tmp_path):
-    a = _train(tmp_path, "a")
-    b = _train(tmp_path, "b")
+@pytest.mark.parametrize("architecture", ["bi", "cross"])
+def test_training_is_deterministic_and_resumes_to_the_same_bytes(tmp_path, architecture):
+    a = _train(tmp_path, "a", architecture=architecture)
+    b = _train(tmp_path, "b", architecture=architecture)
     assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
     # interrupted after 3 of 8 steps (a checkpoint at step 2, mid-epoch), then run again: the same bytes
-    _train(tmp_path, "c", stop_after=3)
+    _train(tmp_path, "c", stop_after=3, architecture=architecture)
     assert not (tmp_path / "c").exists() and (tmp_path / "c.training" / "ckpt-000002").is_dir()
-    c = _train(tmp_path, "c")
+    c = _train(tmp_path, "c", architecture=architecture)
     assert (c / "model.safetensors").read_bytes() == (a / "model.safetensors").read_bytes()
     assert not (tmp_path / "c.training").exists()
     record = json.loads((c / "behavsim-sts.json").read_text())
     assert record["config"]["seed"] == 0 and record["config"]["threads"] == 1 and record["steps"] == 8
-    assert record["data"]["pairs"] == 32
+    assert record["data"]["pairs"] == 32 and record["architecture"] == architecture
     # another seed: other weights
-    d = _train(tmp_path, "d", seed=1)
+    d = _train(tmp_path, "d", seed=1, architecture=architecture)
     wa, wd = load_file(str(a / "model.safetensors")), load_file(str(d / "model.safetensors"))
-    assert not np.array_equal(wa["classifier.weight"].numpy(), wd["classifier.weight"].numpy())
+    assert sorted(wa) == sorted(wd) and any(not np.array_equal(wa[k].numpy(), wd[k].numpy()) for k in wa)
     # other settings on an unfinished training are refused, naming the folder
-    _train(tmp_path, "e", stop_after=2)
+    _train(tmp_path, "e", stop_after=2, architecture=architecture)
     with pytest.raises(Exception, match="other settings"):
-        _train(tmp_path, "e", seed=3)
+        _train(tmp_path, "e", seed=3, architecture=architecture)
 
 
 @pytest.mark.timeout(1200)
@@ -188,18 +200,42 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def test_stsscore_of_train_sts_s_model_is_the_mean_of_both_orders_sigmoids(tiny_sts_model, tmp_path):
-    """train-sts's default (loss bce) learns label / 5 as a probability and says so in config.json."""
-    config = json.loads((tiny_sts_model / "config.json").read_text())
-    assert config["sbert_ce_default_activation_function"] == "torch.nn.modules.activation.Sigmoid"
+def test_stsscore_of_the_bi_encoder_is_sentence_transformers_cosine_clipped(tiny_sts_model, tmp_path):
+    """train-sts's default: a bi-encoder in sentence-transformers' format, read by it as well."""
+    from sentence_transformers import SentenceTransformer
+
     record = json.loads((tiny_sts_model / "behavsim-sts.json").read_text())
-    assert record["config"]["loss"] == "bce" and "sigmoid" in record["score"]
+    assert record["architecture"] == "bi" and record["config"]["loss"] == "cosine" and "cos(" in record["score"]
+    st = SentenceTransformer(str(tiny_sts_model), device="cpu")
+    assert st.max_seq_length == 128 and len(st) == 3  # transformer, mean pooling, normalisation
     s = STSScore(model_path=tiny_sts_model, cache=tmp_path / "c")
+    for a, b in PAIRS + [("thank you goodbye", "is there anything else")]:
+        e = st.encode([a, b], normalize_embeddings=True, convert_to_numpy=True).astype(np.float64)
+        assert s.score(a, b) == pytest.approx(min(1.0, max(0.0, float(e[0] @ e[1]))), abs=1e-6)
+        assert s.score(a, b) == s.score(b, a)  # exactly: symmetric by construction
+    assert s.score("which area", "which area") == 1.0 and math.isnan(s.score(None, "x"))
+    assert s.score("", "x") == 0.0 and "sym:cosine" in s.signature and "bi:mean" in s.signature
+
+
+def test_a_negative_cosine_is_clipped_to_zero(tiny_sts_model, tmp_path):
+    s = STSScore(model_path=tiny_sts_model, cache=False)
+    e = s.model.embed(["red", "blue"])
+    s.model.embed = lambda texts: np.array([e[0], -e[0]])[: len(texts)]  # two opposite embeddings
+    assert s.pairwise(["red"], ["blue"]).tolist() == [0.0]
+
+
+def test_stsscore_of_a_cross_encoder_is_the_mean_of_both_orders_sigmoids(tiny_sts_cross_model, tmp_path):
+    """train-sts --architecture cross (loss bce) learns label / 5 as a probability and says so in config.json."""
+    model = tiny_sts_cross_model
+    config = json.loads((model / "config.json").read_text())
+    assert config["sbert_ce_default_activation_function"] == "torch.nn.modules.activation.Sigmoid"
+    record = json.loads((model / "behavsim-sts.json").read_text())
+    assert record["config"]["loss"] == "bce" and "sigmoid" in record["score"]
+    s = STSScore(model_path=model, cache=tmp_path / "c")
     for a, b in PAIRS:
-        f = (_sigmoid(_reference(tiny_sts_model, a, b)) + _sigmoid(_reference(tiny_sts_model, b, a))) / 2
+        f = (_sigmoid(_reference(model, a, b)) + _sigmoid(_reference(model, b, a))) / 2
         assert s.score(a, b) == pytest.approx(f, abs=1e-6)
         assert s.score(a, b) == s.score(b, a)
-    assert s.score("which area", "which area") == 1.0 and math.isnan(s.score(None, "x"))
     assert score_info("stsscore").needs_model and s.signature.startswith("STSScore|model:model@")
     assert "sym:mean-of-orders" in s.signature and "scale:sigmoid" in s.signature
 
@@ -231,18 +267,22 @@ def test_a_sentence_transformers_cross_encoder_naming_the_sigmoid_is_read_throug
     assert STSScore(model_path=model, cache=False).score(a, b) == pytest.approx(f, abs=1e-6)
 
 
-def test_a_pairs_value_does_not_depend_on_the_others_scored_with_it(tiny_sts_model, tmp_path):
-    alone = [STSScore(model_path=tiny_sts_model, cache=False).score(a, b) for a, b in PAIRS]
+@pytest.mark.parametrize("fixture", ["tiny_sts_model", "tiny_sts_cross_model"])
+def test_a_pairs_value_does_not_depend_on_the_others_scored_with_it(fixture, request):
+    model = request.getfixturevalue(fixture)
+    alone = [STSScore(model_path=model, cache=False).score(a, b) for a, b in PAIRS]
     many = [(f"filler {k} " + "word " * (k % 5), f"other {k}") for k in range(37)] + PAIRS
-    together = STSScore(model_path=tiny_sts_model, cache=False).pairwise([a for a, _ in many], [b for _, b in many])
+    together = STSScore(model_path=model, cache=False).pairwise([a for a, _ in many], [b for _, b in many])
     assert list(together[-len(PAIRS) :]) == alone  # bitwise
 
 
-def test_predictions_are_cached_on_disk_under_the_signature(tiny_sts_model, tmp_path, monkeypatch):
-    first = STSScore(model_path=tiny_sts_model, cache=tmp_path / "c")
+@pytest.mark.parametrize("fixture", ["tiny_sts_model", "tiny_sts_cross_model"])
+def test_predictions_are_cached_on_disk_under_the_signature(fixture, request, tmp_path, monkeypatch):
+    model = request.getfixturevalue(fixture)
+    first = STSScore(model_path=model, cache=tmp_path / "c")
     values = first.pairwise([a for a, _ in PAIRS], [b for _, b in PAIRS])
-    again = STSScore(model_path=tiny_sts_model, cache=tmp_path / "c")
-    monkeypatch.setattr(again.model, "_compute", lambda keys: pytest.fail(f"recomputed {len(keys)} pairs"))
+    again = STSScore(model_path=model, cache=tmp_path / "c")
+    monkeypatch.setattr(again.model, "_compute", lambda keys: pytest.fail(f"recomputed {len(keys)} inputs"))
     assert np.array_equal(again.pairwise([a for a, _ in PAIRS], [b for _, b in PAIRS]), values)
 
 
@@ -265,17 +305,34 @@ def test_without_a_trained_model_it_is_one_line_naming_the_command(tmp_path, mon
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "behavsim scores train-sts" in r.stderr
 
 
-def test_the_engine_scores_each_distinct_prompt_pair_once(tiny_sts_model):
+def _three_tables() -> list[ResponseTable]:
     prompts = {
         "p": ["what food", "which area", "bye"],
         "q": ["what food", "what area", "goodbye"],
         "r": ["which area", "what area", "bye"],
     }
-    tables = [
+    return [
         ResponseTable(policy={"id": k}, context_fingerprint="sha256:test:3", acts=["bye()"] * 3, prompts=v)
         for k, v in prompts.items()
     ]
+
+
+def test_the_engine_embeds_each_distinct_prompt_once_for_a_bi_encoder(tiny_sts_model):
     s = STSScore(model_path=tiny_sts_model, cache=False)
+    seen: list[str] = []
+    compute = s.model._compute
+    s.model._compute = lambda texts: seen.extend(texts) or compute(texts)
+    comp = compare(_three_tables(), "all", scores=[s], matrix=True)
+    # the prompts of the three distinct pairs of different prompts, each once, in string order
+    assert seen == ["bye", "goodbye", "what area", "what food", "which area"]
+    assert comp.n_distinct["STSScore"] == 8
+    expected = (s.score("what food", "which area") + s.score("which area", "what area") + 1.0) / 3
+    assert comp.matrices["STSScore"].loc["p", "r"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_engine_scores_each_distinct_prompt_pair_once_for_a_cross_encoder(tiny_sts_cross_model):
+    tables = _three_tables()
+    s = STSScore(model_path=tiny_sts_cross_model, cache=False)
     seen = []
     compute = s.model._compute
     s.model._compute = lambda keys: seen.extend(keys) or compute(keys)
@@ -299,7 +356,7 @@ def test_scores_alone_lists_every_registered_score_and_its_model(tiny_sts_model)
     assert names == ["TMR", "DMR", "CER", "CMR", "USE_cos", "USE_ang", "BLEU4", "BERTScore", "STSScore"]
     assert "model: all-MiniLM-L6-v2" in r.stdout
     r2 = cli("scores", "list", "--sts-model", str(tiny_sts_model))
-    assert r2.returncode == 0 and f"model: cross-encoder {tiny_sts_model}" in r2.stdout
+    assert r2.returncode == 0 and f"model: bi-encoder {tiny_sts_model}" in r2.stdout
 
 
 def test_pair_with_stsscore(tiny_sts_model):
@@ -325,6 +382,8 @@ def test_pair_with_stsscore(tiny_sts_model):
 def test_train_sts_refuses_bad_settings_in_one_line(tmp_path):
     r = cli("scores", "train-sts", "-o", str(tmp_path / "m"), "--epochs", "0")
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "epochs must be a positive integer" in r.stderr
+    r = cli("scores", "train-sts", "-o", str(tmp_path / "m"), "--loss", "mse")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "loss of a bi-encoder" in r.stderr
 
 
 @pytest.mark.timeout(900)
