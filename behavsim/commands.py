@@ -141,7 +141,7 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--sts-model",
         metavar="DIR_OR_NAME",
-        help="STSScore's cross-encoder: a local Hugging Face sequence-pair regression model (a folder or a cached "
-        "name); default: the one `behavsim scores train-sts` trained into the cache",
+        help="STSScore's model: a local bi-encoder in sentence-transformers' format or sequence-pair regression "
+        "model (a folder or a cached name); default: the one `behavsim scores train-sts` trained into the cache",
     )
     g.add_argument("--no-cache", action="store_true", help="do not use the on-disk embedding cache")

@@ -1,7 +1,7 @@
 """The similarity scores and their registry.
 
 The paper's eight (four on dialogue acts, four on prompts) are the default of every comparison;
-STSScore (a cross-encoder trained on STS-B's human judgements, ``behavsim scores train-sts``) and
+STSScore (a model trained on STS-B's human judgements, ``behavsim scores train-sts``) and
 any score a package registers through the entry-point group ``behavsim.scores`` are computed when
 named. A score is a :class:`Score` subclass (the protocol: docs/scores.md).
 
