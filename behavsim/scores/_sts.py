@@ -35,6 +35,7 @@ other prompts are scored with it, nor on the process.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Sequence
@@ -107,10 +108,13 @@ def _sigmoid_output(folder: Path) -> bool:
     return isinstance(named, str) and named.endswith("Sigmoid")
 
 
-class CrossEncoder:
-    """A local sequence-pair regression model (Hugging Face format, one output), run as STSScore
-    runs it: :meth:`predict` gives both orders' predictions of each pair, memoised in memory and,
-    unless ``cache=False``, on disk under :attr:`signature`."""
+class _LocalModel:
+    """What STSScore's two kinds of model share: a local folder, a label, batches of one fixed shape
+    on one thread, a memo in memory and on disk under :attr:`signature`, loaded on first use."""
+
+    #: The class of ``transformers`` that loads the model, and what the model is called in errors.
+    auto_class = "AutoModel"
+    what = "model"
 
     def __init__(
         self,
@@ -131,66 +135,59 @@ class CrossEncoder:
         self.max_length = max_length
         self.device = device or "cpu"
         self.progress = False
-        self.sigmoid = _sigmoid_output(Path(model_path))
         self._memo = Memo(cache)
         self._digest: str | None = None
         self._model: Any = None
         self._tokenizer: Any = None
 
+    def _kind(self) -> str:
+        """The part of the signature that names how the model is read ("" for a cross-encoder)."""
+        return ""
+
     @property
     def signature(self) -> str:
-        """Names the model's content (a digest of its files), the batch shape and the libraries."""
+        """Names the model's content (a digest of its files), how it is read, the batch shape and
+        the libraries."""
         if self._digest is None:
             self._digest = model_digest(Path(self.model_path), whole=1 << 30, exclude=(TRAINING_RECORD,))
         return (
-            f"{self.label}@{self._digest}|batch:{self.batch_size}|max_len:{self.max_length}"
+            f"{self.label}@{self._digest}{self._kind()}|batch:{self.batch_size}|max_len:{self.max_length}"
             f"|transformers-{package_version('transformers')}|torch-{package_version('torch')}"
         )
 
     def _load(self) -> None:
         if self._model is not None:
             return
-        # optional dependency, and seconds to import: only when a pair is scored
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        # optional dependency, and seconds to import: only when a text is scored
+        import transformers
 
         try:
-            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-            model = AutoModelForSequenceClassification.from_pretrained(self.model_path)
+            self._tokenizer = transformers.AutoTokenizer.from_pretrained(self.model_path)
+            model = getattr(transformers, self.auto_class).from_pretrained(self.model_path)
         except (OSError, ValueError) as exc:
             raise ModelNotAvailable(
-                f"STSScore: no sequence-pair model could be loaded from {self.model_path}: {' '.join(str(exc).split())}"
+                f"STSScore: no {self.what} could be loaded from {self.model_path}: {' '.join(str(exc).split())}"
             ) from exc
-        if model.config.num_labels != 1:
-            raise ConfigError(
-                f"STSScore needs a regression model with one output (STS-B's 0-5 label); {self.model_path} has "
-                f"{model.config.num_labels} labels"
-            )
+        self._check(model)
         model.eval()
         model.to(self.device)
         self._model = model
 
-    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        """``(n, 2)`` float32: the model's prediction for ``(a, b)`` and for ``(b, a)`` of each pair."""
-        keys = [json.dumps([a, b], ensure_ascii=False) for a, b in pairs]
-        if not keys:
-            return np.zeros((0, 2), dtype=np.float32)
-        return np.stack(self._memo.lookup(self.signature, keys, self._compute))
+    def _check(self, model: Any) -> None:
+        """Raise ConfigError if ``model`` is not one this class can read."""
 
-    def _compute(self, keys: list[str]) -> list[np.ndarray]:
+    def _run(self, ids: Sequence[Sequence[int]], types: Sequence[Sequence[int]] | None, desc: str, head) -> list:
+        """``head(output, n_rows)`` of each fixed-shape batch of ``ids``, per sequence, in order of ``ids``."""
         import torch
 
         self._load()
-        pairs = [json.loads(k) for k in keys]
-        seqs = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
-        enc = self._tokenizer([s[0] for s in seqs], [s[1] for s in seqs], truncation=True, max_length=self.max_length)
-        ids, types = enc["input_ids"], enc.get("token_type_ids")
-        out = np.empty(len(seqs), dtype=np.float32)
+        out: list = [None] * len(ids)
         batches = _fixed_shape_batches(ids, self.batch_size)
         it: Any = batches
         if self.progress and len(batches) > 10:
             from tqdm.auto import tqdm
 
-            it = tqdm(batches, desc="STSScore pairs", unit="batch")
+            it = tqdm(batches, desc=desc, unit="batch")
         threads = torch.get_num_threads()
         torch.set_num_threads(ENCODER_THREADS)  # as the token encoders: the values must not depend on the process
         try:
@@ -203,10 +200,52 @@ class CrossEncoder:
                         inputs["token_type_ids"] = torch.tensor(
                             [types[k] for k in rows], dtype=torch.long, device=self.device
                         )
-                    logits = self._model(**inputs).logits[:, 0].float().cpu().numpy()
-                    out[chunk] = logits[: len(chunk)]
+                    values = head(self._model(**inputs))
+                    for row, k in enumerate(chunk):
+                        out[k] = values[row]
         finally:
             torch.set_num_threads(threads)
+        return out
+
+
+class CrossEncoder(_LocalModel):
+    """A local sequence-pair regression model (Hugging Face format, one output), run as STSScore
+    runs it: :meth:`predict` gives both orders' predictions of each pair, memoised in memory and,
+    unless ``cache=False``, on disk under :attr:`signature`."""
+
+    auto_class = "AutoModelForSequenceClassification"
+    what = "sequence-pair model"
+
+    @functools.cached_property
+    def sigmoid(self) -> bool:
+        """Whether the output is read through the sigmoid (the model's ``config.json`` says so)."""
+        return _sigmoid_output(Path(self.model_path))
+
+    def _check(self, model: Any) -> None:
+        if model.config.num_labels != 1:
+            raise ConfigError(
+                f"STSScore needs a regression model with one output (STS-B's 0-5 label); {self.model_path} has "
+                f"{model.config.num_labels} labels"
+            )
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """``(n, 2)`` float32: the model's prediction for ``(a, b)`` and for ``(b, a)`` of each pair."""
+        keys = [json.dumps([a, b], ensure_ascii=False) for a, b in pairs]
+        if not keys:
+            return np.zeros((0, 2), dtype=np.float32)
+        return np.stack(self._memo.lookup(self.signature, keys, self._compute))
+
+    def _compute(self, keys: list[str]) -> list[np.ndarray]:
+        self._load()
+        pairs = [json.loads(k) for k in keys]
+        seqs = [(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]
+        enc = self._tokenizer([s[0] for s in seqs], [s[1] for s in seqs], truncation=True, max_length=self.max_length)
+        out = self._run(
+            enc["input_ids"],
+            enc.get("token_type_ids"),
+            "STSScore pairs",
+            lambda output: output.logits[:, 0].float().cpu().numpy(),
+        )
         n = len(pairs)
         return [np.array([out[k], out[n + k]], dtype=np.float32) for k in range(n)]
 
@@ -236,10 +275,12 @@ def _bi_encoder_pooling(folder: Path) -> str | None:
     raise ConfigError(f"STSScore computes mean or [CLS] pooling; the bi-encoder {folder} pools by {modes}")
 
 
-class BiEncoder:
+class BiEncoder(_LocalModel):
     """A local model in sentence-transformers' format, run as STSScore runs it: :meth:`embed` gives
     each text's unit-length pooled embedding, memoised in memory and, unless ``cache=False``, on
     disk under :attr:`signature`."""
+
+    what = "bi-encoder"
 
     def __init__(
         self,
@@ -250,46 +291,11 @@ class BiEncoder:
         batch_size: int = 16,
         device: str | None = None,
     ):
-        self.model_path = model_path
-        self.label = label
+        super().__init__(model_path, label, cache, batch_size, _max_seq_length(Path(model_path)), device)
         self.pooling = pooling
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ConfigError(f"STSScore batch_size must be a positive integer, got {batch_size!r}")
-        self.batch_size = batch_size
-        self.max_length = _max_seq_length(Path(model_path))
-        self.device = device or "cpu"
-        self.progress = False
-        self._memo = Memo(cache)
-        self._digest: str | None = None
-        self._model: Any = None
-        self._tokenizer: Any = None
 
-    @property
-    def signature(self) -> str:
-        """Names the model's content (a digest of its files), pooling, batch shape and libraries."""
-        if self._digest is None:
-            self._digest = model_digest(Path(self.model_path), whole=1 << 30, exclude=(TRAINING_RECORD,))
-        return (
-            f"{self.label}@{self._digest}|bi:{self.pooling}|batch:{self.batch_size}|max_len:{self.max_length}"
-            f"|transformers-{package_version('transformers')}|torch-{package_version('torch')}"
-        )
-
-    def _load(self) -> None:
-        if self._model is not None:
-            return
-        # optional dependency, and seconds to import: only when a prompt is embedded
-        from transformers import AutoModel, AutoTokenizer
-
-        try:
-            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
-            model = AutoModel.from_pretrained(self.model_path)
-        except (OSError, ValueError) as exc:
-            raise ModelNotAvailable(
-                f"STSScore: no bi-encoder could be loaded from {self.model_path}: {' '.join(str(exc).split())}"
-            ) from exc
-        model.eval()
-        model.to(self.device)
-        self._model = model
+    def _kind(self) -> str:
+        return f"|bi:{self.pooling}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``(n, d)`` float32 unit-length embeddings of ``texts``."""
@@ -302,29 +308,14 @@ class BiEncoder:
 
         self._load()
         ids = self._tokenizer(list(texts), truncation=True, max_length=self.max_length)["input_ids"]
-        out: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        batches = _fixed_shape_batches(ids, self.batch_size)
-        it: Any = batches
-        if self.progress and len(batches) > 10:
-            from tqdm.auto import tqdm
 
-            it = tqdm(batches, desc="STSScore prompts", unit="batch")
-        threads = torch.get_num_threads()
-        torch.set_num_threads(ENCODER_THREADS)  # as the token encoders: the values must not depend on the process
-        try:
-            with torch.no_grad():
-                for chunk in it:
-                    rows = chunk + [chunk[0]] * (self.batch_size - len(chunk))
-                    batch = torch.tensor([ids[k] for k in rows], dtype=torch.long, device=self.device)
-                    hidden = self._model(input_ids=batch, attention_mask=torch.ones_like(batch)).last_hidden_state
-                    # one length per batch, no padding: the mean over the tokens is sentence-transformers' mean pooling
-                    emb = hidden.mean(dim=1) if self.pooling == "mean" else hidden[:, 0]
-                    emb = torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
-                    for row, k in enumerate(chunk):
-                        out[k] = emb[row].copy()
-        finally:
-            torch.set_num_threads(threads)
-        return out
+        def pooled(output: Any) -> np.ndarray:
+            hidden = output.last_hidden_state
+            # one length per batch, no padding: the mean over the tokens is sentence-transformers' mean pooling
+            emb = hidden.mean(dim=1) if self.pooling == "mean" else hidden[:, 0]
+            return torch.nn.functional.normalize(emb.float(), dim=-1).cpu().numpy()
+
+        return [np.array(v, dtype=np.float32) for v in self._run(ids, None, "STSScore prompts", pooled)]
 
 
 def _max_seq_length(folder: Path) -> int:
