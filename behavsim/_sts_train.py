@@ -431,7 +431,7 @@ def _resume(torch: Any, model: Any, opt: Any, work: Path, plan: dict, say) -> tu
         raise ConfigError(f"{last}/state.json is damaged ({exc}); remove {work} to train from the start") from None
     if state.get("plan") != plan:
         raise ConfigError(
-            f"{work} holds a training with other settings or data (seed, threads, epochs, batch size, lr, limit, "
+            f"{work} holds a training with other settings or data (architecture, seed, threads, epochs, batch size, lr, limit, "
             f"versions): remove it, or train with the same settings to resume it"
         )
     from safetensors.torch import load_file

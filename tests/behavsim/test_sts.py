@@ -217,6 +217,26 @@ def test_stsscore_of_the_bi_encoder_is_sentence_transformers_cosine_clipped(tiny
     assert s.score("", "x") == 0.0 and "sym:cosine" in s.signature and "bi:mean" in s.signature
 
 
+def test_a_bi_encoder_pooling_the_cls_token_is_read_as_sentence_transformers_reads_it(tiny_sts_model, tmp_path):
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    model = tmp_path / "cls"
+    shutil.copytree(tiny_sts_model, model)
+    pooling = json.loads((model / "1_Pooling" / "config.json").read_text())
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    a, b = PAIRS[0]
+    e = SentenceTransformer(str(model), device="cpu").encode([a, b], normalize_embeddings=True).astype(np.float64)
+    s = STSScore(model_path=model, cache=False)
+    assert "bi:cls" in s.signature and s.score(a, b) == pytest.approx(max(0.0, float(e[0] @ e[1])), abs=1e-6)
+    pooling.update(pooling_mode_cls_token=False, pooling_mode_max_tokens=True)
+    (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    with pytest.raises(ConfigError, match="mean or \\[CLS\\] pooling; the bi-encoder .* pools by \\['max_tokens'\\]"):
+        STSScore(model_path=model, cache=False)
+
+
 def test_a_negative_cosine_is_clipped_to_zero(tiny_sts_model, tmp_path):
     s = STSScore(model_path=tiny_sts_model, cache=False)
     e = s.model.embed(["red", "blue"])
