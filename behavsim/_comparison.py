@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing as mp
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from ._errors import ConfigError, TableFormatError
+from ._executor import LocalExecutor
 from ._io import atomic_path, read_json_checked
 from ._repr import comparison_repr
 from ._sinks import ANSWER_COLUMNS, PerContextWriter
@@ -234,8 +236,9 @@ def _write_matrices(comp: Comparison, folder: Path, fmt: str) -> ComparisonFiles
     """Per score the matrix and its heatmap, the counts and ``matrix.meta.json`` in ``folder``."""
     assert comp.matrices is not None and comp.n_missing is not None
     folder.mkdir(parents=True, exist_ok=True)
-    matrices, figures = {}, {}
+    matrices = {}
     registered = set(list_scores())
+    drawings = []
     for name in comp.score_names:
         path = folder / f"{name}.{fmt}"
         with atomic_path(path) as tmp:
@@ -250,8 +253,9 @@ def _write_matrices(comp: Comparison, folder: Path, fmt: str) -> ComparisonFiles
             hi = info.upper if math.isfinite(info.upper) else None
         title = f"{name}, mean over {comp.n_contexts} contexts"
         annotate = len(comp.policies) <= ANNOTATE_UP_TO
-        figures[name], _ = heatmap(comp.matrices[name], folder / name, title, vmin=lo, vmax=hi, annotate=annotate)
+        drawings.append((comp.matrices[name], folder / name, title, lo, hi, annotate))
         matrices[name] = path
+    figures = dict(zip(comp.score_names, _draw_heatmaps(drawings)))
     # the contexts left out of each mean, every score in one long table (a, b, <score>...)
     missing = _write_counts(comp.n_missing, folder / "n_missing", fmt)
     # beside text-only answers: the contexts where each semantic score does not apply
@@ -268,6 +272,21 @@ def _write_matrices(comp: Comparison, folder: Path, fmt: str) -> ComparisonFiles
     return ComparisonFiles(
         matrix_dir=folder, matrices=matrices, figures=figures, n_missing=missing, n_na=na, matrix_meta=meta_path
     )
+
+
+def _heatmap(job: tuple) -> Path:
+    matrix, path, title, lo, hi, annotate = job
+    return heatmap(matrix, path, title, vmin=lo, vmax=hi, annotate=annotate)[0]
+
+
+def _draw_heatmaps(jobs: list[tuple]) -> list[Path]:
+    """The heatmaps' PNGs, drawn on two cores when there are several (a figure is a fraction of a
+    second of single-threaded drawing, most of ``compare --matrix``'s time beyond the engine; the
+    bytes do not depend on the process). Inline in a pool's worker, which may not start processes."""
+    workers = 1 if len(jobs) < 2 or mp.current_process().daemon else min(2, os.cpu_count() or 1)
+    if workers > 1:
+        import matplotlib.backends.backend_agg  # noqa: F401  (imported once here, not in each worker)
+    return LocalExecutor(workers).map(_heatmap, jobs)
 
 
 # ----------------------------------------------------------------------------- reading

@@ -148,3 +148,52 @@ def test_save_and_load_refuse_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="load needs"):
         Comparison.load(None)
     assert np.isfinite(comp.means["TMR"]).all()
+
+
+def test_heatmaps_drawn_on_two_cores_are_the_bytes_drawn_in_one_process(tmp_path, monkeypatch):
+    """Several heatmaps are drawn by a pool of two processes; the files are those one process
+    draws (a machine of one core), and a pool's own worker draws them itself."""
+    import os
+    from types import SimpleNamespace
+
+    import behavsim._comparison as comparison  # private: the drawing step is what this test checks
+
+    comp = compare(_tables(), None, scores=SCORES, matrix=True)
+    drawn = []
+    real = comparison.LocalExecutor.map
+    monkeypatch.setattr(
+        comparison.LocalExecutor, "map", lambda self, *a, **k: drawn.append(self.workers) or real(self, *a, **k)
+    )
+    comp.save(tmp_path / "two" / "r.csv")
+    with monkeypatch.context() as m:
+        m.setattr(comparison.mp, "current_process", lambda: SimpleNamespace(daemon=True))  # a pool's worker
+        comp.save(tmp_path / "worker" / "r.csv")
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    comp.save(tmp_path / "one" / "r.csv")
+    assert drawn == [2, 1, 1]
+    two, one = _files(tmp_path / "two"), _files(tmp_path / "one")
+    assert two == one == _files(tmp_path / "worker") and sum(k.endswith(".png") for k in two) == len(SCORES)
+
+
+def test_reading_a_table_pauses_the_garbage_collector_and_restores_it(tmp_path):
+    import gc
+
+    from behavsim._io import gc_paused  # private: the pause itself is what this test checks
+
+    path = _saved(tmp_path, _tables()[:1])[0]
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    ResponseTable.load(path)
+    assert gc.isenabled()
+    (tmp_path / "bad.jsonl").write_text('{"format": "x"}\n{"i": 0}\n')
+    with pytest.raises(TableFormatError):
+        ResponseTable.load(tmp_path / "bad.jsonl")
+    assert gc.isenabled()  # restored after an error too
+    gc.disable()
+    try:
+        ResponseTable.load(path)
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
