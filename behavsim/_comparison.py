@@ -280,10 +280,11 @@ def _heatmap(job: tuple) -> Path:
 
 
 def _draw_heatmaps(jobs: list[tuple]) -> list[Path]:
-    """The heatmaps' PNGs, drawn on two cores when there are several (a figure is a fraction of a
-    second of single-threaded drawing, most of ``compare --matrix``'s time beyond the engine; the
-    bytes do not depend on the process). Inline in a pool's worker, which may not start processes."""
-    workers = 1 if len(jobs) < 2 or mp.current_process().daemon else min(2, os.cpu_count() or 1)
+    """The heatmaps' PNGs, drawn by a process per core when there are several (a figure is a
+    fraction of a second of single-threaded drawing, most of ``compare --matrix``'s time beyond the
+    engine; the bytes do not depend on the process; the executor uses no more processes than
+    figures). Inline in a pool's worker, which may not start processes."""
+    workers = 1 if len(jobs) < 2 or mp.current_process().daemon else os.cpu_count() or 1
     if workers > 1:
         import matplotlib.backends.backend_agg  # noqa: F401  (imported once here, not in each worker)
     return LocalExecutor(workers).map(_heatmap, jobs)

@@ -151,8 +151,8 @@ def test_save_and_load_refuse_in_one_line(tmp_path):
 
 
 def test_heatmaps_drawn_on_two_cores_are_the_bytes_drawn_in_one_process(tmp_path, monkeypatch):
-    """Several heatmaps are drawn by a pool of two processes; the files are those one process
-    draws (a machine of one core), and a pool's own worker draws them itself."""
+    """Several heatmaps are drawn by a pool of a process per core; the files are those one
+    process draws (a machine of one core), and a pool's own worker draws them itself."""
     import os
     from types import SimpleNamespace
 
@@ -164,13 +164,14 @@ def test_heatmaps_drawn_on_two_cores_are_the_bytes_drawn_in_one_process(tmp_path
     monkeypatch.setattr(
         comparison.LocalExecutor, "map", lambda self, *a, **k: drawn.append(self.workers) or real(self, *a, **k)
     )
+    cores = os.cpu_count()
     comp.save(tmp_path / "two" / "r.csv")
     with monkeypatch.context() as m:
         m.setattr(comparison.mp, "current_process", lambda: SimpleNamespace(daemon=True))  # a pool's worker
         comp.save(tmp_path / "worker" / "r.csv")
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
     comp.save(tmp_path / "one" / "r.csv")
-    assert drawn == [2, 1, 1]
+    assert drawn == [cores, 1, 1]
     two, one = _files(tmp_path / "two"), _files(tmp_path / "one")
     assert two == one == _files(tmp_path / "worker") and sum(k.endswith(".png") for k in two) == len(SCORES)
 
