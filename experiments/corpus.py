@@ -371,8 +371,12 @@ def _tables(study: Study) -> tuple[ContextSet, ResponseTable, dict[str, Response
 
 
 def _key(study: Study) -> str:
+    """The config, the contexts, and every compared table's id and file digest: a table answered
+    again with other answers under the same id (another decoding) makes the stage run again."""
     cs, wizard, tables = _tables(study)
-    return stage_key(study.cfg.to_dict(), cs.fingerprint, wizard.id, [t.id for t in tables.values()])
+    store = study.run.responses(corpus_set_name(study.cfg))
+    digests = [file_digest(store.dir / store.index[store.key(spec)]) for spec in tables]
+    return stage_key(study.cfg.to_dict(), cs.fingerprint, wizard.id, [t.id for t in tables.values()], digests)
 
 
 def _last_user_words(cs: ContextSet, i: int) -> str:

@@ -11,9 +11,11 @@ other stage runs — the one place that knows the earlier forms (the other stage
   folder was moved); the tables' recorded checkpoint digests still decide whether a table is that
   checkpoint's (:class:`~experiments.runfolder.ResponseStore`);
 * a ``state.json`` entry that is a bare key (written before the outputs were recorded) becomes
-  ``{"key": ..., "outputs": {}}``.
+  ``{"key": ..., "outputs": {}}``;
+* a table of an end-to-end model trained on people, answered with greedy words before such a model
+  searched them with 4 beams by default, leaves its index (the respond stage answers it again).
 
-Nothing is computed again: the folder resumes as it is.
+Nothing else is computed again: the folder resumes as it is.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from behavsim import TableFormatError
+from behavsim import ResponseTable, TableFormatError
 from behavsim.io import read_json_checked, write_json_checked
 from experiments.runfolder import PATHS_KEY, PATHS_RUN, RunFolder, split_checkpoint_spec
 from experiments.stages.contexts import collected_key
 from experiments.study import Stage, Study, stage_key
+from policies.e2e import greedy_by_an_earlier_default
 
 __all__ = ["LEGACY"]
 
@@ -50,9 +53,30 @@ def _old_state_entries(run: RunFolder) -> list[str]:
     return [stage for stage, entry in run.state.items() if isinstance(entry, str)]
 
 
+def _old_greedy_tables(run: RunFolder) -> list[tuple[Path, str]]:
+    """(index, key) of each table a model trained on people answered greedily by an earlier default
+    (only tables named ``e2e-wizard-…`` without a width are read)."""
+    out = []
+    for path in run.files(["responses/*/index.json"]):
+        try:
+            index = read_json_checked(path)
+        except TableFormatError:
+            continue
+        for key, name in index.items():
+            if not (isinstance(name, str) and name.startswith("e2e-wizard-") and "-beam" not in name):
+                continue
+            try:
+                policy = ResponseTable.load(path.parent / name).policy
+            except (OSError, TableFormatError):
+                continue  # missing or damaged: the respond stage makes it again anyway
+            if greedy_by_an_earlier_default(key, policy):
+                out.append((path, key))
+    return out
+
+
 def _applies(study: Study) -> bool:
     run = study.run
-    return bool(_old_keyfiles(run) or _old_indexes(run) or _old_state_entries(run))
+    return bool(_old_keyfiles(run) or _old_indexes(run) or _old_state_entries(run) or _old_greedy_tables(run))
 
 
 def _earlier_collected_key(study: Study, reward: str) -> str | None:
@@ -102,9 +126,19 @@ def _map_indexes(run: RunFolder) -> None:
         write_json_checked(path, out)
 
 
+def _drop_old_greedy_tables(study: Study) -> None:
+    run = study.run
+    for path, key in _old_greedy_tables(run):
+        index = read_json_checked(path)
+        name = index.pop(key)
+        write_json_checked(path, index)
+        study.log(f"{path.parent / name}: greedy words of a model trained on people (now 4 beams); answering again")
+
+
 def _migrate(study: Study) -> None:
     _move_keys(study)
     _map_indexes(study.run)
+    _drop_old_greedy_tables(study)
     stages = _old_state_entries(study.run)
     if stages:
         for stage in stages:
@@ -119,7 +153,8 @@ LEGACY = Stage(
     run=_migrate,
     outputs={
         "contexts/keys/": "each context set's key, moved from beside the set",
-        "responses/*/index.json": "the response indexes, their checkpoint paths relative to the run folder",
+        "responses/*/index.json": "the response indexes, their checkpoint paths relative to the run folder "
+        "(without the greedy tables of an earlier default)",
         "state.json": "every stage's key with its recorded outputs",
     },
     applies=_applies,

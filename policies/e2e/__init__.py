@@ -10,11 +10,11 @@ and answers with a system act and a prompt, trained by imitation of any teacher 
 The text format and what the model reads: :mod:`policies.e2e._format`.
 """
 
-from policies.e2e._adapter import E2EAdapter, e2e_kind
+from policies.e2e._adapter import E2EAdapter, e2e_kind, greedy_by_an_earlier_default
 from policies.e2e._command import add_e2e_options, cmd_train_e2e
 from policies.e2e._corpus import CORPUS_DEFAULTS
 from policies.e2e._data import play_teacher, teacher_dialogue_seed
-from policies.e2e._model import MODEL_FILE, E2EModel
+from policies.e2e._model import CORPUS_BEAM, MODEL_FILE, E2EModel
 from policies.e2e._train import BEST_FILE, RUN_FILE, E2EConfig, corpus_e2e_config, list_e2e_checkpoints, train_e2e
 
 __all__ = [
@@ -24,8 +24,10 @@ __all__ = [
     "train_e2e",
     "list_e2e_checkpoints",
     "E2EModel",
+    "CORPUS_BEAM",
     "E2EAdapter",
     "e2e_kind",
+    "greedy_by_an_earlier_default",
     "add_e2e_options",
     "cmd_train_e2e",
     "play_teacher",

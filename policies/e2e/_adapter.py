@@ -2,7 +2,8 @@
 
 The model reads a context's dialogue history (its text only) and answers with an act and a prompt
 (:class:`policies.e2e.E2EModel`); a context set without histories is refused before the
-first context. Answers are greedy; :meth:`E2EAdapter.respond_batch` answers the histories of a
+first context. Answers are greedy (a model trained on people searches its words with 4 beams);
+:meth:`E2EAdapter.respond_batch` answers the histories of a
 block of contexts in batches (``batch=N``, default 32; ``threads=T``, default 1), as
 :meth:`E2EAdapter.prepare` does for a whole set before :meth:`respond_one` reads the result one
 context at a time (the reference path: the same answers, batching changes none).
@@ -10,15 +11,16 @@ context at a time (the reference path: the same answers, batching changes none).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from behavsim import ConfigError, Response, canonical_copy
 from behavsim.policy import Adapter, PolicySpec, source_info
+from policies.e2e._corpus import WIZARD_ID
 from policies.e2e._model import E2EModel
 
-__all__ = ["E2EAdapter", "e2e_kind"]
+__all__ = ["E2EAdapter", "e2e_kind", "greedy_by_an_earlier_default"]
 
 
 class E2EAdapter(Adapter):
@@ -54,7 +56,8 @@ class E2EAdapter(Adapter):
 
 def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
     """``e2e:DIR[:batch=N][:threads=T][:beam=K]``: a checkpoint folder of behavsim's end-to-end
-    model; ``beam``: beams searching its words (default 1: greedy)."""
+    model; ``beam``: beams searching its words (default: 4 for a model trained on people, else 1:
+    greedy). Another width than the model's default is another policy (``-beamK`` after its id)."""
     spec.check_options(("batch", "threads", "beam"))
     if not spec.target:
         raise ConfigError(
@@ -88,3 +91,17 @@ def e2e_kind(spec: PolicySpec, **_: Any) -> Adapter:
     if model.beam > 1:
         meta["beam"] = model.beam
     return E2EAdapter(model, meta, label=meta["id"])
+
+
+def greedy_by_an_earlier_default(spec: str, policy: Mapping[str, Any]) -> bool:
+    """Whether a response table of ``spec`` whose policy metadata is ``policy`` holds the greedy
+    words of a model trained on people, answered before such a model searched its words with 4
+    beams by default: the spec asks no width and the table records none (a study resuming a run
+    folder of that version answers it again)."""
+    return (
+        spec.startswith("e2e:")
+        and "beam=" not in spec
+        and policy.get("kind") == "e2e"
+        and policy.get("teacher") == WIZARD_ID
+        and "beam" not in policy
+    )

@@ -250,6 +250,25 @@ def test_the_study_resumes_with_nothing_to_do(corpus_run):
     assert (run / "results" / "corpus.csv").read_bytes() == before
 
 
+def test_the_readme_tables_of_the_study_against_people_are_the_run_s(corpus_run, capsys):
+    """``python -m experiments.readme_tables RUN`` prints the README's tables from the CSVs."""
+    from experiments.readme_tables import corpus_tables
+
+    _, run, _ = corpus_run
+    corpus_tables(run / "results")
+    lines = capsys.readouterr().out.splitlines()
+    means = pd.read_csv(run / "results" / "corpus.csv")
+    for _, x in means.iterrows():
+        row = next(line for line in lines if line.startswith(f"| {x.policy} | {x.TMR:.3f} "))
+        assert f"| {x.CER:.3f} ({x.CER_lo:.3f}–{x.CER_hi:.3f}) |" in row and row.endswith(f"| {x.BLEU4:.3f} |")
+    seeds = pd.read_csv(run / "results" / "corpus_seeds.csv")
+    x = seeds.iloc[0]
+    assert any(line.startswith(f"| {x.reward} | {x.score} | {x.seed_vs_seed:.3f} (") for line in lines)
+    agreement = pd.read_csv(run / "results" / "corpus_agreement.csv")
+    x = agreement[(agreement.policy == "handcrafted") & ~agreement.only_mismatch].iloc[0]
+    assert any(line.startswith(f"| handcrafted | {x.pearson:.2f} | {int(x.n):,} |") for line in lines)
+
+
 def test_a_missing_or_bad_corpus_is_one_line(tmp_path, capsys):
     assert cli_main(["reproduce", "--config", "camrest676", "-o", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -369,6 +388,58 @@ def test_a_rerun_trains_no_model_again(e2e_run):
     run_study(load_config(str(root / "study.toml"), corpus=str(root / "lab")), run, log=logs.append)
     assert [p.stat().st_mtime_ns for p in ckpts] == stamps and len(ckpts) >= 2
     assert any("the study against people" in m and "up to date" in m for m in logs)
+
+
+def test_a_people_model_s_table_answered_again_is_compared_again_and_greedy_words_of_before_are_replaced(
+    e2e_run, tmp_path
+):
+    """Other answers under the same id make the study against people run again (its key holds the
+    tables' digests); a table of the model trained on people with greedy words (before 4 beams were
+    its default: no ``beam`` recorded, none asked) is answered again when the folder resumes."""
+    import dataclasses
+    import shutil
+
+    root, run, _ = e2e_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    folder = copy / "responses" / "corpus-test"
+    index = json.loads((folder / "index.json").read_text())
+    name = next(v for v in index.values() if isinstance(v, str) and v.startswith("e2e-wizard-"))
+    table = ResponseTable.load(folder / name)
+    assert table.policy["beam"] == 4 and not table.id.endswith("-beam4")
+    n = len(table)  # other answers (this model, trained for seconds, makes no act yet)
+    other = {"acts": ["request(food)"] * n, "prompts": ["what food ?"] * n, "errors": [None] * n, "source": None}
+    dataclasses.replace(table, **other).save(folder / name)
+    config = load_config(str(root / "study.toml"), corpus=str(root / "lab"))
+    before = (run / "results" / "corpus.csv").read_bytes()
+    logs: list[str] = []
+    run_study(config, copy, log=logs.append)
+    assert not any("the study against people" in m and "up to date" in m for m in logs)
+    assert (copy / "results" / "corpus.csv").read_bytes() != before  # the other words were compared
+    # the same words, greedy, as an earlier version wrote them: answered again, compared again
+    old = {k: v for k, v in table.policy.items() if k != "beam"}
+    dataclasses.replace(table, policy=old, **other).save(folder / name)
+    logs.clear()
+    run_study(config, copy, log=logs.append)
+    assert any("greedy words of a model trained on people" in m for m in logs), logs
+    again = ResponseTable.load(folder / name)  # (the folder it names is the copy's)
+    assert again.policy["beam"] == 4 and (again.acts, again.prompts, again.errors) == (
+        table.acts,
+        table.prompts,
+        table.errors,
+    )
+    assert (copy / "results" / "corpus.csv").read_bytes() == before
+
+
+def test_only_an_unasked_greedy_table_of_a_people_model_counts_as_an_earlier_default():
+    from policies.e2e import greedy_by_an_earlier_default as old
+
+    people = {"kind": "e2e", "teacher": "wizard", "id": "e2e-wizard-seed0-004040"}
+    assert old("e2e:train/corpus-e2e-people/ckpt-004040", people)
+    assert not old("e2e:train/corpus-e2e-people/ckpt-004040", {**people, "beam": 4})  # today's default
+    assert not old("e2e:train/corpus-e2e-people/ckpt-004040:beam=1", people)  # greedy words asked for
+    assert not old("e2e:train/e2e-handcrafted-s0/ckpt-001000", {**people, "teacher": "handcrafted"})
+    assert not old("recorded:wizard.jsonl", {"kind": "recorded", "id": "e2e-wizard-seed0-004040"})
 
 
 @pytest.mark.parametrize(

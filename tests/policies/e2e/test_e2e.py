@@ -241,6 +241,7 @@ def test_e2e_kind_answers_histories_from_their_text(e2e_run, ccol):
     a = load_policy(spec)
     assert a.kind == "e2e" and a.reads == ("history",)
     assert a.meta["id"] == "e2e-_e2e_teacher.always_request_area-seed0-000480" and a.meta["checkpoint"] == 480
+    assert a.model.beam == 1 and "beam" not in a.meta  # a teacher's model answers greedily by default
     table = respond(spec, ccol)
     assert len(table) == len(ccol)
     # the same answers with the beliefs and the turn acts removed: it reads text only

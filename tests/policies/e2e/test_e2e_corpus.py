@@ -228,7 +228,7 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
 
     import contexts
     from behavsim import respond
-    from policies.e2e import E2EConfig, train_e2e
+    from policies.e2e import CORPUS_BEAM, E2EConfig, train_e2e
 
     config = E2EConfig(corpus=str(corpus), **TINY)
     a = train_e2e(config, tmp_path / "a")
@@ -251,10 +251,13 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     # the test split's dialogues are the training ones: the model says what the wizard said
     assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
     assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
-    # words by beam search: the same acts (written greedily), its own id, the width recorded
-    beam = respond(f"e2e:{a[-1][1]}:beam=4", cs)
-    assert beam.acts == table.acts and beam.id == f"{table.id}-beam4" and beam.policy["beam"] == 4
-    assert beam.prompts[3] == "what kind of food would you like?"
+    # a model trained on people searches its words with 4 beams by default (recorded; the id has
+    # no suffix); greedy words are another policy; the acts are written greedily either way
+    assert CORPUS_BEAM == 4 and table.policy["beam"] == 4 and not table.id.endswith("-beam4")
+    assert respond(f"e2e:{a[-1][1]}:beam=4", cs).id == table.id
+    greedy = respond(f"e2e:{a[-1][1]}:beam=1", cs)
+    assert greedy.acts == table.acts and greedy.id == f"{table.id}-beam1" and "beam" not in greedy.policy
+    assert greedy.prompts[3] == "what kind of food would you like?"
     with pytest.raises(ConfigError, match="beam must be a positive integer") as exc:
         respond(f"e2e:{a[-1][1]}:beam=0", cs)
     assert "\n" not in str(exc.value)
