@@ -3,6 +3,7 @@ with end-to-end trials (``--config e2e``) its tables of end-to-end models agains
 
 python -m experiments.readme_tables runs/quick
 python -m experiments.readme_tables runs/e2e
+python -m experiments.readme_tables runs/camrest676  # the quick tables, then those against people
 """
 
 from __future__ import annotations
@@ -97,6 +98,39 @@ def e2e_tables(results: Path) -> None:
             print(f"| {rows} | {f(al.pearson)} | {f(al.mse)} | {int(al.n):,} | {f(mm.pearson)} | {int(mm.n):,} |")
 
 
+def corpus_tables(results: Path) -> None:
+    """The study against people's tables (``--config camrest676``): each policy against the human
+    wizard, the GP-SARSA seeds against each other and against the wizard, CER against USE cosine."""
+    m = pd.read_csv(results / "corpus.csv")
+    acts = [c for c in ("TMR", "DMR", "CER", "CMR") if c in m]
+    text = [c for c in ("USE_cos", "BLEU4", "BERTScore") if c in m]
+    print("\nEach policy against the human wizard (act scores with their 95% bootstrap intervals)\n")
+    print("| policy | " + " | ".join(acts + text) + " |\n|" + "---|" * (1 + len(acts) + len(text)))
+    for _, x in m.iterrows():
+        cells = [f"{f(x[c])} ({f(x[c + '_lo'])}–{f(x[c + '_hi'])})" for c in acts] + [f(x[c]) for c in text]
+        print(f"| {x.policy} | " + " | ".join(cells) + " |")
+    print(
+        "\nFailed contexts (no usable act): " + ", ".join(f"{x.policy} {int(x.n_missing_TMR)}" for _, x in m.iterrows())
+    )
+    s = pd.read_csv(results / "corpus_seeds.csv")
+    print("\nThe GP-SARSA seeds against each other and against the wizard (95% two-level intervals)\n")
+    print(
+        "| reward | score | seed vs seed | seed vs human wizard | seeds closer to each other | p (smallest possible) |"
+    )
+    print("|---|---|---|---|---|---|")
+    for _, x in s.iterrows():
+        a = f"{f(x.seed_vs_seed)} ({f(x.seed_vs_seed_lo)}–{f(x.seed_vs_seed_hi)})"
+        b = f"{f(x.seed_vs_wizard)} ({f(x.seed_vs_wizard_lo)}–{f(x.seed_vs_wizard_hi)})"
+        closer = f"{int(x.seeds_closer_to_each_other)} of {int(x.n_seeds)}"
+        print(f"| {x.reward} | {x.score} | {a} | {b} | {closer} | {x.p_value:.2f} ({x.min_p:.2f}) |")
+    g = pd.read_csv(results / "corpus_agreement.csv")
+    print("\nCER (acts) against USE cosine (text), Pearson's r over the contexts where the wizard has acts\n")
+    print("| policy | r, all | n | r, acts differ | n |\n|---|---|---|---|---|")
+    for policy, x in g.groupby("policy", sort=False):
+        al, mm = x[~x.only_mismatch].iloc[0], x[x.only_mismatch].iloc[0]
+        print(f"| {policy} | {al.pearson:.2f} | {int(al.n):,} | {mm.pearson:.2f} | {int(mm.n):,} |")
+
+
 def main(run: str) -> None:
     r = Path(run) / "results"
     if (r / "e2e.csv").is_file():
@@ -163,6 +197,8 @@ def main(run: str) -> None:
             + " | ".join(f(x[s]) + (f" ({PAPER_T3[x.pair]:.3f})" if s == "TMR" else "") for s in S)
             + " |"
         )
+    if (r / "corpus.csv").is_file():
+        corpus_tables(r)
 
 
 if __name__ == "__main__":
