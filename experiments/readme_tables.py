@@ -109,9 +109,8 @@ def corpus_tables(results: Path) -> None:
     for _, x in m.iterrows():
         cells = [f"{f(x[c])} ({f(x[c + '_lo'])}–{f(x[c + '_hi'])})" for c in acts] + [f(x[c]) for c in text]
         print(f"| {x.policy} | " + " | ".join(cells) + " |")
-    print(
-        "\nFailed contexts (no usable act): " + ", ".join(f"{x.policy} {int(x.n_missing_TMR)}" for _, x in m.iterrows())
-    )
+    missing = [f"{x.policy} {int(x.n_missing_TMR)} / {int(x.n_missing_USE_cos)}" for _, x in m.iterrows()]
+    print("\nContexts without an act (n_missing_TMR) / without words (n_missing_USE_cos): " + ", ".join(missing))
     s = pd.read_csv(results / "corpus_seeds.csv")
     print("\nThe GP-SARSA seeds against each other and against the wizard (95% two-level intervals)\n")
     print(

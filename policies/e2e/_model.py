@@ -18,7 +18,8 @@ histories greedily, in batches:
 
 Generation is greedy (argmax; ties to the lowest token id), but for the words of a model trained
 on people, which are searched with :data:`CORPUS_BEAM` beams unless ``beam`` says otherwise; either
-way an answer is a function of the history's text. A context whose words do not make an act fails with a message saying so.
+way an answer is a function of the history's text. A context whose words do not make an act fails
+with a message saying so.
 """
 
 from __future__ import annotations
@@ -155,8 +156,9 @@ class E2EModel:
         return out
 
     def answer(self, histories: Sequence[Sequence[dict]]) -> list[Response | Exception]:
-        """Greedy answers to many histories, in batches of ``batch_size``; a history whose words
-        make no act gives its exception in its place. Answers are cached by the history's text."""
+        """The answers to many histories (their words by ``beam`` beams), in batches of
+        ``batch_size``; a history whose words make no act gives its exception in its place.
+        Answers are cached by the history's text."""
         keys = [json.dumps([[t["speaker"], t["text"]] for t in h], ensure_ascii=False) for h in histories]
         first: dict[str, int] = {}
         for i, k in enumerate(keys):

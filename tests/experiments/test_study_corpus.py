@@ -261,6 +261,9 @@ def test_the_readme_tables_of_the_study_against_people_are_the_run_s(corpus_run,
     for _, x in means.iterrows():
         row = next(line for line in lines if line.startswith(f"| {x.policy} | {x.TMR:.3f} "))
         assert f"| {x.CER:.3f} ({x.CER_lo:.3f}–{x.CER_hi:.3f}) |" in row and row.endswith(f"| {x.BLEU4:.3f} |")
+    missing = next(line for line in lines if line.startswith("Contexts without an act"))
+    x = means.iloc[-1]
+    assert f"{x.policy} {x.n_missing_TMR} / {x.n_missing_USE_cos}" in missing
     seeds = pd.read_csv(run / "results" / "corpus_seeds.csv")
     x = seeds.iloc[0]
     assert any(line.startswith(f"| {x.reward} | {x.score} | {x.seed_vs_seed:.3f} (") for line in lines)
