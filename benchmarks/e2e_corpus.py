@@ -92,10 +92,15 @@ def figures(wizard: Path, tables: list[Path]) -> None:
         means = compare([ref, t], [(0, 1)], scores=["TMR", "DMR", "CER"], allow_unanswered=True).means.iloc[0]
         failed = sum(1 for e in t.errors if e)
         acts = sum(1 for a in ref.acts if a is not None)
+        # answers of words alone (no act, no error): where the wizard has an act, its act scores do not apply
+        alone = [a is None and not e for a, e in zip(t.acts, t.errors)]
+        crossed = sum(1 for x, a in zip(alone, ref.acts) if x and a is not None)
         print(
             f"   {t.id}: corpus BLEU-4 (delexicalised) {bleu:.4f} on {len(refs)} turns; on the {acts} turns with a "
             f"wizard act: TMR {means['TMR']:.3f}, DMR {means['DMR']:.3f}, CER {means['CER']:.3f} "
-            f"(missing {int(means.get('n_missing_TMR', 0))}); failed {failed} of {len(t.acts)}"
+            f"(missing {int(means.get('n_missing_TMR', 0))}, words alone {crossed}); failed {failed} of "
+            f"{len(t.acts)}; words alone {sum(alone)} (where the wizard has no act: {sum(alone) - crossed} of "
+            f"{len(refs) - acts})"
         )
 
 

@@ -13,13 +13,18 @@ other stage runs — the one place that knows the earlier forms (the other stage
 * a ``state.json`` entry that is a bare key (written before the outputs were recorded) becomes
   ``{"key": ..., "outputs": {}}``;
 * a table of an end-to-end model trained on people, answered with greedy words before such a model
-  searched them with 4 beams by default, leaves its index (the respond stage answers it again).
+  searched them with 4 beams by default, leaves its index (the respond stage answers it again);
+* an end-to-end model the study trained on people before such a model learned the empty act of
+  a turn without one (its ``e2e-run.json`` names a corpus and no ``no_act_turns``): its folder
+  ``train/corpus-e2e-<name>/`` is removed, with a line in the log, and the ``corpus-e2e`` stage
+  trains it again (its tables are then another checkpoint's: answered again).
 
 Nothing else is computed again: the folder resumes as it is.
 """
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -74,9 +79,28 @@ def _old_greedy_tables(run: RunFolder) -> list[tuple[Path, str]]:
     return out
 
 
+def _old_words_only_models(run: RunFolder) -> list[Path]:
+    """The study's models trained on people by the earlier rule for a turn without an act (words only)."""
+    out = []
+    for path in run.files(["train/corpus-e2e-*/e2e-run.json"]):
+        try:
+            config = read_json_checked(path).get("config")
+        except TableFormatError:
+            continue  # damaged: the corpus-e2e stage refuses it with its own message
+        if isinstance(config, dict) and config.get("corpus") is not None and "no_act_turns" not in config:
+            out.append(path.parent)
+    return out
+
+
 def _applies(study: Study) -> bool:
     run = study.run
-    return bool(_old_keyfiles(run) or _old_indexes(run) or _old_state_entries(run) or _old_greedy_tables(run))
+    return bool(
+        _old_keyfiles(run)
+        or _old_indexes(run)
+        or _old_state_entries(run)
+        or _old_greedy_tables(run)
+        or _old_words_only_models(run)
+    )
 
 
 def _earlier_collected_key(study: Study, reward: str) -> str | None:
@@ -135,10 +159,17 @@ def _drop_old_greedy_tables(study: Study) -> None:
         study.log(f"{path.parent / name}: greedy words of a model trained on people (now 4 beams); answering again")
 
 
+def _drop_words_only_models(study: Study) -> None:
+    for folder in _old_words_only_models(study.run):
+        shutil.rmtree(folder)
+        study.log(f"{folder}: a model trained on people whose turns without an act trained words only; training again")
+
+
 def _migrate(study: Study) -> None:
     _move_keys(study)
     _map_indexes(study.run)
     _drop_old_greedy_tables(study)
+    _drop_words_only_models(study)
     stages = _old_state_entries(study.run)
     if stages:
         for stage in stages:
@@ -156,6 +187,7 @@ LEGACY = Stage(
         "responses/*/index.json": "the response indexes, their checkpoint paths relative to the run folder "
         "(without the greedy tables of an earlier default)",
         "state.json": "every stage's key with its recorded outputs",
+        "train/corpus-e2e-*/": "removed where an earlier rule trained the model on people (trained again)",
     },
     applies=_applies,
 )

@@ -15,12 +15,21 @@ from policies.e2e._command import add_e2e_options, cmd_train_e2e
 from policies.e2e._corpus import CORPUS_DEFAULTS
 from policies.e2e._data import play_teacher, teacher_dialogue_seed
 from policies.e2e._model import CORPUS_BEAM, MODEL_FILE, E2EModel
-from policies.e2e._train import BEST_FILE, RUN_FILE, E2EConfig, corpus_e2e_config, list_e2e_checkpoints, train_e2e
+from policies.e2e._train import (
+    BEST_FILE,
+    NO_ACT_TURNS,
+    RUN_FILE,
+    E2EConfig,
+    corpus_e2e_config,
+    list_e2e_checkpoints,
+    train_e2e,
+)
 
 __all__ = [
     "E2EConfig",
     "corpus_e2e_config",
     "CORPUS_DEFAULTS",
+    "NO_ACT_TURNS",
     "train_e2e",
     "list_e2e_checkpoints",
     "E2EModel",

@@ -27,7 +27,7 @@ from typing import Any
 
 from behavsim import BehavsimError, ConfigError
 from policies.e2e._corpus import CORPUS_DEFAULTS
-from policies.e2e._train import BEST_FILE, E2EConfig, corpus_e2e_config, train_e2e
+from policies.e2e._train import BEST_FILE, NO_ACT_TURNS, E2EConfig, corpus_e2e_config, train_e2e
 
 __all__ = ["add_e2e_options", "cmd_train_e2e", "e2e_config_from_args"]
 
@@ -59,6 +59,14 @@ def add_e2e_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help=f"--corpus: stop after N checkpoints without a better validation loss (default {CORPUS_DEFAULTS['patience']}; 0: never)",
+    )
+    g.add_argument(
+        "--no-act-turns",
+        choices=NO_ACT_TURNS,
+        default=None,
+        help="--corpus: a person's turn without an act (a greeting, a thank-you, a goodbye): empty — the model "
+        "learns that no act was written there and answers such a moment with words only (default); words — "
+        "only its words are targets (the model writes some act there anyway; runs before this option)",
     )
     g.add_argument(
         "--epochs",
@@ -130,7 +138,8 @@ def e2e_config_from_args(args: argparse.Namespace):
         raise ConfigError("--policy e2e: give --teacher SPEC or --corpus PATH, not both")
     if not corpus:
         given = [o for o, v in (("--split", args.split), ("--validation-split", args.validation_split),
-                                ("--patience", args.patience)) if v is not None]  # fmt: skip
+                                ("--patience", args.patience),
+                                ("--no-act-turns", getattr(args, "no_act_turns", None))) if v is not None]  # fmt: skip
         if given:
             raise ConfigError(f"{', '.join(given)}: for --corpus PATH (people's dialogues), not for a teacher")
     if corpus:
@@ -199,6 +208,7 @@ def _corpus_config(args: argparse.Namespace, corpus: str) -> E2EConfig:
         chat=bool(getattr(args, "chat", None)),
         belief_weight=args.belief_weight,
         **({} if args.dropout is None else {"dropout": args.dropout}),
+        **({} if getattr(args, "no_act_turns", None) is None else {"no_act_turns": args.no_act_turns}),
         domain=args.domain,
     )
 

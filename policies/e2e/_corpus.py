@@ -12,7 +12,9 @@ is one example, made as :func:`contexts.from_unified` makes its contexts
   of ``contexts import``);
 * the **act** is the wizard's act in PyDial's terms (an act set ``a(..)|b(..)`` when the turn has
   several intents), written as the model writes acts; a turn without an act (none annotated, or
-  none the act table keeps) trains the words only;
+  none the act table keeps: greetings, thanks, goodbyes) has an empty act as its target — the
+  model learns that the wizard wrote no act there and answers such a moment with words alone
+  (``no_act_turns = "empty"``; ``"words"``: its words alone are targets, the rule before);
 * the **response** is the wizard's words delexicalised with the domain's ontology
   (:func:`~._format.delex_words`).
 

@@ -19,7 +19,10 @@ histories greedily, in batches:
 Generation is greedy (argmax; ties to the lowest token id), but for the words of a model trained
 on people, which are searched with :data:`CORPUS_BEAM` beams unless ``beam`` says otherwise; either
 way an answer is a function of the history's text. A context whose words do not make an act fails
-with a message saying so.
+with a message saying so — but for a model trained on people that writes an empty act (as the
+wizard wrote none on greetings, thanks and goodbyes, :mod:`._corpus`): its answer is its words
+alone (no act, no error), their placeholders filled from its belief span's constraints and the
+venue the database shows first.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from behavsim import ConfigError, Response
+from behavsim import ConfigError, DialogueAct, Response, format_act
 from policies.e2e._format import (
     MAX_MATCHES,
     PLACEHOLDER,
@@ -276,6 +279,10 @@ class E2EModel:
             return [] if written and written[-1] == sp["db"] else [sp["db"]]
         text = self.tokenizer.decode(written, skip_special_tokens=False).split(SPECIAL["eos"])[0]
         act_text, sep, resp = text.partition(SPECIAL["response"])
+        if sep and self.lenient and not act_text.strip():  # a model of people that wrote no act: its words alone
+            r.answer = Response(act=None, prompt=self._words_alone(r, resp))
+            r.done = True
+            return []
         try:
             lex = r.lexicon or Lexicon(self.domain)
             act = lex_act(act_text, self.domain, lex, r.shown, r.constraints, lenient=self.lenient)
@@ -287,6 +294,17 @@ class E2EModel:
             r.answer = exc
         r.done = True
         return []
+
+    def _words_alone(self, r: "_Row", words: str) -> str | None:
+        """The words of an answer without an act (a model of people learns them where the wizard
+        wrote none: greetings, thanks, goodbyes), their placeholders filled from the constraints
+        the database was queried with and the venue its result shows first (a placeholder neither
+        has stays as it is)."""
+        items = [(s, v) for s, v in r.constraints if v != "dontcare"]
+        if r.shown:
+            items.append(("name", r.shown[0]))
+        act = format_act(DialogueAct.create("inform", items))
+        return clean(fill_from_venue(lex_prompt(words, act), act, self.domain)) or None
 
     def _name_rule(self, r: "_Row") -> Rule:
         """What the act may name as its venue (after `` name =``): ``[v]`` when the database result

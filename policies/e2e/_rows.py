@@ -114,10 +114,14 @@ def encoder(tokenizer: Any, texts: Iterable[str]) -> Encode:
     return lambda xs: [known[x] for x in xs]
 
 
-def main_row(tokenizer: Any, t: DialogueTexts, n_positions: int, encode: Encode) -> tuple[TrainRow, int]:
+def main_row(
+    tokenizer: Any, t: DialogueTexts, n_positions: int, encode: Encode, empty_acts: bool = False
+) -> tuple[TrainRow, int]:
     """A dialogue's packed row, and how many of its contexts did not fit the model's positions
     (a long dialogue's shared part ends at the last decision point that fits: the contexts after
-    it are left out, as is a block that does not fit after its decision point)."""
+    it are left out, as is a block that does not fit after its decision point). A person's turn
+    without an act: its words are its only targets, or with ``empty_acts`` its empty act as well
+    (``<|act|><|response|>``: the model learns that no act was written there)."""
     sp = special_ids(tokenizer)
     segs = encode(t.segments)
     bels = encode(t.beliefs)
@@ -135,11 +139,12 @@ def main_row(tokenizer: Any, t: DialogueTexts, n_positions: int, encode: Encode)
     dropped = 0
     for (j, _, written, _), db, act, resp in zip(t.blocks, *cols):
         head = [*db[: LIMITS["db"]], sp["act"]]
-        if written is None:  # a person's turn without an act: its words are the only targets
-            head.append(sp["response"])
+        if written is None:  # a person's turn without an act: no act tokens
             act = []
+            if not empty_acts:  # its words are the only targets
+                head.append(sp["response"])
         block = [*head, *act[: LIMITS["act"]], sp["response"], *resp[: LIMITS["response"] - 1], sp["eos"]]
-        if written is None:
+        if written is None and not empty_acts:
             block = [*head, *resp[: LIMITS["response"] - 1], sp["eos"]]
         if j >= len(ends) or ends[j] + len(block) > n_positions:
             dropped += 1

@@ -56,7 +56,15 @@ from policies.e2e._rows import DialogueTexts, TrainRow, all_texts, chat_row, dia
 from policies.e2e._tokenizer import build_tokenizer
 from policies.simulation.domain import resolve_domain
 
-__all__ = ["E2EConfig", "corpus_e2e_config", "train_e2e", "list_e2e_checkpoints", "RUN_FILE", "BEST_FILE"]
+__all__ = [
+    "E2EConfig",
+    "corpus_e2e_config",
+    "train_e2e",
+    "list_e2e_checkpoints",
+    "RUN_FILE",
+    "BEST_FILE",
+    "NO_ACT_TURNS",
+]
 
 #: The chat mode's prompt template (``behavsim-prompt``, see :mod:`policies.llm._prompts`),
 #: written into every checkpoint folder of a run with ``chat``: the folder's default template for
@@ -81,8 +89,10 @@ role = "history"
 
 #: What a configuration written before these settings existed meant by their absence (the corpus
 #: settings are left out of a teacher run's configuration: its files are as they were before them).
-_CORPUS = {"corpus": None, "split": "train", "validation": "validation", "patience": 2}
+_CORPUS = {"corpus": None, "split": "train", "validation": "validation", "patience": 2, "no_act_turns": "words"}
 _ABSENT = {"dagger_dialogues": 0, "dagger_from": 1, "belief_weight": 1.0, "dropout": 0.0, **_CORPUS}
+#: What a corpus run makes of a turn without an act (:attr:`E2EConfig.no_act_turns`).
+NO_ACT_TURNS = ("empty", "words")
 #: ``dagger_dialogues``' default: a tenth of the teacher's dialogues per round.
 AUTO = -1
 
@@ -122,6 +132,10 @@ class E2EConfig:
     validation: str | None = "validation"  # the corpus's split for model selection and early stopping
     patience: int = 2  # stop after this many checkpoints without a better validation loss (0: never)
     dropout: float = 0.0  # GPT-2's embedding and residual dropout while training (0: none, as before it existed)
+    # a corpus's turn without an act: "empty" — the model learns that the wizard wrote no act there
+    # (it answers such a context with words only); "words" — its words alone are targets (the model
+    # writes some act there anyway: the rule of runs before this setting existed)
+    no_act_turns: str = "empty"
 
     def __post_init__(self) -> None:
         if self.corpus is not None:
@@ -181,6 +195,10 @@ class E2EConfig:
         p = self.dropout
         if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
             raise ConfigError(f"e2e training: dropout must be a number in [0, 1), got {p!r}")
+        if self.no_act_turns not in NO_ACT_TURNS:
+            raise ConfigError(
+                f"e2e training: no_act_turns must be one of {', '.join(NO_ACT_TURNS)}, got {self.no_act_turns!r}"
+            )
 
     @property
     def dagger_rounds(self) -> int:
@@ -414,7 +432,8 @@ def _rows(config: E2EConfig, tokenizer: Any, texts: list[DialogueTexts]) -> tupl
     """Each dialogue's training rows (the main row, and the chat row with ``chat``), and how many
     contexts did not fit the model's positions."""
     encode = encoder(tokenizer, (x for t in texts for x in all_texts(t)))
-    built = [main_row(tokenizer, t, config.n_positions, encode) for t in texts]
+    empty = config.corpus is not None and config.no_act_turns == "empty"
+    built = [main_row(tokenizer, t, config.n_positions, encode, empty_acts=empty) for t in texts]
     rows = [
         [r, chat_row(tokenizer, t, config.n_positions, encode)] if config.chat else [r]
         for (r, _), t in zip(built, texts)

@@ -434,6 +434,31 @@ def test_a_people_model_s_table_answered_again_is_compared_again_and_greedy_word
     assert (copy / "results" / "corpus.csv").read_bytes() == before
 
 
+def test_a_people_model_trained_by_the_earlier_rule_for_turns_without_an_act_is_trained_again(e2e_run, tmp_path):
+    """A folder whose model of people was trained before the empty act was a target (its run file
+    names no ``no_act_turns``) resumes with that model trained again, to the same bytes as a new run's."""
+    import shutil
+
+    root, run, _ = e2e_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    folder = copy / "train" / "corpus-e2e-people"
+    runfile = folder / "e2e-run.json"
+    data = json.loads(runfile.read_text())
+    assert data["config"]["no_act_turns"] == "empty"
+    del data["config"]["no_act_turns"]
+    runfile.write_text(json.dumps(data))
+    stale = folder / "ckpt-000000-stale"
+    stale.mkdir()  # anything in the old folder goes with it
+    logs: list[str] = []
+    run_study(load_config(str(root / "study.toml"), corpus=str(root / "lab")), copy, log=logs.append)
+    assert any("turns without an act trained words only; training again" in m for m in logs), logs
+    assert not stale.exists() and json.loads(runfile.read_text())["config"]["no_act_turns"] == "empty"
+    for path in sorted((run / "train" / "corpus-e2e-people").glob("ckpt-*/model.safetensors")):
+        assert (folder / path.parent.name / path.name).read_bytes() == path.read_bytes()
+    assert (copy / "results" / "corpus.csv").read_bytes() == (run / "results" / "corpus.csv").read_bytes()
+
+
 def test_only_an_unasked_greedy_table_of_a_people_model_counts_as_an_earlier_default():
     from policies.e2e import greedy_by_an_earlier_default as old
 

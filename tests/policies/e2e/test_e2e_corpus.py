@@ -136,7 +136,7 @@ def test_corpus_examples_checked_by_hand(corpus):
     assert (act2, words2) == (" bye", " goodbye.")
 
 
-def test_a_turn_without_an_act_trains_its_words_only(corpus):
+def test_a_turn_without_an_act_trains_its_empty_act_or_its_words_only(corpus):
     from policies.e2e._corpus import corpus_data
     from policies.e2e._rows import all_texts, dialogue_texts, encoder, main_row
     from policies.e2e._tokenizer import build_tokenizer
@@ -153,9 +153,36 @@ def test_a_turn_without_an_act_trains_its_words_only(corpus):
     assert blocks == [
         " inform name = [name_2] ; area = [v] ; food = [v] | request pricerange<|response|>"
         " [name] is a [food] place in the [area]. what price range?<|endoftext|>",
-        " sure.<|endoftext|>",
+        " sure.<|endoftext|>",  # the rule of runs before no_act_turns: its words alone are targets
         " bye<|response|> goodbye.<|endoftext|>",
     ]
+    # no_act_turns "empty" (a corpus run's default): the empty act is a target too — right after
+    # <|act|> comes <|response|> — and nothing else changes
+    empty, _ = main_row(tok, t, 1024, encoder(tok, all_texts(t)), empty_acts=True)
+    got = [tok.decode([tok_id for (i, tok_id) in empty.targets if empty.block[i + 1] == k]) for k in range(3)]
+    assert got == [blocks[0], "<|response|> sure.<|endoftext|>", blocks[2]]
+    # the model reads the same either way (<|act|><|response|> then the words): only the targets differ
+    assert empty.ids == row.ids and len(empty.targets) == len(row.targets) + 1
+
+
+def test_no_act_turns_setting_its_default_its_files_and_bad_values(corpus, tmp_path, capsys):
+    from behavsim.cli import main
+    from policies.e2e import NO_ACT_TURNS, E2EConfig, corpus_e2e_config
+
+    assert NO_ACT_TURNS == ("empty", "words")
+    config = corpus_e2e_config(corpus, "train", batch_dialogues=2)
+    assert config.no_act_turns == "empty" and config.to_dict()["no_act_turns"] == "empty"
+    # a corpus run's file from before the setting existed: its turns without an act trained the words only
+    old = {k: v for k, v in config.to_dict().items() if k != "no_act_turns"}
+    assert E2EConfig.from_dict(old).no_act_turns == "words"
+    assert "no_act_turns" not in E2EConfig().to_dict()  # a teacher's run: its files as before
+    with pytest.raises(ConfigError, match="no_act_turns must be one of empty, words, got 'none'") as exc:
+        corpus_e2e_config(corpus, "train", batch_dialogues=2, no_act_turns="none")
+    assert "\n" not in str(exc.value)
+    base = ["train", "--policy", "e2e", "--no-progress", "-o", str(tmp_path / "x")]
+    assert main([*base, "--teacher", "handcrafted", "--no-act-turns", "words"]) == 2
+    assert "--no-act-turns: for --corpus PATH" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_words_off_the_vocabulary_are_unknown_one_by_one(corpus):
@@ -251,6 +278,8 @@ def test_a_tiny_training_is_deterministic_resumes_and_its_model_loads_and_answer
     # the test split's dialogues are the training ones: the model says what the wizard said
     assert table.acts[3] == "request(food)" and table.prompts[3] == "what kind of food would you like?"
     assert table.acts[0] == 'inform(area="north",food="chinese",name="golden wok")|request(pricerange)'
+    # where the wizard wrote no act ("Sure."), the model writes none: an answer of words alone, no error
+    assert (table.acts[1], table.prompts[1], table.errors[1]) == (None, "sure.", None) and table.n_text_only == 1
     # a model trained on people searches its words with 4 beams by default (recorded; the id has
     # no suffix); greedy words are another policy; the acts are written greedily either way
     assert CORPUS_BEAM == 4 and table.policy["beam"] == 4 and not table.id.endswith("-beam4")
@@ -316,3 +345,22 @@ def test_a_response_s_open_placeholders_come_from_the_named_venue_s_entry():
         fill_from_venue(text, act, domain) == "golden wok is moderately priced, call 01223 350688; chinese in the north"
     )
     assert fill_from_venue("call [phone]", "request(food)", domain) == "call [phone]"  # no venue: as it is
+
+
+def test_words_alone_take_their_values_from_the_query_and_the_venue_it_shows_first():
+    from types import SimpleNamespace
+
+    from policies.e2e import E2EModel
+
+    domain = resolve_domain(None)
+    model = SimpleNamespace(domain=domain)
+    row = SimpleNamespace(constraints=[("food", "chinese"), ("area", "north"), ("pricerange", "dontcare")], shown=[])
+    words = " there are no [food] places in the [area] at a [pricerange] price. goodbye!"
+    # no venue shown: the constraints fill what they hold (not dontcare); the rest stays as it is
+    got = E2EModel._words_alone(model, row, words)
+    assert got == "there are no chinese places in the north at a [pricerange] price. goodbye!"
+    # golden wok (01223 350688, moderate): shown first, it fills the venue's placeholders
+    row.shown = ["golden wok", "hakka"]
+    got = E2EModel._words_alone(model, row, " [name] is [pricerange_adv] priced, call [phone]. bye")
+    assert got == "golden wok is moderately priced, call 01223 350688. bye"
+    assert E2EModel._words_alone(model, row, " ") is None  # no words: no prompt
