@@ -229,7 +229,10 @@ class E2EConfig:
         bad = sorted(set(d) - known)
         if bad:
             raise ConfigError(f"e2e training: unknown setting(s) {bad}; known: {sorted(known)}")
-        return cls(**{**_ABSENT, **d})
+        absent = dict(_ABSENT)
+        if d.get("corpus") is None:  # a teacher's run: no turn without an act, the setting's default
+            del absent["no_act_turns"]
+        return cls(**{**absent, **d})
 
     def lr_at(self, step: int, total_steps: int) -> float:
         """Linear warm-up to ``lr`` over ``warmup_steps``, then cosine decay to ``lr·final_lr_ratio``."""

@@ -264,6 +264,8 @@ def test_the_readme_tables_of_the_study_against_people_are_the_run_s(corpus_run,
     missing = next(line for line in lines if line.startswith("Contexts without an act"))
     x = means.iloc[-1]
     assert f"{x.policy} {x.n_missing_TMR} / {x.n_missing_USE_cos}" in missing
+    counted = next(line for line in lines if line.startswith("Contexts the act scores count"))
+    assert f"{x.policy} {x.n - x.n_na_TMR - x.n_missing_TMR}," in counted + ","
     seeds = pd.read_csv(run / "results" / "corpus_seeds.csv")
     x = seeds.iloc[0]
     assert any(line.startswith(f"| {x.reward} | {x.score} | {x.seed_vs_seed:.3f} (") for line in lines)
