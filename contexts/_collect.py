@@ -129,7 +129,8 @@ def _make_env(domain: Any, env_options: Mapping[str, Any] | None):
 def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str, history: list | None = None):
     """One system turn: the source answers the belief (or the history, if it reads histories);
     the environment takes its summary action when it has one the environment knows (PyDial's
-    mapping to a master act), else its act."""
+    mapping to a master act), else its act; words alone only in the closing turn after the
+    user's ``bye()``, where the agent says ``bye()`` whatever the system chose."""
     try:
         r = answer_context(adapter, canonical_copy(belief), history)
     except BehavsimError:
@@ -137,6 +138,8 @@ def _step(env: Any, adapter: Adapter, label: str, belief: dict, where: str, hist
     except Exception as exc:
         raise ConfigError(f"policies: policy {label!r} failed {where}: {error_text(exc)}") from None
     if r.act is None and r.summary_action is None:
+        if getattr(env, "closing", False):  # after the user's bye() the agent says bye() whatever was chosen
+            return None, env.step_closing()
         raise ConfigError(
             f"policies: policy {label!r} answered {where} with text only (no act); the environment plays acts"
         )

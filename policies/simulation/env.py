@@ -159,6 +159,22 @@ class DialogueEnv:
         sys_act = master_act(summary_action, self.belief, self.domain, self._last_sys)
         return self._exchange(sys_act, summary_action, masked)
 
+    @property
+    def closing(self) -> bool:
+        """Whether the next step is the closing turn after the user's ``bye()`` (whatever the
+        system chooses there, the agent says ``bye()``)."""
+        return self._closing
+
+    def step_closing(self):
+        """The closing turn after the user's ``bye()`` without a chosen act, for a policy that
+        answered it with words alone (a model of people says goodbye without an act, as the
+        corpus's wizards did): the agent says ``bye()``, as it does whatever the system chose
+        (``info["chosen_act"]`` is ``"None"``). Any other turn needs an act."""
+        if self._done or not self._closing:
+            raise EnvError("DialogueEnv.step_closing(): only the closing turn after the user's bye() takes no act")
+        self.turns += 1
+        return self._closing_step(None, False, None)
+
     def step_act(self, act: "DiaAct | str | object"):
         """One exchange on a system act given directly (a string such as ``request(food)``, a
         :class:`behavsim.DialogueAct` or a :class:`DiaAct`), for policies without summary actions

@@ -119,7 +119,13 @@ def dialogue_groups(
 
 
 def _advance(d: _Dialogue, r: Any, out: PlayResult) -> None:
-    if isinstance(r, Exception) or (r.act is None and r.summary_action is None):
+    alone = not isinstance(r, Exception) and r.act is None and r.summary_action is None
+    if alone and d.env.closing:  # words alone after the user's bye(): the agent says bye() whatever was chosen
+        d.belief, _, terminated, truncated, d.info = d.env.step_closing()
+        d.text.step(d.info)
+        d.done = terminated or truncated
+        return
+    if isinstance(r, Exception) or alone:
         out.failed_turns += 1
         if out.first_failure is None:
             out.first_failure = str(r) if isinstance(r, Exception) else "a text-only answer (no act to play)"

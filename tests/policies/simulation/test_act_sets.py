@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from behavsim import ConfigError
+from policies.handcrafted.policy import HandcraftedPolicy
 from policies.simulation.domain import resolve_domain
 from policies.simulation.env import DialogueEnv
 from policies.simulation.nlg import TemplateNLG
@@ -100,3 +101,51 @@ def test_play_dialogues_measures_a_policy_that_answers_act_sets():
     assert sets.failed_turns == 0 and sets.first_failure is None
     assert (sets.success, sets.turns) == (alone.success, alone.turns)
     assert sets.tsr == alone.tsr > 0.5
+
+
+def test_words_alone_close_a_dialogue_after_the_user_s_bye_and_end_it_as_a_failure_anywhere_else():
+    """A model of people says goodbye without an act (the corpus's wizards wrote none there): in
+    the closing turn after the user's bye() the agent says bye() whatever the system chose, so
+    words alone there play as the handcrafted policy's bye; on any other turn there is no act to
+    play and the dialogue ends as a failure."""
+    from behavsim.policy import answer_context, as_adapter
+
+    hdc = as_adapter("handcrafted", domain=CAM)
+
+    def goodbye_in_words(belief):
+        act = answer_context(hdc, belief, None).act
+        return (None, "thank you, goodbye.") if act == "bye()" else act
+
+    def words_only(belief):
+        return (None, "hello.")
+
+    alone = play_dialogues("handcrafted", 20)
+    words = play_dialogues(goodbye_in_words, 20)
+    assert words.failed_turns == 0 and words.first_failure is None
+    assert (words.success, words.turns) == (alone.success, alone.turns) and words.tsr == alone.tsr > 0.5
+    never = play_dialogues(words_only, 5)
+    assert never.failed_turns == 5 and never.tsr == 0.0
+    assert never.first_failure == "a text-only answer (no act to play)"
+
+
+def test_only_the_closing_turn_takes_no_act():
+    from policies.simulation.env import EnvError
+
+    env, _ = _env()
+    assert not env.closing
+    with pytest.raises(EnvError, match=r"only the closing turn after the user's bye\(\) takes no act"):
+        env.step_closing()
+    hdc = HandcraftedPolicy(CAM)
+    belief, info = env.reset(seed=0)
+    while not env.closing:
+        belief, _, term, trunc, info = env.step(hdc.summary_action(belief))
+        assert not (term or trunc)
+    assert info["user_act_type"] == "bye"
+    belief, reward, term, trunc, info = env.step_closing()
+    assert (term, trunc, reward, info["closing_turn"]) == (True, False, -1.0, True)
+    assert (
+        info["master_act"] == "bye()" and info["chosen_act"] == "None" and info["exchanges"][-1]["user_act"] == "null()"
+    )
+    assert not env.closing
+    with pytest.raises(EnvError):
+        env.step_closing()
