@@ -17,8 +17,9 @@ Measures, each printed with the command that produced it:
 4. against the human wizard (``behavsim contexts wizard ct.jsonl``): corpus BLEU-4 (NLTK's
    ``corpus_bleu``, uniform weights, no smoothing) of the model's words against the wizard's, both
    delexicalised with the ontology (:func:`policies.e2e._format.delex_words`; a failed context is an
-   empty hypothesis), and TMR, DMR, CER on the contexts where the wizard has an act
-   (:func:`behavsim.compare`; a failed context is a missing value, counted).
+   empty hypothesis; also on the turns where the wizard wrote an act and on those where it wrote
+   none), and TMR, DMR, CER on the contexts where the wizard has an act (:func:`behavsim.compare`;
+   a failed context is a missing value, counted; an answer of words alone, no act, is counted).
 
     python benchmarks/e2e_corpus.py --tables WIZARD.jsonl A.jsonl [B.jsonl ...]   # step 4 alone
 
@@ -89,6 +90,13 @@ def figures(wizard: Path, tables: list[Path]) -> None:
         t = ResponseTable.load(path)
         hyps = [_words(delex_words(p or "", a, domain)) if p else [] for a, p in zip(t.acts, t.prompts)]
         bleu = corpus_bleu(refs, hyps)
+        split = [  # the turns where the wizard wrote an act, and those where it wrote none
+            corpus_bleu(
+                [r for r, a in zip(refs, ref.acts) if (a is None) == none],
+                [h for h, a in zip(hyps, ref.acts) if (a is None) == none],
+            )
+            for none in (False, True)
+        ]
         means = compare([ref, t], [(0, 1)], scores=["TMR", "DMR", "CER"], allow_unanswered=True).means.iloc[0]
         failed = sum(1 for e in t.errors if e)
         acts = sum(1 for a in ref.acts if a is not None)
@@ -96,7 +104,8 @@ def figures(wizard: Path, tables: list[Path]) -> None:
         alone = [a is None and not e for a, e in zip(t.acts, t.errors)]
         crossed = sum(1 for x, a in zip(alone, ref.acts) if x and a is not None)
         print(
-            f"   {t.id}: corpus BLEU-4 (delexicalised) {bleu:.4f} on {len(refs)} turns; on the {acts} turns with a "
+            f"   {t.id}: corpus BLEU-4 (delexicalised) {bleu:.4f} on {len(refs)} turns ({split[0]:.4f} on those with a "
+            f"wizard act, {split[1]:.4f} on those without); on the {acts} turns with a "
             f"wizard act: TMR {means['TMR']:.3f}, DMR {means['DMR']:.3f}, CER {means['CER']:.3f} "
             f"(missing {int(means.get('n_missing_TMR', 0))}, words alone {crossed}); failed {failed} of "
             f"{len(t.acts)}; words alone {sum(alone)} (where the wizard has no act: {sum(alone) - crossed} of "

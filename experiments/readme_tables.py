@@ -110,7 +110,7 @@ def corpus_tables(results: Path) -> None:
         cells = [f"{f(x[c])} ({f(x[c + '_lo'])}–{f(x[c + '_hi'])})" for c in acts] + [f(x[c]) for c in text]
         print(f"| {x.policy} | " + " | ".join(cells) + " |")
     missing = [f"{x.policy} {int(x.n_missing_TMR)} / {int(x.n_missing_USE_cos)}" for _, x in m.iterrows()]
-    print("\nContexts without an act (n_missing_TMR) / without words (n_missing_USE_cos): " + ", ".join(missing))
+    print("\nContexts failed, no usable act (n_missing_TMR) / without words (n_missing_USE_cos): " + ", ".join(missing))
     if "n_na_TMR" in m.columns:  # answers of words alone: the act scores do not apply there
         counted = [f"{x.policy} {int(x.n - x.n_na_TMR - x.n_missing_TMR)}" for _, x in m.iterrows()]
         print("Contexts the act scores count (n − n_na_TMR − n_missing_TMR): " + ", ".join(counted))

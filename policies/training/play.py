@@ -119,27 +119,25 @@ def dialogue_groups(
 
 
 def _advance(d: _Dialogue, r: Any, out: PlayResult) -> None:
+    env = d.env
     alone = not isinstance(r, Exception) and r.act is None and r.summary_action is None
-    if alone and d.env.closing:  # words alone after the user's bye(): the agent says bye() whatever was chosen
-        d.belief, _, terminated, truncated, d.info = d.env.step_closing()
-        d.text.step(d.info)
-        d.done = terminated or truncated
-        return
-    if isinstance(r, Exception) or alone:
+    if alone and env.closing:  # words alone after the user's bye(): the agent says bye() whatever was chosen
+        step = env.step_closing()
+    elif isinstance(r, Exception) or alone:
         out.failed_turns += 1
         if out.first_failure is None:
             out.first_failure = str(r) if isinstance(r, Exception) else "a text-only answer (no act to play)"
         d.done, d.failed = True, True  # type: ignore[attr-defined]
         return
-    env = d.env
-    summary = r.summary_action if r.summary_action in env.actions else None
-    try:
-        step = env.step(summary) if summary is not None else env.step_act(r.act)
-    except ConfigError as exc:
-        out.failed_turns += 1
-        out.first_failure = out.first_failure or str(exc)
-        d.done, d.failed = True, True  # type: ignore[attr-defined]
-        return
+    else:
+        summary = r.summary_action if r.summary_action in env.actions else None
+        try:
+            step = env.step(summary) if summary is not None else env.step_act(r.act)
+        except ConfigError as exc:
+            out.failed_turns += 1
+            out.first_failure = out.first_failure or str(exc)
+            d.done, d.failed = True, True  # type: ignore[attr-defined]
+            return
     d.belief, _, terminated, truncated, d.info = step
     d.text.step(d.info)
     d.done = terminated or truncated

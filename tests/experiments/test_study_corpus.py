@@ -261,7 +261,7 @@ def test_the_readme_tables_of_the_study_against_people_are_the_run_s(corpus_run,
     for _, x in means.iterrows():
         row = next(line for line in lines if line.startswith(f"| {x.policy} | {x.TMR:.3f} "))
         assert f"| {x.CER:.3f} ({x.CER_lo:.3f}–{x.CER_hi:.3f}) |" in row and row.endswith(f"| {x.BLEU4:.3f} |")
-    missing = next(line for line in lines if line.startswith("Contexts without an act"))
+    missing = next(line for line in lines if line.startswith("Contexts failed, no usable act"))
     x = means.iloc[-1]
     assert f"{x.policy} {x.n_missing_TMR} / {x.n_missing_USE_cos}" in missing
     counted = next(line for line in lines if line.startswith("Contexts the act scores count"))
