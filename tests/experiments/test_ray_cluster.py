@@ -204,7 +204,7 @@ def _cluster_scenario(spawn, out: Path, ray_bin: Path, want: dict) -> None:
 
 def _run_driver(spawn, script: Path, source: str, args: list, timeout: int) -> tuple[subprocess.CompletedProcess, str]:
     """Run ``source`` as a driver script with ``args`` inside the private namespaces (a Ray it
-    starts listens on 127.0.0.1 alone); its result, and Ray's logs when it failed."""
+    starts listens on 127.0.0.1 alone), from the repository; its result, and the tails of Ray's logs."""
     raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")
     script.write_text(source)
     env = {
@@ -213,8 +213,9 @@ def _run_driver(spawn, script: Path, source: str, args: list, timeout: int) -> t
     }
     quoted = " ".join(f'"{a}"' for a in [sys.executable, script, *args])
     try:
-        r = _run(spawn, [*NAMESPACE, "bash", "-c", f"ip link set lo up; {quoted}; exit $?"], env=env, timeout=timeout)
-        return r, (_ray_logs(raytmp) if r.returncode != 0 else "")
+        args = [*NAMESPACE, "bash", "-c", f"ip link set lo up; {quoted}; exit $?"]
+        r = _run(spawn, args, env=env, cwd=REPO, timeout=timeout)
+        return r, _ray_logs(raytmp)
     finally:
         shutil.rmtree(raytmp, ignore_errors=True)
 
@@ -323,10 +324,11 @@ print("OK")
 def test_a_failed_task_cancels_the_others_while_they_finish(tmp_path, spawn):
     """A map on a local Ray whose task fails while the other short tasks keep finishing: the
     task's own error each time, no task runs after the map returns and most never run (they are
-    cancelled), and the driver survives cancelling them as others finish. (Cancelled from the driver's own thread, a cancellation
-    could fall between a task's reply and its completion, and Ray's core worker aborted the
-    driver: "Tried to complete task that was not pending". That race is rare here; a loop that
-    cancels 300 short tasks at random moments hit it about once in 50 rounds.)"""
+    cancelled), and the driver survives cancelling them as others finish. (Cancelled from the
+    driver's own thread, a cancellation could fall between a task's reply and its completion,
+    and Ray's core worker aborted the driver: "Tried to complete task that was not pending".
+    That race is rare here; a loop that cancels 300 short tasks at random moments hit it about
+    once in 50 rounds.)"""
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
@@ -398,25 +400,10 @@ def test_an_interrupted_command_shuts_down_the_ray_it_started(tmp_path, spawn, s
     problem = _namespace_problem()
     if problem:
         pytest.skip(problem)
-    raytmp = tempfile.mkdtemp(prefix="bsray", dir="/tmp")
-    script = tmp_path / "interrupt.py"
-    script.write_text(INTERRUPT_SCRIPT)
-    try:
-        r = _run(
-            spawn,
-            [
-                *NAMESPACE,
-                "bash",
-                "-c",
-                f'ip link set lo up; "{sys.executable}" "{script}" {sig} "{tmp_path / "run"}" {RAY_REPEATS}',
-            ],
-            env=_ray_env(raytmp),
-            cwd=REPO,
-            timeout=500 + 120 * RAY_REPEATS,
-        )
-        ray_logs = _ray_logs(raytmp)
-    finally:
-        shutil.rmtree(raytmp, ignore_errors=True)
+    run = tmp_path / "run"
+    r, ray_logs = _run_driver(
+        spawn, tmp_path / "interrupt.py", INTERRUPT_SCRIPT, [sig, run, RAY_REPEATS], 500 + 120 * RAY_REPEATS
+    )
     assert r.returncode == 0 and r.stdout.strip(), (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
     runs = [json.loads(line) for line in r.stdout.strip().splitlines() if line.startswith("{")]
     assert runs, (r.stdout[-2000:], r.stderr[-3000:], ray_logs)
